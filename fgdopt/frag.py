@@ -1,0 +1,299 @@
+"""The statistical fragmentation measure of SPEC "Fragmentation" — the one evaluator.
+
+A :class:`Workload` M is a set of task shapes with popularities ``p_m`` (summing to 1). The
+fragmentation of node n seen by shape m, ``F_n(m)``, is the node's free GPU capacity (milli-GPU)
+that m cannot use; ``F_n(M) = sum_m p_m F_n(m)`` and the cluster's ``F(M) = sum_n F_n(M)``.
+
+Two implementations of one formula live here on purpose: :func:`node_fragmentation` is the
+reference, a literal transcription of SPEC over plain sequences; :func:`fragmentation_rows` is the
+vectorized form that everything else (cluster totals, FGD's deltas, experiments) calls. The tests
+check they agree on every state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fgdopt.model import GPU_MILLI, TaskSet, spec_allows
+from fgdopt.state import ClusterState, gpu_fits
+
+CATEGORIES = ("q1_lack_both", "q2_lack_gpu", "q3_satisfied", "q4_lack_cpu",
+              "x_satisfied", "x_lack_cpu", "no_access")
+"""Where each shape's view of a node's free GPU capacity falls; all but ``q3_satisfied`` is fragment."""
+
+DEFAULT_POPULARITY_THRESHOLD = 0.95
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """The target workload M: distinct task shapes and their popularity.
+
+    Attributes
+    ----------
+    cpu_milli, num_gpu, gpu_milli : int64 arrays (M,), the shape (milli-cores, GPUs, milli-GPU per GPU).
+    gpu_spec : tuple of str (M,), allowed GPU models joined by ``|`` (``""`` = any).
+    popularity : float64 array (M,), summing to 1.
+    counts : int64 array (M,), how many tasks had the shape (1 each when built from shapes).
+    """
+
+    cpu_milli: np.ndarray
+    num_gpu: np.ndarray
+    gpu_milli: np.ndarray
+    gpu_spec: tuple[str, ...]
+    popularity: np.ndarray
+    counts: np.ndarray
+    _access: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_milli", "num_gpu", "gpu_milli", "counts"):
+            arr = np.asarray(getattr(self, name), dtype=np.int64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        pop = np.asarray(self.popularity, dtype=np.float64)
+        pop.setflags(write=False)
+        object.__setattr__(self, "popularity", pop)
+        object.__setattr__(self, "gpu_spec", tuple(self.gpu_spec))
+        m = len(pop)
+        if not all(len(getattr(self, f)) == m for f in ("cpu_milli", "num_gpu", "gpu_milli", "gpu_spec", "counts")):
+            raise ValueError("workload fields must share one length")
+        if m == 0:
+            raise ValueError("a workload needs at least one shape")
+        if np.any(pop < 0) or not np.isclose(pop.sum(), 1.0):
+            raise ValueError(f"popularities must be >= 0 and sum to 1 (sum = {pop.sum():.6f})")
+
+    @classmethod
+    def from_tasks(cls, tasks: TaskSet, threshold: float = DEFAULT_POPULARITY_THRESHOLD) -> Workload:
+        """Group ``tasks`` by shape and keep the most popular ones (SPEC "Fragmentation").
+
+        Shapes are sorted by count (descending; ties by shape, ascending) and kept until their
+        cumulative count first reaches ``threshold`` of all tasks; ``threshold=1`` keeps every shape.
+
+        Examples
+        --------
+        >>> from fgdopt.model import TaskSet
+        >>> w = Workload.from_tasks(TaskSet([1, 1, 1, 2], [0] * 4, [1, 1, 1, 0], [500, 500, 500, 0]), 0.7)
+        >>> len(w), w.popularity.tolist()
+        (1, [1.0])
+        """
+        if not 0 < threshold <= 1:
+            raise ValueError(f"popularity threshold must lie in (0, 1], got {threshold}")
+        if len(tasks) == 0:
+            raise ValueError("cannot build a workload from an empty task set")
+        counts = Counter(zip(tasks.cpu_milli.tolist(), tasks.num_gpu.tolist(), tasks.gpu_milli.tolist(),
+                             tasks.gpu_spec.tolist(), strict=True))
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        cum = np.cumsum([c for _, c in ranked])
+        keep = int(np.searchsorted(cum, threshold * len(tasks) - 1e-9)) + 1
+        kept = ranked[:keep]
+        shape_counts = np.array([c for _, c in kept])
+        return cls(
+            cpu_milli=[s[0] for s, _ in kept], num_gpu=[s[1] for s, _ in kept],
+            gpu_milli=[s[2] for s, _ in kept], gpu_spec=[s[3] for s, _ in kept],
+            popularity=shape_counts / shape_counts.sum(), counts=shape_counts,
+        )
+
+    @classmethod
+    def from_shapes(cls, shapes: Sequence[tuple[int, int, int, float]],
+                    gpu_specs: Sequence[str] | None = None) -> Workload:
+        """Build from ``(cpu_milli, num_gpu, gpu_milli, popularity)`` tuples (popularities normalized).
+
+        Examples
+        --------
+        >>> w = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
+        >>> w.popularity.tolist()
+        [0.5, 0.3, 0.2]
+        """
+        if not shapes:
+            raise ValueError("a workload needs at least one shape")
+        cpu, num, milli, pop = (np.array(col) for col in zip(*shapes, strict=True))
+        TaskSet(cpu, np.zeros_like(cpu), num, milli)  # validates the shapes
+        specs = tuple(gpu_specs) if gpu_specs is not None else ("",) * len(shapes)
+        pop = pop.astype(np.float64)
+        if np.any(pop < 0) or pop.sum() <= 0:
+            raise ValueError("popularities must be >= 0 with a positive sum")
+        return cls(cpu, num, milli, specs, pop / pop.sum(), np.ones(len(shapes), dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.popularity)
+
+    def access(self, models: Sequence[str]) -> np.ndarray:
+        """Boolean (M, len(models)): may shape m use GPU model j? (CPU-only shapes: never.)"""
+        key = tuple(models)
+        acc = self._access.get(key)
+        if acc is None:
+            acc = np.array([[n > 0 and spec_allows(s, mo) for mo in key]
+                            for n, s in zip(self.num_gpu.tolist(), self.gpu_spec, strict=True)], dtype=bool)
+            acc = acc.reshape(len(self), len(key))
+            acc.setflags(write=False)
+            self._access[key] = acc
+        return acc
+
+    def to_frame(self):
+        """The shapes as a pandas DataFrame (one row per shape, most popular first)."""
+        import pandas as pd
+
+        return pd.DataFrame({"cpu_milli": self.cpu_milli, "num_gpu": self.num_gpu, "gpu_milli": self.gpu_milli,
+                             "gpu_spec": self.gpu_spec, "count": self.counts, "popularity": self.popularity})
+
+
+# -- the reference form ----------------------------------------------------------------------
+
+def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Workload,
+                       model: str | None = None) -> float:
+    """Fragmentation F_n(M) of one node, in milli-GPU: SPEC's definition, written out literally.
+
+    Parameters
+    ----------
+    gpu_left : free milli-GPU of each GPU of the node (only real GPUs, no padding needed).
+    cpu_left : free CPU of the node in milli-cores.
+    workload : the target workload M.
+    model : the node's GPU model; ``None`` means every ``gpu_spec`` admits it.
+
+    Examples
+    --------
+    SPEC's worked example:
+
+    >>> w = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
+    >>> round(node_fragmentation([100, 600], 16000, w), 6)
+    400.0
+    """
+    idle = float(sum(gpu_left))
+    total = 0.0
+    for cpu, num, milli, spec, p in zip(workload.cpu_milli.tolist(), workload.num_gpu.tolist(),
+                                        workload.gpu_milli.tolist(), workload.gpu_spec,
+                                        workload.popularity.tolist(), strict=True):
+        if num == 0 or model is not None and not spec_allows(spec, model):
+            frag = idle
+        else:
+            if milli < GPU_MILLI:
+                can_host = any(g >= milli for g in gpu_left)
+            else:
+                can_host = sum(1 for g in gpu_left if g == GPU_MILLI) >= num
+            frag = float(sum(g for g in gpu_left if g < milli)) if can_host and cpu_left >= cpu else idle
+        total += p * frag
+    return total
+
+
+# -- the vectorized form ---------------------------------------------------------------------
+
+def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, access: np.ndarray):
+    """Per (shape, row): idle, unusable-GPU sum, and the masks that sort it into categories."""
+    idle = gpu_left.sum(axis=-1)                                            # (K,)
+    milli = workload.gpu_milli[:, None, None]
+    small = np.where(gpu_left[None, :, :] < milli, gpu_left[None, :, :], 0).sum(axis=-1)  # (M, K)
+    fits_gpu = gpu_fits(gpu_left[None, :, :], workload.num_gpu[:, None], milli)           # (M, K)
+    cpu_ok = cpu_left[None, :] >= workload.cpu_milli[:, None]              # (M, K)
+    return idle, small, fits_gpu, cpu_ok, access
+
+
+def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
+                       access: np.ndarray) -> np.ndarray:
+    """F_n(M) in milli-GPU for K node states at once.
+
+    Parameters
+    ----------
+    gpu_left : (K, G) free milli-GPU per GPU (absent GPUs padded with 0).
+    cpu_left : (K,) free milli-cores.
+    access : (M, K) bool, whether shape m may use row k's GPU model (``Workload.access``).
+
+    Returns
+    -------
+    (K,) float64 array.
+    """
+    idle, small, fits_gpu, cpu_ok, access = _shape_views(workload, gpu_left, cpu_left, access)
+    usable = access & fits_gpu & cpu_ok
+    per_shape = np.where(usable, small, idle[None, :])
+    return workload.popularity @ per_shape
+
+
+def node_access(workload: Workload, state: ClusterState, rows: np.ndarray | None = None) -> np.ndarray:
+    """(M, K) access matrix of the state's nodes (``rows`` of them, default all)."""
+    idx = state.cluster.model_index if rows is None else state.cluster.model_index[rows]
+    return workload.access(state.cluster.models)[:, idx]
+
+
+def node_fragmentations(state: ClusterState, workload: Workload, rows: np.ndarray | None = None) -> np.ndarray:
+    """F_n(M) in milli-GPU of every node of ``state`` (or of ``rows``)."""
+    sel = slice(None) if rows is None else rows
+    return fragmentation_rows(workload, state.gpu_left[sel], state.cpu_left[sel], node_access(workload, state, rows))
+
+
+@dataclass(frozen=True)
+class FragmentationReport:
+    """Cluster fragmentation: ``total`` and ``idle`` in milli-GPU, ``rate`` = total / idle (0 if no idle),
+    ``breakdown`` maps each of :data:`CATEGORIES` to milli-GPU (they sum to ``idle``), ``per_node`` F_n(M)."""
+
+    total: float
+    idle: float
+    rate: float
+    breakdown: dict[str, float]
+    per_node: np.ndarray
+
+
+def cluster_fragmentation(state: ClusterState, workload: Workload) -> FragmentationReport:
+    """Fragmentation of the whole cluster with its breakdown by category.
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> c = Cluster([16000], [1024], [2], ["T4"])
+    >>> s = ClusterState(c, TaskSet([], [], [], []))
+    >>> w = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
+    >>> r = cluster_fragmentation(s, w)
+    >>> r.total, r.rate, r.breakdown["x_satisfied"]
+    (400.0, 0.2, 400.0)
+    """
+    idle, small, fits_gpu, cpu_ok, access = _shape_views(workload, state.gpu_left, state.cpu_left,
+                                                         node_access(workload, state))
+    p = workload.popularity[:, None]
+    idle_mk = np.broadcast_to(idle[None, :], small.shape)
+    gpu_shape = (workload.num_gpu > 0)[:, None]
+    acc = access & gpu_shape
+    host = acc & fits_gpu
+    masks = {
+        "q1_lack_both": acc & ~fits_gpu & ~cpu_ok,
+        "q2_lack_gpu": acc & ~fits_gpu & cpu_ok,
+        "q4_lack_cpu": host & ~cpu_ok,
+        "x_satisfied": ~gpu_shape & cpu_ok,
+        "x_lack_cpu": ~gpu_shape & ~cpu_ok,
+        "no_access": gpu_shape & ~access,
+    }
+    breakdown = {k: float((p * np.where(m, idle_mk, 0)).sum()) for k, m in masks.items()}
+    q3 = host & cpu_ok
+    breakdown["q2_lack_gpu"] += float((p * np.where(q3, small, 0)).sum())
+    breakdown["q3_satisfied"] = float((p * np.where(q3, idle_mk - small, 0)).sum())
+    per_node = (p * np.where(q3, small, idle_mk)).sum(axis=0)
+    total = float(per_node.sum())
+    idle_total = float(idle.sum())
+    return FragmentationReport(
+        total=total, idle=idle_total, rate=total / idle_total if idle_total else 0.0,
+        breakdown={k: breakdown[k] for k in CATEGORIES}, per_node=per_node,
+    )
+
+
+def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,
+                        nodes: np.ndarray, gpu_mask: np.ndarray,
+                        before: np.ndarray | None = None) -> np.ndarray:
+    """Increase of F_n(M) (milli-GPU) if a task were placed, for K hypothetical placements at once.
+
+    Parameters
+    ----------
+    cpu_milli, gpu_milli : the task's CPU demand and per-GPU demand.
+    nodes : (K,) node of each hypothetical placement (a node may repeat, once per GPU choice).
+    gpu_mask : (K, G) bool, the GPUs that would receive ``gpu_milli``.
+    before : (K,) F_n(M) of ``nodes`` now, if the caller has it cached.
+
+    Returns
+    -------
+    (K,) float64 array ``F_n'(M) - F_n(M)``. Feasibility is the caller's business.
+    """
+    access = node_access(workload, state, nodes)
+    gpu_after = state.gpu_left[nodes] - gpu_mask * gpu_milli
+    cpu_after = state.cpu_left[nodes] - cpu_milli
+    if before is None:
+        before = fragmentation_rows(workload, state.gpu_left[nodes], state.cpu_left[nodes], access)
+    return fragmentation_rows(workload, gpu_after, cpu_after, access) - before

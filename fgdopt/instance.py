@@ -1,0 +1,61 @@
+"""Instances: a named (Cluster, TaskSet) pair, stored as JSON.
+
+The format::
+
+    {"name": "tiny",
+     "nodes": [{"cpu_milli": 96000, "memory_mib": 393216, "gpu": 8, "model": "G2"}, ...],
+     "tasks": [{"cpu_milli": 4000, "memory_mib": 8192, "num_gpu": 1, "gpu_milli": 500, "gpu_spec": ""}, ...]}
+
+``gpu_spec`` may be omitted (any model). Units: milli-cores, MiB, GPUs, milli-GPU per GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fgdopt.model import Cluster, TaskSet
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A placement problem: ``cluster`` and the ``tasks`` to place (in arrival order)."""
+
+    name: str
+    cluster: Cluster
+    tasks: TaskSet
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "nodes": self.cluster.to_records(), "tasks": self.tasks.to_records()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Instance:
+        unknown = set(data) - {"name", "nodes", "tasks"}
+        if unknown:
+            raise ValueError(f"instance: unknown key(s) {sorted(unknown)}; expected name, nodes, tasks")
+        for key in ("nodes", "tasks"):
+            if key not in data:
+                raise ValueError(f"instance: missing key {key!r}")
+        return cls(str(data.get("name", "instance")), Cluster.from_records(data["nodes"]),
+                   TaskSet.from_records(data["tasks"]))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Instance:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"instance file {path} not found")
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    def __repr__(self) -> str:
+        return f"Instance({self.name!r}, {self.cluster!r}, {self.tasks!r})"

@@ -1,0 +1,283 @@
+"""The immutable data model: a :class:`Cluster` of nodes and a :class:`TaskSet` of tasks.
+
+Units (SPEC "Units and data"): CPU in milli-cores (``cpu_milli``), memory in MiB (``memory_mib``),
+GPU in milli-GPU (one GPU = 1000). Every GPU of a node has capacity 1000.
+
+Both classes hold one numpy array per field, made read-only, so a value can be shared between
+policies, formulations and experiments without defensive copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+GPU_MILLI = 1000
+"""Capacity of one GPU in milli-GPU."""
+
+MAX_GPUS_PER_NODE = 8
+
+NODE_FIELDS = ("cpu_milli", "memory_mib", "gpu", "model")
+TASK_FIELDS = ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
+
+
+def spec_allows(gpu_spec: str, model: str) -> bool:
+    """Whether a task's ``gpu_spec`` (``""`` = any, else models joined by ``|``) admits ``model``."""
+    return gpu_spec == "" or model in gpu_spec.split("|")
+
+
+def _frozen_array(values, dtype) -> np.ndarray:
+    arr = np.array(values, dtype=dtype)
+    arr.setflags(write=False)
+    return arr
+
+
+def _int_column(name: str, values, kind: str) -> np.ndarray:
+    """``values`` as a read-only int64 array; ``ValueError`` naming the row for non-integers or negatives."""
+    try:
+        arr = np.asarray(values, dtype=np.float64 if np.asarray(values).dtype.kind in "fO" else None)
+    except (TypeError, ValueError):
+        raise ValueError(f"{kind}: field {name!r} must hold integers") from None
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        raise ValueError(f"{kind}: field {name!r} must be a one-dimensional column of integers")
+    if arr.dtype.kind == "f" and (bad := np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))).size:
+        raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]!r}")
+    if (neg := np.flatnonzero(arr < 0)).size:
+        raise ValueError(f"{kind} row {int(neg[0])}: field {name!r} is negative ({arr[neg[0]]})")
+    return _frozen_array(arr, np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """A set of GPU nodes (rows). Arrays are read-only and share one length.
+
+    Attributes
+    ----------
+    cpu_milli : int64 array, CPU capacity per node in milli-cores.
+    memory_mib : int64 array, memory capacity per node in MiB.
+    gpu : int64 array, number of GPUs per node (0..8), each of capacity 1000 milli-GPU.
+    model : object array of str, GPU model per node (e.g. ``"G2"``, ``"T4"``).
+    names : tuple of node names (defaults to ``node-<i>``).
+    """
+
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    gpu: np.ndarray
+    model: np.ndarray
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.cpu_milli)
+        for name in NODE_FIELDS:
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"node field {name!r} has length {len(getattr(self, name))}, expected {n}")
+        for name in ("cpu_milli", "memory_mib", "gpu"):
+            object.__setattr__(self, name, _int_column(name, getattr(self, name), "node"))
+        over = np.flatnonzero(self.gpu > MAX_GPUS_PER_NODE)
+        if over.size:
+            raise ValueError(f"node row {int(over[0])}: field 'gpu' is {int(self.gpu[over[0]])} > {MAX_GPUS_PER_NODE}")
+        models = [str(m) for m in self.model]
+        for i, m in enumerate(models):
+            if "|" in m:
+                raise ValueError(f"node row {i}: field 'model' must not contain '|' ({m!r})")
+        object.__setattr__(self, "model", _frozen_array(models, object))
+        names = tuple(self.names) if self.names else tuple(f"node-{i}" for i in range(n))
+        if len(names) != n:
+            raise ValueError(f"{len(names)} node names for {n} nodes")
+        object.__setattr__(self, "names", names)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping], names: Sequence[str] | None = None) -> Cluster:
+        """Build from dicts with keys ``cpu_milli, memory_mib, gpu, model`` (a ``sn`` key names the node)."""
+        records = list(records)
+        cols = _columns(records, NODE_FIELDS, "node", optional=("sn", "name"))
+        if names is None:
+            names = [r.get("sn", r.get("name", f"node-{i}")) for i, r in enumerate(records)]
+        return cls(**cols, names=tuple(str(x) for x in names))
+
+    def to_records(self) -> list[dict]:
+        return [
+            {"cpu_milli": int(c), "memory_mib": int(m), "gpu": int(g), "model": str(mo)}
+            for c, m, g, mo in zip(self.cpu_milli, self.memory_mib, self.gpu, self.model, strict=True)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.cpu_milli)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self)
+
+    @property
+    def max_gpus(self) -> int:
+        """Width of per-GPU arrays: the largest GPU count of any node (at least 1)."""
+        return max(1, int(self.gpu.max(initial=0)))
+
+    @property
+    def total_gpus(self) -> int:
+        return int(self.gpu.sum())
+
+    @property
+    def gpu_capacity_milli(self) -> int:
+        """Total GPU capacity in milli-GPU."""
+        return GPU_MILLI * self.total_gpus
+
+    @cached_property
+    def models(self) -> tuple[str, ...]:
+        """Distinct GPU models, sorted."""
+        return tuple(sorted(set(self.model.tolist())))
+
+    @cached_property
+    def model_index(self) -> np.ndarray:
+        """Index of each node's model in :attr:`models`."""
+        lookup = {m: i for i, m in enumerate(self.models)}
+        index = np.array([lookup[m] for m in self.model], dtype=np.int64)
+        index.setflags(write=False)
+        return index
+
+    def subset(self, rows: Sequence[int] | np.ndarray) -> Cluster:
+        rows = np.asarray(rows, dtype=np.int64)
+        return Cluster(self.cpu_milli[rows], self.memory_mib[rows], self.gpu[rows], self.model[rows],
+                       tuple(self.names[i] for i in rows))
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.n_nodes} nodes, {self.total_gpus} GPUs, models={list(self.models)})"
+
+
+class Task(NamedTuple):
+    """One task's demand (a row of a :class:`TaskSet`): milli-cores, MiB, GPU count, milli-GPU per GPU."""
+
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    gpu_spec: str = ""
+
+    @property
+    def gpu_demand(self) -> int:
+        """Total GPU demand in milli-GPU (``num_gpu * gpu_milli``)."""
+        return self.num_gpu * self.gpu_milli
+
+    @property
+    def kind(self) -> str:
+        """``"cpu"`` (no GPU), ``"sharing"`` (fraction of one GPU) or ``"whole"`` (k full GPUs)."""
+        if self.num_gpu == 0:
+            return "cpu"
+        return "sharing" if self.gpu_milli < GPU_MILLI else "whole"
+
+
+@dataclass(frozen=True, eq=False)
+class TaskSet:
+    """A list of tasks (rows), in arrival order. Arrays are read-only and share one length.
+
+    Attributes
+    ----------
+    cpu_milli : int64 array, CPU demand in milli-cores.
+    memory_mib : int64 array, memory demand in MiB.
+    num_gpu : int64 array, number of GPUs (0..8).
+    gpu_milli : int64 array, demand per GPU in milli-GPU (0 for CPU-only tasks, 1..999 for sharing
+        tasks, 1000 for whole-GPU tasks).
+    gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any).
+    names : tuple of task names (defaults to ``task-<i>``).
+    """
+
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    num_gpu: np.ndarray
+    gpu_milli: np.ndarray
+    gpu_spec: np.ndarray = field(default=None)
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.cpu_milli)
+        if self.gpu_spec is None:
+            object.__setattr__(self, "gpu_spec", [""] * n)
+        for name in TASK_FIELDS:
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"task field {name!r} has length {len(getattr(self, name))}, expected {n}")
+        for name in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"):
+            object.__setattr__(self, name, _int_column(name, getattr(self, name), "task"))
+        _check_task_shapes(self.num_gpu, self.gpu_milli)
+        specs = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s).strip() for s in self.gpu_spec]
+        object.__setattr__(self, "gpu_spec", _frozen_array(specs, object))
+        names = tuple(self.names) if self.names else tuple(f"task-{i}" for i in range(n))
+        if len(names) != n:
+            raise ValueError(f"{len(names)} task names for {n} tasks")
+        object.__setattr__(self, "names", names)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping], names: Sequence[str] | None = None) -> TaskSet:
+        """Build from dicts with keys ``cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec]``."""
+        records = list(records)
+        cols = _columns(records, TASK_FIELDS, "task", optional=("name",), defaults={"gpu_spec": ""})
+        if names is None:
+            names = [r.get("name", f"task-{i}") for i, r in enumerate(records)]
+        return cls(**cols, names=tuple(str(x) for x in names))
+
+    def to_records(self) -> list[dict]:
+        return [t._asdict() | {"gpu_spec": t.gpu_spec} for t in self]
+
+    def __len__(self) -> int:
+        return len(self.cpu_milli)
+
+    def __getitem__(self, i: int) -> Task:
+        return Task(int(self.cpu_milli[i]), int(self.memory_mib[i]), int(self.num_gpu[i]),
+                    int(self.gpu_milli[i]), str(self.gpu_spec[i]))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def gpu_demand(self) -> np.ndarray:
+        """Total GPU demand per task in milli-GPU."""
+        return self.num_gpu * self.gpu_milli
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> TaskSet:
+        """The tasks at ``rows`` (in that order; repeats allowed)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return TaskSet(self.cpu_milli[rows], self.memory_mib[rows], self.num_gpu[rows],
+                       self.gpu_milli[rows], self.gpu_spec[rows], tuple(self.names[i] for i in rows))
+
+    def __repr__(self) -> str:
+        return f"TaskSet({len(self)} tasks, GPU demand {int(self.gpu_demand.sum())} milli-GPU)"
+
+
+def _check_task_shapes(num_gpu: np.ndarray, gpu_milli: np.ndarray) -> None:
+    def fail(rows: np.ndarray, msg: str) -> None:
+        i = int(rows[0])
+        raise ValueError(f"task row {i}: {msg} (num_gpu={int(num_gpu[i])}, gpu_milli={int(gpu_milli[i])})")
+
+    if (bad := np.flatnonzero(gpu_milli > GPU_MILLI)).size:
+        fail(bad, "field 'gpu_milli' must lie in 0..1000")
+    if (bad := np.flatnonzero(num_gpu > MAX_GPUS_PER_NODE)).size:
+        fail(bad, f"field 'num_gpu' must lie in 0..{MAX_GPUS_PER_NODE}")
+    if (bad := np.flatnonzero((num_gpu == 0) & (gpu_milli != 0))).size:
+        fail(bad, "a CPU-only task (num_gpu=0) must have gpu_milli=0")
+    if (bad := np.flatnonzero((num_gpu > 0) & (gpu_milli == 0))).size:
+        fail(bad, "a GPU task must have gpu_milli > 0")
+    if (bad := np.flatnonzero((num_gpu > 1) & (gpu_milli != GPU_MILLI))).size:
+        fail(bad, "a multi-GPU task must ask for whole GPUs (num_gpu>1 needs gpu_milli=1000); "
+                  "a sharing task must have num_gpu=1")
+
+
+def _columns(records: list[Mapping], fields: Sequence[str], kind: str, optional: Sequence[str] = (),
+             defaults: Mapping | None = None) -> dict[str, list]:
+    defaults = dict(defaults or {})
+    allowed = set(fields) | set(optional)
+    cols: dict[str, list] = {f: [] for f in fields}
+    for i, rec in enumerate(records):
+        unknown = set(rec) - allowed
+        if unknown:
+            raise ValueError(f"{kind} row {i}: unknown field(s) {sorted(unknown)}; expected {list(fields)}")
+        for f in fields:
+            if f in rec:
+                cols[f].append(rec[f])
+            elif f in defaults:
+                cols[f].append(defaults[f])
+            else:
+                raise ValueError(f"{kind} row {i}: missing field {f!r}")
+    return cols

@@ -1,0 +1,231 @@
+"""The mutable allocation state and SPEC "Feasibility" — the single source of truth.
+
+Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
+or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
+changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove`;
+:func:`validate` re-checks a finished placement from scratch by replaying it through them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
+
+UNPLACED = -1
+
+
+def gpu_fits(gpu_left: np.ndarray, num_gpu, gpu_milli) -> np.ndarray:
+    """Whether GPU demand ``num_gpu x gpu_milli`` fits the per-GPU free capacity ``gpu_left``.
+
+    ``gpu_left`` has the GPUs on its last axis (milli-GPU; absent GPUs padded with 0). A sharing
+    demand (``num_gpu=1, gpu_milli<1000``) needs one GPU with ``gpu_left >= gpu_milli``; a whole-GPU
+    demand needs ``num_gpu`` GPUs with ``gpu_left == 1000``; a CPU-only demand always fits. All three
+    are ``count(gpu_left >= gpu_milli) >= num_gpu``, which broadcasts over shapes and nodes.
+    """
+    return (gpu_left >= gpu_milli).sum(axis=-1) >= num_gpu
+
+
+def fitting_gpus(gpu_left_row: np.ndarray, gpu_milli: int) -> np.ndarray:
+    """Ids of the GPUs of one node that can take ``gpu_milli`` more (ascending)."""
+    return np.flatnonzero(gpu_left_row >= gpu_milli)
+
+
+class InfeasiblePlacement(ValueError):
+    """A placement that breaks SPEC "Feasibility"; the message names the task and the reason."""
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """Where every task went: ``node[i]`` (``-1`` = unallocated) and ``gpus[i]`` (GPU ids on it)."""
+
+    node: np.ndarray
+    gpus: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        node = np.array(self.node, dtype=np.int64)
+        node.setflags(write=False)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "gpus", tuple(tuple(int(g) for g in gs) for gs in self.gpus))
+        if len(self.gpus) != len(node):
+            raise ValueError(f"placement has {len(node)} nodes but {len(self.gpus)} GPU lists")
+
+    @classmethod
+    def empty(cls, n_tasks: int) -> Placement:
+        return cls(np.full(n_tasks, UNPLACED), ((),) * n_tasks)
+
+    @property
+    def placed(self) -> np.ndarray:
+        """Boolean mask of the allocated tasks."""
+        return self.node != UNPLACED
+
+    def allocated_milli(self, tasks: TaskSet) -> int:
+        """Allocated GPU demand in milli-GPU."""
+        return int(tasks.gpu_demand[self.placed].sum())
+
+    def to_records(self) -> list[dict]:
+        return [{"node": int(n), "gpus": list(g)} for n, g in zip(self.node, self.gpus, strict=True)]
+
+
+class ClusterState:
+    """Free capacity of every node and the placement of every task of ``tasks``.
+
+    Attributes
+    ----------
+    cpu_left : int64 (n_nodes,), free CPU in milli-cores.
+    mem_left : int64 (n_nodes,), free memory in MiB.
+    gpu_left : int64 (n_nodes, max_gpus), free milli-GPU per GPU; absent GPUs are padded with 0,
+        so they never fit a demand and add nothing to a sum.
+    node_of : int64 (n_tasks,), node of each task or -1.
+    gpus_of : list of tuples, GPU ids of each task.
+    """
+
+    def __init__(self, cluster: Cluster, tasks: TaskSet):
+        self.cluster = cluster
+        self.tasks = tasks
+        self.cpu_left = cluster.cpu_milli.copy()
+        self.mem_left = cluster.memory_mib.copy()
+        gpu_ids = np.arange(cluster.max_gpus)
+        self.gpu_left = np.where(gpu_ids[None, :] < cluster.gpu[:, None], GPU_MILLI, 0).astype(np.int64)
+        self.node_of = np.full(len(tasks), UNPLACED, dtype=np.int64)
+        self.gpus_of: list[tuple[int, ...]] = [()] * len(tasks)
+        self._spec_masks: dict[str, np.ndarray] = {}
+
+    # -- feasibility -------------------------------------------------------------------------
+    def spec_mask(self, gpu_spec: str) -> np.ndarray:
+        """Boolean mask of the nodes whose GPU model ``gpu_spec`` admits (cached per spec)."""
+        mask = self._spec_masks.get(gpu_spec)
+        if mask is None:
+            mask = np.array([spec_allows(gpu_spec, m) for m in self.cluster.model], dtype=bool)
+            mask.setflags(write=False)
+            self._spec_masks[gpu_spec] = mask
+        return mask
+
+    def feasible_nodes(self, task: Task) -> np.ndarray:
+        """Boolean mask of the nodes where ``task`` fits now (SPEC "Feasibility")."""
+        ok = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
+        if task.num_gpu:
+            ok &= self.spec_mask(task.gpu_spec)
+            ok &= gpu_fits(self.gpu_left, task.num_gpu, task.gpu_milli)
+        return ok
+
+    def fits(self, task: Task, node: int) -> bool:
+        """Whether ``task`` fits ``node`` now (some choice of GPUs exists)."""
+        return self.check(task, node) is None
+
+    def check(self, task: Task, node: int, gpus: tuple[int, ...] | None = None) -> str | None:
+        """Why ``task`` cannot go to ``node`` (on ``gpus`` if given), or ``None`` if it can."""
+        if not 0 <= node < self.cluster.n_nodes:
+            return f"node {node} does not exist"
+        if self.cpu_left[node] < task.cpu_milli:
+            return f"CPU: {task.cpu_milli} milli-cores asked, {int(self.cpu_left[node])} left on node {node}"
+        if self.mem_left[node] < task.memory_mib:
+            return f"memory: {task.memory_mib} MiB asked, {int(self.mem_left[node])} left on node {node}"
+        if task.num_gpu == 0:
+            return None if not gpus else "a CPU-only task takes no GPU"
+        if not self.spec_mask(task.gpu_spec)[node]:
+            return f"GPU model {self.cluster.model[node]!r} not in gpu_spec {task.gpu_spec!r}"
+        row = self.gpu_left[node]
+        if gpus is None:
+            if gpu_fits(row, task.num_gpu, task.gpu_milli):
+                return None
+            return f"GPU: no {task.num_gpu} GPU(s) with {task.gpu_milli} milli free on node {node}"
+        if len(gpus) != task.num_gpu or len(set(gpus)) != len(gpus):
+            return f"needs {task.num_gpu} distinct GPU id(s), got {tuple(gpus)}"
+        for g in gpus:
+            if not 0 <= g < self.cluster.gpu[node]:
+                return f"GPU {g} does not exist on node {node} ({int(self.cluster.gpu[node])} GPUs)"
+            if row[g] < task.gpu_milli:
+                return f"GPU {g} of node {node} has {int(row[g])} milli left, {task.gpu_milli} asked"
+        return None
+
+    # -- mutation ----------------------------------------------------------------------------
+    def place(self, i: int, node: int, gpus: tuple[int, ...]) -> None:
+        """Place task ``i`` on ``node`` using GPUs ``gpus``; raises :class:`InfeasiblePlacement`."""
+        if self.node_of[i] != UNPLACED:
+            raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
+        task = self.tasks[i]
+        gpus = tuple(int(g) for g in gpus)
+        reason = self.check(task, node, gpus)
+        if reason is not None:
+            raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {reason}")
+        self.cpu_left[node] -= task.cpu_milli
+        self.mem_left[node] -= task.memory_mib
+        if gpus:
+            self.gpu_left[node, list(gpus)] -= task.gpu_milli
+        self.node_of[i] = node
+        self.gpus_of[i] = gpus
+
+    def remove(self, i: int) -> None:
+        """Undo the placement of task ``i``."""
+        node = int(self.node_of[i])
+        if node == UNPLACED:
+            raise ValueError(f"task {i} is not placed")
+        task = self.tasks[i]
+        self.cpu_left[node] += task.cpu_milli
+        self.mem_left[node] += task.memory_mib
+        if self.gpus_of[i]:
+            self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
+        self.node_of[i] = UNPLACED
+        self.gpus_of[i] = ()
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def idle_milli(self) -> np.ndarray:
+        """Free GPU capacity per node in milli-GPU."""
+        return self.gpu_left.sum(axis=1)
+
+    @property
+    def allocated_milli(self) -> int:
+        """Allocated GPU capacity in milli-GPU."""
+        return self.cluster.gpu_capacity_milli - int(self.gpu_left.sum())
+
+    def placement(self) -> Placement:
+        return Placement(self.node_of.copy(), tuple(self.gpus_of))
+
+    def copy(self) -> ClusterState:
+        new = ClusterState.__new__(ClusterState)
+        new.cluster, new.tasks = self.cluster, self.tasks
+        new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
+        new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
+        new._spec_masks = self._spec_masks
+        return new
+
+    def __repr__(self) -> str:
+        placed = int((self.node_of != UNPLACED).sum())
+        return (f"ClusterState({self.cluster.n_nodes} nodes, {placed}/{len(self.tasks)} tasks placed, "
+                f"{self.allocated_milli}/{self.cluster.gpu_capacity_milli} milli-GPU allocated)")
+
+
+def validate(cluster: Cluster, tasks: TaskSet, placement: Placement) -> ClusterState:
+    """Re-check a whole placement from scratch and return the state it produces.
+
+    Every placed task is replayed through :meth:`ClusterState.place` on an empty cluster, so the
+    placement is judged by the one feasibility rule whatever produced it. Since tasks never leave,
+    the order does not matter: capacities only add up.
+
+    Raises
+    ------
+    InfeasiblePlacement
+        naming the first task whose placement breaks a rule (unknown node or GPU, wrong GPU count,
+        CPU / memory / GPU capacity exceeded, GPU model not allowed).
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> c = Cluster([8000], [1024], [1], ["T4"])
+    >>> t = TaskSet([1000, 1000], [0, 0], [1, 1], [600, 600])
+    >>> validate(c, t, Placement([0, -1], [(0,), ()])).allocated_milli
+    600
+    """
+    if len(placement.node) != len(tasks):
+        raise InfeasiblePlacement(f"placement covers {len(placement.node)} tasks, the task set has {len(tasks)}")
+    state = ClusterState(cluster, tasks)
+    for i in np.flatnonzero(placement.node != UNPLACED):
+        state.place(int(i), int(placement.node[i]), placement.gpus[i])
+    for i in np.flatnonzero(placement.node == UNPLACED):
+        if placement.gpus[i]:
+            raise InfeasiblePlacement(f"task {int(i)} is unallocated but lists GPUs {placement.gpus[i]}")
+    return state

@@ -1,0 +1,197 @@
+"""The Alibaba PAI GPU cluster trace 2023 ("openb"): locate, download, verify and load it.
+
+The CSVs are never part of this repository. They are looked up in, in this order: the ``data_dir``
+argument, the ``FGDOPT_DATA`` environment variable, ``~/.cache/fgdopt/openb``. Fetch them with::
+
+    python -m fgdopt.traces download
+
+which downloads ``alibaba/clusterdata`` / ``cluster-trace-gpu-v2023/csv`` at a pinned commit and
+checks every file's SHA-256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+
+from fgdopt.model import NODE_FIELDS, TASK_FIELDS, Cluster, TaskSet
+
+COMMIT = "7a6c496e4f4b6ce6150be8f881cb051bf2abff42"
+BASE_URL = f"https://raw.githubusercontent.com/alibaba/clusterdata/{COMMIT}/cluster-trace-gpu-v2023/csv"
+NODE_FILE = "openb_node_list_gpu_node.csv"
+
+VARIANTS = (
+    "default",
+    "cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235", "cpu250", "cpu300",
+    "gpushare20", "gpushare40", "gpushare60", "gpushare80", "gpushare100",
+    "multigpu20", "multigpu30", "multigpu40", "multigpu50",
+    "gpuspec05", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33",
+)
+"""The 24 pod lists of openb (``openb_pod_list_<variant>.csv``)."""
+
+SHA256 = {
+    "openb_node_list_all_node.csv": "5a85c2af79c66a1efff8bbcbda430400aae56d8431370d738480967e1a9c6b15",
+    "openb_node_list_gpu_node.csv": "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",
+    "openb_pod_list_cpu0.csv": "1bc3fd9ee5c1468ccd018f624d9222746e08d59f963f66b925804734271c0eaa",
+    "openb_pod_list_cpu037.csv": "8ed554026d041b15ff21ddc104d9a21dbd9a93c496262fa23ef7b5be27e220dc",
+    "openb_pod_list_cpu050.csv": "747f43247bffc2b0bb081d7f61f0705ca8d390dafc0b647e642c92f3baf3ba1e",
+    "openb_pod_list_cpu072.csv": "f8a2b031461b54d7b9f06d55473c2371eb3357b78a255c646bdca5e0833a8a2f",
+    "openb_pod_list_cpu100.csv": "bec1c33fbdde61fd463877534ec79b393aec73e1cbb22d55fab9f166ac480982",
+    "openb_pod_list_cpu200.csv": "b7e9d8a1a601da84d6e0b4110b19ef5001be5e4796d33e7b82f166ba95161f87",
+    "openb_pod_list_cpu235.csv": "87bebd4d012faa8305ce1fd82737f51cf03361aac28b75d42e34aa656d7f4ee0",
+    "openb_pod_list_cpu250.csv": "134c21ff96d57533df8a37b67632972884fec9396e77cd0898ddc370cc8e607d",
+    "openb_pod_list_cpu300.csv": "76528825f40ee662cb098b3b6e683c1efd9f87a0c8af7e628df1f32c639636d1",
+    "openb_pod_list_default.csv": "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8",
+    "openb_pod_list_gpushare100.csv": "12dbc07d6a49bf8641e2275a2ff5bf7be74b5df7d148d531e135b140b95f9a3d",
+    "openb_pod_list_gpushare20.csv": "9be2d0efb52e242c32e23dd184cc5fcc1983478c6c9c02cbb6b4b62925c0ffcd",
+    "openb_pod_list_gpushare40.csv": "d83ce79a4eb6987524bedbb0c65e41aed3a36bf6c1b78b86234c3687a07e1d40",
+    "openb_pod_list_gpushare60.csv": "d31809628128a1f24491086eda4af3e23882b9213d3ef57a56ee2d1af69492fe",
+    "openb_pod_list_gpushare80.csv": "88b6649369ced40d0fde287d2498ea61ff4b05fccba8bdc95daf6042f2f8431e",
+    "openb_pod_list_gpuspec05.csv": "8f1c0ef7e4e511e982bd2818898ba22ee6d273bf5fce124b7ace285b5928cf4e",
+    "openb_pod_list_gpuspec10.csv": "2dc7e4cb9480484f08539720b433a9ec9ab5d76b396f3f7557c53a2ff78a7611",
+    "openb_pod_list_gpuspec20.csv": "6b9b89ab8913c1c074e994e98f548cf1a872fc5f76f2442ca8cd514a478b00a9",
+    "openb_pod_list_gpuspec25.csv": "9d030679a2ccd7e27a7ec9ff15baff34480d22a0012515691fc187e3f35ee68c",
+    "openb_pod_list_gpuspec33.csv": "eca4f746db1e5b25864ad021b55ece3943e101a3ebd4574d09dcb95c46117652",
+    "openb_pod_list_multigpu20.csv": "d9ec6f6c74fb980cc0b81239470c6353fceea077ea9abd610003b604c7cc2b01",
+    "openb_pod_list_multigpu30.csv": "a5e479c6444b1d83eef848159cf00c3cfa13441b2d1e2c113c391b91f1cc5b11",
+    "openb_pod_list_multigpu40.csv": "32c9e8731ca07ef96108aa65f2a289bb9aacb47f642ed9e3789f99b242df60eb",
+    "openb_pod_list_multigpu50.csv": "206f2f5959db30ecb7c44e7f13197c8ec50b7a35558ad3777cc3662ef0fe5373",
+}
+"""SHA-256 of every CSV at :data:`COMMIT`."""
+
+POD_EXTRA_COLUMNS = ("name", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
+NODE_EXTRA_COLUMNS = ("sn",)
+
+
+def pod_file(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown openb variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    return f"openb_pod_list_{variant}.csv"
+
+
+def data_dir(path: str | os.PathLike | None = None) -> Path:
+    """The openb directory: ``path``, else ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("FGDOPT_DATA")
+    return Path(env) if env else Path.home() / ".cache" / "fgdopt" / "openb"
+
+
+def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> pd.DataFrame:
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found; run `python -m fgdopt.traces download` or set FGDOPT_DATA to the openb folder")
+    frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "model": str})
+    unknown = set(frame.columns) - set(required) - set(extra)
+    missing = set(required) - set(frame.columns)
+    if unknown or missing:
+        raise ValueError(f"{path.name}: unknown columns {sorted(unknown)}, missing columns {sorted(missing)}")
+    return frame
+
+
+def read_pods(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The raw pod list of ``variant`` as a DataFrame (all trace columns, including phase and times)."""
+    return _read_csv(data_dir(data_dir_) / pod_file(variant), TASK_FIELDS, POD_EXTRA_COLUMNS)
+
+
+def read_nodes(data_dir_: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The raw GPU node list as a DataFrame."""
+    return _read_csv(data_dir(data_dir_) / NODE_FILE, NODE_FIELDS, NODE_EXTRA_COLUMNS)
+
+
+def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = None) -> tuple[Cluster, TaskSet]:
+    """Load the openb GPU nodes and the pod list ``variant`` as a (Cluster, TaskSet).
+
+    Parameters
+    ----------
+    variant : one of :data:`VARIANTS` (``default``, ``cpu*``, ``gpushare*``, ``multigpu*``, ``gpuspec*``).
+    data_dir : folder of the CSVs (default: ``$FGDOPT_DATA`` or ``~/.cache/fgdopt/openb``).
+
+    Raises
+    ------
+    ValueError : unknown variant, unknown / missing columns, invalid values (row and field named).
+    FileNotFoundError : the CSV is not there (the message says how to fetch it).
+
+    Examples
+    --------
+    >>> cluster, tasks = load_openb()  # doctest: +SKIP
+    >>> cluster.n_nodes, cluster.total_gpus, len(tasks)  # doctest: +SKIP
+    (1213, 6212, 8152)
+    """
+    pods = read_pods(variant, data_dir)
+    nodes = read_nodes(data_dir)
+    cluster = Cluster(nodes["cpu_milli"].to_numpy(), nodes["memory_mib"].to_numpy(), nodes["gpu"].to_numpy(),
+                      nodes["model"].to_numpy(), names=tuple(nodes["sn"]) if "sn" in nodes else ())
+    tasks = TaskSet(pods["cpu_milli"].to_numpy(), pods["memory_mib"].to_numpy(), pods["num_gpu"].to_numpy(),
+                    pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
+                    names=tuple(pods["name"]) if "name" in pods else ())
+    return cluster, tasks
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, files: list[str] | None = None,
+             progress: bool = True) -> Path:
+    """Fetch the openb CSVs into ``dest`` (default :func:`data_dir`), verifying each SHA-256.
+
+    Files already present with the right checksum are skipped. A file with a wrong checksum is
+    rejected (``ValueError``) and not left behind.
+    """
+    from tqdm import tqdm
+
+    target = data_dir(dest)
+    target.mkdir(parents=True, exist_ok=True)
+    names = files or sorted(SHA256)
+    for name in tqdm(names, desc="openb", unit="file", disable=not progress, file=sys.stderr):
+        if name not in SHA256:
+            raise ValueError(f"unknown openb file {name!r}")
+        path = target / name
+        if path.is_file() and sha256_of(path) == SHA256[name]:
+            continue
+        with (tempfile.NamedTemporaryFile(dir=target, delete=False, suffix=".part") as tmp,
+              urllib.request.urlopen(f"{base_url}/{name}", timeout=60) as response):
+            shutil.copyfileobj(response, tmp)
+        got = sha256_of(Path(tmp.name))
+        if got != SHA256[name]:
+            os.unlink(tmp.name)
+            raise ValueError(f"{name}: checksum mismatch (got {got}, expected {SHA256[name]})")
+        os.replace(tmp.name, path)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fgdopt.traces", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    dl = sub.add_parser("download", help="fetch the openb CSVs at the pinned commit")
+    dl.add_argument("--dest", default=None, help="target folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
+    dl.add_argument("--base-url", default=BASE_URL, help="where the CSVs are served (default: GitHub, pinned)")
+    sub.add_parser("verify", help="check the SHA-256 of the local CSVs")
+    args = parser.parse_args(argv)
+    if args.command == "download":
+        print(download(args.dest, args.base_url))
+        return 0
+    bad = 0
+    for name, digest in sorted(SHA256.items()):
+        path = data_dir() / name
+        status = "missing" if not path.is_file() else ("ok" if sha256_of(path) == digest else "MISMATCH")
+        bad += status != "ok"
+        print(f"{status:8} {name}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
