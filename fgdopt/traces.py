@@ -86,11 +86,14 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
 
 
 def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> pd.DataFrame:
+    """Read a trace CSV, checking its columns; an absent ``gpu_spec`` column (multigpu*) means "any"."""
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} not found; run `python -m fgdopt.traces download` or set FGDOPT_DATA to the openb folder")
     frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "model": str})
     unknown = set(frame.columns) - set(required) - set(extra)
+    if "gpu_spec" in required and "gpu_spec" not in frame.columns:
+        frame["gpu_spec"] = ""
     missing = set(required) - set(frame.columns)
     if unknown or missing:
         raise ValueError(f"{path.name}: unknown columns {sorted(unknown)}, missing columns {sorted(missing)}")

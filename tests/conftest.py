@@ -1,0 +1,36 @@
+"""Shared fixtures. Tests that need the openb trace use ``openb_dir``: it skips when the CSVs are
+missing, unless ``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing trace is a failure."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fgdopt.traces import NODE_FILE, data_dir
+
+DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+
+
+def _find_openb() -> Path | None:
+    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo."""
+    return next((c for c in (data_dir(), DEFAULT_SHARED) if (c / NODE_FILE).is_file()), None)
+
+
+@pytest.fixture(scope="session")
+def openb_dir() -> Path:
+    found = _find_openb()
+    if found is None:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail("FGDOPT_REQUIRE_DATA=1 but the openb trace was not found (set FGDOPT_DATA)")
+        pytest.skip("openb trace not available (set FGDOPT_DATA)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def openb_default(openb_dir):
+    """(Cluster, TaskSet) of the default pod list."""
+    from fgdopt.traces import load_openb
+
+    return load_openb("default", openb_dir)

@@ -1,0 +1,115 @@
+"""The openb loader, the trace statistics and the checksummed download."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import trace_stats
+from fgdopt.stats import shape_class, trace_statistics
+from fgdopt.traces import NODE_FILE, SHA256, VARIANTS, download, load_openb, read_pods, sha256_of
+
+
+def test_default_trace_counts(openb_default):
+    cluster, tasks = openb_default
+    assert (cluster.n_nodes, cluster.total_gpus, len(tasks)) == (1213, 6212, 8152)
+    assert len(set(zip(cluster.cpu_milli, cluster.memory_mib, cluster.gpu, cluster.model, strict=True))) == 15
+    classes = shape_class(tasks.num_gpu, tasks.gpu_milli)
+    assert (classes == "cpu-only").sum() == 1088
+    assert np.isin(classes, ["sharing <=250", "sharing 251-500", "sharing 501-999"]).sum() == 3078
+    assert np.isin(classes, ["whole-GPU (1)", "multi-GPU"]).sum() == 3986
+    assert (classes == "multi-GPU").sum() == 75
+    assert len(set(zip(tasks.cpu_milli, tasks.num_gpu, tasks.gpu_milli, strict=True))) == 91
+
+
+def test_trace_statistics_table(openb_dir, openb_default):
+    cluster, tasks = openb_default
+    table = trace_statistics(cluster, tasks, read_pods("default", openb_dir)["pod_phase"].to_numpy())
+    value = dict(zip(table["metric"], table["value"], strict=True))
+    assert value["nodes"] == 1213 and value["GPUs"] == 6212 and value["node types"] == 15
+    assert value["Running"] + value["Failed"] + value["Pending"] + value["Succeeded"] == 8152
+
+
+def test_trace_stats_command(openb_dir, capsys):
+    assert trace_stats.main(["--data-dir", str(openb_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| cluster   | nodes " in out and "1213" in out and "6212" in out
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_loads(openb_dir, variant):
+    cluster, tasks = load_openb(variant, openb_dir)
+    assert cluster.total_gpus == 6212 and len(tasks) >= 7064  # cpu0 drops CPU-only tasks: 7064
+    if variant.startswith("gpuspec") and variant != "gpuspec05":
+        assert (tasks.gpu_spec != "").any()
+
+
+def test_unknown_variant_and_missing_dir(tmp_path):
+    with pytest.raises(ValueError, match="unknown openb variant 'nope'"):
+        load_openb("nope", tmp_path)
+    with pytest.raises(FileNotFoundError, match="python -m fgdopt.traces download"):
+        load_openb("default", tmp_path)
+
+
+def test_bad_trace_rows_are_named(openb_dir, tmp_path):
+    shutil.copy(openb_dir / NODE_FILE, tmp_path / NODE_FILE)
+    pods = (openb_dir / "openb_pod_list_default.csv").read_text().splitlines()
+    header = pods[0].split(",")
+    row = pods[3].split(",")
+    row[header.index("gpu_milli")] = "1500"
+    (tmp_path / "openb_pod_list_default.csv").write_text("\n".join([pods[0], pods[1], pods[2], ",".join(row)]))
+    with pytest.raises(ValueError, match=r"task row 2: field 'gpu_milli' must lie in 0..1000"):
+        load_openb("default", tmp_path)
+    (tmp_path / "openb_pod_list_default.csv").write_text(pods[0] + ",extra\n" + pods[1] + ",1\n")
+    with pytest.raises(ValueError, match=r"unknown columns \['extra'\]"):
+        load_openb("default", tmp_path)
+
+
+@pytest.fixture
+def http_server():
+    """Serve a folder on 127.0.0.1; yields a function folder -> base URL."""
+    servers = []
+
+    def serve(folder: Path) -> str:
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+        handler.log_message = lambda *args: None
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_download_from_local_server(openb_dir, http_server, tmp_path):
+    base = http_server(openb_dir)
+    files = [NODE_FILE, "openb_pod_list_default.csv"]
+    dest = download(tmp_path / "cache", base_url=base, files=files, progress=False)
+    for name in files:
+        assert sha256_of(dest / name) == SHA256[name]
+    assert load_openb("default", dest)[0].n_nodes == 1213
+    # a second call finds the verified files and downloads nothing (the server is gone)
+    download(dest, base_url="http://127.0.0.1:9", files=files, progress=False)
+
+
+def test_download_rejects_bad_checksum(http_server, tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / NODE_FILE).write_text("sn,cpu_milli,memory_mib,gpu,model\nx,1,1,1,T4\n")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        download(tmp_path / "cache", base_url=http_server(served), files=[NODE_FILE], progress=False)
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_every_published_file_has_a_checksum():
+    assert len(SHA256) == 26
+    assert {f"openb_pod_list_{v}.csv" for v in VARIANTS} < set(SHA256)
