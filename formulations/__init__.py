@@ -1,0 +1,11 @@
+"""Exact, relaxed and flawed formulations of the offline placement problem (SPEC "Offline optimum").
+
+``solve(instance, method)`` returns a validated :class:`Solution`: the allocated milli-GPU of the
+placement found, the best proven upper bound and the gap. Solvers (PuLP: CBC, HiGHS; OR-Tools CP-SAT)
+are imported here only, never by :mod:`fgdopt`.
+"""
+
+from formulations.solution import KINDS, STATUSES, Solution
+from formulations.solve import EXACT, FLAWED, METHODS, RELAXATIONS, solve
+
+__all__ = ["EXACT", "FLAWED", "KINDS", "METHODS", "RELAXATIONS", "STATUSES", "Solution", "solve"]

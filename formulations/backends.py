@@ -1,0 +1,224 @@
+"""Run a :class:`~formulations.linear.LinearModel` (maximized) with CBC or HiGHS (through PuLP) or CP-SAT.
+
+Every backend reports an honest status and the solver's own best bound: PuLP 3.3 calls a run that
+hit its time limit with an incumbent "Optimal" (``prob.status``), so the status here comes from the
+solver itself — CBC's log (``Result - Optimal solution found`` / ``Stopped on time limit``, bound
+from ``Lower bound:`` or the objective when optimal), HiGHS's model status and ``mip_dual_bound``,
+CP-SAT's status and ``BestObjectiveBound()``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.linear import INF, LinearModel
+
+SOLVERS = ("cbc", "highs", "cpsat")
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What a backend saw: ``status`` in optimal/feasible/time_limit/infeasible/error (``time_limit`` =
+    stopped without any incumbent), the column ``values`` (or None), the model ``objective`` and ``bound``
+    (model units, None if unknown), ``duals`` of the rows for LPs, and wall seconds."""
+
+    status: str
+    values: np.ndarray | None
+    objective: float | None
+    bound: float | None
+    wall_s: float
+    duals: np.ndarray | None = None
+
+
+def default_threads() -> int:
+    return os.cpu_count() or 1
+
+
+def solve_model(model: LinearModel, solver: str, time_limit: float = 60.0, threads: int | None = None,
+                start: np.ndarray | None = None, abs_gap: float | None = None) -> RawResult:
+    """Solve ``model`` with ``solver`` in :data:`SOLVERS`; ``start`` is a feasible column vector (MIP start / hint).
+
+    ``abs_gap`` (model units) lets CBC / HiGHS stop once the bound is within it of the incumbent, with no
+    relative gap (their defaults stop at 0.01 % relative): for an integral objective pass 0.999.
+    """
+    if solver == "cpsat":
+        return _solve_cpsat(model, time_limit, threads or default_threads(), start)
+    if solver in ("cbc", "highs"):
+        return _solve_pulp(model, solver, time_limit, threads or default_threads(), start, abs_gap)
+    raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+
+
+# -- PuLP --------------------------------------------------------------------------------------------
+def _to_pulp(model: LinearModel, start: np.ndarray | None):
+    import pulp
+
+    prob = pulp.LpProblem(model.name.replace("-", "_"), pulp.LpMaximize)
+    cols = [pulp.LpVariable(f"v{j}", None if lb == -INF else lb, None if ub == INF else ub,
+                            cat=pulp.LpInteger if integer else pulp.LpContinuous)
+            for j, (lb, ub, integer) in enumerate(zip(model.lb, model.ub, model.integer, strict=True))]
+    prob += pulp.LpAffineExpression([(cols[j], c) for j, c in enumerate(model.obj) if c != 0])
+    for k, (idx, coef, lo, hi) in enumerate(model.rows):
+        expr = pulp.LpAffineExpression(zip((cols[j] for j in idx.tolist()), coef.tolist(), strict=True))
+        if lo == hi:
+            prob += pulp.LpConstraint(expr, pulp.LpConstraintEQ, f"r{k}", hi)
+            continue
+        if hi < INF:
+            prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, f"r{k}", hi)
+        if lo > -INF:
+            prob += pulp.LpConstraint(expr, pulp.LpConstraintGE, f"r{k}l", lo)
+    if start is not None:
+        for col, val in zip(cols, start.tolist(), strict=True):
+            col.setInitialValue(round(val) if col.cat == pulp.LpInteger else val)
+    return prob, cols
+
+
+def _highs_class():
+    import pulp
+
+    class WarmHiGHS(pulp.HiGHS):
+        """PuLP's highspy interface, plus the MIP start PuLP 3.3 does not pass on."""
+
+        def callSolver(self, lp):
+            if self.optionsDict.get("warmStart"):
+                import highspy
+
+                sol = highspy.HighsSolution()
+                sol.col_value = [v.varValue or 0.0 for v in lp.variables()]
+                sol.value_valid = True
+                lp.solverModel.setSolution(sol)
+            lp.solverModel.run()
+
+    return WarmHiGHS
+
+
+def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int, start, abs_gap) -> RawResult:
+    import pulp
+
+    t0 = time.perf_counter()
+    prob, cols = _to_pulp(model, start)
+    mip = any(model.integer)
+    warm = start is not None and mip
+    gaps = {"gapRel": 0.0, "gapAbs": abs_gap} if abs_gap is not None else {}
+    if solver == "highs":
+        backend = _highs_class()(mip=mip, msg=False, timeLimit=time_limit, threads=threads, warmStart=warm,
+                                        **gaps)
+        prob.solve(backend)
+        status, bound = _highs_status(prob.solverModel, mip)
+        log = None
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            log_path = os.path.join(tmp, "cbc.log")
+            backend = pulp.PULP_CBC_CMD(mip=mip, msg=False, timeLimit=time_limit, threads=threads,
+                                        warmStart=warm, logPath=log_path, **gaps)
+            prob.solve(backend)
+            with open(log_path) as fh:
+                log = fh.read()
+        status, bound = _cbc_status(log, prob)
+    wall = time.perf_counter() - t0
+    has_sol = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    values = np.array([c.varValue or 0.0 for c in cols]) if has_sol else None
+    objective = model.objective_of(values) if values is not None else None
+    if status == "optimal" and values is None:
+        status = "error"
+    if status == "time_limit" and values is not None:
+        status = "feasible"
+    duals = None
+    if not mip and values is not None:
+        duals = _row_duals(model, prob)
+    if status == "optimal" and bound is None:
+        bound = objective
+    return RawResult(status, values, objective, bound, wall, duals)
+
+
+def _row_duals(model: LinearModel, prob) -> np.ndarray:
+    cons = prob.constraints
+    duals = np.zeros(len(model.rows))
+    for k, (_, _, lo, hi) in enumerate(model.rows):
+        if lo == hi or hi < INF:
+            duals[k] += cons[f"r{k}"].pi or 0.0
+        if lo > -INF and lo != hi:
+            duals[k] += cons[f"r{k}l"].pi or 0.0
+    return duals
+
+
+def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
+    import highspy
+
+    st = highs.getModelStatus()
+    info = highs.getInfo()
+    ms = highspy.HighsModelStatus
+    if st == ms.kOptimal:
+        bound = info.mip_dual_bound if mip else info.objective_function_value
+        return "optimal", abs(float(bound))  # PuLP hands HiGHS the negated (minimized) objective
+    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+        return "infeasible", None
+    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt):
+        bound = info.mip_dual_bound if mip else None
+        return "time_limit", (abs(float(bound)) if bound is not None and np.isfinite(bound) else None)
+    return "error", None
+
+
+_CBC_NUMBER = r"(-?[0-9.eE+-]+)"
+
+
+def _cbc_status(log: str, prob) -> tuple[str, float | None]:
+    import pulp
+
+    result = re.search(r"Result - (.*)", log)
+    verdict = result.group(1).lower() if result else ""
+    if "infeasible" in verdict:
+        return "infeasible", None
+    if "optimal" in verdict:
+        value = re.search(r"Objective value:\s*" + _CBC_NUMBER, log)
+        return "optimal", abs(float(value.group(1))) if value else None
+    if "stopped" in verdict:
+        bound = re.search(r"Lower bound:\s*" + _CBC_NUMBER, log)
+        return "time_limit", abs(float(bound.group(1))) if bound else None
+    if not result and prob.status == pulp.LpStatusOptimal:  # pure LP: CBC (clp) prints no "Result -" line
+        return "optimal", None
+    return "error", None
+
+
+# -- CP-SAT ------------------------------------------------------------------------------------------
+def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start) -> RawResult:
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    if not all(model.integer):
+        raise ValueError("CP-SAT needs an all-integer model")
+    m = cp_model.CpModel()
+    xs = [m.new_int_var(int(lb), int(ub), f"v{j}") for j, (lb, ub) in enumerate(zip(model.lb, model.ub, strict=True))]
+    for idx, coef, lo, hi in model.rows:
+        expr = cp_model.LinearExpr.weighted_sum([xs[j] for j in idx.tolist()], [int(c) for c in coef.tolist()])
+        if lo == hi:
+            m.add(expr == int(hi))
+            continue
+        if hi < INF:
+            m.add(expr <= int(np.floor(hi)))
+        if lo > -INF:
+            m.add(expr >= int(np.ceil(lo)))
+    obj_idx = [j for j, c in enumerate(model.obj) if c != 0]
+    m.maximize(cp_model.LinearExpr.weighted_sum([xs[j] for j in obj_idx], [int(model.obj[j]) for j in obj_idx]))
+    if start is not None:
+        for x, v in zip(xs, start.tolist(), strict=True):
+            m.add_hint(x, int(round(v)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = int(threads)
+    code = solver.solve(m)
+    wall = time.perf_counter() - t0
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        values = np.array([solver.value(x) for x in xs], dtype=float)
+        status = "optimal" if code == cp_model.OPTIMAL else "feasible"
+        return RawResult(status, values, model.objective_of(values), float(solver.best_objective_bound), wall)
+    if code == cp_model.INFEASIBLE:
+        return RawResult("infeasible", None, None, None, wall)
+    if code == cp_model.UNKNOWN:
+        return RawResult("time_limit", None, None, float(solver.best_objective_bound), wall)
+    return RawResult("error", None, None, None, wall)

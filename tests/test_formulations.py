@@ -1,0 +1,185 @@
+"""Exact formulations against an independent brute force; relaxations bound them; heuristics stay below."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fgdopt.instance import Instance
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
+from formulations import EXACT, METHODS, RELAXATIONS, solve
+from formulations.aggregate import aggregate
+from formulations.exact import build_exact
+from formulations.solution import make_solution
+
+TASK_SHAPES = [  # (cpu_milli, memory_mib, num_gpu, gpu_milli)
+    (2000, 1024, 1, 300), (4000, 2048, 1, 500), (1000, 1024, 1, 600), (3000, 1024, 1, 700),
+    (6000, 4096, 1, 1000), (8000, 4096, 2, 1000), (4000, 1024, 0, 0), (2000, 2048, 1, 200),
+]
+
+
+def brute_force(cluster: Cluster, tasks: TaskSet) -> int:
+    """Most allocated milli-GPU over every assignment of every task (unplaced, or a node and GPU set)."""
+    options = []
+    for t in tasks:
+        opts = [None]
+        for n in range(cluster.n_nodes):
+            for gpus in itertools.combinations(range(int(cluster.gpu[n])), t.num_gpu):
+                opts.append((n, gpus))
+        options.append(opts)
+    demand = tasks.gpu_demand
+    best = 0
+
+    def rec(i: int, state: ClusterState, total: int) -> None:
+        nonlocal best
+        if total + int(demand[i:].sum()) <= best:
+            return
+        if i == len(tasks):
+            best = total
+            return
+        for opt in options[i]:
+            if opt is None:
+                rec(i + 1, state, total)
+            elif state.check(tasks[i], opt[0], opt[1]) is None:
+                state.place(i, *opt)
+                rec(i + 1, state, total + int(demand[i]))
+                state.remove(i)
+
+    rec(0, ClusterState(cluster, tasks), 0)
+    return best
+
+
+@st.composite
+def tiny_instances(draw, max_nodes=2, max_tasks=7):
+    n_nodes = draw(st.integers(1, max_nodes))
+    gpu = draw(st.lists(st.integers(1, 3), min_size=n_nodes, max_size=n_nodes))
+    cpu = draw(st.lists(st.sampled_from([8000, 16000, 32000]), min_size=n_nodes, max_size=n_nodes))
+    model = draw(st.lists(st.sampled_from(["A", "B"]), min_size=n_nodes, max_size=n_nodes))
+    cluster = Cluster(cpu, [8192] * n_nodes, gpu, model)
+    picks = draw(st.lists(st.sampled_from(range(len(TASK_SHAPES))), min_size=1, max_size=max_tasks))
+    specs = draw(st.lists(st.sampled_from(["", "", "A"]), min_size=len(picks), max_size=len(picks)))
+    rows = [TASK_SHAPES[k] for k in picks]
+    tasks = TaskSet(*map(list, zip(*rows, strict=True)), gpu_spec=[s if r[2] else "" for s, r in zip(specs, rows,
+                                                                                                       strict=True)])
+    return Instance("tiny", cluster, tasks)
+
+
+def check(sol, instance):
+    if sol.placement is not None:
+        validate(instance.cluster, instance.tasks, sol.placement)
+        assert sol.objective == sol.placement.allocated_milli(instance.tasks)
+    if sol.bound is not None and sol.objective is not None:
+        assert sol.bound >= sol.objective
+
+
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(tiny_instances())
+def test_exact_methods_equal_brute_force(instance):
+    best = brute_force(instance.cluster, instance.tasks)
+    for method in EXACT:
+        sol = solve(instance, method, time_limit=20)
+        check(sol, instance)
+        assert sol.status == "optimal", (method, sol)
+        assert sol.objective == sol.bound == best, (method, sol.objective, best)
+
+
+@FAST
+@given(tiny_instances(max_nodes=3, max_tasks=12))
+def test_heuristic_le_optimum_le_relaxations(instance):
+    from fgdopt.simulate import run_online
+
+    opt = solve(instance, "milp-highs", time_limit=20)
+    assert opt.status == "optimal"
+    for policy in ("fgd", "best-fit", "random"):
+        placement = run_online(instance.cluster, instance.tasks, policy, seed=0).placement
+        assert placement.allocated_milli(instance.tasks) <= opt.objective
+    for method in RELAXATIONS:
+        sol = solve(instance, method, time_limit=20)
+        assert sol.kind == "relaxation" and sol.placement is None
+        assert sol.bound >= opt.objective, method
+    for method in ("unified-device-milp", "per-gpu-dimension-milp"):
+        sol = solve(instance, method, time_limit=20)
+        check(sol, instance)
+        assert sol.objective <= opt.objective
+
+
+def test_hand_worked_sharing_instance():
+    # One node, 2 GPUs: 700+300 fill GPU 0, 600 goes to GPU 1, the second 600 cannot share with it
+    # (1200 > 1000) -> optimum 1600; the pooled (unified-device) view claims 2000 (700+300+600+... ).
+    cluster = Cluster([32000], [8192], [2], ["A"])
+    tasks = TaskSet([1000] * 4, [0] * 4, [1] * 4, [700, 300, 600, 600])
+    instance = Instance("hand", cluster, tasks)
+    for method in EXACT:
+        sol = solve(instance, method, time_limit=10)
+        assert (sol.status, sol.objective, sol.bound) == ("optimal", 1600, 1600)
+    assert solve(instance, "lp").bound == 1600  # per-GPU patterns: the LP is already tight
+    assert solve(instance, "config-lp").bound == 1600
+    assert solve(instance, "unified-device").bound == 1900  # pooled capacity 2000, best subset sum 1900
+    flawed = solve(instance, "unified-device-milp")
+    assert flawed.claimed == 1900 and flawed.objective <= 1600
+    per_gpu = solve(instance, "per-gpu-dimension-milp")
+    assert per_gpu.objective == per_gpu.claimed == 1000  # every sharing task pinned to GPU 0
+
+
+def test_whole_gpu_tasks_need_untouched_gpus():
+    # 2 GPUs; a 2-GPU task (2000) excludes any sharing task on the node: best is the 2-GPU task alone.
+    cluster = Cluster([32000], [8192], [2], ["A"])
+    tasks = TaskSet([1000, 1000, 1000], [0] * 3, [2, 1, 1], [1000, 500, 400])
+    sol = solve(Instance("whole", cluster, tasks), "milp-cbc")
+    assert sol.objective == 2000 and sol.placement.gpus[0] == (0, 1)
+
+
+def test_warm_start_is_kept_and_encoded():
+    cluster = Cluster([32000, 32000], [8192, 8192], [2, 2], ["A", "A"])
+    tasks = TaskSet([1000] * 5, [0] * 5, [1, 1, 1, 1, 2], [700, 300, 600, 400, 1000])
+    instance = Instance("warm", cluster, tasks)
+    warm = Placement([1, 1, 1, 1, 0], [(0,), (0,), (1,), (1,), (0, 1)])
+    assert validate(cluster, tasks, warm).allocated_milli == 4000
+    em = build_exact(aggregate(instance))
+    values = em.encode(warm)  # node 1 is the heavier one: the symmetry order swaps the two nodes
+    assert em.decode(values).allocated_milli(tasks) == 4000
+    sol = solve(instance, "cpsat", warm_start=warm, time_limit=10)
+    assert sol.objective == sol.bound == 4000
+
+
+def test_solution_rejects_bad_results():
+    cluster = Cluster([8000], [1024], [1], ["A"])
+    tasks = TaskSet([1000, 1000], [0, 0], [1, 1], [600, 600])
+    instance = Instance("bad", cluster, tasks)
+    with pytest.raises(InfeasiblePlacement):
+        make_solution(instance, "x", "x", "feasible", Placement([0, 0], [(0,), (0,)]), None, 0.0, "exact")
+    with pytest.raises(ValueError, match="below the objective"):
+        make_solution(instance, "x", "x", "feasible", Placement([0, -1], [(0,), ()]), 500.0, 0.0, "exact")
+    sol = make_solution(instance, "x", "x", "feasible", Placement([0, -1], [(0,), ()]), 600.4, 0.0, "exact")
+    assert (sol.status, sol.bound, sol.gap) == ("optimal", 600, 0.0)
+
+
+def test_unknown_method():
+    instance = Instance("u", Cluster([8000], [1024], [1], ["A"]), TaskSet([1], [0], [1], [500]))
+    with pytest.raises(ValueError, match="unknown method"):
+        solve(instance, "simplex")
+    assert len(METHODS) == 8
+    assert solve(instance, "milp", solver="cbc").method == "milp-cbc"
+
+
+@pytest.mark.slow
+def test_solvers_agree_on_small_random_instances():
+    from fgdopt.instances import random_instance
+
+    for seed in range(2):
+        instance = random_instance(4, seed)
+        sols = [solve(instance, m, time_limit=5) for m in EXACT]
+        for sol in sols:
+            check(sol, instance)
+        optimal = [s.objective for s in sols if s.status == "optimal"]
+        assert len(set(optimal)) <= 1
+        assert all(s.bound >= max(optimal, default=0) for s in sols)
+        assert np.all([s.objective <= solve(instance, "config-lp").bound for s in sols])
