@@ -1,0 +1,39 @@
+"""Replay throughput per policy: ``python -m experiments.bench_replay [--policies ...] [--ratio 1.3]``.
+
+Replays the openb trace (default variant) once per policy with one seed and prints wall time and
+tasks/s (placement plus the 131 curve samples). Timings depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fgdopt.frag import Workload
+from fgdopt.policies import POLICY_NAMES
+from fgdopt.simulate import replay
+from fgdopt.traces import load_openb
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_replay", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", default="default")
+    parser.add_argument("--policies", default=",".join(POLICY_NAMES))
+    parser.add_argument("--ratio", type=float, default=1.3)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--quantized", action="store_true", help="Kubernetes integer scores")
+    args = parser.parse_args(argv)
+    cluster, tasks = load_openb(args.trace)
+    workload = Workload.from_tasks(tasks)
+    print(f"openb {args.trace}: {cluster.n_nodes} nodes, {len(tasks)} trace tasks, ratio {args.ratio}")
+    print("| policy | tasks | wall_s | tasks/s | alloc_130 (%) |\n|---|---|---|---|---|")
+    for name in args.policies.split(","):
+        result = replay(cluster, tasks, name, args.seed, args.ratio, workload, quantized=args.quantized)
+        n = len(result.tasks)
+        print(f"| {name} | {n} | {result.wall_s:.2f} | {n / result.wall_s:,.0f} | "
+              f"{result.curves['alloc_ratio'].iloc[-1]:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

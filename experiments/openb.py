@@ -1,0 +1,170 @@
+"""The paper's online study on the openb traces: every (trace, policy, seed) replayed at ratio 1.3.
+
+Usage::
+
+    python -m experiments.openb --trace default --policies fgd,best-fit --seeds 42-51 --ratio 1.3 \\
+        --output DIR [--jobs N] [--score exact|quantized|both]
+
+``--trace`` takes variant names separated by commas, ``all`` (the 24 variants) or a family name
+(``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one row per cell,
+ratios in percent), ``DIR/curves.csv`` (long format, one row per cell and arrived percentage),
+``DIR/alloc.png`` and ``DIR/frag_rate.png`` (default trace, or the first one run: mean over seeds,
+one line per policy), ``DIR/bars_<family>.png`` for each trace family present, and prints a Markdown
+table (mean and min-max over seeds) on stdout; a progress bar goes to stderr. Quantized policies
+(Kubernetes integer scores) are labelled ``<name>-q``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from fgdopt.frag import Workload
+from fgdopt.plot import plot_curves, plot_family_bars
+from fgdopt.policies import POLICY_NAMES
+from fgdopt.simulate import replay
+from fgdopt.traces import VARIANTS, load_openb
+
+SUMMARY_COLUMNS = ("trace", "policy", "seed", "alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130",
+                   "frag_rate_130", "wall_s")
+FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
+
+
+def family(trace: str) -> str | None:
+    """The family of a variant name (``None`` for ``default``)."""
+    return next((f for f in FAMILIES if trace.startswith(f)), None)
+
+
+def parse_traces(text: str) -> list[str]:
+    if text == "all":
+        return list(VARIANTS)
+    out: list[str] = []
+    for item in text.split(","):
+        item = item.strip()
+        if item in FAMILIES:
+            out += [v for v in VARIANTS if family(v) == item]
+        elif item in VARIANTS:
+            out.append(item)
+        else:
+            raise argparse.ArgumentTypeError(f"unknown trace {item!r}; use all, a family {FAMILIES} or {VARIANTS}")
+    return list(dict.fromkeys(out))
+
+
+def parse_policies(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in names if p not in POLICY_NAMES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown policies {bad}; valid names: {', '.join(POLICY_NAMES)}")
+    return names
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"42-51"`` -> 42..51 (inclusive); ``"1,5,7"`` -> [1, 5, 7]; the two forms combine."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+    return seeds
+
+
+@lru_cache(maxsize=4)
+def _load(trace: str, data_dir: str | None):
+    cluster, tasks = load_openb(trace, data_dir)
+    return cluster, tasks, Workload.from_tasks(tasks)
+
+
+def run_cell(trace: str, policy: str, quantized: bool, seed: int, ratio: float,
+             data_dir: str | None = None) -> tuple[dict, pd.DataFrame]:
+    """Replay one (trace, policy, seed) cell; returns its summary row and its curves."""
+    cluster, tasks, workload = _load(trace, data_dir)
+    result = replay(cluster, tasks, policy, seed, ratio, workload, quantized=quantized)
+    label = f"{policy}-q" if quantized else policy
+    last = result.curves.iloc[-1]
+    row = {"trace": trace, "policy": label, "seed": seed,
+           "alloc_ratio_100": result.at(min(100, len(result.curves) - 1)).alloc_ratio,
+           "alloc_ratio_130": last.alloc_ratio, "unallocated_gpus_130": last.unallocated_gpus,
+           "frag_rate_130": last.frag_rate, "wall_s": result.wall_s}
+    curves = result.curves.assign(trace=trace, policy=label, seed=seed)
+    return row, curves[["trace", "policy", "seed", *result.curves.columns]]
+
+
+def sort_cells(frame: pd.DataFrame, rank, then: list[str]) -> pd.DataFrame:
+    """Rows ordered by ``rank(trace, policy)`` (command-line order), then by the columns ``then``."""
+    key = [rank(t, p) for t, p in zip(frame["trace"], frame["policy"], strict=True)]
+    return frame.assign(_rank=key).sort_values(["_rank", *then]).drop(columns="_rank").reset_index(drop=True)
+
+
+def markdown_table(summary: pd.DataFrame) -> str:
+    """Mean and [min-max] over seeds per (trace, policy)."""
+    metrics = ("alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130", "frag_rate_130", "wall_s")
+    lines = ["| trace | policy | seeds | " + " | ".join(metrics) + " |", "|---" * (3 + len(metrics)) + "|"]
+    for (trace, policy), frame in summary.groupby(["trace", "policy"], sort=False):
+        cells = [f"{frame[m].mean():.2f} [{frame[m].min():.2f}–{frame[m].max():.2f}]" for m in metrics]
+        lines.append(f"| {trace} | {policy} | {len(frame)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.openb", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", type=parse_traces, default=["default"], help="variants, a family, or all")
+    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES))
+    parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)))
+    parser.add_argument("--ratio", type=float, default=1.3)
+    parser.add_argument("--score", choices=("exact", "quantized", "both"), default="exact",
+                        help="exact scores (default), Kubernetes integer scores, or both")
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
+    args = parser.parse_args(argv)
+
+    modes = {"exact": [False], "quantized": [True], "both": [False, True]}[args.score]
+    cells = [(t, p, q, s) for t in args.trace for p in args.policies for q in modes for s in args.seeds]
+    rows, curves = [], []
+    bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(run_cell, *cell, args.ratio, args.data_dir) for cell in cells]
+            for future in as_completed(futures):
+                row, curve = future.result()
+                rows.append(row)
+                curves.append(curve)
+                bar.update()
+    else:
+        for cell in cells:
+            row, curve = run_cell(*cell, args.ratio, args.data_dir)
+            rows.append(row)
+            curves.append(curve)
+            bar.update()
+    bar.close()
+
+    def rank(trace: str, label: str) -> tuple:
+        return args.trace.index(trace), args.policies.index(label.removesuffix("-q")), label.endswith("-q")
+
+    summary = sort_cells(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)), rank, ["seed"])
+    curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"])
+
+    out = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv", index=False)
+    curves_df.to_csv(out / "curves.csv", index=False)
+    main_trace = "default" if "default" in args.trace else args.trace[0]
+    main_curves = curves_df[curves_df["trace"] == main_trace]
+    plot_curves(main_curves, "alloc_ratio", out / "alloc.png", f"openb {main_trace}: GPU allocation",
+                zoom=(80, 100 * args.ratio))
+    plot_curves(main_curves, "frag_rate", out / "frag_rate.png", f"openb {main_trace}: fragmentation rate")
+    for fam in FAMILIES:
+        traces = [t for t in args.trace if family(t) == fam]
+        if traces:
+            plot_family_bars(summary, traces, out / f"bars_{fam}.png", f"openb {fam}* traces at 130% arrival")
+    print(markdown_table(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

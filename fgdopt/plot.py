@@ -1,0 +1,100 @@
+"""Figures of the online study (matplotlib, Agg backend): the paper's line plots and bar charts.
+
+Every function takes the long-format frames written by ``python -m experiments.openb`` and a path,
+and writes one PNG.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+METRIC_LABELS = {
+    "alloc_ratio": "GPU allocation ratio (%)",
+    "frag_rate": "GPU fragmentation rate (%)",
+    "frag_milli": "GPU fragmentation (milli-GPU)",
+    "unallocated_gpus": "Unallocated GPUs",
+    "alloc_ratio_130": "GPU allocation at 130% arrival (%)",
+}
+
+
+def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str = "",
+                zoom: tuple[float, float] | None = None) -> Path:
+    """One line per policy: ``metric`` (mean over seeds) against the arrived workload (%).
+
+    ``curves`` needs columns ``policy, seed, arrived_pct`` and ``metric``; the min-max band over
+    seeds is shaded. ``zoom=(x0, x1)`` adds a right panel restricted to that arrived range, with its
+    own y scale, where close policies separate.
+    """
+    panels = 2 if zoom else 1
+    fig, axes = plt.subplots(1, panels, figsize=(7 * panels, 4.5), squeeze=False)
+    for k, ax in enumerate(axes[0]):
+        for policy, frame in curves.groupby("policy", sort=False):
+            stats = frame.groupby("arrived_pct")[metric].agg(["mean", "min", "max"])
+            if k:
+                stats = stats.loc[zoom[0]:zoom[1]]
+            (line,) = ax.plot(stats.index, stats["mean"], label=policy, linewidth=1.6)
+            ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.15, linewidth=0)
+        ax.set_xlabel("Arrived workload (% of cluster GPU capacity)")
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{title} (zoom)" if k else title)
+    if zoom:
+        ax = axes[0][1]
+        lo = curves[curves["arrived_pct"] >= zoom[0]].groupby(["policy", "arrived_pct"])[metric].mean()
+        top = lo.groupby("policy").max().sort_values(ascending=False)
+        ax.set_ylim(top.iloc[: min(len(top), 5)].min() - 3, top.max() + 1)   # the five best policies in view
+    axes[0][0].legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path, title: str = "",
+                     metric: str = "alloc_ratio_130") -> Path:
+    """Grouped bars: one group per trace of ``traces``, one bar per policy, mean of ``metric`` over
+    seeds with min-max whiskers (``summary`` has columns ``trace, policy, seed`` and ``metric``).
+
+    The y axis starts a little below the lowest mean that is not an outlier (more than 30 points
+    under the median), so close policies stay distinguishable; an outlier's bar is cut at the
+    bottom and its value written on it.
+    """
+    frame = summary[summary["trace"].isin(traces)]
+    stats = frame.groupby(["trace", "policy"], sort=False)[metric].agg(["mean", "min", "max"])
+    policies = list(dict.fromkeys(frame["policy"]))
+    means = stats["mean"]
+    regular = means[means >= means.median() - 30]
+    bottom = max(0.0, float(regular.min()) - 3) if len(regular) else 0.0
+    width = 0.8 / max(1, len(policies))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(traces) + 3), 4.5))
+    for j, policy in enumerate(policies):
+        xs, heights, lo, hi = [], [], [], []
+        for i, trace in enumerate(traces):
+            if (trace, policy) in stats.index:
+                row = stats.loc[(trace, policy)]
+                xs.append(i + (j - (len(policies) - 1) / 2) * width)
+                heights.append(row["mean"])
+                lo.append(row["mean"] - row["min"])
+                hi.append(row["max"] - row["mean"])
+                if row["mean"] < bottom:
+                    ax.text(xs[-1], bottom + 0.3, f"{row['mean']:.0f}", rotation=90, ha="center", va="bottom",
+                            fontsize=7)
+        ax.bar(xs, heights, width, yerr=[lo, hi], capsize=2, label=policy)
+    ax.set_xticks(range(len(traces)), traces)
+    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+    ax.set_ylim(bottom, min(100.0, float(stats["max"].max()) + 1))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

@@ -1,0 +1,64 @@
+"""The online placement policies of SPEC "Online placement" and their registry.
+
+Each policy is a callable ``policy(state, task) -> (node, gpu_ids) | None`` that reads a
+:class:`~fgdopt.state.ClusterState` without mutating it (see :mod:`fgdopt.policies.base` for the
+protocol and the seeded tie rule, and each module for its ranking):
+
+=====================  ==========================================================
+``fgd``                least fragmentation increase (:mod:`~fgdopt.policies.fgd`)
+``best-fit``           least normalized leftover (:mod:`~fgdopt.policies.best_fit`)
+``dot-product``        least free·demand alignment (:mod:`~fgdopt.policies.dot_product`)
+``gpu-packing``        used GPUs, then used nodes, then idle nodes (:mod:`~fgdopt.policies.gpu_packing`)
+``gpu-clustering``     nodes hosting the same per-GPU demand (:mod:`~fgdopt.policies.gpu_clustering`)
+``random``             uniform feasible node and GPUs (:mod:`~fgdopt.policies.random_choice`)
+``unified-device``     best-fit on pooled GPUs (:mod:`~fgdopt.policies.unified_device`)
+``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
+=====================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from fgdopt.frag import Workload
+from fgdopt.policies.base import Choice, Policy
+from fgdopt.policies.best_fit import BestFit
+from fgdopt.policies.dot_product import DotProduct
+from fgdopt.policies.fgd import FGD
+from fgdopt.policies.gpu_clustering import GpuClustering
+from fgdopt.policies.gpu_packing import GpuPacking
+from fgdopt.policies.per_gpu_dimension import PerGpuDimension
+from fgdopt.policies.random_choice import RandomFit
+from fgdopt.policies.unified_device import UnifiedDevice
+
+POLICY_NAMES = ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random",
+                "unified-device", "per-gpu-dimension")
+
+_CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
+                                      UnifiedDevice, PerGpuDimension)}
+
+
+def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None, quantized: bool = False) -> Policy:
+    """A fresh policy ``name`` with its own generator seeded by ``seed``.
+
+    Parameters
+    ----------
+    name : one of :data:`POLICY_NAMES`.
+    seed : seeds the policy's tie-breaking / random draws.
+    workload : the target workload M; required by ``fgd`` (build it from the task list before
+        inflation: ``Workload.from_tasks(tasks)``), ignored by the others.
+    quantized : rank by the Kubernetes integer score 0..100 (fgd, best-fit, dot-product and the two
+        best-fit views); no effect on the tier-based and random policies.
+
+    Raises
+    ------
+    ValueError : unknown name (the message lists the valid ones), or ``fgd`` without a workload.
+    """
+    if name == "fgd":
+        if workload is None:
+            raise ValueError("policy 'fgd' needs the target workload (Workload.from_tasks of the trace)")
+        return FGD(workload, seed=seed, quantized=quantized)
+    if name not in _CLASSES:
+        raise ValueError(f"unknown policy {name!r}; valid names: {', '.join(POLICY_NAMES)}")
+    return _CLASSES[name](seed=seed, quantized=quantized)
+
+
+__all__ = ["POLICY_NAMES", "Choice", "Policy", "make_policy"]

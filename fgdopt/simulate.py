@@ -1,0 +1,193 @@
+"""Online replay of a task list through a policy (SPEC "Online placement", "Workload inflation").
+
+Two entry points:
+
+* :func:`run_online` places a finite task list in the given order (no inflation, no shuffle) — the
+  online side of an optimality-gap comparison;
+* :func:`replay` is the paper's protocol: inflate the trace, shuffle it, place tasks one by one and
+  sample the curves at every integer arrived-workload percentage.
+
+Inflation, exactly: with ``rng = numpy.random.default_rng(seed)``, start from all trace tasks (total
+GPU demand ``D``); draw trace indices uniformly with replacement (in batches of
+``rng.integers``); append each drawn task while ``D + its demand <= ratio * capacity`` and stop at the
+first draw that would make the total exceed ``ratio * capacity`` (that draw is discarded). Tasks
+without GPU demand never stop the draw. If the trace alone already exceeds the limit, or has no GPU
+demand at all, nothing is appended. The list is then shuffled with ``rng.permutation``. A policy
+given by name gets its own generator, ``make_policy(name, seed=seed)``.
+
+Sampling, exactly: the arrived workload after task i is ``A_i`` = the GPU demand (milli-GPU) of tasks
+0..i, placed or not. The curve row for percentage p (0, 1, ..., ``round(100 * ratio)``) describes
+the state after the longest prefix with ``A_i * 100 <= p * capacity`` (integer arithmetic), i.e. every
+task that has arrived by p% — including one landing exactly on p%. Since inflation stops before
+exceeding ``ratio``, the last row is the final state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fgdopt.frag import CATEGORIES, Workload, cluster_fragmentation
+from fgdopt.model import GPU_MILLI, Cluster, TaskSet
+from fgdopt.policies import Policy, make_policy
+from fgdopt.state import ClusterState, Placement
+
+CURVE_COLUMNS = ("arrived_pct", "arrived_milli", "tasks_arrived", "tasks_failed", "alloc_milli", "alloc_ratio",
+                 "unallocated_gpus", "idle_milli", "frag_milli", "frag_rate", *CATEGORIES)
+"""Columns of :attr:`ReplayResult.curves` (ratios in percent, amounts in milli-GPU, unallocated in GPUs)."""
+
+_DRAW_BATCH = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class OnlineResult:
+    """Outcome of :func:`run_online`: the placement, the final state, allocated milli-GPU, wall seconds."""
+
+    placement: Placement
+    state: ClusterState
+    allocated_milli: int
+    wall_s: float
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayResult:
+    """Outcome of :func:`replay`.
+
+    Attributes
+    ----------
+    tasks : the replayed (inflated, shuffled) task list, in arrival order.
+    source : int64 array, index in the original trace of each replayed task.
+    placement : where each replayed task went (judge it with ``validate(cluster, tasks, placement)``).
+    curves : DataFrame, one row per arrived percentage, columns :data:`CURVE_COLUMNS`.
+    log : DataFrame, one row per replayed task: ``task, source, cpu_milli, num_gpu, gpu_milli, node``
+        (-1 = unallocated), ``gpus`` (ids joined by ``,``), ``arrived_milli``, ``alloc_milli`` (cumulative,
+        after the task).
+    policy, seed, ratio : what was run; ``wall_s`` the wall time of inflation + placement + sampling.
+    """
+
+    tasks: TaskSet
+    source: np.ndarray
+    placement: Placement
+    curves: pd.DataFrame
+    log: pd.DataFrame
+    policy: str
+    seed: int
+    ratio: float
+    wall_s: float
+
+    def at(self, pct: int) -> pd.Series:
+        """The curve row at arrived percentage ``pct``."""
+        return self.curves.iloc[pct]
+
+
+def inflate(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """Trace indices of the inflated, shuffled task list (see module docstring for the exact rule)."""
+    demand = tasks.gpu_demand
+    limit = ratio * capacity_milli
+    total = int(demand.sum())
+    drawn: list[np.ndarray] = []
+    while total <= limit and demand.max(initial=0) > 0:
+        batch = rng.integers(0, len(tasks), size=_DRAW_BATCH)
+        cum = total + np.cumsum(demand[batch])
+        over = np.flatnonzero(cum > limit)
+        if len(over):
+            drawn.append(batch[:over[0]])
+            break
+        drawn.append(batch)
+        total = int(cum[-1])
+    rows = np.concatenate([np.arange(len(tasks)), *drawn])
+    return rows[rng.permutation(len(rows))]
+
+
+def _place_all(state: ClusterState, policy: Policy, on_task=None) -> None:
+    """Offer every task of ``state.tasks`` in order; ``on_task(i)`` after each one."""
+    tasks = state.tasks
+    for i in range(len(tasks)):
+        choice = policy(state, tasks[i])
+        if choice is not None:
+            state.place(i, *choice)
+        if on_task is not None:
+            on_task(i)
+
+
+def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int = 0,
+               workload: Workload | None = None, quantized: bool = False) -> OnlineResult:
+    """Place ``tasks`` in the given order with policy ``policy_name`` (no inflation, no shuffle).
+
+    ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by FGD only).
+    """
+    start = time.perf_counter()
+    if workload is None and policy_name == "fgd":
+        workload = Workload.from_tasks(tasks)
+    policy = make_policy(policy_name, seed=seed, workload=workload, quantized=quantized)
+    state = ClusterState(cluster, tasks)
+    _place_all(state, policy)
+    return OnlineResult(state.placement(), state, state.allocated_milli, time.perf_counter() - start)
+
+
+def _sample_row(state: ClusterState, workload: Workload, pct: int, arrived: int, n_arrived: int) -> dict:
+    report = cluster_fragmentation(state, workload)
+    cap = state.cluster.gpu_capacity_milli
+    alloc = state.allocated_milli
+    failed = n_arrived - int((state.node_of[:n_arrived] >= 0).sum())
+    return {"arrived_pct": pct, "arrived_milli": arrived, "tasks_arrived": n_arrived, "tasks_failed": failed,
+            "alloc_milli": alloc, "alloc_ratio": 100.0 * alloc / cap, "unallocated_gpus": (cap - alloc) / GPU_MILLI,
+            "idle_milli": report.idle, "frag_milli": report.total, "frag_rate": 100.0 * report.rate,
+            **report.breakdown}
+
+
+def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ratio: float = 1.3,
+           workload: Workload | None = None, *, quantized: bool = False) -> ReplayResult:
+    """Inflate ``tasks`` to ``ratio`` of the cluster's GPU capacity, shuffle, and place one by one.
+
+    Parameters
+    ----------
+    cluster, tasks : the cluster and the trace's task list.
+    policy : a name from :data:`~fgdopt.policies.POLICY_NAMES` (built with ``seed``, ``workload`` and
+        ``quantized``) or a ready policy object.
+    seed : seeds inflation and shuffle, and the policy when given by name.
+    ratio : target arrived GPU demand as a fraction of capacity (paper: 1.3).
+    workload : target workload M for fragmentation (curves and FGD); default
+        ``Workload.from_tasks(tasks)``, i.e. from the trace before inflation.
+
+    Returns
+    -------
+    ReplayResult with curves at every integer percentage 0..round(100 * ratio).
+    """
+    start = time.perf_counter()
+    workload = Workload.from_tasks(tasks) if workload is None else workload
+    if isinstance(policy, str):
+        policy = make_policy(policy, seed=seed, workload=workload, quantized=quantized)
+    cap = cluster.gpu_capacity_milli
+    source = inflate(tasks, cap, ratio, np.random.default_rng(seed))
+    run = tasks.take(source)
+    arrived = np.cumsum(run.gpu_demand)
+    pcts = np.arange(round(100 * ratio) + 1)
+    sample_at = np.searchsorted(arrived * 100, pcts * cap, side="right")   # prefix length of each pct
+    state = ClusterState(cluster, run)
+    rows: list[dict] = []
+    alloc_after = np.zeros(len(run), dtype=np.int64)
+
+    def sample_until(n_done: int) -> None:
+        while len(rows) < len(pcts) and sample_at[len(rows)] <= n_done:
+            n = int(sample_at[len(rows)])
+            rows.append(_sample_row(state, workload, len(rows), int(arrived[n - 1]) if n else 0, n))
+
+    def on_task(i: int) -> None:
+        alloc_after[i] = state.allocated_milli
+        sample_until(i + 1)
+
+    sample_until(0)
+    _place_all(state, policy, on_task)
+    placement = state.placement()
+    log = pd.DataFrame({
+        "task": np.arange(len(run)), "source": source, "cpu_milli": run.cpu_milli, "num_gpu": run.num_gpu,
+        "gpu_milli": run.gpu_milli, "node": placement.node,
+        "gpus": [",".join(map(str, g)) for g in placement.gpus], "arrived_milli": arrived, "alloc_milli": alloc_after,
+    })
+    curves = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+    return ReplayResult(run, source, placement, curves, log, getattr(policy, "name", str(policy)), seed, ratio,
+                        time.perf_counter() - start)

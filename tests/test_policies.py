@@ -1,0 +1,296 @@
+"""Online policies: hand-worked choices on tiny clusters, the flawed views, and properties.
+
+Every cluster below has plenty of memory; CPU in milli-cores, GPU in milli-GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fgdopt.frag import Workload, node_fragmentation
+from fgdopt.model import Cluster, Task, TaskSet
+from fgdopt.policies import POLICY_NAMES, make_policy
+from fgdopt.policies.base import pick
+from fgdopt.simulate import run_online
+from fgdopt.state import ClusterState, validate
+
+MEM = 1 << 20
+# SPEC's worked-example workload: A = (4000 cpu, 1 x 500) p=.5, B = (8000, 1 x 1000) p=.3, C = (2000 cpu) p=.2
+SPEC_M = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
+
+
+def cluster(gpus, cpus=None, models=None) -> Cluster:
+    n = len(gpus)
+    return Cluster(cpus or [16000] * n, [MEM] * n, gpus, models or ["T4"] * n)
+
+
+def state_after(c: Cluster, fill: list[tuple[Task, int, tuple[int, ...]]]) -> ClusterState:
+    """A state of ``c`` with the tasks of ``fill`` placed as given."""
+    tasks = TaskSet.from_records([t._asdict() for t, _, _ in fill]) if fill else TaskSet([], [], [], [])
+    state = ClusterState(c, tasks)
+    for i, (_, node, gpus) in enumerate(fill):
+        state.place(i, node, gpus)
+    return state
+
+
+def share(milli: int, cpu: int = 1000, spec: str = "") -> Task:
+    return Task(cpu, 0, 1, milli, spec)
+
+
+def whole(k: int, cpu: int = 1000) -> Task:
+    return Task(cpu, 0, k, 1000, "")
+
+
+def cpu_only(cpu: int) -> Task:
+    return Task(cpu, 0, 0, 0, "")
+
+
+def decide(name: str, state: ClusterState, task: Task, seed: int = 0, quantized: bool = False,
+           workload: Workload = SPEC_M):
+    return make_policy(name, seed=seed, workload=workload, quantized=quantized)(state, task)
+
+
+# -- FGD, best-fit, dot-product on one instance where they disagree ---------------------------
+# Two nodes of 2 T4 GPUs and 16000 milli-cores; a CPU-only task already holds 8000 cpu on node 0.
+# Probe: sharing task (4000 cpu, 1 x 500).
+CPU_SQUEEZED = state_after(cluster([2, 2]), [(cpu_only(8000), 0, ())])
+PROBE = share(500, cpu=4000)
+
+
+def test_fgd_avoids_stranding_gpus_behind_cpu():
+    # node 0 after: gpu [500, 1000], cpu 4000. A fits (no GPU < 500): 0; B has a free GPU but needs
+    #   8000 cpu > 4000: q4, idle 1500 * .3 = 450; C: 1500 * .2 = 300 -> F' = 750. Before ([1000, 1000],
+    #   cpu 8000): A 0, B 0, C 2000 * .2 = 400 -> delta = +350.
+    # node 1 after: gpu [500, 1000], cpu 12000: A 0; B fits, GPUs < 1000 hold 500 -> 150; C 300 -> 450,
+    #   before 400 -> delta = +50.  Smallest delta: node 1; both GPUs are equal, the lowest (0) is taken.
+    assert decide("fgd", CPU_SQUEEZED, PROBE) == (1, (0,))
+    # quantized: int(100 sigmoid(-0.35)) = 41 < int(100 sigmoid(-0.05)) = 48 -> still node 1
+    assert decide("fgd", CPU_SQUEEZED, PROBE, quantized=True) == (1, (0,))
+
+
+def test_best_fit_and_dot_product_fill_the_cpu_squeezed_node():
+    # best-fit leftover: node 0: .5 * 4000/128000 + .5 * 1500/8000 = 0.109; node 1: .5 * 12000/128000 +
+    #   .5 * 1500/8000 = 0.141 -> node 0, fitting GPU with least left (both 1000: lowest id 0).
+    assert decide("best-fit", CPU_SQUEEZED, PROBE) == (0, (0,))
+    # dot product (before placement): node 0: 8000/128000 * 4000/128000 + 2000/8000 * 500/8000 = 0.01758;
+    #   node 1: 16000/128000 * 4000/128000 + same GPU term = 0.01953 -> node 0.
+    assert decide("dot-product", CPU_SQUEEZED, PROBE) == (0, (0,))
+
+
+def test_fgd_takes_the_gpu_that_keeps_a_free_gpu():
+    # One node, gpu [600, 1000] (a 400 task on GPU 0), cpu 12000; probe (4000 cpu, 1 x 500).
+    #   GPU 0 -> [100, 1000], cpu 8000: A frag 100 -> 50; B fits, frag 100 -> 30; C 1100 -> 220: F' = 300
+    #   GPU 1 -> [600, 500]: A 0; B no free GPU -> 1100 * .3 = 330; C 220: F' = 550.  Before: 0+180+320 = 500.
+    #   Deltas -200 (GPU 0) and +50 (GPU 1): GPU 0.
+    state = state_after(cluster([2]), [(share(400, cpu=4000), 0, (0,))])
+    assert decide("fgd", state, PROBE) == (0, (0,))
+
+
+def test_fgd_whole_gpu_task_takes_lowest_free_gpus():
+    # node gpu [300, 1000, 1000, 1000]: a 2-GPU task takes the two lowest-indexed free GPUs, 1 and 2.
+    state = state_after(cluster([4]), [(share(700), 0, (0,))])
+    assert decide("fgd", state, whole(2)) == (0, (1, 2))
+
+
+def test_fgd_requires_a_workload_and_unknown_names_are_rejected():
+    with pytest.raises(ValueError, match="workload"):
+        make_policy("fgd")
+    with pytest.raises(ValueError, match="best-fit"):
+        make_policy("first-fit")
+    assert POLICY_NAMES == ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random",
+                            "unified-device", "per-gpu-dimension")
+
+
+def test_best_fit_gpu_choice_is_least_left():
+    # node gpu [700, 400, 1000]: a 300 task fits GPUs 0 (700), 1 (400), 2 (1000); least left: GPU 1.
+    state = state_after(cluster([3]), [(share(300), 0, (0,)), (share(600), 0, (1,))])
+    assert decide("best-fit", state, share(300)) == (0, (1,))
+
+
+def test_quantized_best_fit_draws_among_equal_integer_scores():
+    # Leftovers after a (1000 cpu, 1 x 500) task: node 0 (32000 cpu): .5*31000/128000 + .5*1500/8000 = 0.2148;
+    # node 1 (32600 cpu): 0.2172. Exact: always node 0. Integer scores int(100 (1 - leftover)): 78 and 78,
+    # a tie: the seeded draw reaches both nodes.
+    state = state_after(cluster([2, 2], cpus=[32000, 32600]), [])
+    assert {decide("best-fit", state, share(500), seed=s)[0] for s in range(20)} == {0}
+    assert {decide("best-fit", state, share(500), seed=s, quantized=True)[0] for s in range(20)} == {0, 1}
+
+
+# -- GPU packing ----------------------------------------------------------------------------
+# node 0: 2 GPUs [700, 1000] (300 on GPU 0); node 1: 4 GPUs [0, 1000, 1000, 1000] (a whole GPU on 0);
+# node 2: 1 idle GPU; node 3: 2 idle GPUs.
+PACK = state_after(cluster([2, 4, 1, 2]), [(share(300), 0, (0,)), (whole(1), 1, (0,))])
+
+
+def test_gpu_packing_tiers():
+    # 500 fits the partly used GPU 0 of node 0 (tier 0)
+    assert decide("gpu-packing", PACK, share(500)) == (0, (0,))
+    # 800 fits no used GPU; nodes 0 and 1 have used GPUs (tier 1) and open their lowest free GPU (1)
+    assert {decide("gpu-packing", PACK, share(800), seed=s) for s in range(20)} == {(0, (1,)), (1, (1,))}
+    # 2 whole GPUs: node 0 has one free GPU only; node 1 (used, tier 1) beats idle node 3
+    assert decide("gpu-packing", PACK, whole(2)) == (1, (1, 2))
+    # on an idle cluster, the idle node with the fewest GPUs (node 1, 1 GPU)
+    assert decide("gpu-packing", state_after(cluster([4, 1, 2]), []), share(500)) == (1, (0,))
+
+
+# -- GPU clustering -------------------------------------------------------------------------
+# node 0 (T4) hosts a 500 task; node 1 (T4) a 500 and a 300 task; node 2 (V100) a 300 task; node 3 (T4) nothing.
+CLUST = state_after(cluster([2, 2, 2, 2], models=["T4", "T4", "V100", "T4"]),
+                    [(share(500), 0, (0,)), (share(500), 1, (0,)), (share(300), 1, (1,)), (share(300), 2, (0,))])
+
+
+def test_gpu_clustering_tiers():
+    # 500: node 0 hosts only 500s (tier 0); its least-left fitting GPU is 0 (500 left)
+    assert decide("gpu-clustering", CLUST, share(500)) == (0, (0,))
+    # 300: node 2 hosts only 300s (tier 0); GPU 0 has 700 left (less than GPU 1's 1000)
+    assert decide("gpu-clustering", CLUST, share(300)) == (2, (0,))
+    # 300 restricted to T4: node 1 hosts 300 among others (tier 1) beats idle node 3 (tier 2) and node 0
+    # (only other demands, tier 3); on node 1 the least-left fitting GPU is 0 (500 left; GPU 1 has 700)
+    assert decide("gpu-clustering", CLUST, share(300, spec="T4")) == (1, (0,))
+    # 200 is hosted nowhere: the idle node 3 (tier 2)
+    assert decide("gpu-clustering", CLUST, share(200)) == (3, (0,))
+
+
+# -- random ---------------------------------------------------------------------------------
+def test_random_reaches_every_feasible_node_and_only_those():
+    # node 1 has too little CPU for the task: the draw covers nodes 0 and 2 only
+    state = state_after(cluster([2, 2, 2], cpus=[16000, 500, 16000]), [])
+    picks = {decide("random", state, share(500), seed=s) for s in range(40)}
+    assert {n for n, _ in picks} == {0, 2} and {g for _, g in picks} == {(0,), (1,)}
+
+
+# -- the two flawed views -------------------------------------------------------------------
+# node 0: V100 with 2 GPUs, node 1: T4 with 1 GPU. Two 600 tasks pinned to V100 fill node 0 to
+# [400, 400] (pooled 800); then a 700 task that may go anywhere.
+FLAWED_CLUSTER = cluster([2, 1], models=["V100", "T4"])
+FLAWED_TASKS = TaskSet.from_records([share(600, spec="V100")._asdict(), share(600, spec="V100")._asdict(),
+                                     share(700)._asdict()])
+
+
+def test_unified_device_plans_on_the_pool_and_fails_on_real_gpus():
+    state = state_after(FLAWED_CLUSTER, [(share(600, spec="V100"), 0, (0,)), (share(600, spec="V100"), 0, (1,))])
+    # pooled leftover: node 0: .5*13000/128000 + .5*(800-700)/8000 = 0.057; node 1: .5*15000/128000 +
+    # .5*300/8000 = 0.077 -> node 0, where no single GPU has 700 left: unallocated.
+    assert decide("unified-device", state, share(700)) is None
+    # best-fit filters on real GPUs: only node 1 fits
+    assert decide("best-fit", state, share(700)) == (1, (0,))
+
+
+@pytest.mark.parametrize("good", ["fgd", "best-fit"])
+def test_unified_device_loses_allocation(good):
+    assert run_online(FLAWED_CLUSTER, FLAWED_TASKS, "unified-device").allocated_milli == 1200
+    assert run_online(FLAWED_CLUSTER, FLAWED_TASKS, good).allocated_milli == 1900
+
+
+def test_per_gpu_dimension_pins_sharing_tasks_to_gpu_0():
+    # node gpu [400, 1000]: the fixed vector (600 on dimension 0) does not fit; GPU 1 is wasted
+    state = state_after(cluster([2]), [(share(600), 0, (0,))])
+    assert decide("per-gpu-dimension", state, share(600)) is None
+    assert decide("best-fit", state, share(600)) == (0, (1,))
+    # whole-GPU tasks need dimensions 0..k-1 free: [1000, 1000, 1000] -> GPUs (0, 1)
+    assert decide("per-gpu-dimension", state_after(cluster([3]), []), whole(2)) == (0, (0, 1))
+
+
+@pytest.mark.parametrize("good", ["fgd", "best-fit"])
+def test_per_gpu_dimension_loses_allocation(good):
+    c = cluster([2])
+    tasks = TaskSet.from_records([share(600)._asdict()] * 2)
+    assert run_online(c, tasks, "per-gpu-dimension").allocated_milli == 600
+    assert run_online(c, tasks, good).allocated_milli == 1200
+
+
+def test_pick_breaks_ties_with_secondary_key_then_seeded_draw():
+    nodes, cost = np.array([3, 5, 8]), np.array([1.0, 1.0, 2.0])
+    assert pick(nodes, cost, np.random.default_rng(0), lambda tied: np.array([2.0, 1.0])) == 5
+    assert {pick(nodes, cost, np.random.default_rng(s)) for s in range(20)} == {3, 5}
+
+
+# -- properties -----------------------------------------------------------------------------
+@st.composite
+def instances(draw):
+    n = draw(st.integers(1, 4))
+    gpus = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    cpus = draw(st.lists(st.integers(2, 16), min_size=n, max_size=n))
+    models = draw(st.lists(st.sampled_from(["T4", "V100"]), min_size=n, max_size=n))
+    shape = st.one_of(
+        st.tuples(st.just(0), st.just(0)),
+        st.tuples(st.just(1), st.sampled_from([100, 250, 300, 500, 700])),
+        st.tuples(st.integers(1, 4), st.just(1000)),
+    )
+    records = [{"cpu_milli": 1000 * draw(st.integers(0, 4)), "memory_mib": 0, "num_gpu": k, "gpu_milli": m,
+                "gpu_spec": draw(st.sampled_from(["", "", "T4", "V100"])) if k else ""}
+               for k, m in draw(st.lists(shape, min_size=1, max_size=14))]
+    c = Cluster([1000 * x for x in cpus], [MEM] * n, gpus, models)
+    return c, TaskSet.from_records(records)
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.integers(0, 3))
+def test_every_choice_is_feasible_and_seeds_reproduce(instance, seed):
+    c, tasks = instance
+    workload = Workload.from_tasks(tasks)
+    for name in POLICY_NAMES:
+        runs = []
+        for _ in range(2):
+            policy = make_policy(name, seed=seed, workload=workload)
+            state = ClusterState(c, tasks)
+            choices = []
+            for i, task in enumerate(tasks):
+                snapshot = (state.cpu_left.copy(), state.gpu_left.copy())
+                choice = policy(state, task)
+                assert np.array_equal(snapshot[0], state.cpu_left) and np.array_equal(snapshot[1], state.gpu_left)
+                if choice is None:
+                    # only the flawed views may give up on a task that fits somewhere
+                    assert name in ("unified-device", "per-gpu-dimension") or not state.feasible_nodes(task).any()
+                else:
+                    assert state.check(task, *choice) is None
+                    state.place(i, *choice)
+                choices.append(choice)
+            validate(c, tasks, state.placement())
+            runs.append(choices)
+        assert runs[0] == runs[1]
+
+
+def _brute_force_best_delta(state: ClusterState, task: Task, workload: Workload) -> float:
+    """Smallest F_n'(M) - F_n(M) over every feasible node and GPU option, with the reference formula."""
+    c = state.cluster
+    best = np.inf
+    for n in np.flatnonzero(state.feasible_nodes(task)):
+        row = state.gpu_left[n, :c.gpu[n]]
+        before = node_fragmentation(row, state.cpu_left[n], workload, c.model[n])
+        if task.num_gpu == 0:
+            options = [()]
+        elif task.gpu_milli < 1000:
+            options = [(g,) for g in np.flatnonzero(row >= task.gpu_milli)]
+        else:
+            options = [tuple(np.flatnonzero(row == 1000)[:task.num_gpu])]
+        for gpus in options:
+            after = row.copy()
+            after[list(gpus)] -= task.gpu_milli
+            best = min(best, node_fragmentation(after, state.cpu_left[n] - task.cpu_milli, workload, c.model[n])
+                       - before)
+    return best
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.integers(0, 3))
+def test_fgd_choice_minimizes_the_reference_delta(instance, seed):
+    c, tasks = instance
+    workload = Workload.from_tasks(tasks)
+    policy = make_policy("fgd", seed=seed, workload=workload)
+    state = ClusterState(c, tasks)
+    for i, task in enumerate(tasks):
+        choice = policy(state, task)
+        if choice is None:
+            continue
+        node, gpus = choice
+        row = state.gpu_left[node, :c.gpu[node]]
+        after = row.copy()
+        after[list(gpus)] -= task.gpu_milli
+        got = (node_fragmentation(after, state.cpu_left[node] - task.cpu_milli, workload, c.model[node])
+               - node_fragmentation(row, state.cpu_left[node], workload, c.model[node]))
+        assert got == pytest.approx(_brute_force_best_delta(state, task, workload), abs=1e-6)
+        state.place(i, node, gpus)
