@@ -1,0 +1,254 @@
+"""Optimality gaps: every online policy against the offline optimum and its proven bounds.
+
+Usage::
+
+    python -m experiments.gap --instances small [--methods ...] [--time-limit 60] [--jobs N]
+                              [--output DIR] [--format markdown|csv] [--seed 0]
+
+For each instance of the suite (``small``, ``medium``, ``openb-sample`` or a folder of instance JSON files) it
+places the tasks in arrival order with every policy, solves the offline problem exactly (warm-started from the
+best policy) and with every relaxation, and prints
+
+1. a per-instance table: each policy's allocated GPUs and its gap to the optimum; where the optimum is not
+   proven, the gap is the interval [vs best incumbent, vs best bound];
+2. a summary per policy: mean / max gap, instances where it is optimal, wins and losses against FGD;
+3. the fragmentation rate (the shared evaluator) of every final placement.
+
+``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the three tables as Markdown.
+CSV columns: ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the
+row's placement, empty for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven
+bound; policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
+``optimal``, ``feasible``, ``time_limit``, ``infeasible``, ``error``), ``gap_pct`` (``100 (bound_milli -
+allocated_milli) / bound_milli``; for a relaxation, how far its bound lies above the best incumbent),
+``frag_rate`` (percent), ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from fgdopt.frag import Workload, cluster_fragmentation
+from fgdopt.instance import Instance
+from fgdopt.instances import SUITES, load_suite_dir, suite
+from fgdopt.policies import POLICY_NAMES
+from fgdopt.simulate import run_online
+from fgdopt.state import validate
+from formulations import METHODS, solve
+
+CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "status", "gap_pct", "frag_rate",
+               "wall_s"]
+DEFAULT_METHODS = ("cpsat", "lp", "unified-device", "config-lp", "unified-device-milp", "per-gpu-dimension-milp")
+
+
+@dataclass(frozen=True)
+class Config:
+    methods: tuple[str, ...]
+    policies: tuple[str, ...]
+    time_limit: float
+    seed: int
+    threads: int | None
+
+
+def _pct(num: float, den: float) -> float:
+    return 100.0 * num / den if den else 0.0
+
+
+def instance_rows(instance: Instance, config: Config, progress=None) -> list[dict]:
+    """All rows of one instance: the policies, then the solver methods (see the module docstring)."""
+    workload = Workload.from_tasks(instance.tasks)
+
+    def frag_rate(placement) -> float:
+        return 100.0 * cluster_fragmentation(validate(instance.cluster, instance.tasks, placement), workload).rate
+
+    def tick(method: str) -> None:
+        if progress is not None:
+            progress.set_postfix_str(f"{instance.name} / {method}", refresh=False)
+            progress.update()
+
+    rows, placements = [], {}
+    for name in config.policies:
+        result = run_online(instance.cluster, instance.tasks, name, seed=config.seed, workload=workload)
+        placements[name] = result.placement
+        rows.append({"method": name, "kind": "policy", "allocated_milli": result.allocated_milli,
+                     "status": "heuristic", "frag_rate": frag_rate(result.placement), "wall_s": result.wall_s})
+        tick(name)
+    best = max(rows, key=lambda r: r["allocated_milli"]) if rows else None
+    warm = placements[best["method"]] if best else None
+    for method in config.methods:
+        sol = solve(instance, method, time_limit=config.time_limit, warm_start=warm, threads=config.threads)
+        has_placement = sol.placement is not None
+        rows.append({"method": method, "kind": sol.kind, "allocated_milli": sol.objective if has_placement else None,
+                     "own_bound": sol.bound, "status": sol.status, "claimed_milli": getattr(sol, "claimed", None),
+                     "frag_rate": frag_rate(sol.placement) if has_placement else None, "wall_s": sol.wall_s})
+        tick(method)
+
+    incumbent = max((r["allocated_milli"] for r in rows if r["allocated_milli"] is not None), default=0)
+    trivial = min(int(instance.tasks.gpu_demand.sum()), instance.cluster.gpu_capacity_milli)
+    bounds = [(r["own_bound"], r["method"]) for r in rows
+              if r.get("own_bound") is not None and r["kind"] in ("exact", "relaxation")]
+    best_bound, bound_by = min([*bounds, (trivial, "min(demand, capacity)")], key=lambda b: b[0])
+    if best_bound < incumbent:  # every placement was validated, so this is a bug in a bound
+        raise RuntimeError(f"{instance.name}: bound {best_bound} of {bound_by} is below a feasible {incumbent}")
+    for r in rows:
+        own = r.pop("own_bound", None)
+        if r["kind"] in ("exact", "relaxation") and own is not None:
+            r["bound_milli"] = own
+        else:
+            r["bound_milli"] = best_bound
+        ref = r["allocated_milli"] if r["allocated_milli"] is not None else incumbent
+        r["gap_pct"] = _pct(r["bound_milli"] - ref, r["bound_milli"])
+        r.update(instance=instance.name, nodes=instance.cluster.n_nodes, gpus=instance.cluster.total_gpus,
+                 tasks=len(instance.tasks), incumbent_milli=incumbent, best_bound_milli=best_bound,
+                 bound_by=bound_by)
+    return rows
+
+
+def _run_one(args: tuple[Instance, Config]) -> list[dict]:
+    return instance_rows(*args)
+
+
+def run(instances: list[Instance], config: Config, jobs: int = 1) -> pd.DataFrame:
+    """Rows of every instance as a DataFrame (extra columns beyond :data:`CSV_COLUMNS` feed the tables)."""
+    steps = len(instances) * (len(config.policies) + len(config.methods))
+    rows: list[dict] = []
+    with tqdm(total=steps, desc="gap", unit="run", file=sys.stderr, disable=None) as progress:
+        if jobs <= 1:
+            for inst in instances:
+                rows += instance_rows(inst, config, progress)
+        else:
+            with ProcessPoolExecutor(jobs) as pool:
+                for inst, part in zip(instances, pool.map(_run_one, [(i, config) for i in instances]), strict=True):
+                    rows += part
+                    progress.set_postfix_str(inst.name, refresh=False)
+                    progress.update(len(config.policies) + len(config.methods))
+    return pd.DataFrame(rows)
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+def _gpus(milli: float) -> str:
+    return f"{milli / 1000:.2f}"
+
+
+def _policy_gap(alloc: float, incumbent: float, bound: float) -> str:
+    """The gap to the optimum in percent: exact when proven, else [vs incumbent, vs bound]."""
+    lo, hi = _pct(incumbent - alloc, incumbent), _pct(bound - alloc, bound)
+    return f"{hi:.2f}" if incumbent >= bound else f"[{lo:.2f}, {hi:.2f}]"
+
+
+def instance_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per instance: size, each policy's GPUs (gap %), the optimum / incumbent and the best bound."""
+    out = []
+    for name, g in df.groupby("instance", sort=False):
+        first = g.iloc[0]
+        proven = first.incumbent_milli >= first.best_bound_milli
+        row = {"instance": name, "nodes": first.nodes, "GPUs": first.gpus, "tasks": first.tasks}
+        for r in g[g.kind == "policy"].itertuples():
+            row[r.method] = (f"{_gpus(r.allocated_milli)} "
+                             f"({_policy_gap(r.allocated_milli, first.incumbent_milli, first.best_bound_milli)})")
+        exact = g[g.kind == "exact"]
+        status = ",".join(sorted(set(exact.status))) if len(exact) else "none"
+        label = "optimal" if proven else status
+        row["optimum" if proven else "incumbent"] = f"{_gpus(first.incumbent_milli)} ({label})"
+        row["best bound"] = f"{_gpus(first.best_bound_milli)} ({first.bound_by})"
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per policy: mean / max gap (vs best bound, and vs best incumbent), optimal count, wins / losses vs FGD."""
+    pol = df[df.kind == "policy"].copy()
+    pol["gap_lo"] = [_pct(i - a, i) for i, a in zip(pol.incumbent_milli, pol.allocated_milli, strict=True)]
+    pol["optimal"] = (pol.allocated_milli >= pol.best_bound_milli)
+    fgd = pol[pol.method == "fgd"].set_index("instance").allocated_milli
+    out = []
+    for name, g in pol.groupby("method", sort=False):
+        vs = g.set_index("instance").allocated_milli - fgd.reindex(g.instance).to_numpy() if len(fgd) else None
+        out.append({"policy": name, "mean gap % (vs bound)": round(g.gap_pct.mean(), 3),
+                    "max gap % (vs bound)": round(g.gap_pct.max(), 3),
+                    "mean gap % (vs incumbent)": round(g.gap_lo.mean(), 3),
+                    "proven optimal": f"{int(g.optimal.sum())}/{len(g)}",
+                    "wins vs FGD": int((vs > 0).sum()) if vs is not None else "",
+                    "losses vs FGD": int((vs < 0).sum()) if vs is not None else ""})
+    return pd.DataFrame(out)
+
+
+def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per solver method: status, allocated / bound (GPUs), the remaining gap and wall time, per instance."""
+    sol = df[df.kind != "policy"]
+    out = pd.DataFrame({
+        "instance": sol.instance, "method": sol.method, "kind": sol.kind, "status": sol.status,
+        "allocated GPUs": [_gpus(a) if pd.notna(a) else "" for a in sol.allocated_milli],
+        "bound GPUs": [_gpus(b) if k in ("exact", "relaxation") and pd.notna(b) else ""
+                       for b, k in zip(sol.bound_milli, sol.kind, strict=True)],
+        "gap %": sol.gap_pct.round(3), "wall s": sol.wall_s.round(2),
+    })
+    if "claimed_milli" in sol:
+        out["claimed GPUs"] = [_gpus(c) if pd.notna(c) else "" for c in sol.claimed_milli]
+    return out
+
+
+def frag_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Fragmentation rate (%) of every final placement: one row per instance, one column per method."""
+    have = df[df.frag_rate.notna()]
+    return have.pivot_table(index="instance", columns="method", values="frag_rate", sort=False).round(2).reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.gap", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help=f"comma-separated solver methods from {', '.join(METHODS)} (default: %(default)s)")
+    parser.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma-separated online policies")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per solver run (default: 60)")
+    parser.add_argument("--jobs", type=int, default=1, help="instances solved in parallel (default: 1)")
+    parser.add_argument("--threads", type=int, default=None, help="solver threads (default: all cores)")
+    parser.add_argument("--seed", type=int, default=0, help="suite and policy seed (default: 0)")
+    parser.add_argument("--output", type=Path, default=None, help="write gap.csv and the tables here")
+    parser.add_argument("--format", choices=("markdown", "csv"), default="markdown")
+    args = parser.parse_args(argv)
+
+    methods = tuple(m for m in args.methods.split(",") if m)
+    policies = tuple(p for p in args.policies.split(",") if p)
+    for m in methods:
+        if m not in METHODS:
+            parser.error(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
+    for p in policies:
+        if p not in POLICY_NAMES:
+            parser.error(f"unknown policy {p!r}; choose from {', '.join(POLICY_NAMES)}")
+    try:
+        instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
+            load_suite_dir(args.instances)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    config = Config(methods, policies, args.time_limit, args.seed, args.threads)
+    df = run(instances, config, args.jobs)
+
+    tables = {"instances": instance_table(df), "summary": summary_table(df), "bounds": bounds_table(df),
+              "fragmentation": frag_table(df)}
+    titles = {"instances": "Allocated GPUs per policy (gap to the optimum, %; [low, high] where not proven)",
+              "summary": "Summary per policy", "bounds": "Exact, relaxed and flawed formulations",
+              "fragmentation": "Fragmentation rate of the final placements (%)"}
+    csv = df[CSV_COLUMNS]
+    if args.format == "csv":
+        print(csv.to_csv(index=False), end="")
+    else:
+        for key, table in tables.items():
+            print(f"## {titles[key]}\n\n{table.to_markdown(index=False)}\n")
+    if args.output is not None:
+        args.output.mkdir(parents=True, exist_ok=True)
+        csv.to_csv(args.output / "gap.csv", index=False)
+        (args.output / "gap.md").write_text("".join(f"## {titles[k]}\n\n{t.to_markdown(index=False)}\n\n"
+                                                    for k, t in tables.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The optimality-gap command on a 3-instance suite with known optima."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments import gap
+from fgdopt.instances import KNOWN_OPTIMA, adversarial_instances
+
+METHODS = "milp-highs,cpsat,lp,unified-device,config-lp,unified-device-milp,per-gpu-dimension-milp"
+
+
+@pytest.fixture(scope="module")
+def suite_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("suite")
+    chosen = [i for i in adversarial_instances() if i.name in ("adv-pack-trap", "adv-reject-500", "adv-gpu-spec")]
+    assert len(chosen) == 3
+    for inst in chosen:
+        inst.save(folder / f"{inst.name}.json")
+    return folder
+
+
+def run_gap(suite_dir, out, capsys) -> tuple[pd.DataFrame, str]:
+    code = gap.main(["--instances", str(suite_dir), "--methods", METHODS, "--time-limit", "20", "--output", str(out)])
+    assert code == 0
+    return pd.read_csv(out / "gap.csv"), capsys.readouterr().out
+
+
+def test_gap_csv_is_truthful(suite_dir, tmp_path, capsys):
+    df, stdout = run_gap(suite_dir, tmp_path / "a", capsys)
+    assert list(df.columns) == gap.CSV_COLUMNS
+    assert set(df.kind) == {"policy", "exact", "relaxation", "flawed"}
+    for name, g in df.groupby("instance"):
+        exact = g[g.kind == "exact"]
+        assert (exact.status == "optimal").all()
+        optimum = KNOWN_OPTIMA[name]
+        assert (exact.allocated_milli == optimum).all()
+        assert (exact.bound_milli == optimum).all()
+        # every heuristic and flawed placement <= optimum <= every relaxation bound
+        placed = g[g.kind.isin(["policy", "flawed"])]
+        assert (placed.allocated_milli <= optimum).all()
+        assert (g[g.kind == "relaxation"].bound_milli >= optimum).all()
+        # a policy's gap is measured against the best proven bound, here the optimum
+        pol = g[g.kind == "policy"]
+        assert pol.gap_pct.to_numpy() == pytest.approx(100 * (optimum - pol.allocated_milli.to_numpy()) / optimum)
+        assert (pol.status == "heuristic").all()
+    # FGD loses on adv-reject-500 (every greedy policy does): its gap is printed
+    fgd = df[(df.instance == "adv-reject-500") & (df.method == "fgd")].iloc[0]
+    assert fgd.allocated_milli < KNOWN_OPTIMA["adv-reject-500"] and fgd.gap_pct > 0
+    assert "## Summary per policy" in stdout and "| adv-reject-500" in stdout
+    assert (tmp_path / "a" / "gap.md").read_text().count("## ") == 4
+
+
+def test_gap_is_reproducible(suite_dir, tmp_path, capsys):
+    first, _ = run_gap(suite_dir, tmp_path / "a", capsys)
+    second, _ = run_gap(suite_dir, tmp_path / "b", capsys)
+    cols = [c for c in gap.CSV_COLUMNS if c != "wall_s"]
+    pd.testing.assert_frame_equal(first[cols], second[cols])
+
+
+def test_gap_rejects_unknown_method(suite_dir, capsys):
+    with pytest.raises(SystemExit):
+        gap.main(["--instances", str(suite_dir), "--methods", "magic"])
+    assert "unknown method 'magic'" in capsys.readouterr().err
