@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fgdopt.inflation import draw_until
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.state import ClusterState
@@ -184,21 +185,9 @@ def inflate(cluster: Cluster, base: TaskSet, rng: np.random.Generator, ratio: fl
     demand = (shapes["num_gpu"] * shapes["gpu_milli"]).to_numpy()
     if cluster.total_gpus == 0 or not (demand > 0).any():
         raise ValueError(f"cannot inflate a GPU workload on {cluster!r}: no GPU task shape fits it")
-    cdf = np.cumsum(shapes["count"].to_numpy(dtype=np.float64))
-    cdf /= cdf[-1]
-    limit = ratio * cluster.gpu_capacity_milli
-    total = float(base.gpu_demand.sum())
-    drawn: list[np.ndarray] = []
-    while True:
-        rows = np.minimum(np.searchsorted(cdf, rng.random(_BATCH), side="right"), len(cdf) - 1)
-        cumulative = total + np.cumsum(demand[rows])
-        over = np.flatnonzero(cumulative > limit)
-        if over.size:
-            drawn.append(rows[: over[0]])
-            break
-        drawn.append(rows)
-        total = float(cumulative[-1])
-    tasks = _concat(base, _shape_tasks(shapes, np.concatenate(drawn), "draw-"))
+    drawn = draw_until(demand, int(base.gpu_demand.sum()), ratio * cluster.gpu_capacity_milli, rng,
+                       weights=shapes["count"].to_numpy(), batch=_BATCH)
+    tasks = _concat(base, _shape_tasks(shapes, drawn, "draw-"))
     return tasks.take(rng.permutation(len(tasks)))
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.frag import CATEGORIES, Workload, cluster_fragmentation
+from fgdopt.inflation import draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, Placement
@@ -38,8 +39,6 @@ from fgdopt.state import ClusterState, Placement
 CURVE_COLUMNS = ("arrived_pct", "arrived_milli", "tasks_arrived", "tasks_failed", "alloc_milli", "alloc_ratio",
                  "unallocated_gpus", "idle_milli", "frag_milli", "frag_rate", *CATEGORIES)
 """Columns of :attr:`ReplayResult.curves` (ratios in percent, amounts in milli-GPU, unallocated in GPUs)."""
-
-_DRAW_BATCH = 4096
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,19 +85,8 @@ class ReplayResult:
 def inflate(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
     """Trace indices of the inflated, shuffled task list (see module docstring for the exact rule)."""
     demand = tasks.gpu_demand
-    limit = ratio * capacity_milli
-    total = int(demand.sum())
-    drawn: list[np.ndarray] = []
-    while total <= limit and demand.max(initial=0) > 0:
-        batch = rng.integers(0, len(tasks), size=_DRAW_BATCH)
-        cum = total + np.cumsum(demand[batch])
-        over = np.flatnonzero(cum > limit)
-        if len(over):
-            drawn.append(batch[:over[0]])
-            break
-        drawn.append(batch)
-        total = int(cum[-1])
-    rows = np.concatenate([np.arange(len(tasks)), *drawn])
+    drawn = draw_until(demand, int(demand.sum()), ratio * capacity_milli, rng)
+    rows = np.concatenate([np.arange(len(tasks)), drawn])
     return rows[rng.permutation(len(rows))]
 
 

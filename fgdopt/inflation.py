@@ -1,0 +1,51 @@
+"""SPEC "Workload inflation": the one rule that tops a task list up to ``ratio`` x GPU capacity."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Generator,
+               weights: np.ndarray | None = None, batch: int = 4096) -> np.ndarray:
+    """Indices into a pool of candidate tasks, drawn i.i.d. until the demand would exceed ``limit``.
+
+    Starting from GPU demand ``total`` (milli-GPU), draw pool indices (uniformly, or with probability
+    proportional to ``weights``) and keep each while ``total + its demand <= limit``; the first draw
+    that would exceed ``limit`` is discarded and drawing stops. Nothing is drawn if ``total`` already
+    exceeds ``limit`` or no pool item has GPU demand (the draw could never stop).
+
+    Parameters
+    ----------
+    demand : (P,) GPU demand of each pool item in milli-GPU.
+    total : GPU demand already present (milli-GPU).
+    limit : ``ratio * 1000 * total GPUs``.
+    rng : the seeded generator; draws are taken ``batch`` at a time, so the stream depends on ``batch``.
+    weights : (P,) nonnegative draw weights (e.g. shape counts), default uniform.
+
+    Examples
+    --------
+    >>> draw_until(np.array([500]), total=0, limit=1600, rng=np.random.default_rng(0)).tolist()
+    [0, 0, 0]
+    """
+    demand = np.asarray(demand)
+    if weights is None:
+        def sample() -> np.ndarray:
+            return rng.integers(0, len(demand), size=batch)
+    else:
+        cdf = np.cumsum(np.asarray(weights, dtype=np.float64))
+        cdf /= cdf[-1]
+
+        def sample() -> np.ndarray:
+            return np.minimum(np.searchsorted(cdf, rng.random(batch), side="right"), len(cdf) - 1)
+
+    drawn: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    while total <= limit and demand.max(initial=0) > 0:
+        rows = sample()
+        cumulative = total + np.cumsum(demand[rows])
+        over = np.flatnonzero(cumulative > limit)
+        if over.size:
+            drawn.append(rows[: over[0]])
+            break
+        drawn.append(rows)
+        total = int(cumulative[-1])
+    return np.concatenate(drawn)
