@@ -1,18 +1,16 @@
-"""Figures of the online study (matplotlib, Agg backend): the paper's line plots and bar charts.
+"""Figures of the online study: the paper's line plots and bar charts.
 
 Every function takes the long-format frames written by ``python -m experiments.openb`` and a path,
-and writes one PNG.
+and writes one PNG. Figures are built with :class:`matplotlib.figure.Figure`, not pyplot, so they
+work under any (or no) display backend and leave pyplot's global state alone.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import pandas as pd
+from matplotlib.figure import Figure
 
 METRIC_LABELS = {
     "alloc_ratio": "GPU allocation ratio (%)",
@@ -32,7 +30,8 @@ def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str 
     own y scale, where close policies separate.
     """
     panels = 2 if zoom else 1
-    fig, axes = plt.subplots(1, panels, figsize=(7 * panels, 4.5), squeeze=False)
+    fig = Figure(figsize=(7 * panels, 4.5))
+    axes = fig.subplots(1, panels, squeeze=False)
     for k, ax in enumerate(axes[0]):
         for policy, frame in curves.groupby("policy", sort=False):
             stats = frame.groupby("arrived_pct")[metric].agg(["mean", "min", "max"])
@@ -53,7 +52,6 @@ def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str 
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 
@@ -73,7 +71,8 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
     regular = means[means >= means.median() - 30]
     bottom = max(0.0, float(regular.min()) - 3) if len(regular) else 0.0
     width = 0.8 / max(1, len(policies))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(traces) + 3), 4.5))
+    fig = Figure(figsize=(max(6.0, 1.3 * len(traces) + 3), 4.5))
+    ax = fig.subplots()
     for j, policy in enumerate(policies):
         xs, heights, lo, hi = [], [], [], []
         for i, trace in enumerate(traces):
@@ -96,5 +95,4 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
