@@ -43,6 +43,17 @@ class Policy(Protocol):
     def __call__(self, state: ClusterState, task: Task) -> Choice | None: ...
 
 
+class SeededPolicy:
+    """Base of the built-in policies: a generator seeded by ``seed`` (ties, random draws) and the
+    ``quantized`` flag (rank by Kubernetes' integer score where the policy has one)."""
+
+    name: str
+
+    def __init__(self, seed: int = 0, quantized: bool = False):
+        self.rng = np.random.default_rng(seed)
+        self.quantized = quantized
+
+
 def pick(nodes: np.ndarray, cost: np.ndarray, rng: np.random.Generator,
          then: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
     """The node of least ``cost``; ties (within :data:`TIE_TOL`) drawn uniformly with ``rng``.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, Choice, best_fit_gpus, integer_score, pick
+from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, Choice, SeededPolicy, best_fit_gpus, integer_score, pick
 from fgdopt.state import ClusterState
 
 
@@ -36,14 +36,10 @@ def best_fit_node(state: ClusterState, nodes: np.ndarray, task: Task, rng: np.ra
     return pick(nodes, -integer_score(1.0 - left) if quantized else left, rng)
 
 
-class BestFit:
+class BestFit(SeededPolicy):
     """Best-fit policy (see module docstring)."""
 
     name = "best-fit"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         node = best_fit_node(state, np.flatnonzero(state.feasible_nodes(task)), task, self.rng, self.quantized)

@@ -17,18 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, Choice, best_fit_gpus, integer_score, pick
+from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, Choice, SeededPolicy, best_fit_gpus, integer_score, pick
 from fgdopt.state import ClusterState
 
 
-class DotProduct:
+class DotProduct(SeededPolicy):
     """Dot-product policy (see module docstring)."""
 
     name = "dot-product"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         nodes = np.flatnonzero(state.feasible_nodes(task))

@@ -37,7 +37,7 @@ import numpy as np
 
 from fgdopt.frag import Workload, fragmentation_delta, node_fragmentations
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import TIE_TOL, Choice, integer_score, lowest_free_gpus, pick
+from fgdopt.policies.base import TIE_TOL, Choice, SeededPolicy, integer_score, lowest_free_gpus, pick
 from fgdopt.policies.best_fit import leftover
 from fgdopt.state import ClusterState
 
@@ -57,15 +57,14 @@ class _ShapeCache:
         return cls(np.zeros(n), np.zeros(n), np.full(n, -1), np.full(n, -1))
 
 
-class FGD:
+class FGD(SeededPolicy):
     """FGD policy for a target :class:`~fgdopt.frag.Workload` (see module docstring)."""
 
     name = "fgd"
 
     def __init__(self, workload: Workload, seed: int = 0, quantized: bool = False):
+        super().__init__(seed, quantized)
         self.workload = workload
-        self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
         self._cluster = None
         self._expected: tuple[int, np.ndarray, int, float] | None = None
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice, best_fit_gpus, pick
+from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus, pick
 from fgdopt.state import UNPLACED, ClusterState
 
 TIER = 10_000
@@ -38,13 +38,10 @@ def affinity_counts(state: ClusterState, gpu_milli: int) -> tuple[np.ndarray, np
     return same, other
 
 
-class GpuClustering:
+class GpuClustering(SeededPolicy):
     """GPU-clustering policy (see module docstring)."""
 
     name = "gpu-clustering"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         nodes = np.flatnonzero(state.feasible_nodes(task))

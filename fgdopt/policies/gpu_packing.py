@@ -20,19 +20,16 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import Choice, best_fit_gpus, pick
+from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus, pick
 from fgdopt.state import ClusterState
 
 TIER = 10_000
 
 
-class GpuPacking:
+class GpuPacking(SeededPolicy):
     """GPU-packing policy (see module docstring)."""
 
     name = "gpu-packing"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         nodes = np.flatnonzero(state.feasible_nodes(task))

@@ -13,19 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice
+from fgdopt.policies.base import Choice, SeededPolicy
 from fgdopt.policies.best_fit import best_fit_node
 from fgdopt.state import ClusterState, gpu_fits
 
 
-class PerGpuDimension:
+class PerGpuDimension(SeededPolicy):
     """Best-fit with fixed per-GPU demand vectors (see module docstring)."""
 
     name = "per-gpu-dimension"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         ok = state.feasible_nodes(task)

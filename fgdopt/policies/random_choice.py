@@ -10,17 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice
+from fgdopt.policies.base import Choice, SeededPolicy
 from fgdopt.state import ClusterState, fitting_gpus
 
 
-class RandomFit:
+class RandomFit(SeededPolicy):
     """Random policy (see module docstring)."""
 
     name = "random"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         nodes = np.flatnonzero(state.feasible_nodes(task))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice, best_fit_gpus
+from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus
 from fgdopt.policies.best_fit import best_fit_node
 from fgdopt.state import ClusterState, gpu_fits
 
@@ -30,14 +30,10 @@ def pooled_candidates(state: ClusterState, task: Task) -> np.ndarray:
     return np.flatnonzero(ok)
 
 
-class UnifiedDevice:
+class UnifiedDevice(SeededPolicy):
     """Best-fit on the pooled GPU view, realized on real GPUs (see module docstring)."""
 
     name = "unified-device"
-
-    def __init__(self, seed: int = 0, quantized: bool = False):
-        self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         node = best_fit_node(state, pooled_candidates(state, task), task, self.rng, self.quantized)
