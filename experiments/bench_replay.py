@@ -17,10 +17,10 @@ from fgdopt.traces import load_openb
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench_replay", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", default="default")
-    parser.add_argument("--policies", default=",".join(POLICY_NAMES))
-    parser.add_argument("--ratio", type=float, default=1.3)
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--trace", default="default", help="openb variant (default: default)")
+    parser.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma-separated (default: all)")
+    parser.add_argument("--ratio", type=float, default=1.3, help="inflation ratio (default: 1.3)")
+    parser.add_argument("--seed", type=int, default=42, help="replay seed (default: 42)")
     parser.add_argument("--quantized", action="store_true", help="Kubernetes integer scores")
     args = parser.parse_args(argv)
     cluster, tasks = load_openb(args.trace)

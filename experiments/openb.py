@@ -112,14 +112,21 @@ def markdown_table(summary: pd.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.openb", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", type=parse_traces, default=["default"], help="variants, a family, or all")
-    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES))
-    parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)))
-    parser.add_argument("--ratio", type=float, default=1.3)
+    parser.add_argument("--trace", type=parse_traces, default=["default"],
+                        help="comma-separated variants (default, cpu050, ...), a family (cpu, gpushare, multigpu, "
+                        "gpuspec) "
+                        "or all (default: default)")
+    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
+                        help="comma-separated policies (default: all 8)")
+    parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
+                        help="seeds as a range A-B or a list a,b,c (default: 42-51, as in the paper)")
+    parser.add_argument("--ratio", type=float, default=1.3,
+                        help="inflate arrivals to this multiple of GPU capacity (default: 1.3)")
     parser.add_argument("--score", choices=("exact", "quantized", "both"), default="exact",
                         help="exact scores (default), Kubernetes integer scores, or both")
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--output", type=Path, required=True,
+                        help="folder for summary.csv, curves.csv and the figures")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
 
