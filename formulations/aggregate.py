@@ -92,9 +92,10 @@ class Aggregation:
             caps[self.value_of[s]] += self.count[s]
         return np.minimum(caps, self.capacity // np.maximum(self.values, 1))
 
-    def node_patterns(self, node: int) -> np.ndarray:
-        """Maximal per-GPU patterns of ``node`` (Q, D) (cached per distinct cap vector)."""
-        return _patterns(tuple(self.values.tolist()), tuple(self.caps(node).tolist()), self.capacity)
+    def node_patterns(self, node: int, maximal: bool = True) -> np.ndarray:
+        """Per-GPU patterns of ``node`` (Q, D): the maximal ones, or (``maximal=False``) every multiset that
+        fits one GPU, the empty one included (cached per distinct cap vector)."""
+        return _patterns(tuple(self.values.tolist()), tuple(self.caps(node).tolist()), self.capacity, maximal)
 
 
 def aggregate(instance: Instance, include_cpu_only: bool = False) -> Aggregation:
@@ -122,14 +123,15 @@ def aggregate(instance: Instance, include_cpu_only: bool = False) -> Aggregation
     return Aggregation(instance, rows, shapes, allowed, groups, unit, values)
 
 
-def _enumerate(values: tuple[int, ...], caps: tuple[int, ...], capacity: int) -> np.ndarray:
-    """Every multiset (counts <= caps, sum <= capacity) that is maximal: no value with room left still fits."""
+def _enumerate(values: tuple[int, ...], caps: tuple[int, ...], capacity: int, maximal: bool) -> np.ndarray:
+    """Every multiset (counts <= caps, sum <= capacity); if ``maximal``, only those to which no value with
+    copies left still fits."""
     out: list[list[int]] = []
     counts = [0] * len(values)
 
     def rec(i: int, rem: int) -> None:
         if i == len(values):
-            if all(counts[j] >= caps[j] or values[j] > rem for j in range(len(values))):
+            if not maximal or all(counts[j] >= caps[j] or values[j] > rem for j in range(len(values))):
                 out.append(counts.copy())
                 if len(out) > MAX_PATTERNS:
                     raise ValueError(f"more than {MAX_PATTERNS} GPU patterns; instance too fine-grained")
@@ -146,11 +148,11 @@ def _enumerate(values: tuple[int, ...], caps: tuple[int, ...], capacity: int) ->
 _CACHE: dict[tuple, np.ndarray] = {}
 
 
-def _patterns(values: tuple[int, ...], caps: tuple[int, ...], capacity: int) -> np.ndarray:
-    """Maximal patterns, cached per (values, caps, capacity)."""
-    key = (values, caps, capacity)
+def _patterns(values: tuple[int, ...], caps: tuple[int, ...], capacity: int, maximal: bool) -> np.ndarray:
+    """Patterns of :func:`_enumerate`, cached per arguments."""
+    key = (values, caps, capacity, maximal)
     if key not in _CACHE:
-        pats = _enumerate(values, caps, capacity)
+        pats = _enumerate(values, caps, capacity, maximal)
         pats.setflags(write=False)
         _CACHE[key] = pats
     return _CACHE[key]

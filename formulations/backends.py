@@ -3,8 +3,8 @@
 Every backend reports an honest status and the solver's own best bound: PuLP 3.3 calls a run that
 hit its time limit with an incumbent "Optimal" (``prob.status``), so the status here comes from the
 solver itself — CBC's log (``Result - Optimal solution found`` / ``Stopped on time limit``, bound
-from ``Lower bound:`` or the objective when optimal), HiGHS's model status and ``mip_dual_bound``,
-CP-SAT's status and ``BestObjectiveBound()``.
+from ``Lower bound:`` / ``Upper bound:`` (maximizing) or the objective when optimal), HiGHS's model
+status and ``mip_dual_bound``, CP-SAT's status and ``BestObjectiveBound()``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,22 @@ import numpy as np
 from formulations.linear import INF, LinearModel
 
 SOLVERS = ("cbc", "highs", "cpsat")
+CPSAT_MIN_WORKERS = 8
+"""Default CP-SAT workers even on fewer cores: its portfolio (LNS, cuts, core search) needs the diversity.
+Measured on 2 cores: 4 nodes proven in 2.7 s with 8 workers, not in 20 s with 2; 8 nodes in 1.1 s vs not in 60 s."""
+EXACT_HIGHS_OPTIONS = {"mip_heuristic_effort": 0.3}
+"""HiGHS options of the exact runs and of the unified-device MILP (pass as ``options``; LPs and pricing keep the
+defaults). At 32+ nodes the primal side, not the bound, is what fails (the LP bound is tight). Measured on 64-node
+instances (noisy, shared 2 cores): with the FGD warm start, effort 0.3 vs the default 0.05 made no difference
+(seed 0: optimal in 57.0 vs 57.9 s; seed 1: 0.254 % gap both); without a warm start, one run at the default
+effort left a 1 % gap and one at 0.3 a 0.44 % gap (seed 0)."""
 
 
 @dataclass(frozen=True)
 class RawResult:
-    """What a backend saw: ``status`` in optimal/feasible/time_limit/infeasible/error (``time_limit`` =
-    stopped without any incumbent), the column ``values`` (or None), the model ``objective`` and ``bound``
-    (model units, None if unknown), ``duals`` of the rows for LPs, and wall seconds."""
+    """What a backend saw: ``status`` in optimal/time_limit/infeasible/error (``time_limit`` = stopped by the
+    wall-clock limit, with or without an incumbent in ``values``), the column ``values`` (or None), the model
+    ``objective`` and ``bound`` (model units, None if unknown), ``duals`` of the rows for LPs, and wall seconds."""
 
     status: str
     values: np.ndarray | None
@@ -41,41 +50,49 @@ def default_threads() -> int:
 
 
 def solve_model(model: LinearModel, solver: str, time_limit: float = 60.0, threads: int | None = None,
-                start: np.ndarray | None = None, abs_gap: float | None = None) -> RawResult:
+                start: np.ndarray | None = None, abs_gap: float | None = None,
+                options: dict | None = None) -> RawResult:
     """Solve ``model`` with ``solver`` in :data:`SOLVERS`; ``start`` is a feasible column vector (MIP start / hint).
 
     ``abs_gap`` (model units) lets CBC / HiGHS stop once the bound is within it of the incumbent, with no
     relative gap (their defaults stop at 0.01 % relative): for an integral objective pass 0.999.
+    ``options`` are solver parameters by name (HiGHS ``setOptionValue`` names, CP-SAT ``SatParameters``
+    fields; ignored by CBC). ``time_limit`` is wall seconds, model translation included.
     """
     if solver == "cpsat":
-        return _solve_cpsat(model, time_limit, threads or default_threads(), start)
+        return _solve_cpsat(model, time_limit, threads or max(CPSAT_MIN_WORKERS, default_threads()), start,
+                            options or {})
     if solver in ("cbc", "highs"):
-        return _solve_pulp(model, solver, time_limit, threads or default_threads(), start, abs_gap)
+        return _solve_pulp(model, solver, time_limit, threads or default_threads(), start, abs_gap, options or {})
     raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
 
 
 # -- PuLP --------------------------------------------------------------------------------------------
 def _to_pulp(model: LinearModel, start: np.ndarray | None):
+    """The PuLP problem of ``model``, its columns and, per row, its (upper, lower) PuLP constraints (or None)."""
     import pulp
 
     prob = pulp.LpProblem(model.name.replace("-", "_"), pulp.LpMaximize)
-    cols = [pulp.LpVariable(f"v{j}", None if lb == -INF else lb, None if ub == INF else ub,
-                            cat=pulp.LpInteger if integer else pulp.LpContinuous)
+    cols = [prob.add_variable(f"v{j}", None if lb == -INF else lb, None if ub == INF else ub,
+                              cat=pulp.LpInteger if integer else pulp.LpContinuous)
             for j, (lb, ub, integer) in enumerate(zip(model.lb, model.ub, model.integer, strict=True))]
     prob += pulp.LpAffineExpression([(cols[j], c) for j, c in enumerate(model.obj) if c != 0])
+    cons: list[tuple] = []
     for k, (idx, coef, lo, hi) in enumerate(model.rows):
         expr = pulp.LpAffineExpression(zip((cols[j] for j in idx.tolist()), coef.tolist(), strict=True))
         if lo == hi:
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintEQ, f"r{k}", hi)
-            continue
-        if hi < INF:
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, f"r{k}", hi)
-        if lo > -INF:
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintGE, f"r{k}l", lo)
+            upper, lower = pulp.LpConstraint(expr, pulp.LpConstraintEQ, f"r{k}", hi), None
+        else:
+            upper = pulp.LpConstraint(expr, pulp.LpConstraintLE, f"r{k}", hi) if hi < INF else None
+            lower = pulp.LpConstraint(expr, pulp.LpConstraintGE, f"r{k}l", lo) if lo > -INF else None
+        for con in (upper, lower):
+            if con is not None:
+                prob.addConstraint(con)
+        cons.append((upper, lower))
     if start is not None:
         for col, val in zip(cols, start.tolist(), strict=True):
             col.setInitialValue(round(val) if col.cat == pulp.LpInteger else val)
-    return prob, cols
+    return prob, cols, cons
 
 
 def _highs_class():
@@ -97,28 +114,54 @@ def _highs_class():
     return WarmHiGHS
 
 
-def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int, start, abs_gap) -> RawResult:
+CBC_GRACE_S = 5.0
+"""Seconds CBC gets, after the interrupt that ends its wall-clock budget, to write its incumbent before it is killed."""
+
+
+def _guarded_cbc(tmp: str, seconds: float) -> str:
+    """A launcher for PuLP's bundled CBC that interrupts it (SIGINT, CBC's "stop and report") after
+    ``seconds`` of wall time and kills it :data:`CBC_GRACE_S` later: CBC's own ``-sec`` is not checked in
+    every phase (measured: 4 min on a 60 s limit)."""
+    import pulp
+
+    path = os.path.join(tmp, "cbc-guard.sh")
+    with open(path, "w") as fh:
+        fh.write(f'#!/bin/sh\nexec timeout --preserve-status -s INT -k {CBC_GRACE_S:g} {max(seconds, 1.0):.1f} '
+                 f'"{pulp.PULP_CBC_CMD.pulp_cbc_path}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int, start, abs_gap,
+                options: dict) -> RawResult:
     import pulp
 
     t0 = time.perf_counter()
-    prob, cols = _to_pulp(model, start)
+    prob, cols, cons = _to_pulp(model, start)
     mip = any(model.integer)
     warm = start is not None and mip
     gaps = {"gapRel": 0.0, "gapAbs": abs_gap} if abs_gap is not None else {}
+    remaining = max(time_limit - (time.perf_counter() - t0), 0.5)
     if solver == "highs":
-        backend = _highs_class()(mip=mip, msg=False, timeLimit=time_limit, threads=threads, warmStart=warm,
-                                        **gaps)
+        backend = _highs_class()(mip=mip, msg=False, timeLimit=remaining, threads=threads, warmStart=warm, **gaps,
+                                 **options)
         prob.solve(backend)
         status, bound = _highs_status(prob.solverModel, mip)
-        log = None
     else:
         with tempfile.TemporaryDirectory() as tmp:
             log_path = os.path.join(tmp, "cbc.log")
-            backend = pulp.PULP_CBC_CMD(mip=mip, msg=False, timeLimit=time_limit, threads=threads,
-                                        warmStart=warm, logPath=log_path, **gaps)
-            prob.solve(backend)
+            backend = pulp.COIN_CMD(path=_guarded_cbc(tmp, remaining + 1.0), mip=mip, msg=False, timeLimit=remaining,
+                                    threads=threads, warmStart=warm, logPath=log_path, **gaps)
+            try:
+                prob.solve(backend)
+                crashed = False
+            except pulp.PulpSolverError:  # killed by the guard: no solution file
+                crashed = True
             with open(log_path) as fh:
                 log = fh.read()
+        if crashed:
+            status = "time_limit" if time.perf_counter() - t0 >= remaining else "error"
+            return RawResult(status, None, None, None, time.perf_counter() - t0)
         status, bound = _cbc_status(log, prob)
     wall = time.perf_counter() - t0
     has_sol = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
@@ -126,25 +169,12 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
     objective = model.objective_of(values) if values is not None else None
     if status == "optimal" and values is None:
         status = "error"
-    if status == "time_limit" and values is not None:
-        status = "feasible"
     duals = None
     if not mip and values is not None:
-        duals = _row_duals(model, prob)
+        duals = np.array([sum((c.pi or 0.0) for c in pair if c is not None) for pair in cons])
     if status == "optimal" and bound is None:
         bound = objective
     return RawResult(status, values, objective, bound, wall, duals)
-
-
-def _row_duals(model: LinearModel, prob) -> np.ndarray:
-    cons = prob.constraints
-    duals = np.zeros(len(model.rows))
-    for k, (_, _, lo, hi) in enumerate(model.rows):
-        if lo == hi or hi < INF:
-            duals[k] += cons[f"r{k}"].pi or 0.0
-        if lo > -INF and lo != hi:
-            duals[k] += cons[f"r{k}l"].pi or 0.0
-    return duals
 
 
 def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
@@ -178,7 +208,7 @@ def _cbc_status(log: str, prob) -> tuple[str, float | None]:
         value = re.search(r"Objective value:\s*" + _CBC_NUMBER, log)
         return "optimal", abs(float(value.group(1))) if value else None
     if "stopped" in verdict:
-        bound = re.search(r"Lower bound:\s*" + _CBC_NUMBER, log)
+        bound = re.search(r"(?:Lower|Upper) bound:\s*" + _CBC_NUMBER, log)  # "Upper" when maximizing
         return "time_limit", abs(float(bound.group(1))) if bound else None
     if not result and prob.status == pulp.LpStatusOptimal:  # pure LP: CBC (clp) prints no "Result -" line
         return "optimal", None
@@ -186,7 +216,7 @@ def _cbc_status(log: str, prob) -> tuple[str, float | None]:
 
 
 # -- CP-SAT ------------------------------------------------------------------------------------------
-def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start) -> RawResult:
+def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start, options: dict) -> RawResult:
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
@@ -209,13 +239,15 @@ def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start) -> 
         for x, v in zip(xs, start.tolist(), strict=True):
             m.add_hint(x, int(round(v)))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.max_time_in_seconds = max(time_limit - (time.perf_counter() - t0), 0.5)
     solver.parameters.num_workers = int(threads)
+    for key, value in options.items():
+        setattr(solver.parameters, key, value)
     code = solver.solve(m)
     wall = time.perf_counter() - t0
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         values = np.array([solver.value(x) for x in xs], dtype=float)
-        status = "optimal" if code == cp_model.OPTIMAL else "feasible"
+        status = "optimal" if code == cp_model.OPTIMAL else "time_limit"
         return RawResult(status, values, model.objective_of(values), float(solver.best_objective_bound), wall)
     if code == cp_model.INFEASIBLE:
         return RawResult("infeasible", None, None, None, wall)

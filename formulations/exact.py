@@ -26,7 +26,7 @@ import numpy as np
 from fgdopt.instance import Instance
 from fgdopt.state import Placement
 from formulations.aggregate import Aggregation, aggregate, extend_pattern, fill_greedy, node_contents, recover
-from formulations.backends import solve_model
+from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
 
@@ -42,6 +42,7 @@ class ExactModel:
     p: list[np.ndarray]
     patterns: list[np.ndarray]
     symmetry: bool
+    maximal: bool = True
 
     def decode(self, values: np.ndarray) -> Placement:
         """The placement encoded by a column vector ``values``."""
@@ -68,7 +69,8 @@ class ExactModel:
             caps = self.agg.caps(n)
             index = {tuple(p.tolist()): k for k, p in enumerate(self.patterns[n])}
             for vec in slots[src]:
-                values[self.p[n][index[tuple(extend_pattern(vec, self.agg.values, caps, self.agg.capacity))]]] += 1
+                full = extend_pattern(vec, self.agg.values, caps, self.agg.capacity) if self.maximal else vec
+                values[self.p[n][index[tuple(full.tolist())]]] += 1
         self.model.check(values)
         return values
 
@@ -107,8 +109,13 @@ def count_model(agg: Aggregation, name: str, symmetry: bool = True) -> tuple[Lin
     return model, x
 
 
-def build_exact(agg: Aggregation, symmetry: bool = True) -> ExactModel:
-    """Build the exact model of :mod:`formulations.exact` (``symmetry``: order identical nodes by load)."""
+def build_exact(agg: Aggregation, symmetry: bool = True, maximal: bool = True) -> ExactModel:
+    """Build the exact model of :mod:`formulations.exact`.
+
+    ``symmetry`` orders identical nodes by GPU load. ``maximal`` uses only maximal per-GPU patterns, a GPU
+    of pattern q holding a sub-multiset of q (slot rows ``<=``); ``maximal=False`` uses every non-empty
+    pattern with slot rows ``==``, so each GPU's content, hence its free milli-GPU, is exact (what the
+    fragmentation objective needs; see :mod:`formulations.minfrag`)."""
     cluster = agg.instance.cluster
     model, x = count_model(agg, "exact", symmetry)
     num_gpu = agg.column("num_gpu")
@@ -116,7 +123,7 @@ def build_exact(agg: Aggregation, symmetry: bool = True) -> ExactModel:
     for n in range(cluster.n_nodes):
         g = int(cluster.gpu[n])
         share = np.flatnonzero(agg.sharing & agg.allowed[n])
-        pats = agg.node_patterns(n) if (share.size and g) else np.zeros((0, len(agg.values)), dtype=np.int64)
+        pats = agg.node_patterns(n, maximal) if (share.size and g) else np.zeros((0, len(agg.values)), dtype=np.int64)
         pats = pats[pats.sum(axis=1) > 0]
         cols = model.add_vars(len(pats), ub=g)
         p_cols.append(cols)
@@ -128,31 +135,39 @@ def build_exact(agg: Aggregation, symmetry: bool = True) -> ExactModel:
             of_d = share[agg.value_of[share] == d]
             if of_d.size:
                 model.add_row(np.concatenate([x[n, of_d], cols]), np.concatenate([np.ones(of_d.size), -pats[:, d]]),
-                              hi=0)
-    return ExactModel(agg, model, x, p_cols, patterns, symmetry)
+                              lo=-math.inf if maximal else 0, hi=0)
+    return ExactModel(agg, model, x, p_cols, patterns, symmetry, maximal)
 
 
 def run_exact(instance: Instance, method: str, solver: str, time_limit: float = 60.0,
               warm_start: Placement | None = None, threads: int | None = None, symmetry: bool = True,
-              lp_cut: bool | None = None) -> Solution:
+              lp_cut: bool | None = None, maximal: bool = True, options: dict | None = None) -> Solution:
     """Solve the exact model with ``solver`` (``cbc``, ``highs`` or ``cpsat``) and return a checked :class:`Solution`.
 
     ``warm_start`` (a feasible placement) is passed as MIP start / CP-SAT hint and kept as the incumbent
     floor; the returned placement is completed by :func:`fill_greedy` (CPU-only and leftover tasks).
     ``lp_cut`` (default: on for CP-SAT) first solves the LP relaxation with HiGHS and adds the valid
     inequality ``objective <= floor(LP optimum)``: CP-SAT's own linear relaxation of this model is far
-    weaker than the LP (measured: 4279 vs 3994 units on an 8-node instance).
+    weaker than the LP (measured: 4279 vs 3994 units on an 8-node instance). ``symmetry`` and ``maximal`` are
+    the modelling switches of :func:`build_exact`; ``options`` the solver's parameters (default: HiGHS gets
+    :data:`~formulations.backends.EXACT_HIGHS_OPTIONS`). ``time_limit`` is wall-clock seconds for the whole run.
     """
     t0 = time.perf_counter()
     agg = aggregate(instance)
-    em = build_exact(agg, symmetry)
+    em = build_exact(agg, symmetry, maximal)
+
+    def remaining() -> float:
+        return max(time_limit - (time.perf_counter() - t0), 0.5)
+
     if lp_cut if lp_cut is not None else solver == "cpsat":
-        lp = solve_model(em.model.relaxed(), "highs", time_limit, threads)
+        lp = solve_model(em.model.relaxed(), "highs", remaining(), threads)
         if lp.bound is not None:
             cols = np.flatnonzero(em.model.obj)
             em.model.add_row(cols, np.asarray(em.model.obj)[cols], hi=math.floor(lp.bound + 1e-6))
     start = em.encode(warm_start) if warm_start is not None else None
-    raw = solve_model(em.model, solver, time_limit, threads, start, abs_gap=0.999)
+    if options is None and solver == "highs":
+        options = EXACT_HIGHS_OPTIONS
+    raw = solve_model(em.model, solver, remaining(), threads, start, abs_gap=0.999, options=options)
     candidates = [em.decode(raw.values)] if raw.values is not None else []
     if warm_start is not None:
         candidates.append(warm_start)

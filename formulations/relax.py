@@ -19,7 +19,7 @@ import numpy as np
 
 from fgdopt.instance import Instance
 from formulations.aggregate import Aggregation, aggregate
-from formulations.backends import RawResult, solve_model
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, solve_model
 from formulations.exact import build_exact, count_model
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
@@ -36,7 +36,7 @@ def unified_model(agg: Aggregation) -> tuple[LinearModel, np.ndarray]:
 
 def solve_unified(agg: Aggregation, time_limit: float, threads: int | None) -> tuple[RawResult, np.ndarray]:
     model, x = unified_model(agg)
-    return solve_model(model, "highs", time_limit, threads, abs_gap=0.999), x
+    return solve_model(model, "highs", time_limit, threads, abs_gap=0.999, options=EXACT_HIGHS_OPTIONS), x
 
 
 def _bound_solution(instance: Instance, method: str, status: str, bound_units: float | None, unit: int,

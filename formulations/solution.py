@@ -21,7 +21,9 @@ class Solution:
     Attributes
     ----------
     method, solver : what ran (e.g. ``"milp-highs"``, ``"highs"``).
-    status : one of :data:`STATUSES`; ``optimal`` only when the bound equals the objective.
+    status : one of :data:`STATUSES`; ``optimal`` only when the bound equals the objective; ``time_limit``
+        when the solver stopped on its limit (the placement, if any, is the incumbent, ``bound`` the solver's
+        proven bound); ``feasible`` when a solver claimed optimality its bound does not confirm.
     objective : allocated milli-GPU of ``placement`` (None for a pure bound).
     bound : best proven upper bound on the allocated milli-GPU of any feasible placement (None if unknown).
     gap : ``(bound - objective) / bound`` (None if either is missing).
