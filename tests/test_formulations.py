@@ -29,55 +29,44 @@ def _options(cluster: Cluster, tasks: TaskSet) -> list[list]:
                       for gpus in itertools.combinations(range(int(cluster.gpu[n])), t.num_gpu)] for t in tasks]
 
 
-def brute_force(cluster: Cluster, tasks: TaskSet) -> int:
-    """Most allocated milli-GPU over every assignment of every task (unplaced, or a node and GPU set)."""
+def _leaves(cluster: Cluster, tasks: TaskSet, keep):
+    """Depth-first over every assignment (each task unplaced, or a node and GPU set where it fits);
+    yields ``(state, allocated milli-GPU)`` at each complete one. ``keep(total, rest)`` prunes a branch
+    whose allocation so far is ``total`` with ``rest`` milli-GPU of tasks still to decide."""
     options = _options(cluster, tasks)
     demand = tasks.gpu_demand
-    best = 0
+    state = ClusterState(cluster, tasks)
 
-    def rec(i: int, state: ClusterState, total: int) -> None:
-        nonlocal best
-        if total + int(demand[i:].sum()) <= best:
+    def rec(i: int, total: int):
+        if not keep(total, int(demand[i:].sum())):
             return
         if i == len(tasks):
-            best = total
+            yield state, total
             return
         for opt in options[i]:
             if opt is None:
-                rec(i + 1, state, total)
+                yield from rec(i + 1, total)
             elif state.check(tasks[i], opt[0], opt[1]) is None:
                 state.place(i, *opt)
-                rec(i + 1, state, total + int(demand[i]))
+                yield from rec(i + 1, total + int(demand[i]))
                 state.remove(i)
 
-    rec(0, ClusterState(cluster, tasks), 0)
-    return best
+    return rec(0, 0)
+
+
+def brute_force(cluster: Cluster, tasks: TaskSet) -> int:
+    """Most allocated milli-GPU over every assignment of every task (unplaced, or a node and GPU set)."""
+    best = [0]  # read by the pruning rule as it improves
+    for _, total in _leaves(cluster, tasks, lambda total, rest: total + rest > best[0]):
+        best[0] = max(best[0], total)
+    return best[0]
 
 
 def brute_force_min_frag(cluster: Cluster, tasks: TaskSet, workload: Workload) -> float:
     """Least cluster fragmentation over every assignment that allocates the brute-force maximum."""
-    options = _options(cluster, tasks)
-    demand = tasks.gpu_demand
     target = brute_force(cluster, tasks)
-    best = float("inf")
-
-    def rec(i: int, state: ClusterState, total: int) -> None:
-        nonlocal best
-        if total + int(demand[i:].sum()) < target:
-            return
-        if i == len(tasks):
-            best = min(best, cluster_fragmentation(state, workload).total)
-            return
-        for opt in options[i]:
-            if opt is None:
-                rec(i + 1, state, total)
-            elif state.check(tasks[i], opt[0], opt[1]) is None:
-                state.place(i, *opt)
-                rec(i + 1, state, total + int(demand[i]))
-                state.remove(i)
-
-    rec(0, ClusterState(cluster, tasks), 0)
-    return best
+    return min(cluster_fragmentation(state, workload).total
+               for state, _ in _leaves(cluster, tasks, lambda total, rest: total + rest >= target))
 
 
 @st.composite

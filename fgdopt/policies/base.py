@@ -53,6 +53,18 @@ class SeededPolicy:
         self.rng = np.random.default_rng(seed)
         self.quantized = quantized
 
+    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
+        """Cost of each feasible node (lower is better); policies that rank nodes this way override it."""
+        raise NotImplementedError
+
+    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
+        """The feasible node of least :meth:`cost` (seeded ties), with :func:`best_fit_gpus` inside it."""
+        nodes = np.flatnonzero(state.feasible_nodes(task))
+        if len(nodes) == 0:
+            return None
+        node = pick(nodes, self.cost(state, task, nodes), self.rng)
+        return node, best_fit_gpus(state.gpu_left[node], task)
+
 
 def pick(nodes: np.ndarray, cost: np.ndarray, rng: np.random.Generator,
          then: Callable[[np.ndarray], np.ndarray] | None = None) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, Choice, SeededPolicy, best_fit_gpus, integer_score, pick
+from fgdopt.policies.base import MAX_CPU_MILLI, MAX_GPU_MILLI, SeededPolicy, integer_score
 from fgdopt.state import ClusterState
 
 
@@ -26,11 +26,7 @@ class DotProduct(SeededPolicy):
 
     name = "dot-product"
 
-    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        nodes = np.flatnonzero(state.feasible_nodes(task))
-        if len(nodes) == 0:
-            return None
+    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         product = (state.cpu_left[nodes] / MAX_CPU_MILLI * (task.cpu_milli / MAX_CPU_MILLI)
                    + state.gpu_left[nodes].sum(axis=1) / MAX_GPU_MILLI * (task.gpu_demand / MAX_GPU_MILLI))
-        node = pick(nodes, -integer_score(1.0 - product / 2) if self.quantized else product, self.rng)
-        return node, best_fit_gpus(state.gpu_left[node], task)
+        return -integer_score(1.0 - product / 2) if self.quantized else product

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus, pick
+from fgdopt.policies.base import SeededPolicy
 from fgdopt.state import UNPLACED, ClusterState
 
 TIER = 10_000
@@ -43,14 +43,9 @@ class GpuClustering(SeededPolicy):
 
     name = "gpu-clustering"
 
-    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        nodes = np.flatnonzero(state.feasible_nodes(task))
-        if len(nodes) == 0:
-            return None
+    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         if task.num_gpu == 0:
-            return pick(nodes, np.zeros(len(nodes)), self.rng), ()
+            return np.zeros(len(nodes))
         same, other = (c[nodes] for c in affinity_counts(state, task.gpu_milli))
         tier = np.select([(same > 0) & (other == 0), same > 0, other == 0], [0, 1, 2], 3)
-        cost = tier * TIER + state.gpu_left[nodes].sum(axis=1)
-        node = pick(nodes, cost.astype(np.float64), self.rng)
-        return node, best_fit_gpus(state.gpu_left[node], task)
+        return (tier * TIER + state.gpu_left[nodes].sum(axis=1)).astype(np.float64)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus, pick
+from fgdopt.policies.base import SeededPolicy
 from fgdopt.state import ClusterState
 
 TIER = 10_000
@@ -31,12 +31,9 @@ class GpuPacking(SeededPolicy):
 
     name = "gpu-packing"
 
-    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        nodes = np.flatnonzero(state.feasible_nodes(task))
-        if len(nodes) == 0:
-            return None
+    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         if task.num_gpu == 0:
-            return pick(nodes, np.zeros(len(nodes)), self.rng), ()
+            return np.zeros(len(nodes))
         gl = state.gpu_left[nodes]
         n_gpus = state.cluster.gpu[nodes]
         idle_node = (gl == GPU_MILLI).sum(axis=1) == n_gpus
@@ -44,5 +41,4 @@ class GpuPacking(SeededPolicy):
         if task.gpu_milli < GPU_MILLI:
             shared = np.where((gl >= task.gpu_milli) & (gl < GPU_MILLI), gl, GPU_MILLI).min(axis=1)
             cost = np.where(shared < GPU_MILLI, shared, cost)
-        node = pick(nodes, cost, self.rng)
-        return node, best_fit_gpus(state.gpu_left[node], task)
+        return cost
