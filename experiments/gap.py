@@ -32,6 +32,7 @@ allocated_milli) / bound_milli``; for a relaxation, how far its bound lies above
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -136,7 +137,8 @@ def run(instances: list[Instance], config: Config, jobs: int = 1) -> pd.DataFram
             for inst in instances:
                 rows += instance_rows(inst, config, progress)
         else:
-            with ProcessPoolExecutor(jobs) as pool:
+            # spawn, not fork: a forked child inherits the solver thread pools of this process and can hang
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
                 for inst, part in zip(instances, pool.map(_run_one, [(i, config) for i in instances]), strict=True):
                     rows += part
                     progress.set_postfix_str(inst.name, refresh=False)

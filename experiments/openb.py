@@ -17,6 +17,7 @@ table (mean and min-max over seeds) on stdout; a progress bar goes to stderr. Qu
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, curves = [], []
     bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
     if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(run_cell, *cell, args.ratio, args.data_dir) for cell in cells]
             for future in as_completed(futures):
                 row, curve = future.result()

@@ -21,8 +21,9 @@ def suite_dir(tmp_path_factory):
     return folder
 
 
-def run_gap(suite_dir, out, capsys) -> tuple[pd.DataFrame, str]:
-    code = gap.main(["--instances", str(suite_dir), "--methods", METHODS, "--time-limit", "20", "--output", str(out)])
+def run_gap(suite_dir, out, capsys, jobs: int = 1) -> tuple[pd.DataFrame, str]:
+    code = gap.main(["--instances", str(suite_dir), "--methods", METHODS, "--time-limit", "20", "--output", str(out),
+                     "--jobs", str(jobs)])
     assert code == 0
     return pd.read_csv(out / "gap.csv"), capsys.readouterr().out
 
@@ -54,7 +55,7 @@ def test_gap_csv_is_truthful(suite_dir, tmp_path, capsys):
 
 def test_gap_is_reproducible(suite_dir, tmp_path, capsys):
     first, _ = run_gap(suite_dir, tmp_path / "a", capsys)
-    second, _ = run_gap(suite_dir, tmp_path / "b", capsys)
+    second, _ = run_gap(suite_dir, tmp_path / "b", capsys, jobs=2)  # instances in worker processes
     cols = [c for c in gap.CSV_COLUMNS if c != "wall_s"]
     pd.testing.assert_frame_equal(first[cols], second[cols])
 
