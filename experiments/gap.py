@@ -99,7 +99,7 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
             warm, warm_milli = sol.placement, sol.objective
         proven |= sol.kind == "exact" and sol.status == "optimal"
         rows.append({"method": method, "kind": sol.kind, "allocated_milli": sol.objective if has_placement else None,
-                     "own_bound": sol.bound, "status": sol.status, "claimed_milli": getattr(sol, "claimed", None),
+                     "own_bound": sol.bound, "status": sol.status, "claimed_milli": sol.claimed,
                      "frag_rate": frag_rate(sol.placement) if has_placement else None, "wall_s": sol.wall_s})
         tick(method)
 
@@ -204,8 +204,7 @@ def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
                        for b, k in zip(sol.bound_milli, sol.kind, strict=True)],
         "gap %": sol.gap_pct.round(3), "wall s": sol.wall_s.round(2),
     })
-    if "claimed_milli" in sol:
-        out["claimed GPUs"] = [_gpus(c) if pd.notna(c) else "" for c in sol.claimed_milli]
+    out["claimed GPUs"] = [_gpus(c) if pd.notna(c) else "" for c in sol.claimed_milli]
     return out
 
 

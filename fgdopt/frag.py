@@ -180,14 +180,14 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
 
 # -- the vectorized form ---------------------------------------------------------------------
 
-def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, access: np.ndarray):
+def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray):
     """Per (shape, row): idle, unusable-GPU sum, and the masks that sort it into categories."""
     idle = gpu_left.sum(axis=-1)                                            # (K,)
     milli = workload.gpu_milli[:, None, None]
     small = np.where(gpu_left[None, :, :] < milli, gpu_left[None, :, :], 0).sum(axis=-1)  # (M, K)
     fits_gpu = gpu_fits(gpu_left[None, :, :], workload.num_gpu[:, None], milli)           # (M, K)
     cpu_ok = cpu_left[None, :] >= workload.cpu_milli[:, None]              # (M, K)
-    return idle, small, fits_gpu, cpu_ok, access
+    return idle, small, fits_gpu, cpu_ok
 
 
 def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
@@ -204,7 +204,7 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
     -------
     (K,) float64 array.
     """
-    idle, small, fits_gpu, cpu_ok, access = _shape_views(workload, gpu_left, cpu_left, access)
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left)
     usable = access & fits_gpu & cpu_ok
     per_shape = np.where(usable, small, idle[None, :])
     return workload.popularity @ per_shape
@@ -247,8 +247,8 @@ def cluster_fragmentation(state: ClusterState, workload: Workload) -> Fragmentat
     >>> r.total, r.rate, r.breakdown["x_satisfied"]
     (400.0, 0.2, 400.0)
     """
-    idle, small, fits_gpu, cpu_ok, access = _shape_views(workload, state.gpu_left, state.cpu_left,
-                                                         node_access(workload, state))
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, state.gpu_left, state.cpu_left)
+    access = node_access(workload, state)
     p = workload.popularity[:, None]
     idle_mk = np.broadcast_to(idle[None, :], small.shape)
     gpu_shape = (workload.num_gpu > 0)[:, None]

@@ -182,8 +182,9 @@ def test_delta_equals_difference(workload, nodes, data):
     node = data.draw(st.integers(0, len(nodes) - 1))
     n_gpus = len(nodes[node][0])
     chosen = data.draw(st.lists(st.integers(0, max(n_gpus - 1, 0)), unique=True, max_size=n_gpus))
-    milli = data.draw(st.integers(0, 100))
-    cpu = data.draw(st.integers(0, 1000))
+    # a placement the node could take: no chosen GPU and no CPU goes below zero
+    milli = data.draw(st.integers(0, min((nodes[node][0][g] for g in chosen), default=1000)))
+    cpu = data.draw(st.integers(0, nodes[node][1]))
     mask = np.zeros((1, state.gpu_left.shape[1]), dtype=bool)
     mask[0, chosen] = True
     delta = fragmentation_delta(state, workload, cpu, milli, np.array([node]), mask)
