@@ -52,7 +52,8 @@ from formulations import EXACT, METHODS, solve
 
 CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "status", "gap_pct", "frag_rate",
                "wall_s"]
-DEFAULT_METHODS = ("milp-cbc", "milp-highs", "lp", "config-lp", "unified-device-milp", "per-gpu-dimension-milp")
+DEFAULT_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp", "unified-device-milp",
+                   "per-gpu-dimension-milp")
 
 
 @dataclass(frozen=True)

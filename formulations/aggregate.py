@@ -34,7 +34,7 @@ class Aggregation:
     rows : tuple of int64 arrays, the task indices of each shape (arrival order).
     shapes : tuple of :class:`fgdopt.model.Task`, one representative per shape.
     allowed : bool (N, S), shape s fits node n when the node is empty (the shared feasibility rule).
-    groups : tuple of int64 arrays, indices of identical nodes (only groups of size >= 2).
+    node_types : tuple of int64 arrays, the indices of identical nodes (every type, first appearance first).
     unit : gcd of every GPU demand and 1000 (milli-GPU); GPU quantities in the models are in units.
     values : int64 (D,), distinct sharing demands in units, descending.
     """
@@ -43,9 +43,14 @@ class Aggregation:
     rows: tuple[np.ndarray, ...]
     shapes: tuple[Task, ...]
     allowed: np.ndarray
-    groups: tuple[np.ndarray, ...]
+    node_types: tuple[np.ndarray, ...]
     unit: int
     values: np.ndarray
+
+    @property
+    def groups(self) -> tuple[np.ndarray, ...]:
+        """The node types with at least two nodes (the ones the models order)."""
+        return tuple(t for t in self.node_types if len(t) > 1)
 
     @property
     def n_shapes(self) -> int:
@@ -85,6 +90,11 @@ class Aggregation:
             out[s] = lookup[self.shapes[s].gpu_milli // self.unit]
         return out
 
+    @cached_property
+    def share_units(self) -> np.ndarray:
+        """GPU demand of each sharing shape in units (0 for the others)."""
+        return np.where(self.sharing, self.column("gpu_milli") // self.unit, 0)
+
     def caps(self, node: int) -> np.ndarray:
         """Most copies of each sharing value one GPU of ``node`` may hold (availability, allowed shapes)."""
         caps = np.zeros(len(self.values), dtype=np.int64)
@@ -116,11 +126,11 @@ def aggregate(instance: Instance, include_cpu_only: bool = False) -> Aggregation
     by_type: dict[tuple, list[int]] = {}
     for n, key in enumerate(node_keys):
         by_type.setdefault(key, []).append(n)
-    groups = tuple(np.array(g, dtype=np.int64) for g in by_type.values() if len(g) > 1)
+    node_types = tuple(np.array(g, dtype=np.int64) for g in by_type.values())
     unit = reduce(math.gcd, [GPU_MILLI] + [s.gpu_milli for s in shapes])
     values = np.array(sorted({s.gpu_milli // unit for s in shapes if s.kind == "sharing"}, reverse=True),
                       dtype=np.int64)
-    return Aggregation(instance, rows, shapes, allowed, groups, unit, values)
+    return Aggregation(instance, rows, shapes, allowed, node_types, unit, values)
 
 
 def _enumerate(values: tuple[int, ...], caps: tuple[int, ...], capacity: int, maximal: bool) -> np.ndarray:

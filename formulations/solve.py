@@ -6,15 +6,18 @@ import time
 
 from fgdopt.instance import Instance
 from fgdopt.state import Placement
+from formulations.configs import run_config_milp
 from formulations.exact import run_exact
 from formulations.flawed import per_gpu_dimension_milp, unified_device_milp
 from formulations.minfrag import run_min_frag
 from formulations.relax import config_lp_bound, lp_bound, unified_bound
 from formulations.solution import Solution, make_solution
 
-METHODS = ("milp-cbc", "milp-highs", "cpsat", "lp", "unified-device", "config-lp",
+METHODS = ("milp-cbc", "milp-highs", "cpsat", "config-milp", "lp", "unified-device", "config-lp",
            "unified-device-milp", "per-gpu-dimension-milp")
-EXACT = ("milp-cbc", "milp-highs", "cpsat")
+EXACT = ("milp-cbc", "milp-highs", "cpsat", "config-milp")
+MIN_FRAG = ("milp-cbc", "milp-highs", "cpsat")
+"""The exact methods that also minimize fragmentation (their models know each GPU's content)."""
 RELAXATIONS = ("lp", "unified-device", "config-lp")
 FLAWED = ("unified-device-milp", "per-gpu-dimension-milp")
 OBJECTIVES = ("max_gpu", "min_frag")
@@ -27,7 +30,7 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
     Parameters
     ----------
     instance : the cluster and the tasks to place.
-    objective : ``"max_gpu"`` (maximize allocated milli-GPU) or, for the exact methods, ``"min_frag"``
+    objective : ``"max_gpu"`` (maximize allocated milli-GPU) or, for the methods in :data:`MIN_FRAG`, ``"min_frag"``
         (then the least SPEC fragmentation at that allocation, :mod:`formulations.minfrag`).
     time_limit : wall-clock seconds for the whole run, model building included (each solver call gets what
         is left, at least 0.5 s; CBC, which does not check its own limit in every phase, is interrupted by a
@@ -47,10 +50,12 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
-    if objective == "min_frag" and method not in EXACT:
-        raise ValueError(f"objective 'min_frag' needs an exact method {EXACT}, not {method!r}")
+    if objective == "min_frag" and method not in MIN_FRAG:
+        raise ValueError(f"objective 'min_frag' needs one of {MIN_FRAG}, not {method!r}")
     t0 = time.perf_counter()
     try:
+        if method == "config-milp":
+            return run_config_milp(instance, method, "cbc", time_limit, warm_start, threads)
         if method in EXACT:
             backend = "cpsat" if method == "cpsat" else method.removeprefix("milp-")
             run = run_min_frag if objective == "min_frag" else run_exact

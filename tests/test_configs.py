@@ -1,0 +1,95 @@
+"""Node configurations: exact GPU packing, the configuration MILP and its price-and-branch fallback."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from test_formulations import FAST, brute_force, tiny_instances
+
+from fgdopt.instance import Instance
+from fgdopt.instances import random_instance
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import validate
+from formulations import solve
+from formulations.aggregate import aggregate
+from formulations.configs import (
+    Columns,
+    TooManyConfigurations,
+    decode,
+    enumerate_columns,
+    node_configurations,
+    pack_sharing,
+    run_config_milp,
+)
+
+
+def test_pack_sharing_beats_first_fit_decreasing():
+    # FFD: [49, 49], [26, 26, 25], [25] -> 3 GPUs; 49+26+25 twice fills exactly 2.
+    gpus = pack_sharing((49, 49, 26, 26, 25, 25), 100)
+    assert len(gpus) == 2 and sorted(map(sum, gpus)) == [100, 100]
+    assert pack_sharing((), 100) == ()
+    assert pack_sharing((60, 50, 50, 40), 100) == ((60, 40), (50, 50))
+
+
+def cpu_bound_instance() -> Instance:
+    # Two nodes of 2 GPUs and 10 cores; three 1-GPU tasks of 6 cores: one per node, 2 GPUs. The aggregated
+    # model's LP counts CPU per node as a sum (10 / 6 tasks per node -> 3 GPUs); the configuration LP does not.
+    cluster = Cluster([10000, 10000], [8192, 8192], [2, 2], ["A", "A"])
+    tasks = TaskSet([6000] * 3, [1024] * 3, [1] * 3, [1000] * 3)
+    return Instance("cpu-bound", cluster, tasks)
+
+
+def test_configuration_lp_sees_cpu():
+    instance = cpu_bound_instance()
+    assert solve(instance, "lp").bound == 3000
+    assert solve(instance, "config-lp").bound == 2000
+    sol = solve(instance, "config-milp")
+    assert (sol.status, sol.objective, sol.bound) == ("optimal", 2000, 2000)
+    assert sorted(sol.placement.node.tolist()) == [-1, 0, 1]
+
+
+def test_node_configurations_hand_worked():
+    # One node, 2 GPUs, 32 cores; shapes 700 (x2), 300 (x1), 2-GPU whole (x1). Maximal contents:
+    # {700, 700, 300} (GPUs 700+300 | 700) and {2-GPU task}; {700, 300} alone is not maximal.
+    cluster = Cluster([32000], [8192], [2], ["A"])
+    tasks = TaskSet([1000] * 4, [0] * 4, [1, 1, 1, 2], [700, 700, 300, 1000])
+    agg = aggregate(Instance("hand", cluster, tasks))
+    configs = node_configurations(agg, 0)
+    by_shape = {tuple(int(c) for c in row) for row in configs}
+    shares = [s.gpu_milli for s in agg.shapes]
+    assert len(configs) == 2
+    expected = {tuple(2 if m == 700 else 1 if m == 300 else 0 for m in shares),
+                tuple(1 if m == 1000 else 0 for m in shares)}
+    assert by_shape == expected
+    with pytest.raises(TooManyConfigurations):
+        node_configurations(agg, 0, limit=1)
+
+
+def test_every_configuration_decodes_to_a_valid_placement():
+    instance = random_instance(4, 11, node_types={"V100M16x4-32c": 1})
+    agg = aggregate(instance)
+    columns = enumerate_columns(agg)
+    assert columns.complete and len(columns.mat) > 100
+    for c in range(0, len(columns.mat), 7):  # one configuration on the first node
+        one = Columns(columns.kind[c:c + 1], columns.mat[c:c + 1], True)
+        placement = decode(agg, one, [1])
+        state = validate(instance.cluster, instance.tasks, placement)
+        assert state.placement().allocated_milli(instance.tasks) == int(columns.mat[c] @ agg.demand_units) * agg.unit
+
+
+@FAST
+@given(tiny_instances(max_nodes=3, max_tasks=8))
+def test_price_and_branch_is_feasible_and_bounded(instance):
+    best = brute_force(instance.cluster, instance.tasks)
+    sol = run_config_milp(instance, "config-milp", time_limit=20, limit=0)  # no enumeration: columns are priced
+    assert not sol.info["complete"] or sol.info["columns"] == 0  # complete only if nothing fits anywhere
+    validate(instance.cluster, instance.tasks, sol.placement)
+    assert sol.objective <= best <= sol.bound
+    assert sol.status in ("optimal", "feasible") and (sol.status == "optimal") == (sol.objective == sol.bound)
+
+
+def test_warm_start_columns_are_added():
+    instance = cpu_bound_instance()
+    warm = solve(instance, "milp-cbc").placement
+    sol = run_config_milp(instance, "config-milp", warm_start=warm, limit=0)
+    assert sol.objective == 2000 and sol.info["columns"] >= 1
