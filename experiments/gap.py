@@ -15,16 +15,19 @@ relaxation, and prints
 3. the fragmentation rate (the shared evaluator) of every final placement.
 
 The exact methods form a portfolio, run in the order given: each is warm-started from the best placement found
-so far (policies first), and once one proves optimality the later exact methods are skipped (no row). The
-default, CBC then HiGHS, proves most small instances in seconds; ``unified-device`` (its bound is never below
-capacity on these instances) and ``cpsat`` (much weaker than the MILPs beyond 16 nodes) are available through
-``--methods``. Every solver run gets ``--time-limit`` seconds of wall time.
+so far (policies first), and once one proves optimality the later exact methods do not run (no row). The
+default is CBC on the aggregated model (proves most small instances in under a second), then the configuration
+MILP (proves in seconds the instances whose nodes run out of CPU before GPU, where the aggregated model's bound is
+weak; ``skipped`` in about 3 s on 8-GPU nodes, which have millions of configurations), then HiGHS.
+``unified-device`` (its bound is never below capacity on these instances) and ``cpsat`` (much weaker than the
+MILPs beyond 16 nodes) are available through ``--methods``. Every solver run gets ``--time-limit`` seconds of
+wall time.
 
 ``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the three tables as Markdown.
 CSV columns: ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the
 row's placement, empty for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven
 bound; policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
-``optimal``, ``feasible``, ``time_limit``, ``infeasible``, ``error``), ``gap_pct`` (``100 (bound_milli -
+``optimal``, ``feasible``, ``time_limit``, ``infeasible``, ``skipped``, ``error``), ``gap_pct`` (``100 (bound_milli -
 allocated_milli) / bound_milli``; for a relaxation, how far its bound lies above the best incumbent),
 ``frag_rate`` (percent), ``wall_s``.
 """

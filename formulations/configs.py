@@ -15,11 +15,11 @@ the LP relaxation is the configuration LP. That LP sees each node's CPU, memory 
 aggregated model's LP (:mod:`formulations.exact`) sees a node's CPU only as a sum, a weak bound when nodes
 have few cores per GPU (4-GPU, 32-core V100 nodes: 28.42 GPUs vs 27.19, the optimum).
 
-* :func:`node_configurations` enumerates the maximal configurations of a node (up to a limit);
+* :func:`node_configurations` enumerates the maximal configurations of a node (within a search budget);
 * :func:`column_generation` prices configurations instead (the pricing problem is the exact model of one
-  node), for the configuration-LP bound (:mod:`formulations.relax`) and where there are too many to enumerate;
-* :func:`run_config_milp` solves the configuration MILP: exact over every maximal configuration, else
-  price-and-branch (the priced columns as an integer program, the column generation's bound).
+  node), for the configuration-LP bound (:mod:`formulations.relax`);
+* :func:`run_config_milp` solves the configuration MILP over every maximal configuration, or reports
+  ``skipped`` where there are too many (8-GPU, 96-core nodes: millions; the aggregated MILP is strong there).
 """
 
 from __future__ import annotations
@@ -39,15 +39,14 @@ from formulations.exact import build_exact
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
 
-CONFIG_LIMIT = 50_000
-"""Most maximal configurations :func:`run_config_milp` enumerates per instance before it prices them instead.
-Measured (small suite): 4-GPU V100 and 2-GPU nodes have 15-19,379; 8-GPU 96-core nodes run past 2 million."""
-PRICING_SHARE = 0.6
-"""Share of the time limit price-and-branch may spend generating columns; the integer master gets the rest."""
+CONFIG_LIMIT = 150_000
+"""Most node contents (feasible multisets of shapes, maximal or not) the enumeration of one instance visits before
+it gives up: about 2.5 s at the measured 55-65k contents per second. Measured on the small suite: 29-91k contents
+(15-35k maximal) on 2-GPU and 4-GPU node types; one 8-GPU 96-core type alone runs past 400k."""
 
 
 class TooManyConfigurations(ValueError):
-    """A node type has more maximal configurations than the limit."""
+    """Enumerating the configurations visits more node contents than the limit."""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -143,23 +142,27 @@ class _NodeFit:
         return counts
 
 
-def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) -> np.ndarray:
-    """Every maximal non-empty configuration of ``node`` (C, S): shape counts within availability.
+def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) -> tuple[np.ndarray, int]:
+    """Every maximal non-empty configuration of ``node`` (C, S): shape counts within availability; and the
+    number of node contents the depth-first search visited to find them.
 
     Raises
     ------
-    TooManyConfigurations : more than ``limit`` of them.
+    TooManyConfigurations : the search visits more than ``limit`` contents.
     """
     fit = _NodeFit(agg, node)
     counts = np.zeros(agg.n_shapes, dtype=np.int64)
     out: list[np.ndarray] = []
+    visited = 0
 
     def grow(i: int, state: tuple) -> None:
+        nonlocal visited
         if i == len(fit.shapes):
+            visited += 1
+            if visited > limit:
+                raise TooManyConfigurations(f"more than {limit} node contents to enumerate (node {node})")
             if counts.any() and all(counts[s] >= fit.count[s] or fit.add(s, *state) is None for s in fit.shapes):
                 out.append(counts.copy())
-                if len(out) > limit:
-                    raise TooManyConfigurations(f"node {node} has more than {limit} maximal configurations")
             return
         s = fit.shapes[i]
         grow(i + 1, state)
@@ -169,7 +172,7 @@ def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) 
         counts[s] = 0
 
     grow(0, fit.empty)
-    return np.array(out, dtype=np.int64).reshape(len(out), agg.n_shapes)
+    return np.array(out, dtype=np.int64).reshape(len(out), agg.n_shapes), visited
 
 
 def master_model(agg: Aggregation, kind: np.ndarray, mat: np.ndarray, integer: bool) -> LinearModel:
@@ -191,25 +194,31 @@ def master_model(agg: Aggregation, kind: np.ndarray, mat: np.ndarray, integer: b
 
 @dataclass(frozen=True)
 class Columns:
-    """Configurations ``mat`` (C, S) of node types ``kind`` (C,) (indices into ``Aggregation.node_types``);
-    ``bound`` a proven upper bound (units) on the configuration LP, hence on the optimum (None if unknown)."""
+    """Configurations ``mat`` (C, S) of node types ``kind`` (C,) (indices into ``Aggregation.node_types``).
+    From :func:`column_generation` also: ``bound``, a proven upper bound (units) on the configuration LP, hence
+    on the optimum (None if unknown), the ``status`` (``optimal`` = no column prices out) and ``iterations``."""
 
     kind: np.ndarray
     mat: np.ndarray
-    complete: bool
     bound: float | None = None
     status: str = "optimal"
     iterations: int = 0
 
 
 def enumerate_columns(agg: Aggregation, limit: int = CONFIG_LIMIT) -> Columns:
-    """Every maximal configuration of every node type (``complete``); ``TooManyConfigurations`` past ``limit``."""
+    """Every maximal configuration of every node type.
+
+    Raises
+    ------
+    TooManyConfigurations : the search visits more than ``limit`` node contents in all.
+    """
     kinds, mats = [], []
     for t, nodes in enumerate(agg.node_types):
-        mat = node_configurations(agg, int(nodes[0]), limit - sum(len(m) for m in mats))
+        mat, visited = node_configurations(agg, int(nodes[0]), limit)
+        limit -= visited
         kinds.append(np.full(len(mat), t, dtype=np.int64))
         mats.append(mat)
-    return Columns(np.concatenate(kinds), np.concatenate(mats), complete=True)
+    return Columns(np.concatenate(kinds), np.concatenate(mats))
 
 
 def column_generation(agg: Aggregation, time_limit: float, threads: int | None = None, tol: float = 1e-6,
@@ -265,35 +274,23 @@ def column_generation(agg: Aggregation, time_limit: float, threads: int | None =
         duals = np.abs(raw.duals)
         mu, pi = duals[: len(sizes)], duals[len(sizes):]
     mat = np.array(rows, dtype=np.int64).reshape(len(rows), agg.n_shapes)
-    return Columns(np.array(kinds, dtype=np.int64), mat, complete=False,
-                   bound=best_bound if math.isfinite(best_bound) else None, status=status, iterations=iterations)
+    bound = best_bound if math.isfinite(best_bound) else None
+    return Columns(np.array(kinds, dtype=np.int64), mat, bound, status, iterations)
 
 
-def _with_start(agg: Aggregation, columns: Columns, warm_start: Placement) -> tuple[Columns, np.ndarray]:
-    """``columns`` plus the warm start's node contents (extended to maximal) where missing, and the start vector."""
-    counts, _ = node_contents(agg, warm_start)
+def encode(agg: Aggregation, columns: Columns, placement: Placement) -> np.ndarray:
+    """The model vector (``y`` then ``z``) of a feasible ``placement``: each node's content extended to a maximal
+    configuration (found among the enumerated ``columns``)."""
+    counts, _ = node_contents(agg, placement)
     index = {(int(t), tuple(row)): c for c, (t, row) in enumerate(zip(columns.kind, columns.mat.tolist(),
                                                                           strict=True))}
-    kinds, mat = columns.kind.tolist(), columns.mat.tolist()
-    use: dict[int, int] = {}
+    y = np.zeros(len(columns.mat))
     for t, nodes in enumerate(agg.node_types):
         fit = _NodeFit(agg, int(nodes[0]))
         for n in nodes.tolist():
-            if not counts[n].any():
-                continue
-            key = (t, tuple(fit.extend(counts[n]).tolist()))
-            if key not in index:
-                index[key] = len(kinds)
-                kinds.append(t)
-                mat.append(list(key[1]))
-            use[index[key]] = use.get(index[key], 0) + 1
-    mat_arr = np.array(mat, dtype=np.int64).reshape(len(mat), agg.n_shapes)
-    y = np.zeros(len(mat_arr))
-    y[list(use)] = list(use.values())
-    z = np.maximum(y @ mat_arr - agg.count, 0)
-    extended = Columns(np.array(kinds, dtype=np.int64), mat_arr, columns.complete, columns.bound, columns.status,
-                       columns.iterations)
-    return extended, np.concatenate([y, z])
+            if counts[n].any():
+                y[index[t, tuple(fit.extend(counts[n]).tolist())]] += 1
+    return np.concatenate([y, np.maximum(y @ columns.mat - agg.count, 0)])
 
 
 def decode(agg: Aggregation, columns: Columns, y: np.ndarray) -> Placement:
@@ -334,29 +331,26 @@ def decode(agg: Aggregation, columns: Columns, y: np.ndarray) -> Placement:
 def run_config_milp(instance: Instance, method: str, solver: str = "cbc", time_limit: float = 60.0,
                     warm_start: Placement | None = None, threads: int | None = None,
                     limit: int = CONFIG_LIMIT) -> Solution:
-    """Solve the configuration MILP with ``solver`` (``cbc`` or ``highs``) and return a checked :class:`Solution`.
+    """Solve the configuration MILP over every maximal configuration with ``solver`` (``cbc`` or ``highs``).
 
-    Over every maximal configuration (at most ``limit``) the model is exact: the status and bound are the
-    solver's. Past the limit it is price-and-branch: :func:`column_generation` (up to :data:`PRICING_SHARE` of
-    the time) gives the columns and the bound, the integer master over them a placement; ``optimal`` then only if
-    that placement meets the bound. ``warm_start`` (a feasible placement) adds its node contents as columns and is
-    the MIP start. The placement is completed by :func:`~formulations.aggregate.fill_greedy`.
+    Returns a checked :class:`Solution`: status and bound are the solver's; ``skipped`` (no placement, no bound)
+    when enumerating them visits more than ``limit`` node contents. ``warm_start`` (a feasible placement) is
+    the MIP start and the incumbent floor; the placement is completed by
+    :func:`~formulations.aggregate.fill_greedy`. ``time_limit`` is wall seconds, enumeration included.
     """
     t0 = time.perf_counter()
     agg = aggregate(instance)
-
-    def remaining() -> float:
-        return max(time_limit - (time.perf_counter() - t0), 0.5)
-
     try:
         columns = enumerate_columns(agg, limit)
-    except TooManyConfigurations:
-        columns = column_generation(agg, PRICING_SHARE * remaining(), threads)
-    start = None
-    if warm_start is not None:
-        columns, start = _with_start(agg, columns, warm_start)
+    except TooManyConfigurations as exc:
+        return make_solution(instance, method, solver, "skipped", None, None, time.perf_counter() - t0, "exact",
+                             info={"reason": str(exc)})
+    start = encode(agg, columns, warm_start) if warm_start is not None else None
     model = master_model(agg, columns.kind, columns.mat, integer=True)
-    raw = solve_model(model, solver, remaining(), threads, start, abs_gap=0.999)
+    if start is not None:
+        model.check(start)
+    raw = solve_model(model, solver, max(time_limit - (time.perf_counter() - t0), 0.5), threads, start,
+                      abs_gap=0.999)
     candidates = [decode(agg, columns, raw.values[: len(columns.mat)])] if raw.values is not None else []
     if warm_start is not None:
         candidates.append(warm_start)
@@ -364,13 +358,7 @@ def run_config_milp(instance: Instance, method: str, solver: str = "cbc", time_l
     if candidates:
         best = max(candidates, key=lambda pl: pl.allocated_milli(instance.tasks))
         placement = fill_greedy(instance, best)
-    if columns.complete:
-        bound, status = raw.bound, raw.status
-    else:
-        bound = columns.bound
-        status = "time_limit" if "time_limit" in (columns.status, raw.status) else "feasible"
-    bound = None if bound is None else math.floor(bound + 1e-6) * agg.unit
-    info = {"columns": len(columns.mat), "complete": columns.complete, "iterations": columns.iterations,
-            "solver_status": raw.status, "solver_wall_s": raw.wall_s}
-    return make_solution(instance, method, solver, status, placement, bound, time.perf_counter() - t0, "exact",
+    bound = None if raw.bound is None else math.floor(raw.bound + 1e-6) * agg.unit
+    info = {"columns": len(columns.mat), "solver_status": raw.status, "solver_wall_s": raw.wall_s}
+    return make_solution(instance, method, solver, raw.status, placement, bound, time.perf_counter() - t0, "exact",
                          info=info)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from fgdopt.instance import Instance
 from fgdopt.state import Placement, validate
 
-STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "error")
+STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "skipped", "error")
 KINDS = ("exact", "relaxation", "flawed")
 BOUND_TOLERANCE = 1e-6
 """Relative solver tolerance allowed when a bound sits (numerically) below the objective."""
@@ -23,7 +23,8 @@ class Solution:
     method, solver : what ran (e.g. ``"milp-highs"``, ``"highs"``).
     status : one of :data:`STATUSES`; ``optimal`` only when the bound equals the objective; ``time_limit``
         when the solver stopped on its limit (the placement, if any, is the incumbent, ``bound`` the solver's
-        proven bound); ``feasible`` when a solver claimed optimality its bound does not confirm.
+        proven bound); ``feasible`` when a solver claimed optimality its bound does not confirm; ``skipped``
+        when the method does not apply to the instance (``info["reason"]``: e.g. too many configurations).
     objective : allocated milli-GPU of ``placement`` (None for a pure bound).
     bound : best proven upper bound on the allocated milli-GPU of any feasible placement (None if unknown).
     gap : ``(bound - objective) / bound`` (None if either is missing).

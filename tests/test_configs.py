@@ -1,10 +1,9 @@
-"""Node configurations: exact GPU packing, the configuration MILP and its price-and-branch fallback."""
+"""Node configurations: exact GPU packing, their enumeration and the configuration MILP (cross-checked against
+brute force with the other exact methods in ``test_formulations``)."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from test_formulations import FAST, brute_force, tiny_instances
 
 from fgdopt.instance import Instance
 from fgdopt.instances import random_instance
@@ -16,7 +15,9 @@ from formulations.configs import (
     Columns,
     TooManyConfigurations,
     decode,
+    encode,
     enumerate_columns,
+    master_model,
     node_configurations,
     pack_sharing,
     run_config_milp,
@@ -54,10 +55,10 @@ def test_node_configurations_hand_worked():
     cluster = Cluster([32000], [8192], [2], ["A"])
     tasks = TaskSet([1000] * 4, [0] * 4, [1, 1, 1, 2], [700, 700, 300, 1000])
     agg = aggregate(Instance("hand", cluster, tasks))
-    configs = node_configurations(agg, 0)
+    configs, visited = node_configurations(agg, 0)
     by_shape = {tuple(int(c) for c in row) for row in configs}
     shares = [s.gpu_milli for s in agg.shapes]
-    assert len(configs) == 2
+    assert len(configs) == 2 and visited == 7  # contents: 0-2 x 700 with 0-1 x 300 (6), the 2-GPU task alone
     expected = {tuple(2 if m == 700 else 1 if m == 300 else 0 for m in shares),
                 tuple(1 if m == 1000 else 0 for m in shares)}
     assert by_shape == expected
@@ -69,27 +70,27 @@ def test_every_configuration_decodes_to_a_valid_placement():
     instance = random_instance(4, 11, node_types={"V100M16x4-32c": 1})
     agg = aggregate(instance)
     columns = enumerate_columns(agg)
-    assert columns.complete and len(columns.mat) > 100
+    assert len(columns.mat) > 100
     for c in range(0, len(columns.mat), 7):  # one configuration on the first node
-        one = Columns(columns.kind[c:c + 1], columns.mat[c:c + 1], True)
+        one = Columns(columns.kind[c:c + 1], columns.mat[c:c + 1])
         placement = decode(agg, one, [1])
         state = validate(instance.cluster, instance.tasks, placement)
         assert state.placement().allocated_milli(instance.tasks) == int(columns.mat[c] @ agg.demand_units) * agg.unit
 
 
-@FAST
-@given(tiny_instances(max_nodes=3, max_tasks=8))
-def test_price_and_branch_is_feasible_and_bounded(instance):
-    best = brute_force(instance.cluster, instance.tasks)
-    sol = run_config_milp(instance, "config-milp", time_limit=20, limit=0)  # no enumeration: columns are priced
-    assert not sol.info["complete"] or sol.info["columns"] == 0  # complete only if nothing fits anywhere
-    validate(instance.cluster, instance.tasks, sol.placement)
-    assert sol.objective <= best <= sol.bound
-    assert sol.status in ("optimal", "feasible") and (sol.status == "optimal") == (sol.objective == sol.bound)
-
-
-def test_warm_start_columns_are_added():
+def test_warm_start_is_encoded_and_kept():
     instance = cpu_bound_instance()
+    agg = aggregate(instance)
+    columns = enumerate_columns(agg)
     warm = solve(instance, "milp-cbc").placement
-    sol = run_config_milp(instance, "config-milp", warm_start=warm, limit=0)
-    assert sol.objective == 2000 and sol.info["columns"] >= 1
+    start = encode(agg, columns, warm)
+    master_model(agg, columns.kind, columns.mat, integer=True).check(start)
+    assert decode(agg, columns, start[: len(columns.mat)]).allocated_milli(instance.tasks) == 2000
+    assert solve(instance, "config-milp", warm_start=warm).objective == 2000
+
+
+def test_too_many_configurations_is_skipped():
+    instance = random_instance(2, 0, node_types={"G2x8-96c": 1})  # one 8-GPU type: 15,742 maximal configurations
+    sol = run_config_milp(instance, "config-milp", limit=50_000)  # 93,348 contents to visit
+    assert (sol.status, sol.placement, sol.bound) == ("skipped", None, None)
+    assert "more than 50000" in sol.info["reason"]

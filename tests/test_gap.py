@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from experiments import gap
+from fgdopt.instance import Instance
 from fgdopt.instances import KNOWN_OPTIMA, adversarial_instances
+from fgdopt.model import Cluster, TaskSet
 
 METHODS = "milp-highs,cpsat,lp,unified-device,config-lp,unified-device-milp,per-gpu-dimension-milp"
 
@@ -64,3 +66,18 @@ def test_gap_rejects_unknown_method(suite_dir, capsys):
     with pytest.raises(SystemExit):
         gap.main(["--instances", str(suite_dir), "--methods", "magic"])
     assert "unknown method 'magic'" in capsys.readouterr().err
+
+
+def test_portfolio_stops_at_the_first_proof():
+    # Two 2-GPU nodes of 10 cores, three 1-GPU tasks of 6 cores: optimum 2 GPUs (one task per node). The
+    # aggregated LP sees 10/6 tasks per node (3 GPUs); the configuration MILP proves 2, so CBC does not run.
+    cluster = Cluster([10000, 10000], [8192, 8192], [2, 2], ["A", "A"])
+    instance = Instance("cpu-bound", cluster, TaskSet([6000] * 3, [1024] * 3, [1] * 3, [1000] * 3))
+    config = gap.Config(("config-milp", "milp-cbc", "lp", "config-lp"), ("fgd", "random"), 10.0, 0, None)
+    rows = pd.DataFrame(gap.instance_rows(instance, config)).set_index("method")
+    assert "milp-cbc" not in rows.index
+    assert rows.loc["config-milp", ["status", "allocated_milli", "bound_milli"]].tolist() == ["optimal", 2000, 2000]
+    assert rows.loc["lp", "bound_milli"] == 3000 and rows.loc["lp", "gap_pct"] == pytest.approx(100 / 3)
+    assert rows.loc["config-lp", "bound_milli"] == 2000
+    assert (rows.best_bound_milli == 2000).all() and (rows.bound_by == "config-milp").all()
+    assert (rows.loc[["fgd", "random"], "allocated_milli"] == 2000).all()
