@@ -116,6 +116,26 @@ class _NodeFit:
             return None
         return cpu_left - self.cpu[s], mem_left - self.mem[s], whole, items
 
+    def is_maximal(self, counts: list[int], state: tuple) -> bool:
+        """Whether no available shape fits the content ``counts`` in ``state`` any more (:meth:`add`, with the
+        GPUs left free computed once)."""
+        cpu_left, mem_left, whole, items = state
+        free = self.gpus - whole - len(pack_sharing(items, self.capacity))
+        tried = set()
+        for s in self.shapes:
+            if counts[s] >= self.count[s] or self.cpu[s] > cpu_left or self.mem[s] > mem_left:
+                continue
+            if not self.share[s]:
+                if self.num_gpu[s] <= free:
+                    return False
+            elif free > 0:
+                return False
+            elif self.share[s] not in tried:
+                tried.add(self.share[s])
+                if self.add(s, *state) is not None:
+                    return False
+        return True
+
     @property
     def empty(self) -> tuple[int, int, int, tuple[int, ...]]:
         """The state of the empty node."""
@@ -151,25 +171,24 @@ def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) 
     TooManyConfigurations : the search visits more than ``limit`` contents.
     """
     fit = _NodeFit(agg, node)
-    counts = np.zeros(agg.n_shapes, dtype=np.int64)
-    out: list[np.ndarray] = []
+    counts = [0] * agg.n_shapes
+    out: list[list[int]] = []
     visited = 0
 
-    def grow(i: int, state: tuple) -> None:
+    def grow(start: int, state: tuple) -> None:
+        """Visit the content ``counts`` and every content adding shapes ``fit.shapes[start:]`` to it."""
         nonlocal visited
-        if i == len(fit.shapes):
-            visited += 1
-            if visited > limit:
-                raise TooManyConfigurations(f"more than {limit} node contents to enumerate (node {node})")
-            if counts.any() and all(counts[s] >= fit.count[s] or fit.add(s, *state) is None for s in fit.shapes):
-                out.append(counts.copy())
-            return
-        s = fit.shapes[i]
-        grow(i + 1, state)
-        while counts[s] < fit.count[s] and (state := fit.add(s, *state)) is not None:
-            counts[s] += 1
-            grow(i + 1, state)
-        counts[s] = 0
+        visited += 1
+        if visited > limit:
+            raise TooManyConfigurations(f"more than {limit} node contents to enumerate (node {node})")
+        if any(counts) and fit.is_maximal(counts, state):
+            out.append(counts.copy())
+        for i in range(start, len(fit.shapes)):
+            s = fit.shapes[i]
+            if counts[s] < fit.count[s] and (nxt := fit.add(s, *state)) is not None:
+                counts[s] += 1
+                grow(i, nxt)
+                counts[s] -= 1
 
     grow(0, fit.empty)
     return np.array(out, dtype=np.int64).reshape(len(out), agg.n_shapes), visited
