@@ -23,12 +23,12 @@ weak; ``skipped`` in about 3 s on 8-GPU nodes, which have millions of configurat
 MILPs beyond 16 nodes) are available through ``--methods``. Every solver run gets ``--time-limit`` seconds of
 wall time.
 
-``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the three tables as Markdown.
-CSV columns: ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the
-row's placement, empty for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven
-bound; policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
-``optimal``, ``feasible``, ``time_limit``, ``infeasible``, ``skipped``, ``error``), ``gap_pct`` (``100 (bound_milli -
-allocated_milli) / bound_milli``; for a relaxation, how far its bound lies above the best incumbent),
+``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown. CSV columns:
+``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the row's placement, empty
+for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven bound, empty if it has none;
+policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
+``optimal``, ``feasible``, ``time_limit``, ``infeasible``, ``skipped``, ``error``), ``gap_pct`` (``100 (bound_milli
+- allocated_milli) / bound_milli``; for a relaxation, how far its bound lies above the best incumbent),
 ``frag_rate`` (percent), ``wall_s``.
 """
 
@@ -116,12 +116,9 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
         raise RuntimeError(f"{instance.name}: bound {best_bound} of {bound_by} is below a feasible {incumbent}")
     for r in rows:
         own = r.pop("own_bound", None)
-        if r["kind"] in ("exact", "relaxation") and own is not None:
-            r["bound_milli"] = own
-        else:
-            r["bound_milli"] = best_bound
+        r["bound_milli"] = own if r["kind"] in ("exact", "relaxation") else best_bound
         ref = r["allocated_milli"] if r["allocated_milli"] is not None else incumbent
-        r["gap_pct"] = _pct(r["bound_milli"] - ref, r["bound_milli"])
+        r["gap_pct"] = None if r["bound_milli"] is None else _pct(r["bound_milli"] - ref, r["bound_milli"])
         r.update(instance=instance.name, nodes=instance.cluster.n_nodes, gpus=instance.cluster.total_gpus,
                  tasks=len(instance.tasks), incumbent_milli=incumbent, best_bound_milli=best_bound,
                  bound_by=bound_by)
