@@ -41,8 +41,8 @@ from formulations.solution import Solution, make_solution
 
 CONFIG_LIMIT = 150_000
 """Most node contents (feasible multisets of shapes, maximal or not) the enumeration of one instance visits before
-it gives up: about 2.5 s at the measured 55-65k contents per second. Measured on the small suite: 29-91k contents
-(15-35k maximal) on 2-GPU and 4-GPU node types; one 8-GPU 96-core type alone runs past 400k."""
+it gives up, which took 2-7 s on the small and medium suites (slower with more shapes). Measured on the small
+suite: 29-91k contents (15-35k maximal) on 2-GPU and 4-GPU node types; one 8-GPU 96-core type runs past 400k."""
 
 
 class TooManyConfigurations(ValueError):
