@@ -199,8 +199,9 @@ def master_model(agg: Aggregation, kind: np.ndarray, mat: np.ndarray, integer: b
     (C) then ``z`` (S); rows per node type (``sum y <= N_t``), then per shape (``sum a y - z <= count_s``)."""
     demand = agg.demand_units.astype(float)
     model = LinearModel("config-master")
-    y = model.add_vars(len(mat), ub=[len(agg.node_types[t]) for t in kind.tolist()], integer=integer,
-                       obj=mat @ demand)
+    # y <= N_t is implied by the type rows; the LP master leaves it out so that the type rows carry the duals
+    ub = [len(agg.node_types[t]) for t in kind.tolist()] if integer else math.inf
+    y = model.add_vars(len(mat), ub=ub, integer=integer, obj=mat @ demand)
     z = model.add_vars(agg.n_shapes, ub=math.inf, integer=False, obj=-demand)
     for t, nodes in enumerate(agg.node_types):
         model.rows.append((y[kind == t], np.ones(int((kind == t).sum())), -math.inf, float(len(nodes))))

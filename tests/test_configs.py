@@ -3,6 +3,8 @@ brute force with the other exact methods in ``test_formulations``)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from fgdopt.instance import Instance
@@ -94,3 +96,17 @@ def test_too_many_configurations_is_skipped():
     sol = run_config_milp(instance, "config-milp", limit=50_000)  # 93,348 contents to visit
     assert (sol.status, sol.placement, sol.bound) == ("skipped", None, None)
     assert "more than 50000" in sol.info["reason"]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_column_generation_meets_the_enumerated_configuration_lp(seed):
+    # Two independent routes to the configuration LP: every maximal configuration enumerated vs priced columns.
+    from formulations.backends import solve_model
+
+    instance = random_instance(6, seed, node_types={"V100M16x4-32c": 1, "P100x2-16c": 1})
+    agg = aggregate(instance)
+    columns = enumerate_columns(agg)
+    full = solve_model(master_model(agg, columns.kind, columns.mat, integer=False), "highs", 30)
+    assert full.status == "optimal"
+    assert solve(instance, "config-lp", time_limit=30).bound == math.floor(full.bound + 1e-6) * agg.unit
+    assert solve(instance, "config-milp", time_limit=30).objective <= math.floor(full.bound + 1e-6) * agg.unit
