@@ -18,7 +18,7 @@ The exact methods form a portfolio, run in the order given: each is warm-started
 so far (policies first), and once one proves optimality the later exact methods do not run (no row). The
 default is CBC on the aggregated model (proves most small instances in under a second), then the configuration
 MILP (proves in seconds the instances whose nodes run out of CPU before GPU, where the aggregated model's bound is
-weak; ``skipped`` after 2-7 s on 8-GPU nodes, which have millions of configurations), then HiGHS.
+weak; ``skipped`` after 2-7.3 s on 8-GPU nodes, which have millions of configurations), then HiGHS.
 ``unified-device`` (its bound is never below capacity on these instances) and ``cpsat`` (much weaker than the
 MILPs beyond 16 nodes) are available through ``--methods``. Every solver run gets ``--time-limit`` seconds of
 wall time.

@@ -33,16 +33,16 @@ import numpy as np
 
 from fgdopt.instance import Instance
 from fgdopt.state import Placement
-from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents, recover
+from formulations.aggregate import Aggregation, aggregate, node_contents, recover
 from formulations.backends import solve_model
-from formulations.exact import build_exact
+from formulations.exact import build_exact, exact_solution
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
 
 CONFIG_LIMIT = 150_000
 """Most node contents (feasible multisets of shapes, maximal or not) the enumeration of one instance visits before
-it gives up, which took 2-7 s on the small and medium suites (slower with more shapes). Measured on the small
-suite: 29-91k contents (15-35k maximal) on 2-GPU and 4-GPU node types; one 8-GPU 96-core type runs past 400k."""
+it gives up, which took 2.0-7.3 s on the small and medium suites (slower with more shapes). Measured on the small
+suite: 29 to 91k contents (15 to 35k maximal) per 2-GPU or 4-GPU node type; one 8-GPU 96-core type runs past 400k."""
 
 
 class TooManyConfigurations(ValueError):
@@ -371,14 +371,6 @@ def run_config_milp(instance: Instance, method: str, solver: str = "cbc", time_l
         model.check(start)
     raw = solve_model(model, solver, max(time_limit - (time.perf_counter() - t0), 0.5), threads, start,
                       abs_gap=0.999)
-    candidates = [decode(agg, columns, raw.values[: len(columns.mat)])] if raw.values is not None else []
-    if warm_start is not None:
-        candidates.append(warm_start)
-    placement = None
-    if candidates:
-        best = max(candidates, key=lambda pl: pl.allocated_milli(instance.tasks))
-        placement = fill_greedy(instance, best)
-    bound = None if raw.bound is None else math.floor(raw.bound + 1e-6) * agg.unit
-    info = {"columns": len(columns.mat), "solver_status": raw.status, "solver_wall_s": raw.wall_s}
-    return make_solution(instance, method, solver, raw.status, placement, bound, time.perf_counter() - t0, "exact",
-                         info=info)
+    decoded = decode(agg, columns, raw.values[: len(columns.mat)]) if raw.values is not None else None
+    return exact_solution(instance, method, solver, raw, decoded, warm_start, agg.unit, t0,
+                          {"columns": len(columns.mat)})

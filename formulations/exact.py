@@ -26,7 +26,7 @@ import numpy as np
 from fgdopt.instance import Instance
 from fgdopt.state import Placement
 from formulations.aggregate import Aggregation, aggregate, extend_pattern, fill_greedy, node_contents, recover
-from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, solve_model
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
 
@@ -168,15 +168,22 @@ def run_exact(instance: Instance, method: str, solver: str, time_limit: float = 
     if options is None and solver == "highs":
         options = EXACT_HIGHS_OPTIONS
     raw = solve_model(em.model, solver, remaining(), threads, start, abs_gap=0.999, options=options)
-    candidates = [em.decode(raw.values)] if raw.values is not None else []
-    if warm_start is not None:
-        candidates.append(warm_start)
+    decoded = em.decode(raw.values) if raw.values is not None else None
+    info = {"n_vars": em.model.n_vars, "n_rows": len(em.model.rows)}
+    return exact_solution(instance, method, solver, raw, decoded, warm_start, agg.unit, t0, info)
+
+
+def exact_solution(instance: Instance, method: str, solver: str, raw: RawResult, decoded: Placement | None,
+                   warm_start: Placement | None, unit: int, t0: float, info: dict) -> Solution:
+    """The checked :class:`Solution` of an exact run: the better of the solver's ``decoded`` placement and the
+    ``warm_start``, completed by :func:`fill_greedy`; the solver's status and its bound in whole ``unit``s
+    (milli-GPU per model unit); wall time since ``t0``."""
+    candidates = [pl for pl in (decoded, warm_start) if pl is not None]
     placement = None
     if candidates:
         best = max(candidates, key=lambda pl: pl.allocated_milli(instance.tasks))
         placement = fill_greedy(instance, best)
-    bound = None if raw.bound is None else math.floor(raw.bound + 1e-6) * agg.unit
-    info = {"n_vars": em.model.n_vars, "n_rows": len(em.model.rows), "solver_status": raw.status,
-            "solver_wall_s": raw.wall_s}
+    bound = None if raw.bound is None else math.floor(raw.bound + 1e-6) * unit
+    info = {**info, "solver_status": raw.status, "solver_wall_s": raw.wall_s}
     return make_solution(instance, method, solver, raw.status, placement, bound, time.perf_counter() - t0, "exact",
                          info=info)
