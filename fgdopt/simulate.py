@@ -57,6 +57,7 @@ class ReplayResult:
 
     Attributes
     ----------
+    cluster : the cluster replayed on.
     tasks : the replayed (inflated, shuffled) task list, in arrival order.
     source : int64 array, index in the original trace of each replayed task.
     placement : where each replayed task went (judge it with ``validate(cluster, tasks, placement)``).
@@ -67,6 +68,7 @@ class ReplayResult:
     policy, seed, ratio : what was run; ``wall_s`` the wall time of inflation + placement + sampling.
     """
 
+    cluster: Cluster
     tasks: TaskSet
     source: np.ndarray
     placement: Placement
@@ -80,6 +82,20 @@ class ReplayResult:
     def at(self, pct: int) -> pd.Series:
         """The curve row at arrived percentage ``pct``."""
         return self.curves.iloc[pct]
+
+    def arrived(self, pct: float) -> int:
+        """How many tasks have arrived by ``pct`` percent of GPU capacity (the curve's prefix rule)."""
+        cap = self.cluster.gpu_capacity_milli
+        return int(np.searchsorted(self.log["arrived_milli"].to_numpy() * 100, pct * cap, side="right"))
+
+    def prefix(self, pct: float) -> tuple[TaskSet, Placement]:
+        """The tasks arrived by ``pct`` percent (in arrival order) and where each went.
+
+        Tasks never leave, so this is the state of the replay at that point: judge it with
+        ``validate(cluster, tasks, placement)``; the unplaced ones are the tasks that failed.
+        """
+        n = self.arrived(pct)
+        return self.tasks.take(np.arange(n)), Placement(self.placement.node[:n], self.placement.gpus[:n])
 
 
 def inflate(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
@@ -177,5 +193,5 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
         "gpus": [",".join(map(str, g)) for g in placement.gpus], "arrived_milli": arrived, "alloc_milli": alloc_after,
     })
     curves = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
-    return ReplayResult(run, source, placement, curves, log, getattr(policy, "name", str(policy)), seed, ratio,
+    return ReplayResult(cluster, run, source, placement, curves, log, getattr(policy, "name", str(policy)), seed, ratio,
                         time.perf_counter() - start)

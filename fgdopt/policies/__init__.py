@@ -32,6 +32,9 @@ from fgdopt.policies.unified_device import UnifiedDevice
 POLICY_NAMES = ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random",
                 "unified-device", "per-gpu-dimension")
 
+PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd")
+"""The six policies of the paper's figures, in its order (each as the reference simulator's plugin)."""
+
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
 
@@ -61,4 +64,4 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None, q
     return _CLASSES[name](seed=seed, quantized=quantized)
 
 
-__all__ = ["POLICY_NAMES", "Choice", "Policy", "make_policy"]
+__all__ = ["PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]
