@@ -6,13 +6,14 @@ import numpy as np
 
 
 def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Generator,
-               weights: np.ndarray | None = None, batch: int = 4096) -> np.ndarray:
+               weights: np.ndarray | None = None, batch: int = 4096, check: np.ndarray | None = None) -> np.ndarray:
     """Indices into a pool of candidate tasks, drawn i.i.d. until the demand would exceed ``limit``.
 
     Starting from GPU demand ``total`` (milli-GPU), draw pool indices (uniformly, or with probability
-    proportional to ``weights``) and keep each while ``total + its demand <= limit``; the first draw
-    that would exceed ``limit`` is discarded and drawing stops. Nothing is drawn if ``total`` already
-    exceeds ``limit`` or no pool item has GPU demand (the draw could never stop).
+    proportional to ``weights``) and keep each while ``total + check[item] <= limit``, adding its
+    ``demand`` to ``total``; the first draw that fails the test is discarded and drawing stops. Nothing
+    is drawn if ``total`` already exceeds ``limit`` or no pool item has a positive ``check`` (the draw
+    could never stop).
 
     Parameters
     ----------
@@ -21,6 +22,9 @@ def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Gene
     limit : ``ratio * 1000 * total GPUs``.
     rng : the seeded generator; draws are taken ``batch`` at a time, so the stream depends on ``batch``.
     weights : (P,) nonnegative draw weights (e.g. shape counts), default uniform.
+    check : (P,) the amount compared with the room left, default ``demand`` (the total stays at most
+        ``limit``). The reference simulator compares the per-GPU ``gpu_milli`` instead, so a multi-GPU
+        draw can carry the total past ``limit`` (SPEC "Workload inflation").
 
     Examples
     --------
@@ -28,6 +32,7 @@ def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Gene
     [0, 0, 0]
     """
     demand = np.asarray(demand)
+    check = demand if check is None else np.asarray(check)
     if weights is None:
         def sample() -> np.ndarray:
             return rng.integers(0, len(demand), size=batch)
@@ -39,10 +44,11 @@ def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Gene
             return np.minimum(np.searchsorted(cdf, rng.random(batch), side="right"), len(cdf) - 1)
 
     drawn: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-    while total <= limit and demand.max(initial=0) > 0:
+    while total <= limit and check.max(initial=0) > 0:
         rows = sample()
         cumulative = total + np.cumsum(demand[rows])
-        over = np.flatnonzero(cumulative > limit)
+        before = cumulative - demand[rows]
+        over = np.flatnonzero(before + check[rows] > limit)
         if over.size:
             drawn.append(rows[: over[0]])
             break

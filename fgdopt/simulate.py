@@ -2,24 +2,31 @@
 
 Two entry points:
 
-* :func:`run_online` places a finite task list in the given order (no inflation, no shuffle) — the
+* :func:`run_online` places a finite task list in the given order (no inflation, no shuffle) -- the
   online side of an optimality-gap comparison;
-* :func:`replay` is the paper's protocol: inflate the trace, shuffle it, place tasks one by one and
-  sample the curves at every integer arrived-workload percentage.
+* :func:`replay` is the paper's protocol as its simulator runs it: shuffle the trace, append inflated
+  clones, place tasks one by one and sample the curves at every integer arrived-workload percentage.
 
-Inflation, exactly: with ``rng = numpy.random.default_rng(seed)``, start from all trace tasks (total
-GPU demand ``D``); draw trace indices uniformly with replacement (in batches of
-``rng.integers``); append each drawn task while ``D + its demand <= ratio * capacity`` and stop at the
-first draw that would make the total exceed ``ratio * capacity`` (that draw is discarded). Tasks
-without GPU demand never stop the draw. If the trace alone already exceeds the limit, or has no GPU
-demand at all, nothing is appended. The list is then shuffled with ``rng.permutation``. A policy
-given by name gets its own generator, ``make_policy(name, seed=seed)``.
+Arrival order, exactly (:func:`arrival_order`): with ``rng = numpy.random.default_rng(seed)``, take
+the trace's tasks in name order and shuffle them (``rng.permutation``); then draw trace tasks
+uniformly with replacement (in batches of ``rng.integers``, from the name-ordered trace) and APPEND
+each draw after the shuffled originals, starting from their total GPU demand ``D``. A draw is kept
+while ``D + its gpu_milli <= ratio * capacity`` and then adds its total demand ``num_gpu * gpu_milli``
+to ``D``; the first draw failing the test is discarded and drawing stops. Comparing the per-GPU
+``gpu_milli`` rather than the total demand is the reference simulator's quirk, reproduced here: a
+multi-GPU clone can carry the arrived demand a little past ``ratio``, and CPU-only draws never stop
+the drawing. If the trace alone already exceeds the limit, or has no GPU demand, nothing is appended.
+
+Node ranks (the tie rule of :mod:`fgdopt.policies.base`): after the arrival order, the same generator
+draws ``rng.permutation(n_nodes)``, unless ranks are given. A policy given by name is built with
+``make_policy(name, seed=seed, workload=workload, ranks=ranks)``, so its own draws (``random``) use a
+generator seeded by ``seed`` too.
 
 Sampling, exactly: the arrived workload after task i is ``A_i`` = the GPU demand (milli-GPU) of tasks
 0..i, placed or not. The curve row for percentage p (0, 1, ..., ``round(100 * ratio)``) describes
 the state after the longest prefix with ``A_i * 100 <= p * capacity`` (integer arithmetic), i.e. every
-task that has arrived by p% — including one landing exactly on p%. Since inflation stops before
-exceeding ``ratio``, the last row is the final state.
+task that has arrived by p% -- including one landing exactly on p%. The last row is the final state
+(every task arrived), even where the quirk above carried the arrived demand past ``ratio``.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ class ReplayResult:
     Attributes
     ----------
     cluster : the cluster replayed on.
-    tasks : the replayed (inflated, shuffled) task list, in arrival order.
+    tasks : the replayed task list in arrival order (the shuffled trace, then the clones).
     source : int64 array, index in the original trace of each replayed task.
     placement : where each replayed task went (judge it with ``validate(cluster, tasks, placement)``).
     curves : DataFrame, one row per arrived percentage, columns :data:`CURVE_COLUMNS`.
@@ -98,12 +105,23 @@ class ReplayResult:
         return self.tasks.take(np.arange(n)), Placement(self.placement.node[:n], self.placement.gpus[:n])
 
 
-def inflate(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
-    """Trace indices of the inflated, shuffled task list (see module docstring for the exact rule)."""
-    demand = tasks.gpu_demand
-    drawn = draw_until(demand, int(demand.sum()), ratio * capacity_milli, rng)
-    rows = np.concatenate([np.arange(len(tasks)), drawn])
-    return rows[rng.permutation(len(rows))]
+def arrival_order(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """Trace indices of the replayed tasks in arrival order: the shuffled trace, then the inflated clones.
+
+    See the module docstring for the exact rule.
+
+    Examples
+    --------
+    >>> t = TaskSet([1000] * 3, [0] * 3, [1, 0, 2], [500, 0, 1000], names=("c", "a", "b"))
+    >>> rows = arrival_order(t, capacity_milli=4000, ratio=1.0, rng=np.random.default_rng(0))
+    >>> sorted(rows[:3].tolist()), int(t.gpu_demand[rows].sum()) <= 4000 + 1000
+    ([0, 1, 2], True)
+    """
+    by_name = np.argsort(np.array(tasks.names, dtype=object), kind="stable")
+    shuffled = by_name[rng.permutation(len(tasks))]
+    demand = tasks.gpu_demand[by_name]
+    drawn = draw_until(demand, int(demand.sum()), ratio * capacity_milli, rng, check=tasks.gpu_milli[by_name])
+    return np.concatenate([shuffled, by_name[drawn]])
 
 
 def _place_all(state: ClusterState, policy: Policy, on_task=None) -> None:
@@ -118,15 +136,16 @@ def _place_all(state: ClusterState, policy: Policy, on_task=None) -> None:
 
 
 def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int = 0,
-               workload: Workload | None = None, quantized: bool = False) -> OnlineResult:
+               workload: Workload | None = None, ranks: np.ndarray | None = None) -> OnlineResult:
     """Place ``tasks`` in the given order with policy ``policy_name`` (no inflation, no shuffle).
 
-    ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by FGD only).
+    ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by FGD only); ``seed`` seeds the
+    policy (its node ranks, unless ``ranks`` is given, and its random draws).
     """
     start = time.perf_counter()
-    if workload is None and policy_name == "fgd":
+    if workload is None and policy_name.startswith("fgd"):
         workload = Workload.from_tasks(tasks)
-    policy = make_policy(policy_name, seed=seed, workload=workload, quantized=quantized)
+    policy = make_policy(policy_name, seed=seed, workload=workload, ranks=ranks)
     state = ClusterState(cluster, tasks)
     _place_all(state, policy)
     return OnlineResult(state.placement(), state, state.allocated_milli, time.perf_counter() - start)
@@ -144,18 +163,19 @@ def _sample_row(state: ClusterState, workload: Workload, pct: int, arrived: int,
 
 
 def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ratio: float = 1.3,
-           workload: Workload | None = None, *, quantized: bool = False) -> ReplayResult:
-    """Inflate ``tasks`` to ``ratio`` of the cluster's GPU capacity, shuffle, and place one by one.
+           workload: Workload | None = None, *, ranks: np.ndarray | None = None) -> ReplayResult:
+    """Shuffle ``tasks``, append clones up to ``ratio`` of the cluster's GPU capacity, place one by one.
 
     Parameters
     ----------
     cluster, tasks : the cluster and the trace's task list.
     policy : a name from :data:`~fgdopt.policies.POLICY_NAMES` (built with ``seed``, ``workload`` and
-        ``quantized``) or a ready policy object.
-    seed : seeds inflation and shuffle, and the policy when given by name.
+        the node ranks) or a ready policy object (which keeps its own ranks).
+    seed : seeds the arrival order and the node ranks, and the policy when given by name.
     ratio : target arrived GPU demand as a fraction of capacity (paper: 1.3).
     workload : target workload M for fragmentation (curves and FGD); default
         ``Workload.from_tasks(tasks)``, i.e. from the trace before inflation.
+    ranks : explicit node ranks for the tie rule (default: drawn from the seeded generator).
 
     Returns
     -------
@@ -163,14 +183,18 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     """
     start = time.perf_counter()
     workload = Workload.from_tasks(tasks) if workload is None else workload
-    if isinstance(policy, str):
-        policy = make_policy(policy, seed=seed, workload=workload, quantized=quantized)
     cap = cluster.gpu_capacity_milli
-    source = inflate(tasks, cap, ratio, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    source = arrival_order(tasks, cap, ratio, rng)
+    if ranks is None:
+        ranks = rng.permutation(cluster.n_nodes)
+    if isinstance(policy, str):
+        policy = make_policy(policy, seed=seed, workload=workload, ranks=ranks)
     run = tasks.take(source)
     arrived = np.cumsum(run.gpu_demand)
     pcts = np.arange(round(100 * ratio) + 1)
     sample_at = np.searchsorted(arrived * 100, pcts * cap, side="right")   # prefix length of each pct
+    sample_at[-1] = len(run)                                               # the last row: the final state
     state = ClusterState(cluster, run)
     rows: list[dict] = []
     alloc_after = np.zeros(len(run), dtype=np.int64)

@@ -2,15 +2,17 @@
 
 Each policy is a callable ``policy(state, task) -> (node, gpu_ids) | None`` that reads a
 :class:`~fgdopt.state.ClusterState` without mutating it (see :mod:`fgdopt.policies.base` for the
-protocol and the seeded tie rule, and each module for its ranking):
+protocol and the node-rank tie rule, and each module for its score). The paper's six policies score
+nodes as the reference simulator's Kubernetes plugins of the same name do (integer scores 0..100):
 
 =====================  ==========================================================
 ``fgd``                least fragmentation increase (:mod:`~fgdopt.policies.fgd`)
 ``best-fit``           least normalized leftover (:mod:`~fgdopt.policies.best_fit`)
 ``dot-product``        least free·demand alignment (:mod:`~fgdopt.policies.dot_product`)
 ``gpu-packing``        used GPUs, then used nodes, then idle nodes (:mod:`~fgdopt.policies.gpu_packing`)
-``gpu-clustering``     nodes hosting the same per-GPU demand (:mod:`~fgdopt.policies.gpu_clustering`)
-``random``             uniform feasible node and GPUs (:mod:`~fgdopt.policies.random_choice`)
+``gpu-clustering``     nodes hosting the same GPU kind (:mod:`~fgdopt.policies.gpu_clustering`)
+``random``             uniform feasible node and GPU (:mod:`~fgdopt.policies.random_choice`)
+``fgd-exact``          fgdopt's FGD on exact deltas, best-fit ties (:mod:`~fgdopt.policies.fgd`)
 ``unified-device``     best-fit on pooled GPUs (:mod:`~fgdopt.policies.unified_device`)
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
@@ -18,18 +20,20 @@ protocol and the seeded tie rule, and each module for its ranking):
 
 from __future__ import annotations
 
+import numpy as np
+
 from fgdopt.frag import Workload
 from fgdopt.policies.base import Choice, Policy
 from fgdopt.policies.best_fit import BestFit
 from fgdopt.policies.dot_product import DotProduct
-from fgdopt.policies.fgd import FGD
+from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
 
-POLICY_NAMES = ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random",
+POLICY_NAMES = ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random", "fgd-exact",
                 "unified-device", "per-gpu-dimension")
 
 PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd")
@@ -37,31 +41,34 @@ PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "bes
 
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
+_NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
 
 
-def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None, quantized: bool = False) -> Policy:
+def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
+                ranks: np.ndarray | None = None) -> Policy:
     """A fresh policy ``name`` with its own generator seeded by ``seed``.
 
     Parameters
     ----------
     name : one of :data:`POLICY_NAMES`.
-    seed : seeds the policy's tie-breaking / random draws.
-    workload : the target workload M; required by ``fgd`` (build it from the task list before
-        inflation: ``Workload.from_tasks(tasks)``), ignored by the others.
-    quantized : rank by the Kubernetes integer score 0..100 (fgd, best-fit, dot-product and the two
-        best-fit views); no effect on the tier-based and random policies.
+    seed : seeds the policy's random draws and, unless ``ranks`` is given, the node ranks of its tie
+        rule (drawn once, at the first call).
+    workload : the target workload M; required by ``fgd`` and ``fgd-exact`` (build it from the task
+        list before inflation: ``Workload.from_tasks(tasks)``), ignored by the others.
+    ranks : explicit node ranks (a permutation of ``0..n_nodes-1``; ties go to the lowest).
 
     Raises
     ------
-    ValueError : unknown name (the message lists the valid ones), or ``fgd`` without a workload.
+    ValueError : unknown name (the message lists the valid ones), FGD without a workload, or ranks that
+        are not a permutation.
     """
-    if name == "fgd":
+    if name in _NEEDS_WORKLOAD:
         if workload is None:
-            raise ValueError("policy 'fgd' needs the target workload (Workload.from_tasks of the trace)")
-        return FGD(workload, seed=seed, quantized=quantized)
+            raise ValueError(f"policy {name!r} needs the target workload (Workload.from_tasks of the trace)")
+        return _NEEDS_WORKLOAD[name](workload, seed=seed, ranks=ranks)
     if name not in _CLASSES:
         raise ValueError(f"unknown policy {name!r}; valid names: {', '.join(POLICY_NAMES)}")
-    return _CLASSES[name](seed=seed, quantized=quantized)
+    return _CLASSES[name](seed=seed, ranks=ranks)
 
 
 __all__ = ["PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]

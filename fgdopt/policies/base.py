@@ -1,15 +1,17 @@
-"""What every online policy shares: the :class:`Policy` protocol, the seeded tie rule and GPU picks.
+"""What every online policy shares: the :class:`Policy` protocol, the node-rank tie rule and GPU picks.
 
 A policy is a callable ``policy(state, task) -> (node, gpus) | None`` that reads a
 :class:`~fgdopt.state.ClusterState` and never mutates it. Feasibility always comes from
 :meth:`ClusterState.feasible_nodes` (or, for the two flawed views, from :func:`~fgdopt.state.gpu_fits`
 applied to their own view of the node); this module only ranks and breaks ties.
 
-Tie rule (all policies): every policy turns its ranking into a cost per feasible node, lower is
-better; the nodes whose cost lies within :data:`TIE_TOL` of the minimum are tied and one of them is
-drawn uniformly with the policy's ``numpy.random.Generator`` (seeded by ``make_policy(seed=...)``).
-No draw is made when a single node is best. Given the seed and the sequence of calls, the choice
-is therefore deterministic.
+Tie rule (all built-in policies; SPEC "How the reference simulator decides"). Each policy scores the
+feasible nodes, higher is better -- the reference's policies with the integer score 0..100 of their
+Kubernetes plugin. Among the nodes sharing the top score the policy takes the node of lowest *rank*:
+every run gives each node a rank, one uniformly random permutation of the nodes drawn once with the
+run's seeded generator (or given explicitly, ``ranks[node]``). The reference simulator does the same:
+it prefixes each node's name with its index in a random permutation and its scheduler takes the
+smallest name among equal scores. A tie is thus first-fit in a random but fixed node order.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ Choice = tuple[int, tuple[int, ...]]
 """A placement decision: node index and the ids of the GPUs that receive ``gpu_milli`` each."""
 
 TIE_TOL = 1e-6
-"""Costs closer than this to the best one count as ties (absorbs float rounding of equal states)."""
+"""Real-valued scores closer than this to the best one count as ties (absorbs float rounding)."""
 
 MAX_CPU_MILLI = 128_000
-"""Normalizer of the CPU dimension in packing scores (the largest openb node, milli-cores)."""
+"""Normalizer of the CPU dimension in packing scores (the reference's ``MaxSpecCpu``, milli-cores)."""
 
 MAX_GPU_MILLI = 8 * GPU_MILLI
-"""Normalizer of the GPU dimension in packing scores (an 8-GPU node, milli-GPU)."""
+"""Normalizer of the GPU dimension in packing scores (the reference's ``MaxSpecGpu``, milli-GPU)."""
+
+MAX_SCORE = 100
+"""Kubernetes' ``MaxNodeScore``: plugin scores are integers in 0..100."""
 
 
 class Policy(Protocol):
@@ -43,50 +48,79 @@ class Policy(Protocol):
     def __call__(self, state: ClusterState, task: Task) -> Choice | None: ...
 
 
-class SeededPolicy:
-    """Base of the built-in policies: a generator seeded by ``seed`` (ties, random draws) and the
-    ``quantized`` flag (rank by Kubernetes' integer score where the policy has one)."""
+class RankedPolicy:
+    """Base of the built-in policies: a seeded generator, the node ranks and the tie rule.
+
+    Parameters
+    ----------
+    seed : seeds the policy's generator (random draws, and the node ranks when not given).
+    ranks : ``ranks[i]`` is the rank of node i (a permutation of ``0..n_nodes-1``); ``None`` draws
+        one with the generator at the first call.
+
+    Subclasses that rank nodes implement :meth:`score` (and :meth:`gpus` when their GPU pick is not
+    best-fit); the call returns the top-scored feasible node, ties to the lowest rank.
+    """
 
     name: str
 
-    def __init__(self, seed: int = 0, quantized: bool = False):
+    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None):
         self.rng = np.random.default_rng(seed)
-        self.quantized = quantized
+        self.ranks = None if ranks is None else _check_ranks(ranks)
 
-    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
-        """Cost of each feasible node (lower is better); policies that rank nodes this way override it."""
+    def node_ranks(self, state: ClusterState) -> np.ndarray:
+        """The rank of every node (drawn once per policy object, then fixed)."""
+        n = state.cluster.n_nodes
+        if self.ranks is None:
+            self.ranks = self.rng.permutation(n)
+        elif len(self.ranks) != n:
+            raise ValueError(f"{self.name}: {len(self.ranks)} node ranks for a cluster of {n} nodes")
+        return self.ranks
+
+    def score(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
+        """Score of each feasible node in ``nodes`` (higher is better)."""
         raise NotImplementedError
 
+    def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
+        """The GPUs ``task`` takes on ``node`` (where it fits): best-fit by default."""
+        return best_fit_gpus(state.gpu_left[node], task)
+
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        """The feasible node of least :meth:`cost` (seeded ties), with :func:`best_fit_gpus` inside it."""
         nodes = np.flatnonzero(state.feasible_nodes(task))
         if len(nodes) == 0:
             return None
-        node = pick(nodes, self.cost(state, task, nodes), self.rng)
-        return node, best_fit_gpus(state.gpu_left[node], task)
+        node = pick(nodes, self.score(state, task, nodes), self.node_ranks(state))
+        return node, self.gpus(state, task, node)
 
 
-def pick(nodes: np.ndarray, cost: np.ndarray, rng: np.random.Generator,
+def _check_ranks(ranks) -> np.ndarray:
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if ranks.ndim != 1 or not np.array_equal(np.sort(ranks), np.arange(len(ranks))):
+        raise ValueError("node ranks must be a permutation of 0..n_nodes-1")
+    return ranks
+
+
+def pick(nodes: np.ndarray, score: np.ndarray, ranks: np.ndarray,
          then: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
-    """The node of least ``cost``; ties (within :data:`TIE_TOL`) drawn uniformly with ``rng``.
+    """The node of highest ``score``; ties (within :data:`TIE_TOL`) go to the lowest ``ranks[node]``.
 
-    ``then`` (optional) maps the tied node ids to a secondary cost, applied before the draw.
+    ``then`` (optional) maps the tied node ids to a secondary score (higher is better), applied
+    before the ranks.
 
     Examples
     --------
-    >>> pick(np.array([4, 7, 9]), np.array([2.0, 1.0, 3.0]), np.random.default_rng(0))
-    7
+    >>> pick(np.array([4, 7, 9]), np.array([50, 61, 61]), ranks=np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]))
+    9
     """
-    tied = np.flatnonzero(cost <= cost.min() + TIE_TOL)
+    tied = nodes[score >= score.max() - TIE_TOL]
     if then is not None and len(tied) > 1:
-        sub = then(nodes[tied])
-        tied = tied[sub <= sub.min() + TIE_TOL]
-    return int(nodes[tied[0] if len(tied) == 1 else tied[rng.integers(len(tied))]])
+        sub = then(tied)
+        tied = tied[sub >= sub.max() - TIE_TOL]
+    return int(tied[np.argmin(ranks[tied])])
 
 
-def integer_score(value: np.ndarray) -> np.ndarray:
-    """Kubernetes' integer node score ``int(100 * value)`` (truncation, as Go's ``int64()``), as a float array."""
-    return np.trunc(100.0 * np.asarray(value, dtype=np.float64))
+def truncate_score(value: np.ndarray) -> np.ndarray:
+    """Go's ``int64(100 * value)`` (truncation toward zero) of a score in [0, 1], as an int64 array."""
+    return np.trunc(MAX_SCORE * np.asarray(value, dtype=np.float64)).astype(np.int64)
 
 
 def lowest_free_gpus(gpu_left_row: np.ndarray, num_gpu: int) -> tuple[int, ...]:
@@ -101,8 +135,9 @@ def least_left_gpu(gpu_left_row: np.ndarray, gpu_milli: int) -> int:
 
 
 def best_fit_gpus(gpu_left_row: np.ndarray, task: Task) -> tuple[int, ...]:
-    """GPU ids for ``task`` on one node where it fits: none for CPU-only, the least-left fitting GPU
-    for a sharing task, the lowest-indexed free GPUs for a whole-GPU task."""
+    """GPU ids for ``task`` on one node where it fits (the reference's ``best`` GPU selection): none
+    for CPU-only, the least-left fitting GPU for a sharing task, the lowest-indexed free GPUs for a
+    whole-GPU task."""
     if task.num_gpu == 0:
         return ()
     if task.gpu_milli < GPU_MILLI:

@@ -1,32 +1,33 @@
 """Fragmentation Gradient Descent (FGD): place where the node's fragmentation grows least.
 
-For every feasible node n the policy evaluates ``F_n'(M) - F_n(M)`` (milli-GPU, SPEC
+For every feasible node n the policy evaluates ``delta = F_n'(M) - F_n(M)`` (milli-GPU, SPEC
 "Fragmentation") after the hypothetical placement, with :func:`~fgdopt.frag.fragmentation_delta`:
 
 * CPU-only task: only the node's CPU changes;
 * whole-GPU task: the ``num_gpu`` lowest-indexed free GPUs;
 * sharing task: every fitting GPU, evaluated once per *distinct* ``gpu_left`` value (GPUs with equal
-  free capacity give equal results); the node's delta is the smallest, and the GPU chosen is the
-  lowest-indexed one reaching it.
+  free capacity give equal results).
 
-The node with the smallest delta wins. Ties (within ``TIE_TOL``) go to the node with the least
-best-fit leftover (:func:`~fgdopt.policies.best_fit.leftover`), then to a uniform draw with the
-seeded generator (:func:`~fgdopt.policies.base.pick`). The secondary key matters for CPU-only tasks:
-they change no GPU, so their delta is 0 on most nodes; a uniform draw spreads their CPU over nodes
-with idle GPUs and strands those GPUs (on openb default at ratio 1.3: 90.3% GPU allocation with a
-uniform draw versus 94.3% with the best-fit tie rule, seed 42).
+Two policies share this machinery:
 
-``quantized=True`` reproduces the reference Kubernetes plugin instead: each candidate gets the
-integer score ``int(100 * sigmoid(-delta / 1000))``; inside a node the lowest-indexed GPU with the
-top score is taken, across nodes a uniform draw among the nodes sharing the top score.
+``fgd`` -- the reference plugin ``FGDScore`` (SPEC "How the reference simulator decides"). Each
+candidate gets the integer score ``int(100 * sigmoid(-delta / 1000))`` (truncated); a sharing task's
+node score is the best over its GPUs and it takes the lowest-indexed GPU with that score; the node
+of highest score wins, ties to the lowest node rank (:func:`~fgdopt.policies.base.pick`). The
+coarse score makes ties common -- every CPU-only task scores 50 on most nodes -- and the rank rule
+then packs them first-fit in a random but fixed node order.
+
+``fgd-exact`` -- fgdopt's own variant: the smallest real-valued delta wins (within ``TIE_TOL``), the
+lowest-indexed GPU reaching it; ties go to the node with the least best-fit leftover
+(:func:`~fgdopt.policies.best_fit.leftover`), then to the lowest node rank.
 
 Caching (the hot path of a replay). The policy keeps a snapshot of the free CPU and GPUs it last
 saw for every node, F_n(M) of every node, and per task *shape* ``(cpu_milli, num_gpu, gpu_milli)``
-the best cost and GPU of every node with the node's version it was computed for. On each call the
-nodes whose free CPU or GPUs differ from the snapshot get a new version and a fresh F_n(M); only the
-feasible nodes whose cached entry is stale are re-evaluated. Memory enters feasibility (asked of the
-state on every call) but not fragmentation, so it is not part of the cache. The cache is keyed by
-node state only: any state of the same cluster may be passed in any order.
+the best score, delta and GPU of every node with the node's version it was computed for. On each
+call the nodes whose free CPU or GPUs differ from the snapshot get a new version and a fresh F_n(M);
+only the feasible nodes whose cached entry is stale are re-evaluated. Memory enters feasibility
+(asked of the state on every call) but not fragmentation, so it is not part of the cache. The cache
+is keyed by node state only: any state of the same cluster may be passed in any order.
 """
 
 from __future__ import annotations
@@ -37,17 +38,17 @@ import numpy as np
 
 from fgdopt.frag import Workload, fragmentation_delta, node_fragmentations
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import TIE_TOL, Choice, SeededPolicy, integer_score, lowest_free_gpus, pick
+from fgdopt.policies.base import TIE_TOL, Choice, RankedPolicy, lowest_free_gpus, pick, truncate_score
 from fgdopt.policies.best_fit import leftover
 from fgdopt.state import ClusterState
 
 
 @dataclass(eq=False)
 class _ShapeCache:
-    """Per node, for one task shape: ranking cost and F_n(M) increase of the best option, its GPU
-    (sharing tasks, else -1), and the node version they were computed for."""
+    """Per node, for one task shape: score (higher is better) and F_n(M) increase of the best option,
+    its GPU (sharing tasks, else -1), and the node version they were computed for."""
 
-    cost: np.ndarray
+    score: np.ndarray
     delta: np.ndarray
     gpu: np.ndarray
     version: np.ndarray
@@ -57,13 +58,13 @@ class _ShapeCache:
         return cls(np.zeros(n), np.zeros(n), np.full(n, -1), np.full(n, -1))
 
 
-class FGD(SeededPolicy):
-    """FGD policy for a target :class:`~fgdopt.frag.Workload` (see module docstring)."""
+class FGD(RankedPolicy):
+    """The reference's FGD (integer scores) for a target :class:`~fgdopt.frag.Workload` (see module docstring)."""
 
     name = "fgd"
 
-    def __init__(self, workload: Workload, seed: int = 0, quantized: bool = False):
-        super().__init__(seed, quantized)
+    def __init__(self, workload: Workload, seed: int = 0, ranks: np.ndarray | None = None):
+        super().__init__(seed, ranks)
         self.workload = workload
         self._cluster = None
         self._expected: tuple[int, np.ndarray, int, float] | None = None
@@ -97,19 +98,23 @@ class FGD(SeededPolicy):
         else:
             self._frag[changed] = node_fragmentations(state, self.workload, changed)
 
-    def _cost(self, delta: np.ndarray) -> np.ndarray:
-        """Ranking cost of fragmentation deltas: the delta, or minus the quantized score."""
-        return -integer_score(1.0 / (1.0 + np.exp(delta / 1000.0))) if self.quantized else delta
+    def _score(self, delta: np.ndarray) -> np.ndarray:
+        """Score of fragmentation deltas (higher is better): the plugin's ``int(100 * sigmoid(-delta / 1000))``."""
+        return truncate_score(1.0 / (1.0 + np.exp(delta / 1000.0)))
+
+    def _then(self, state: ClusterState, task: Task):
+        """Secondary score among tied nodes (``None``: straight to the node ranks)."""
+        return None
 
     def _evaluate(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Cost, delta and GPU (or -1) of the best option of ``task`` on each of ``nodes`` (where it fits)."""
+        """Score, delta and GPU (or -1) of the best option of ``task`` on each of ``nodes`` (where it fits)."""
         gl = state.gpu_left[nodes]
         if task.num_gpu == 0 or task.gpu_milli == GPU_MILLI:
             free = gl == GPU_MILLI
             mask = free & (np.cumsum(free, axis=1) <= task.num_gpu)
             delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, nodes, mask,
                                         before=self._frag[nodes])
-            return self._cost(delta), delta, np.full(len(nodes), -1)
+            return self._score(delta), delta, np.full(len(nodes), -1)
         # sharing: one candidate per (node, distinct fitting gpu_left value), in GPU order per node
         g = gl.shape[1]
         earlier_equal = ((gl[:, :, None] == gl[:, None, :]) & np.tri(g, g, -1, dtype=bool)).any(axis=2)
@@ -119,20 +124,17 @@ class FGD(SeededPolicy):
         cand_nodes = nodes[rows]
         delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
                                     before=self._frag[cand_nodes])
-        cost = self._cost(delta)
+        score = self._score(delta)
         new_row = np.diff(rows, prepend=-1) != 0
         group = np.cumsum(new_row) - 1
-        best = np.minimum.reduceat(cost, np.flatnonzero(new_row))
-        # the first (lowest-GPU) candidate of each node reaching the node's best cost
-        hit = np.flatnonzero(cost <= best[group] + TIE_TOL)
+        best = np.maximum.reduceat(score, np.flatnonzero(new_row))
+        # the first (lowest-GPU) candidate of each node reaching the node's best score
+        hit = np.flatnonzero(score >= best[group] - TIE_TOL)
         chosen = hit[np.diff(group[hit], prepend=-1) != 0]
-        return cost[chosen], delta[chosen], gpus[chosen]
+        return score[chosen], delta[chosen], gpus[chosen]
 
-    # -- the policy --------------------------------------------------------------------------
-    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        nodes = np.flatnonzero(state.feasible_nodes(task))
-        if len(nodes) == 0:
-            return None
+    def _cache(self, state: ClusterState, task: Task, nodes: np.ndarray) -> _ShapeCache:
+        """The task shape's cache, with every node of ``nodes`` (where ``task`` fits) up to date."""
         self._sync(state)
         key = (task.cpu_milli, task.num_gpu, task.gpu_milli)
         cache = self._shapes.get(key)
@@ -140,18 +142,39 @@ class FGD(SeededPolicy):
             cache = self._shapes[key] = _ShapeCache.empty(state.cluster.n_nodes)
         stale = nodes[cache.version[nodes] != self._version[nodes]]
         if len(stale):
-            cache.cost[stale], cache.delta[stale], cache.gpu[stale] = self._evaluate(state, task, stale)
+            cache.score[stale], cache.delta[stale], cache.gpu[stale] = self._evaluate(state, task, stale)
             cache.version[stale] = self._version[stale]
-        then = None if self.quantized else (lambda tied: leftover(state, tied, task))
-        node = pick(nodes, cache.cost[nodes], self.rng, then)
+        return cache
+
+    # -- the policy --------------------------------------------------------------------------
+    def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
         if task.num_gpu == 0:
-            gpus: tuple[int, ...] = ()
-        elif task.gpu_milli < GPU_MILLI:
-            gpus = (int(cache.gpu[node]),)
-        else:
-            gpus = lowest_free_gpus(state.gpu_left[node], task.num_gpu)
+            return ()
+        if task.gpu_milli < GPU_MILLI:
+            return (int(self._cache(state, task, np.array([node])).gpu[node]),)
+        return lowest_free_gpus(state.gpu_left[node], task.num_gpu)
+
+    def __call__(self, state: ClusterState, task: Task) -> Choice | None:
+        nodes = np.flatnonzero(state.feasible_nodes(task))
+        if len(nodes) == 0:
+            return None
+        cache = self._cache(state, task, nodes)
+        node = pick(nodes, cache.score[nodes], self.node_ranks(state), self._then(state, task))
+        gpus = self.gpus(state, task, node)
         row = state.gpu_left[node].copy()
         row[list(gpus)] -= task.gpu_milli
         self._expected = (node, row, int(state.cpu_left[node]) - task.cpu_milli,
                           float(self._frag[node] + cache.delta[node]))
         return node, gpus
+
+
+class FGDExact(FGD):
+    """fgdopt's exact-score FGD: least real delta, ties by best-fit leftover, then node rank."""
+
+    name = "fgd-exact"
+
+    def _score(self, delta: np.ndarray) -> np.ndarray:
+        return -delta
+
+    def _then(self, state: ClusterState, task: Task):
+        return lambda tied: -leftover(state, tied, task)

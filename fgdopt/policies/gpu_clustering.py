@@ -1,51 +1,61 @@
-"""GPU clustering: put tasks with the same per-GPU demand together (SPEC "Online placement").
+"""GPU clustering: put tasks of the same GPU kind together (reference plugin ``GpuClusteringScore``).
 
-A node's *affinity* is the set of ``gpu_milli`` values of the GPU tasks it hosts (CPU-only tasks
-carry none), read from ``state.node_of`` and the state's task list. Tiers (lower is better):
+A GPU task's *affinity* is ``share-gpu`` for a sharing task (whatever its ``gpu_milli``) and
+``k-gpu`` for a task of k whole GPUs; a node's affinities are those of the GPU tasks it hosts
+(CPU-only tasks carry none). With ``idle`` the node's free milli-GPU, ``fill = 25 * (8000 - idle) // 8000``
+(integer arithmetic, 0..25), the score of a feasible node for a GPU task is
 
-0. the node hosts only tasks with the task's ``gpu_milli``;
-1. the node hosts several demands including it;
-2. the node hosts no GPU task;
-3. the node hosts only other demands.
+* ``75 + fill`` if the node hosts only the task's affinity;
+* ``50 + fill`` if it hosts several affinities including the task's;
+* ``25 + fill`` if it hosts no GPU task;
+* ``fill`` if it hosts only other affinities.
 
-Within a tier the node with less free GPU wins (the reference simulator adds
-``25 * (8000 - idle) / 8000``): cost = ``tier * 10000 + idle`` (milli-GPU). Inside the node a sharing
-task takes the fitting GPU with the least left, a whole-GPU task the lowest-indexed free GPUs.
-CPU-only tasks see every feasible node as equal. Ties: seeded uniform draw
-(:func:`~fgdopt.policies.base.pick`). ``quantized`` has no effect.
+The highest wins, ties to the lowest node rank. A CPU-only task scores 0 everywhere (first-fit in
+node-rank order). Inside the node the reference runs it with the ``best`` GPU selection (least-left
+fitting GPU; lowest-indexed free GPUs for whole-GPU tasks).
+
+SPEC's one-line description groups by "the same per-GPU demand"; the plugin groups by these
+affinities, and this module follows the plugin.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fgdopt.model import Task
-from fgdopt.policies.base import SeededPolicy
+from fgdopt.model import GPU_MILLI, MAX_GPUS_PER_NODE, Task
+from fgdopt.policies.base import MAX_GPU_MILLI, MAX_SCORE, RankedPolicy
 from fgdopt.state import UNPLACED, ClusterState
 
-TIER = 10_000
+QUARTER = MAX_SCORE // 4
 
 
-def affinity_counts(state: ClusterState, gpu_milli: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: how many placed GPU tasks ask ``gpu_milli`` per GPU, and how many ask another amount."""
+def affinity(num_gpu: np.ndarray, gpu_milli: np.ndarray) -> np.ndarray:
+    """Affinity code of GPU tasks: 0 for sharing tasks, k for k whole GPUs (-1 for CPU-only tasks)."""
+    return np.where(num_gpu == 0, -1, np.where(gpu_milli < GPU_MILLI, 0, num_gpu))
+
+
+def affinity_counts(state: ClusterState) -> np.ndarray:
+    """(n_nodes, 9) int array: how many placed GPU tasks of each affinity code (0..8) every node hosts."""
     placed = state.node_of != UNPLACED
-    node = state.node_of[placed]
-    milli = state.tasks.gpu_milli[placed]
-    gpu_task = milli > 0
-    n = state.cluster.n_nodes
-    same = np.bincount(node[gpu_task & (milli == gpu_milli)], minlength=n)
-    other = np.bincount(node[gpu_task & (milli != gpu_milli)], minlength=n)
-    return same, other
+    codes = affinity(state.tasks.num_gpu[placed], state.tasks.gpu_milli[placed])
+    gpu_task = codes >= 0
+    n, k = state.cluster.n_nodes, MAX_GPUS_PER_NODE + 1
+    flat = state.node_of[placed][gpu_task] * k + codes[gpu_task]
+    return np.bincount(flat, minlength=n * k).reshape(n, k)
 
 
-class GpuClustering(SeededPolicy):
+class GpuClustering(RankedPolicy):
     """GPU-clustering policy (see module docstring)."""
 
     name = "gpu-clustering"
 
-    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         if task.num_gpu == 0:
-            return np.zeros(len(nodes))
-        same, other = (c[nodes] for c in affinity_counts(state, task.gpu_milli))
-        tier = np.select([(same > 0) & (other == 0), same > 0, other == 0], [0, 1, 2], 3)
-        return (tier * TIER + state.gpu_left[nodes].sum(axis=1)).astype(np.float64)
+            return np.zeros(len(nodes), dtype=np.int64)
+        code = int(affinity(np.array(task.num_gpu), np.array(task.gpu_milli)))
+        hosted = affinity_counts(state)[nodes] > 0
+        same = hosted[:, code]
+        other = hosted.sum(axis=1) - same
+        tier = np.select([same & (other == 0), same, other == 0], [3, 2, 1], 0)
+        fill = QUARTER * (MAX_GPU_MILLI - state.gpu_left[nodes].sum(axis=1)) // MAX_GPU_MILLI
+        return tier * QUARTER + fill

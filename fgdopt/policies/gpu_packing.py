@@ -1,18 +1,20 @@
-"""GPU packing: fill partly used GPUs first, then partly used nodes, then idle nodes.
+"""GPU packing: fill partly used GPUs first, then partly used nodes, then idle nodes (plugin ``GpuPackingScore``).
 
-Tiers (lower is better), for a task needing GPUs on a feasible node:
+Integer score of a feasible node for a task that needs GPUs (``free`` = the node's completely free
+GPUs, ``G`` = its GPU count); the highest wins, ties to the lowest node rank:
 
-0. a sharing task fits on a GPU that is already partly used (``0 < gpu_left < 1000``); within
-   the tier, the node whose best such GPU has the least left wins, and the task takes that GPU;
-1. the task must open free GPUs but the node already has a used GPU;
-2. the node is entirely idle (every GPU free); within the tier, nodes with fewer GPUs first
-   (the reference simulator scores ``33 - #GPUs``).
+* the node is entirely idle (``free == G``): ``max(33 - G, G)`` (small idle nodes first);
+* otherwise the task's GPUs are taken least-left first among the fitting ones (a whole-GPU task can
+  only take free GPUs); if it must open ``k > 0`` free GPUs: ``max(50 - k, 33)``;
+* else (a sharing task on a partly used GPU with ``left`` milli-GPU free):
+  ``max(100 - (left * 100 // 1000) // 10, 50)`` -- the less left, the better, in steps of 100 milli.
 
-The cost is ``tier * 10000 + key`` (``key`` < 10000: the GPU's left in milli-GPU for tier 0, 0 for
-tier 1, the number of GPUs for tier 2). Whole-GPU tasks take the lowest-indexed free GPUs, a
-sharing task in tiers 1-2 the lowest-indexed free GPU. CPU-only tasks see every feasible node as
-equal (the reference gives them the minimum score everywhere). Ties: seeded uniform draw
-(:func:`~fgdopt.policies.base.pick`). ``quantized`` has no effect: the ranking is already discrete.
+A CPU-only task scores 0 everywhere: a pure tie, first-fit in node-rank order. Inside the node the
+reference runs it with the ``best`` GPU selection: the fitting GPU with the least left (the one
+scored above), or the lowest-indexed free GPUs for a whole-GPU task.
+
+SPEC's one-line description ("least free first" inside the first tier) is this rule up to the
+100-milli steps of the integer score.
 """
 
 from __future__ import annotations
@@ -20,25 +22,27 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import SeededPolicy
+from fgdopt.policies.base import MAX_SCORE, RankedPolicy
 from fgdopt.state import ClusterState
 
-TIER = 10_000
 
-
-class GpuPacking(SeededPolicy):
+class GpuPacking(RankedPolicy):
     """GPU-packing policy (see module docstring)."""
 
     name = "gpu-packing"
 
-    def cost(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
+    def score(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         if task.num_gpu == 0:
-            return np.zeros(len(nodes))
+            return np.zeros(len(nodes), dtype=np.int64)
         gl = state.gpu_left[nodes]
         n_gpus = state.cluster.gpu[nodes]
-        idle_node = (gl == GPU_MILLI).sum(axis=1) == n_gpus
-        cost = np.where(idle_node, 2 * TIER + n_gpus, TIER).astype(np.float64)
+        free = (gl == GPU_MILLI).sum(axis=1)
+        idle = np.maximum(MAX_SCORE // 3 - n_gpus, n_gpus)
+        opens = np.full(len(nodes), max(MAX_SCORE // 2 - task.num_gpu, MAX_SCORE // 3))
+        score = np.where(free == n_gpus, idle, opens)
         if task.gpu_milli < GPU_MILLI:
-            shared = np.where((gl >= task.gpu_milli) & (gl < GPU_MILLI), gl, GPU_MILLI).min(axis=1)
-            cost = np.where(shared < GPU_MILLI, shared, cost)
-        return cost
+            # least-left fitting GPU; 1000 when only free GPUs fit
+            used_left = np.where(gl >= task.gpu_milli, gl, GPU_MILLI).min(axis=1)
+            shared = np.maximum(MAX_SCORE - (used_left * 100 // GPU_MILLI) // 10, MAX_SCORE // 2)
+            score = np.where((free < n_gpus) & (used_left < GPU_MILLI), shared, score)
+        return score

@@ -1,20 +1,21 @@
-"""Random: a uniformly random feasible node, then uniformly random fitting GPU(s).
+"""Random: a uniformly random feasible node (reference plugin ``RandomScore``, ``random`` GPU selection).
 
-Draws, with the policy's seeded generator: the node uniformly among the feasible ones, then for a
-sharing task one GPU uniformly among those that fit, for a whole-GPU task ``num_gpu`` distinct free
-GPUs uniformly (returned in ascending order). ``quantized`` has no effect.
+Draws, with the policy's seeded generator: the node uniformly among the feasible ones (the plugin
+scores one drawn node 100 and every other 0, so no tie arises), then for a sharing task one GPU
+uniformly among those that fit. A whole-GPU task takes the lowest-indexed free GPUs, as the
+reference's exclusive-GPU allocation does under every GPU selection method.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fgdopt.model import Task
-from fgdopt.policies.base import Choice, SeededPolicy
+from fgdopt.model import GPU_MILLI, Task
+from fgdopt.policies.base import Choice, RankedPolicy, best_fit_gpus
 from fgdopt.state import ClusterState, fitting_gpus
 
 
-class RandomFit(SeededPolicy):
+class RandomFit(RankedPolicy):
     """Random policy (see module docstring)."""
 
     name = "random"
@@ -24,7 +25,10 @@ class RandomFit(SeededPolicy):
         if len(nodes) == 0:
             return None
         node = int(nodes[self.rng.integers(len(nodes))])
-        if task.num_gpu == 0:
-            return node, ()
-        fit = fitting_gpus(state.gpu_left[node], task.gpu_milli)
-        return node, tuple(sorted(int(g) for g in self.rng.choice(fit, size=task.num_gpu, replace=False)))
+        return node, self.gpus(state, task, node)
+
+    def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
+        if task.num_gpu == 1 and task.gpu_milli < GPU_MILLI:
+            fit = fitting_gpus(state.gpu_left[node], task.gpu_milli)
+            return (int(fit[self.rng.integers(len(fit))]),)
+        return best_fit_gpus(state.gpu_left[node], task)

@@ -3,7 +3,7 @@
 The planner sees node n with ``sum_g gpu_left[g]`` milli-GPU in one pool and a task needing
 ``num_gpu * gpu_milli`` of it; a node is a candidate when CPU, memory and GPU model allow the task
 and the pool holds its total demand (``gpu_fits`` on the pooled column). Among candidates it picks
-the best-fit node (same leftover, tie rule and ``quantized`` option as :mod:`best_fit`); the pooled
+by best-fit's integer score with the node-rank tie rule (:mod:`~fgdopt.policies.best_fit`); the pooled
 leftover equals best-fit's, so the two policies differ only in the filter.
 
 Realization: the plan is then put on the node's real GPUs with best-fit's GPU pick. If the task does
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice, SeededPolicy, best_fit_gpus
-from fgdopt.policies.best_fit import best_fit_node
+from fgdopt.policies.base import Choice, RankedPolicy, best_fit_gpus, pick
+from fgdopt.policies.best_fit import best_fit_score
 from fgdopt.state import ClusterState, gpu_fits
 
 
@@ -30,13 +30,16 @@ def pooled_candidates(state: ClusterState, task: Task) -> np.ndarray:
     return np.flatnonzero(ok)
 
 
-class UnifiedDevice(SeededPolicy):
+class UnifiedDevice(RankedPolicy):
     """Best-fit on the pooled GPU view, realized on real GPUs (see module docstring)."""
 
     name = "unified-device"
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
-        node = best_fit_node(state, pooled_candidates(state, task), task, self.rng, self.quantized)
-        if node is None or not state.fits(task, node):
+        nodes = pooled_candidates(state, task)
+        if len(nodes) == 0:
+            return None
+        node = pick(nodes, best_fit_score(state, nodes, task), self.node_ranks(state))
+        if not state.fits(task, node):
             return None
         return node, best_fit_gpus(state.gpu_left[node], task)
