@@ -1,0 +1,402 @@
+"""Exact defragmentation: the fewest moves that admit the waiting tasks (objectives (a), (b) of
+:mod:`fgdopt.defrag`), as one MILP solved by CBC or HiGHS (PuLP) or CP-SAT.
+
+Model (integers; GPU quantities in units of :attr:`~formulations.aggregate.Aggregation.unit` milli-GPU,
+shapes, allowed nodes and sharing values from :func:`~formulations.aggregate.aggregate` with CPU-only
+shapes included). Running tasks are grouped by (node, GPU set, shape); such tasks are interchangeable.
+
+* ``k[r]`` in ``0..|r|`` — tasks of running group r that *stay* (same node, same GPUs);
+  moves = ``sum_r (|r| - k[r])``;
+* ``y[n,s]`` — tasks of shape s newly placed on node n (moved in or admitted), where s fits n empty;
+* ``a[s]`` in ``0..waiting_s`` — admitted waiting tasks of shape s;
+* ``u[n,g,d]`` — new sharing tasks of value d on GPU g of node n; ``w[n,g]`` binary — GPU g of n is
+  taken by a new whole-GPU task.
+
+Rows: per shape, new = moved + admitted (``sum_n y[n,s] + sum_{r of s} k[r] - a[s] = running_s``); per
+node and value, ``sum_{s of value d} y[n,s] = sum_g u[n,g,d]``; per node, ``sum_{s whole} num_gpu_s y[n,s]
+= sum_g w[n,g]``; per GPU, staying load + ``sum_d value_d u[n,g,d] + C w[n,g] <= C`` (``C`` = one GPU;
+a staying whole-GPU task counts ``C`` on each of its GPUs, so a new whole-GPU task only takes a GPU
+that ends up completely free); per node, CPU and memory of staying plus new tasks; (b) moves ``<= K``.
+GPUs that start empty on a node are interchangeable: their new loads are ordered (symmetry breaking).
+
+Objectives (maximized, integer): (a) ``a[s] = waiting_s`` fixed, maximize ``sum k`` (the solver's bound
+B gives moves ``>= R - B``, R = running tasks); (b) maximize ``(R + 1) * sum_s demand_s a[s] + sum k``:
+one more unit of admitted demand outweighs every move, so the optimum admits the most demand and, among
+those, moves least; the solver's bound B gives admitted ``<= floor(B / (R + 1))`` units. The third key of
+(b) (less fragmentation) is not optimized: the plan's F(M) is measured and reported, never proven least.
+
+Every plan is decoded to concrete tasks and GPUs and checked by :func:`fgdopt.defrag.apply_plan`; status
+and bounds come from the solver (:mod:`formulations.backends`): ``optimal`` only when the solver's bound
+meets the plan, ``time_limit`` with the bound otherwise, ``infeasible`` when (a) has no plan.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fgdopt.defrag import DefragProblem, Move, Plan, apply_plan
+from fgdopt.frag import Workload, cluster_fragmentation
+from fgdopt.instance import Instance
+from fgdopt.state import UNPLACED
+from formulations.aggregate import Aggregation, aggregate
+from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
+from formulations.linear import LinearModel
+from formulations.solution import STATUSES
+
+OBJECTIVES = ("a", "b")
+
+
+@dataclass(frozen=True, eq=False)
+class DefragSolution:
+    """One exact defragmentation run.
+
+    Attributes
+    ----------
+    objective : ``"a"`` (admit all, fewest moves) or ``"b"`` (most admitted demand within ``budget`` moves).
+    solver : ``cbc``, ``highs`` or ``cpsat``.
+    status : in :data:`formulations.solution.STATUSES`: ``optimal`` (the solver's bound meets the plan),
+        ``time_limit`` (stopped on the limit; ``plan`` is the incumbent or None), ``infeasible`` ((a) only:
+        no plan admits every waiting task), ``feasible`` (a claimed optimum the bound does not confirm), ``error``.
+    plan : a plan checked by :func:`fgdopt.defrag.apply_plan`, or None.
+    moves, admitted_milli : the plan's moves and admitted milli-GPU (None without a plan).
+    bound_milli : (b) proven upper bound on admitted milli-GPU; (a) the waiting demand (admitted by any plan).
+    moves_bound : (a) proven lower bound on the moves; (b) None.
+    gap : (b) ``(bound_milli - admitted_milli) / bound_milli``; (a) ``(moves - moves_bound) / moves`` (0 if 0).
+    frag_milli : F(M) of the final state (milli-GPU), measured, not optimized.
+    budget : the move budget of (b) (None for (a)); wall_s : seconds, model building included.
+    info : model size and the solver's own status and wall time.
+    """
+
+    objective: str
+    solver: str
+    status: str
+    plan: Plan | None
+    moves: int | None
+    admitted_milli: int | None
+    bound_milli: int | None
+    moves_bound: int | None
+    gap: float | None
+    frag_milli: float | None
+    budget: int | None
+    wall_s: float
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} not in {STATUSES}")
+        if self.status == "optimal" and self.plan is None:
+            raise ValueError("an optimal run needs a plan")
+        if self.bound_milli is not None and self.admitted_milli is not None and self.bound_milli < self.admitted_milli:
+            raise ValueError(f"bound {self.bound_milli} < admitted {self.admitted_milli}")
+
+
+@dataclass
+class DefragModel:
+    """The built model and its column maps (``-1`` = no column)."""
+
+    problem: DefragProblem
+    objective: str
+    agg: Aggregation
+    model: LinearModel
+    groups: list[np.ndarray]          # running task indices of each group
+    group_shape: np.ndarray
+    k: np.ndarray                     # (R_groups,)
+    y: np.ndarray                     # (N, S)
+    a: np.ndarray                     # (S,)
+    u: np.ndarray                     # (N, G, D)
+    w: np.ndarray                     # (N, G)
+    weight: int                       # (b): multiplier of admitted units
+
+    @property
+    def n_running(self) -> int:
+        return int(sum(len(g) for g in self.groups))
+
+    def decode(self, values: np.ndarray) -> Plan:
+        """The concrete plan of a column vector (tasks of a shape taken in arrival order)."""
+        v = np.rint(values).astype(np.int64)
+        agg = self.agg
+        pool: list[list[int]] = [[] for _ in range(agg.n_shapes)]
+        for r, members in enumerate(self.groups):
+            stay = int(v[self.k[r]])
+            pool[self.group_shape[r]].extend(members[stay:].tolist())
+        waiting_of = self._waiting_by_shape()
+        for s in range(agg.n_shapes):
+            if self.a[s] >= 0:
+                pool[s].extend(waiting_of[s][: int(v[self.a[s]])])
+        new_node: dict[int, tuple[int, tuple[int, ...]]] = {}
+        n_nodes, n_gpus, n_values = self.u.shape
+        for n in range(n_nodes):
+            slots = {d: [g for g in range(n_gpus) if self.u[n, g, d] >= 0 for _ in range(int(v[self.u[n, g, d]]))]
+                     for d in range(n_values)}
+            whole = [g for g in range(n_gpus) if self.w[n, g] >= 0 and v[self.w[n, g]] > 0]
+            for s in np.flatnonzero(self.y[n] >= 0).tolist():
+                shape = agg.shapes[s]
+                for _ in range(int(v[self.y[n, s]])):
+                    i = pool[s].pop(0)
+                    if shape.kind == "sharing":
+                        gpus: tuple[int, ...] = (slots[int(agg.value_of[s])].pop(0),)
+                    elif shape.kind == "whole":
+                        gpus, whole = tuple(whole[: shape.num_gpu]), whole[shape.num_gpu:]
+                    else:
+                        gpus = ()
+                    new_node[i] = (n, gpus)
+        before = self.problem.placement
+        moves, admits = [], []
+        for i, (n, gpus) in sorted(new_node.items()):
+            if before.node[i] == UNPLACED:
+                admits.append(Move(i, n, gpus))
+            elif n != before.node[i] or tuple(sorted(gpus)) != tuple(sorted(before.gpus[i])):
+                moves.append(Move(i, n, gpus))
+        return Plan(tuple(moves), tuple(admits))
+
+    def _waiting_by_shape(self) -> list[list[int]]:
+        index = {int(i): s for s, rows in enumerate(self.agg.rows) for i in rows.tolist()}
+        out: list[list[int]] = [[] for _ in range(self.agg.n_shapes)]
+        for i in self.problem.waiting.tolist():
+            out[index[i]].append(i)
+        return out
+
+    def encode(self, plan: Plan) -> np.ndarray:
+        """A column vector for a valid ``plan`` (a MIP start). GPUs are not re-labelled for the symmetry rows:
+        the caller checks the start and drops it if it violates a row."""
+        agg, p = self.agg, self.problem
+        apply_plan(p, plan)  # raises on an invalid plan
+        moved = {m.task for m in plan.moves}
+        shape_of = np.full(len(p.tasks), -1, dtype=np.int64)
+        for s, rows in enumerate(agg.rows):
+            shape_of[rows] = s
+        values = np.zeros(self.model.n_vars)
+        for r, members in enumerate(self.groups):
+            values[self.k[r]] = sum(1 for i in members.tolist() if i not in moved)
+        for m in (*plan.moves, *plan.admits):
+            s = int(shape_of[m.task])
+            values[self.y[m.node, s]] += 1
+            shape = agg.shapes[s]
+            if shape.kind == "sharing":
+                values[self.u[m.node, m.gpus[0], agg.value_of[s]]] += 1
+            elif shape.kind == "whole":
+                for g in m.gpus:
+                    values[self.w[m.node, g]] = 1
+        for m in plan.admits:
+            values[self.a[int(shape_of[m.task])]] += 1
+        return values
+
+
+def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
+                 symmetry: bool = True) -> DefragModel:
+    """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if objective == "b" and (budget is None or budget < 0):
+        raise ValueError(f"objective 'b' needs a budget >= 0, got {budget}")
+    cluster, tasks, placement = problem.cluster, problem.tasks, problem.placement
+    agg = aggregate(Instance("defrag", cluster, tasks), include_cpu_only=True)
+    cap = agg.capacity
+    shape_of = np.full(len(tasks), -1, dtype=np.int64)
+    for s, rows in enumerate(agg.rows):
+        shape_of[rows] = s
+    n_nodes, n_shapes, n_gpus, n_values = cluster.n_nodes, agg.n_shapes, cluster.max_gpus, len(agg.values)
+    model = LinearModel(f"defrag-{objective}")
+    # running groups
+    keyed: dict[tuple, list[int]] = {}
+    for i in problem.running.tolist():
+        keyed.setdefault((int(placement.node[i]), tuple(sorted(placement.gpus[i])), int(shape_of[i])), []).append(i)
+    groups = [np.array(v, dtype=np.int64) for v in keyed.values()]
+    keys = list(keyed)
+    groups_on: list[list[int]] = [[] for _ in range(cluster.n_nodes)]
+    for r, key in enumerate(keys):
+        groups_on[key[0]].append(r)
+    group_shape = np.array([key[2] for key in keyed], dtype=np.int64)
+    n_running = len(problem.running)
+    k = model.add_vars(len(groups), ub=np.array([len(g) for g in groups]), obj=1.0)
+    running_s = np.bincount(group_shape, weights=[len(g) for g in groups], minlength=n_shapes).astype(np.int64)
+    waiting_s = np.bincount(shape_of[problem.waiting], minlength=n_shapes).astype(np.int64)
+    # admitted
+    weight = n_running + 1
+    a = np.full(n_shapes, -1, dtype=np.int64)
+    for s in np.flatnonzero(waiting_s).tolist():
+        if objective == "a":
+            a[s] = model.add_vars(1, lb=waiting_s[s], ub=waiting_s[s])[0]
+        elif agg.demand_units[s] > 0:
+            a[s] = model.add_vars(1, ub=waiting_s[s], obj=float(weight * agg.demand_units[s]))[0]
+    pool = running_s + np.where(a >= 0, waiting_s, 0)
+    # new placements
+    y = np.full((n_nodes, n_shapes), -1, dtype=np.int64)
+    ni, si = np.nonzero(agg.allowed & (pool[None, :] > 0))
+    y[ni, si] = model.add_vars(len(ni), ub=pool[si])
+    u = np.full((n_nodes, n_gpus, n_values), -1, dtype=np.int64)
+    w = np.full((n_nodes, n_gpus), -1, dtype=np.int64)
+    num_gpu, cpu, mem = agg.column("num_gpu"), agg.column("cpu_milli"), agg.column("memory_mib")
+    g_of_node = cluster.gpu
+    for n in range(n_nodes):
+        mine = np.flatnonzero(y[n] >= 0)
+        g_n = int(g_of_node[n])
+        share = mine[agg.sharing[mine]]
+        vals = sorted(set(agg.value_of[share].tolist()))
+        for d in vals:
+            u[n, :g_n, d] = model.add_vars(g_n, ub=cap // int(agg.values[d]))
+            of_d = share[agg.value_of[share] == d]
+            model.add_row(np.concatenate([y[n, of_d], u[n, :g_n, d]]),
+                          np.concatenate([np.ones(len(of_d)), -np.ones(g_n)]), lo=0, hi=0)
+        whole = mine[agg.whole[mine]]
+        if len(whole) and g_n:
+            w[n, :g_n] = model.add_vars(g_n, ub=1)
+            model.add_row(np.concatenate([y[n, whole], w[n, :g_n]]),
+                          np.concatenate([num_gpu[whole], -np.ones(g_n)]), lo=0, hi=0)
+        # staying groups on this node
+        on_n = groups_on[n]
+        stay_cpu = [(k[r], cpu[group_shape[r]]) for r in on_n]
+        stay_mem = [(k[r], mem[group_shape[r]]) for r in on_n]
+        for rows_, per, hi in ((stay_cpu, cpu, cluster.cpu_milli[n]), (stay_mem, mem, cluster.memory_mib[n])):
+            idx = np.concatenate([np.array([c for c, _ in rows_], dtype=np.int64), y[n, mine]])
+            coef = np.concatenate([np.array([x for _, x in rows_], dtype=float), per[mine].astype(float)])
+            model.add_row(idx, coef, hi=int(hi))
+        starts_empty = []
+        for g in range(g_n):
+            idx, coef = [], []
+            for r in on_n:
+                if g in keys[r][1]:
+                    s = group_shape[r]
+                    idx.append(k[r])
+                    coef.append(cap if agg.whole[s] else int(agg.share_units[s]))
+            if not idx:
+                starts_empty.append(g)
+            for d in vals:
+                idx.append(u[n, g, d])
+                coef.append(int(agg.values[d]))
+            if w[n, g] >= 0:
+                idx.append(w[n, g])
+                coef.append(cap)
+            model.add_row(idx, coef, hi=cap)
+        if symmetry:
+            for g1, g2 in zip(starts_empty[:-1], starts_empty[1:], strict=True):
+                idx = [u[n, g1, d] for d in vals] + [u[n, g2, d] for d in vals]
+                coef = [int(agg.values[d]) for d in vals] + [-int(agg.values[d]) for d in vals]
+                if w[n, g1] >= 0:
+                    idx += [w[n, g1], w[n, g2]]
+                    coef += [cap, -cap]
+                model.add_row(idx, coef, lo=0)
+    # conservation per shape
+    for s in range(n_shapes):
+        on = np.flatnonzero(y[:, s] >= 0)
+        mine = np.flatnonzero(group_shape == s)
+        idx = np.concatenate([y[on, s], k[mine], [a[s]] if a[s] >= 0 else []]).astype(np.int64)
+        coef = np.concatenate([np.ones(len(on)), np.ones(len(mine)), [-1.0] if a[s] >= 0 else []])
+        model.add_row(idx, coef, lo=int(running_s[s]), hi=int(running_s[s]))
+    if objective == "b" and budget < n_running:
+        model.add_row(k, np.ones(len(k)), lo=n_running - budget)
+    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight)
+
+
+def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
+                 time_limit: float = 60.0, threads: int | None = 1, warm_start: Plan | None = None,
+                 workload: Workload | None = None, options: dict | None = None) -> DefragSolution:
+    """Solve objective (a) or (b) exactly and return a checked :class:`DefragSolution`.
+
+    Parameters
+    ----------
+    problem : the running placement and the waiting tasks.
+    objective : ``"a"`` (admit every waiting task, fewest moves) or ``"b"`` (at most ``budget`` moves,
+        most admitted milli-GPU, then fewest moves).
+    solver : ``highs`` (default), ``cbc`` or ``cpsat``.
+    time_limit : wall-clock seconds for the whole run. threads : solver threads (1 by default).
+    warm_start : a valid plan (e.g. a heuristic's) given as MIP start / hint; it is also kept as the
+        incumbent if the solver returns nothing better.
+    workload : target workload of the reported F(M); default ``Workload.from_tasks(problem.tasks)``.
+    options : solver parameters by name (HiGHS default: ``EXACT_HIGHS_OPTIONS``).
+
+    Raises
+    ------
+    ValueError : unknown objective, (b) without a budget >= 0.
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> from fgdopt.state import Placement
+    >>> c = Cluster([8000, 8000], [1024, 1024], [1, 1], ["T4", "T4"])
+    >>> t = TaskSet([1000, 1000, 1000], [0, 0, 0], [1, 1, 1], [500, 500, 1000])
+    >>> p = DefragProblem(c, t, Placement([0, 1, -1], [(0,), (0,), ()]))
+    >>> sol = solve_defrag(p, "a")
+    >>> sol.status, sol.moves, sol.moves_bound
+    ('optimal', 1, 1)
+    """
+    t0 = time.perf_counter()
+    dm = build_defrag(problem, objective, budget)
+    workload = workload if workload is not None else Workload.from_tasks(problem.tasks)
+    start = None
+    if warm_start is not None:
+        start = dm.encode(warm_start)
+        try:
+            dm.model.check(start)
+        except ValueError:
+            start = None
+    if options is None and solver == "highs":
+        options = EXACT_HIGHS_OPTIONS
+    remaining = max(time_limit - (time.perf_counter() - t0), 0.5)
+    raw = solve_model(dm.model, solver, remaining, threads, start, abs_gap=0.999, options=options)
+    plan = dm.decode(raw.values) if raw.values is not None else None
+    if warm_start is not None and (plan is None or _key(dm, warm_start) > _key(dm, plan)):
+        plan = warm_start
+    info = {"n_vars": dm.model.n_vars, "n_rows": len(dm.model.rows), "solver_status": raw.status,
+            "solver_wall_s": raw.wall_s, "unit": dm.agg.unit, "n_running": dm.n_running,
+            "n_waiting": len(problem.waiting)}
+    return _solution(dm, objective, budget, solver, raw.status, raw.bound, plan, workload, t0, info)
+
+
+def _key(dm: DefragModel, plan: Plan) -> int:
+    """The model objective of a plan: (a) staying tasks; (b) weight * admitted units + staying tasks."""
+    stay = dm.n_running - plan.n_moves
+    if dm.objective == "a":
+        return stay
+    return dm.weight * (plan.admitted_milli(dm.problem.tasks) // dm.agg.unit) + stay
+
+
+def _solution(dm: DefragModel, objective: str, budget: int | None, solver: str, raw_status: str,
+              raw_bound: float | None, plan: Plan | None, workload: Workload, t0: float,
+              info: dict) -> DefragSolution:
+    problem, unit = dm.problem, dm.agg.unit
+    moves = admitted = frag = None
+    if plan is not None:
+        final = apply_plan(problem, plan)
+        if budget is not None and plan.n_moves > budget:
+            raise ValueError(f"defrag-{objective}: plan makes {plan.n_moves} moves, budget {budget}")
+        moves, admitted = plan.n_moves, plan.admitted_milli(problem.tasks)
+        frag = cluster_fragmentation(final, workload).total
+        if objective == "a" and admitted != problem.waiting_milli():
+            raise ValueError("defrag-a: the plan does not admit every waiting task")
+    bound = None if raw_bound is None or not math.isfinite(raw_bound) else math.floor(raw_bound + 1e-6)
+    status = raw_status
+    if plan is not None and raw_status == "infeasible":
+        raise ValueError(f"defrag-{objective}: solver says infeasible but a valid plan exists")
+    if plan is None and raw_status == "optimal":
+        status = "error"
+    key = _key(dm, plan) if plan is not None else None
+    if bound is not None and key is not None and bound < key:
+        raise ValueError(f"defrag-{objective}: solver bound {bound} below the plan's objective {key}")
+    if key is not None:
+        if bound is not None and bound == key:
+            status = "optimal"
+        elif status == "optimal":
+            status = "feasible"
+    if status == "infeasible":
+        bound_milli = moves_bound = gap = None
+    elif objective == "a":
+        bound_milli = problem.waiting_milli()
+        moves_bound = None if bound is None else max(0, dm.n_running - bound)
+        gap = None if moves is None or moves_bound is None else ((moves - moves_bound) / moves if moves else 0.0)
+    else:
+        moves_bound = None
+        bound_milli = None if bound is None else (bound // dm.weight) * unit
+        if bound_milli is not None:
+            bound_milli = min(bound_milli, problem.waiting_milli())
+            if admitted is not None:
+                bound_milli = max(bound_milli, admitted)
+        gap = (None if bound_milli is None or admitted is None
+               else ((bound_milli - admitted) / bound_milli if bound_milli else 0.0))
+    return DefragSolution(objective, solver, status, plan, moves, admitted, bound_milli, moves_bound, gap, frag,
+                          budget if objective == "b" else None, time.perf_counter() - t0, info)
+
