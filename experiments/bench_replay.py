@@ -21,14 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma-separated (default: all)")
     parser.add_argument("--ratio", type=float, default=1.3, help="inflation ratio (default: 1.3)")
     parser.add_argument("--seed", type=int, default=42, help="replay seed (default: 42)")
-    parser.add_argument("--quantized", action="store_true", help="Kubernetes integer scores")
     args = parser.parse_args(argv)
     cluster, tasks = load_openb(args.trace)
     workload = Workload.from_tasks(tasks)
     print(f"openb {args.trace}: {cluster.n_nodes} nodes, {len(tasks)} trace tasks, ratio {args.ratio}")
     print("| policy | tasks | wall_s | tasks/s | alloc_130 (%) |\n|---|---|---|---|---|")
     for name in args.policies.split(","):
-        result = replay(cluster, tasks, name, args.seed, args.ratio, workload, quantized=args.quantized)
+        result = replay(cluster, tasks, name, args.seed, args.ratio, workload)
         n = len(result.tasks)
         print(f"| {name} | {n} | {result.wall_s:.2f} | {n / result.wall_s:,.0f} | "
               f"{result.curves['alloc_ratio'].iloc[-1]:.2f} |", flush=True)

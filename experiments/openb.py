@@ -3,15 +3,17 @@
 Usage::
 
     python -m experiments.openb --trace default --policies fgd,best-fit --seeds 42-51 --ratio 1.3 \\
-        --output DIR [--jobs N] [--score exact|quantized|both]
+        --output DIR [--jobs N]
 
 ``--trace`` takes variant names separated by commas, ``all`` (the 24 variants) or a family name
 (``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one row per cell,
 ratios in percent), ``DIR/curves.csv`` (long format, one row per cell and arrived percentage),
 ``DIR/alloc.png`` and ``DIR/frag_rate.png`` (default trace, or the first one run: mean over seeds,
 one line per policy), ``DIR/bars_<family>.png`` for each trace family present, and prints a Markdown
-table (mean and min-max over seeds) on stdout; a progress bar goes to stderr. Quantized policies
-(Kubernetes integer scores) are labelled ``<name>-q``.
+table (mean and min-max over seeds) on stdout, with the paper's published allocation at 130% beside
+each of its six policies (:func:`fgdopt.refsim.paper_allocation`; at ratio 1.3 only); a progress bar
+goes to stderr. The policies score and break ties as the reference simulator does; ``fgd-exact`` is
+fgdopt's exact-score FGD.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tqdm import tqdm
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
 from fgdopt.policies import POLICY_NAMES
+from fgdopt.refsim import paper_allocation
 from fgdopt.simulate import replay
 from fgdopt.traces import VARIANTS, load_openb
 
@@ -80,18 +83,17 @@ def _load(trace: str, data_dir: str | None):
     return cluster, tasks, Workload.from_tasks(tasks)
 
 
-def run_cell(trace: str, policy: str, quantized: bool, seed: int, ratio: float,
+def run_cell(trace: str, policy: str, seed: int, ratio: float,
              data_dir: str | None = None) -> tuple[dict, pd.DataFrame]:
     """Replay one (trace, policy, seed) cell; returns its summary row and its curves."""
     cluster, tasks, workload = _load(trace, data_dir)
-    result = replay(cluster, tasks, policy, seed, ratio, workload, quantized=quantized)
-    label = f"{policy}-q" if quantized else policy
+    result = replay(cluster, tasks, policy, seed, ratio, workload)
     last = result.curves.iloc[-1]
-    row = {"trace": trace, "policy": label, "seed": seed,
+    row = {"trace": trace, "policy": policy, "seed": seed,
            "alloc_ratio_100": result.at(min(100, len(result.curves) - 1)).alloc_ratio,
            "alloc_ratio_130": last.alloc_ratio, "unallocated_gpus_130": last.unallocated_gpus,
            "frag_rate_130": last.frag_rate, "wall_s": result.wall_s}
-    curves = result.curves.assign(trace=trace, policy=label, seed=seed)
+    curves = result.curves.assign(trace=trace, policy=policy, seed=seed)
     return row, curves[["trace", "policy", "seed", *result.curves.columns]]
 
 
@@ -101,13 +103,18 @@ def sort_cells(frame: pd.DataFrame, rank, then: list[str]) -> pd.DataFrame:
     return frame.assign(_rank=key).sort_values(["_rank", *then]).drop(columns="_rank").reset_index(drop=True)
 
 
-def markdown_table(summary: pd.DataFrame) -> str:
-    """Mean and [min-max] over seeds per (trace, policy)."""
+def markdown_table(summary: pd.DataFrame, paper: pd.DataFrame | None = None) -> str:
+    """Mean and [min-max] over seeds per (trace, policy), and the paper's ``alloc_ratio_130`` where known."""
     metrics = ("alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130", "frag_rate_130", "wall_s")
-    lines = ["| trace | policy | seeds | " + " | ".join(metrics) + " |", "|---" * (3 + len(metrics)) + "|"]
+    published = {} if paper is None else {(t, p): v for t, p, v in paper[["trace", "policy", "alloc_ratio_130"]]
+                                         .itertuples(index=False)}
+    lines = ["| trace | policy | seeds | " + " | ".join(metrics) + " | paper alloc_ratio_130 |",
+             "|---" * (4 + len(metrics)) + "|"]
     for (trace, policy), frame in summary.groupby(["trace", "policy"], sort=False):
         cells = [f"{frame[m].mean():.2f} [{frame[m].min():.2f}–{frame[m].max():.2f}]" for m in metrics]
-        lines.append(f"| {trace} | {policy} | {len(frame)} | " + " | ".join(cells) + " |")
+        known = published.get((trace, policy))
+        ref = "" if known is None else f"{known:.2f} ({frame['alloc_ratio_130'].mean() - known:+.2f})"
+        lines.append(f"| {trace} | {policy} | {len(frame)} | " + " | ".join(cells) + f" | {ref} |")
     return "\n".join(lines)
 
 
@@ -118,21 +125,18 @@ def main(argv: list[str] | None = None) -> int:
                         "gpuspec) "
                         "or all (default: default)")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
-                        help="comma-separated policies (default: all 8)")
+                        help=f"comma-separated policies (default: all {len(POLICY_NAMES)})")
     parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
                         help="seeds as a range A-B or a list a,b,c (default: 42-51, as in the paper)")
     parser.add_argument("--ratio", type=float, default=1.3,
                         help="inflate arrivals to this multiple of GPU capacity (default: 1.3)")
-    parser.add_argument("--score", choices=("exact", "quantized", "both"), default="exact",
-                        help="exact scores (default), Kubernetes integer scores, or both")
     parser.add_argument("--output", type=Path, required=True,
                         help="folder for summary.csv, curves.csv and the figures")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
 
-    modes = {"exact": [False], "quantized": [True], "both": [False, True]}[args.score]
-    cells = [(t, p, q, s) for t in args.trace for p in args.policies for q in modes for s in args.seeds]
+    cells = [(t, p, s) for t in args.trace for p in args.policies for s in args.seeds]
     rows, curves = [], []
     bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
     if args.jobs > 1:
@@ -151,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             bar.update()
     bar.close()
 
-    def rank(trace: str, label: str) -> tuple:
-        return args.trace.index(trace), args.policies.index(label.removesuffix("-q")), label.endswith("-q")
+    def rank(trace: str, policy: str) -> tuple:
+        return args.trace.index(trace), args.policies.index(policy)
 
     summary = sort_cells(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)), rank, ["seed"])
     curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"])
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         traces = [t for t in args.trace if family(t) == fam]
         if traces:
             plot_family_bars(summary, traces, out / f"bars_{fam}.png", f"openb {fam}* traces at 130% arrival")
-    print(markdown_table(summary))
+    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None))
     return 0
 
 

@@ -29,6 +29,19 @@ def openb_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def refsim_path(openb_dir) -> Path:
+    """The reference simulator's logged run: ``$FGDOPT_REFSIM``, else ``refsim/`` beside the openb folder."""
+    from fgdopt.refsim import LOG_FILE, refsim_dir
+
+    found = next((c for c in (refsim_dir(), openb_dir.parent / "refsim") if (c / LOG_FILE).is_file()), None)
+    if found is None:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail("FGDOPT_REQUIRE_DATA=1 but the reference run was not found (set FGDOPT_REFSIM)")
+        pytest.skip("reference run not available (set FGDOPT_REFSIM)")
+    return found
+
+
+@pytest.fixture(scope="session")
 def openb_default(openb_dir):
     """(Cluster, TaskSet) of the default pod list."""
     from fgdopt.traces import load_openb

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fgdopt.frag import Workload, node_fragmentation
 from fgdopt.model import Cluster, Task, TaskSet
 from fgdopt.policies import POLICY_NAMES, make_policy
-from fgdopt.policies.base import pick
+from fgdopt.policies.base import pick, truncate_score
 from fgdopt.simulate import run_online
 from fgdopt.state import ClusterState, validate
 
@@ -48,9 +48,10 @@ def cpu_only(cpu: int) -> Task:
     return Task(cpu, 0, 0, 0, "")
 
 
-def decide(name: str, state: ClusterState, task: Task, seed: int = 0, quantized: bool = False,
-           workload: Workload = SPEC_M):
-    return make_policy(name, seed=seed, workload=workload, quantized=quantized)(state, task)
+def decide(name: str, state: ClusterState, task: Task, seed: int = 0, ranks=None, workload: Workload = SPEC_M):
+    """The policy's choice; node ranks default to the node order (ties go to the lowest index)."""
+    ranks = np.arange(state.cluster.n_nodes) if ranks is None else np.asarray(ranks)
+    return make_policy(name, seed=seed, workload=workload, ranks=ranks)(state, task)
 
 
 # -- FGD, best-fit, dot-product on one instance where they disagree ---------------------------
@@ -66,18 +67,34 @@ def test_fgd_avoids_stranding_gpus_behind_cpu():
     #   cpu 8000): A 0, B 0, C 2000 * .2 = 400 -> delta = +350.
     # node 1 after: gpu [500, 1000], cpu 12000: A 0; B fits, GPUs < 1000 hold 500 -> 150; C 300 -> 450,
     #   before 400 -> delta = +50.  Smallest delta: node 1; both GPUs are equal, the lowest (0) is taken.
-    assert decide("fgd", CPU_SQUEEZED, PROBE) == (1, (0,))
-    # quantized: int(100 sigmoid(-0.35)) = 41 < int(100 sigmoid(-0.05)) = 48 -> still node 1
-    assert decide("fgd", CPU_SQUEEZED, PROBE, quantized=True) == (1, (0,))
+    # Integer scores: int(100 sigmoid(-0.35)) = 41 < int(100 sigmoid(-0.05)) = 48 -> node 1, whatever the ranks.
+    assert decide("fgd-exact", CPU_SQUEEZED, PROBE) == (1, (0,))
+    assert decide("fgd", CPU_SQUEEZED, PROBE) == decide("fgd", CPU_SQUEEZED, PROBE, ranks=[1, 0]) == (1, (0,))
 
 
-def test_best_fit_and_dot_product_fill_the_cpu_squeezed_node():
-    # best-fit leftover: node 0: .5 * 4000/128000 + .5 * 1500/8000 = 0.109; node 1: .5 * 12000/128000 +
-    #   .5 * 1500/8000 = 0.141 -> node 0, fitting GPU with least left (both 1000: lowest id 0).
-    assert decide("best-fit", CPU_SQUEEZED, PROBE) == (0, (0,))
-    # dot product (before placement): node 0: 8000/128000 * 4000/128000 + 2000/8000 * 500/8000 = 0.01758;
-    #   node 1: 16000/128000 * 4000/128000 + same GPU term = 0.01953 -> node 0.
+def test_best_fit_fills_the_cpu_squeezed_node_and_dot_product_ties():
+    # best-fit leftover: node 0: .5 * 4000/128000 + .5 * 1500/8000 = 0.109 -> score int(89.1) = 89; node 1:
+    #   .5 * 12000/128000 + .5 * 1500/8000 = 0.141 -> 85. Node 0 whatever the ranks; fitting GPU with least
+    #   left (both 1000: lowest id 0).
+    assert decide("best-fit", CPU_SQUEEZED, PROBE) == decide("best-fit", CPU_SQUEEZED, PROBE, ranks=[1, 0]) == (0, (0,))
+    # dot product (before placement): node 0: 8000/128000 * 4000/128000 + 2000/8000 * 500/8000 = 0.01758 ->
+    #   int(100 (1 - 0.00879)) = 99; node 1: 0.01953 -> int(99.02) = 99. A tie: the lower-ranked node wins.
     assert decide("dot-product", CPU_SQUEEZED, PROBE) == (0, (0,))
+    assert decide("dot-product", CPU_SQUEEZED, PROBE, ranks=[1, 0]) == (1, (0,))
+
+
+def test_dot_product_takes_the_least_left_gpu():
+    # node gpu [700, 400, 1000]: the reference runs dot-product with the best-fit GPU choice: GPU 1 (400 left)
+    state = state_after(cluster([3]), [(share(300), 0, (0,)), (share(600), 0, (1,))])
+    assert decide("dot-product", state, share(300)) == (0, (1,))
+
+
+def test_fgd_ties_go_to_the_lowest_ranked_node():
+    # Three idle 2-GPU nodes, a CPU-only task of 2000: every node's delta is the same (C's idle 2000 * .2
+    # is unchanged, A and B still fit), score int(100 sigmoid(0)) = 50 on all three: the lowest rank wins.
+    state = state_after(cluster([2, 2, 2]), [])
+    assert decide("fgd", state, cpu_only(2000), ranks=[2, 0, 1]) == (1, ())
+    assert decide("fgd", state, cpu_only(2000), ranks=[1, 2, 0]) == (2, ())
 
 
 def test_fgd_takes_the_gpu_that_keeps_a_free_gpu():
@@ -101,7 +118,9 @@ def test_fgd_requires_a_workload_and_unknown_names_are_rejected():
     with pytest.raises(ValueError, match="best-fit"):
         make_policy("first-fit")
     assert POLICY_NAMES == ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random",
-                            "unified-device", "per-gpu-dimension")
+                            "fgd-exact", "unified-device", "per-gpu-dimension")
+    with pytest.raises(ValueError, match="permutation"):
+        make_policy("best-fit", ranks=[0, 0, 1])
 
 
 def test_best_fit_gpu_choice_is_least_left():
@@ -110,13 +129,15 @@ def test_best_fit_gpu_choice_is_least_left():
     assert decide("best-fit", state, share(300)) == (0, (1,))
 
 
-def test_quantized_best_fit_draws_among_equal_integer_scores():
+def test_best_fit_integer_scores_tie_and_the_rank_decides():
     # Leftovers after a (1000 cpu, 1 x 500) task: node 0 (32000 cpu): .5*31000/128000 + .5*1500/8000 = 0.2148;
-    # node 1 (32600 cpu): 0.2172. Exact: always node 0. Integer scores int(100 (1 - leftover)): 78 and 78,
-    # a tie: the seeded draw reaches both nodes.
+    # node 1 (32600 cpu): 0.2172. Integer scores int(100 (1 - leftover)): 78 and 78, a tie: the lowest rank.
     state = state_after(cluster([2, 2], cpus=[32000, 32600]), [])
-    assert {decide("best-fit", state, share(500), seed=s)[0] for s in range(20)} == {0}
-    assert {decide("best-fit", state, share(500), seed=s, quantized=True)[0] for s in range(20)} == {0, 1}
+    assert decide("best-fit", state, share(500), ranks=[0, 1])[0] == 0
+    assert decide("best-fit", state, share(500), ranks=[1, 0])[0] == 1
+    # the seed draws the ranks when none are given: both nodes are reached over seeds
+    picks = {make_policy("best-fit", seed=s)(state, share(500))[0] for s in range(20)}
+    assert picks == {0, 1}
 
 
 # -- GPU packing ----------------------------------------------------------------------------
@@ -128,30 +149,50 @@ PACK = state_after(cluster([2, 4, 1, 2]), [(share(300), 0, (0,)), (whole(1), 1, 
 def test_gpu_packing_tiers():
     # 500 fits the partly used GPU 0 of node 0 (tier 0)
     assert decide("gpu-packing", PACK, share(500)) == (0, (0,))
-    # 800 fits no used GPU; nodes 0 and 1 have used GPUs (tier 1) and open their lowest free GPU (1)
-    assert {decide("gpu-packing", PACK, share(800), seed=s) for s in range(20)} == {(0, (1,)), (1, (1,))}
-    # 2 whole GPUs: node 0 has one free GPU only; node 1 (used, tier 1) beats idle node 3
+    # (score 100 - (700 * 100 // 1000) // 10 = 93; node 1 opens a free GPU: 49; idle nodes 32 and 31)
+    # 800 fits no used GPU; nodes 0 and 1 have used GPUs and open their lowest free GPU (1): 49 each, a tie
+    assert decide("gpu-packing", PACK, share(800)) == (0, (1,))
+    assert decide("gpu-packing", PACK, share(800), ranks=[1, 0, 2, 3]) == (1, (1,))
+    # 2 whole GPUs: node 0 has one free GPU only; node 1 (used, opens 2: 48) beats idle node 3 (31)
     assert decide("gpu-packing", PACK, whole(2)) == (1, (1, 2))
-    # on an idle cluster, the idle node with the fewest GPUs (node 1, 1 GPU)
+    # on an idle cluster, the idle node with the fewest GPUs: max(33 - G, G) = 29, 32, 31 -> node 1 (1 GPU)
     assert decide("gpu-packing", state_after(cluster([4, 1, 2]), []), share(500)) == (1, (0,))
 
 
+def test_gpu_packing_scores_partly_used_gpus_in_steps_of_100_milli():
+    # node 0 GPU 0 has 720 left, node 1 GPU 0 780 left: 100 - 72 // 10 = 93 = 100 - 78 // 10, a tie that the
+    # rank decides, although node 0's GPU is fuller. A CPU-only task scores 0 everywhere: first in rank.
+    state = state_after(cluster([2, 2]), [(share(280), 0, (0,)), (share(220), 1, (0,))])
+    assert decide("gpu-packing", state, share(500)) == (0, (0,))
+    assert decide("gpu-packing", state, share(500), ranks=[1, 0]) == (1, (0,))
+    assert decide("gpu-packing", state, cpu_only(1000), ranks=[1, 0]) == (1, ())
+
+
 # -- GPU clustering -------------------------------------------------------------------------
-# node 0 (T4) hosts a 500 task; node 1 (T4) a 500 and a 300 task; node 2 (V100) a 300 task; node 3 (T4) nothing.
-CLUST = state_after(cluster([2, 2, 2, 2], models=["T4", "T4", "V100", "T4"]),
-                    [(share(500), 0, (0,)), (share(500), 1, (0,)), (share(300), 1, (1,)), (share(300), 2, (0,))])
+# A task's affinity is "share-gpu" for any sharing task and "k-gpu" for k whole GPUs. node 0 (2 GPUs)
+# hosts a 1-GPU task; node 1 (2 GPUs) a 300 sharing task; node 2 (4 GPUs) one of each; node 3 (2 GPUs) is
+# idle. Free milli-GPU: 1000, 1700, 2700, 2000 -> fill = 25 * (8000 - idle) // 8000 = 21, 19, 16, 18.
+CLUST = state_after(cluster([2, 2, 4, 2]), [(whole(1), 0, (0,)), (share(300), 1, (0,)),
+                                            (whole(1), 2, (0,)), (share(300), 2, (1,))])
 
 
-def test_gpu_clustering_tiers():
-    # 500: node 0 hosts only 500s (tier 0); its least-left fitting GPU is 0 (500 left)
-    assert decide("gpu-clustering", CLUST, share(500)) == (0, (0,))
-    # 300: node 2 hosts only 300s (tier 0); GPU 0 has 700 left (less than GPU 1's 1000)
-    assert decide("gpu-clustering", CLUST, share(300)) == (2, (0,))
-    # 300 restricted to T4: node 1 hosts 300 among others (tier 1) beats idle node 3 (tier 2) and node 0
-    # (only other demands, tier 3); on node 1 the least-left fitting GPU is 0 (500 left; GPU 1 has 700)
-    assert decide("gpu-clustering", CLUST, share(300, spec="T4")) == (1, (0,))
-    # 200 is hosted nowhere: the idle node 3 (tier 2)
-    assert decide("gpu-clustering", CLUST, share(200)) == (3, (0,))
+def test_gpu_clustering_groups_by_gpu_kind():
+    # whole(1): node 0 hosts only 1-gpu tasks: 75 + 21 = 96; node 2 mixed incl.: 50 + 16 = 66; node 3 idle:
+    # 25 + 18 = 43; node 1 only other kinds: 19. Node 0, its free GPU 1.
+    assert decide("gpu-clustering", CLUST, whole(1)) == (0, (1,))
+    # share(200): node 1 hosts only sharing tasks (a 300 one: same kind, other demand): 75 + 19 = 94; the
+    # least-left fitting GPU there is GPU 0 (700 left).
+    assert decide("gpu-clustering", CLUST, share(200)) == (1, (0,))
+    # 2 whole GPUs: node 0 has one free GPU only; node 2 (mixed, no 2-gpu task: "other" only) 16, node 3
+    # idle 43 and node 1 19 -> node 3.
+    assert decide("gpu-clustering", CLUST, whole(2)) == (3, (0, 1))
+
+
+def test_gpu_clustering_ties_and_cpu_only_tasks():
+    # two idle 2-GPU nodes score 25 + 18 = 43 each: the rank decides; CPU-only tasks score 0 everywhere
+    state = state_after(cluster([2, 2]), [])
+    assert decide("gpu-clustering", state, share(500), ranks=[1, 0]) == (1, (0,))
+    assert decide("gpu-clustering", CLUST, cpu_only(1000), ranks=[3, 1, 0, 2]) == (2, ())
 
 
 # -- random ---------------------------------------------------------------------------------
@@ -160,6 +201,9 @@ def test_random_reaches_every_feasible_node_and_only_those():
     state = state_after(cluster([2, 2, 2], cpus=[16000, 500, 16000]), [])
     picks = {decide("random", state, share(500), seed=s) for s in range(40)}
     assert {n for n, _ in picks} == {0, 2} and {g for _, g in picks} == {(0,), (1,)}
+    # a whole-GPU task takes the lowest-indexed free GPUs, as the reference's exclusive allocation does
+    used = state_after(cluster([4]), [(share(100), 0, (1,))])
+    assert {decide("random", used, whole(2), seed=s) for s in range(10)} == {(0, (0, 2))}
 
 
 # -- the two flawed views -------------------------------------------------------------------
@@ -172,8 +216,8 @@ FLAWED_TASKS = TaskSet.from_records([share(600, spec="V100")._asdict(), share(60
 
 def test_unified_device_plans_on_the_pool_and_fails_on_real_gpus():
     state = state_after(FLAWED_CLUSTER, [(share(600, spec="V100"), 0, (0,)), (share(600, spec="V100"), 0, (1,))])
-    # pooled leftover: node 0: .5*13000/128000 + .5*(800-700)/8000 = 0.057; node 1: .5*15000/128000 +
-    # .5*300/8000 = 0.077 -> node 0, where no single GPU has 700 left: unallocated.
+    # pooled leftover: node 0: .5*13000/128000 + .5*(800-700)/8000 = 0.057 (score 94); node 1: .5*15000/128000 +
+    # .5*300/8000 = 0.077 (92) -> node 0, where no single GPU has 700 left: unallocated.
     assert decide("unified-device", state, share(700)) is None
     # best-fit filters on real GPUs: only node 1 fits
     assert decide("best-fit", state, share(700)) == (1, (0,))
@@ -202,10 +246,11 @@ def test_per_gpu_dimension_loses_allocation(good):
     assert run_online(c, tasks, good).allocated_milli == 1200
 
 
-def test_pick_breaks_ties_with_secondary_key_then_seeded_draw():
-    nodes, cost = np.array([3, 5, 8]), np.array([1.0, 1.0, 2.0])
-    assert pick(nodes, cost, np.random.default_rng(0), lambda tied: np.array([2.0, 1.0])) == 5
-    assert {pick(nodes, cost, np.random.default_rng(s)) for s in range(20)} == {3, 5}
+def test_pick_breaks_ties_with_secondary_key_then_lowest_rank():
+    nodes, score = np.array([3, 5, 8]), np.array([2, 2, 1])
+    ranks = np.array([0, 0, 0, 7, 0, 6, 0, 0, 5])
+    assert pick(nodes, score, ranks) == 5
+    assert pick(nodes, score, ranks, lambda tied: np.array([2.0, 1.0])) == 3
 
 
 # -- properties -----------------------------------------------------------------------------
@@ -254,43 +299,65 @@ def test_every_choice_is_feasible_and_seeds_reproduce(instance, seed):
         assert runs[0] == runs[1]
 
 
-def _brute_force_best_delta(state: ClusterState, task: Task, workload: Workload) -> float:
-    """Smallest F_n'(M) - F_n(M) over every feasible node and GPU option, with the reference formula."""
+def _brute_force_options(state: ClusterState, task: Task, workload: Workload) -> list[tuple[int, tuple, float]]:
+    """``(node, gpus, F_n'(M) - F_n(M))`` of every feasible node and GPU option, with the reference formula."""
     c = state.cluster
-    best = np.inf
+    out = []
     for n in np.flatnonzero(state.feasible_nodes(task)):
         row = state.gpu_left[n, :c.gpu[n]]
         before = node_fragmentation(row, state.cpu_left[n], workload, c.model[n])
         if task.num_gpu == 0:
             options = [()]
         elif task.gpu_milli < 1000:
-            options = [(g,) for g in np.flatnonzero(row >= task.gpu_milli)]
+            options = [(int(g),) for g in np.flatnonzero(row >= task.gpu_milli)]
         else:
-            options = [tuple(np.flatnonzero(row == 1000)[:task.num_gpu])]
+            options = [tuple(int(g) for g in np.flatnonzero(row == 1000)[:task.num_gpu])]
         for gpus in options:
             after = row.copy()
             after[list(gpus)] -= task.gpu_milli
-            best = min(best, node_fragmentation(after, state.cpu_left[n] - task.cpu_milli, workload, c.model[n])
-                       - before)
-    return best
+            delta = node_fragmentation(after, state.cpu_left[n] - task.cpu_milli, workload, c.model[n]) - before
+            out.append((int(n), gpus, delta))
+    return out
 
 
 @settings(max_examples=40, deadline=None)
 @given(instances(), st.integers(0, 3))
-def test_fgd_choice_minimizes_the_reference_delta(instance, seed):
+def test_fgd_exact_choice_minimizes_the_reference_delta(instance, seed):
     c, tasks = instance
     workload = Workload.from_tasks(tasks)
-    policy = make_policy("fgd", seed=seed, workload=workload)
+    policy = make_policy("fgd-exact", seed=seed, workload=workload)
     state = ClusterState(c, tasks)
     for i, task in enumerate(tasks):
         choice = policy(state, task)
         if choice is None:
             continue
-        node, gpus = choice
-        row = state.gpu_left[node, :c.gpu[node]]
-        after = row.copy()
-        after[list(gpus)] -= task.gpu_milli
-        got = (node_fragmentation(after, state.cpu_left[node] - task.cpu_milli, workload, c.model[node])
-               - node_fragmentation(row, state.cpu_left[node], workload, c.model[node]))
-        assert got == pytest.approx(_brute_force_best_delta(state, task, workload), abs=1e-6)
-        state.place(i, node, gpus)
+        options = _brute_force_options(state, task, workload)
+        got = next(d for n, g, d in options if (n, g) == choice)
+        assert got == pytest.approx(min(d for _, _, d in options), abs=1e-6)
+        state.place(i, *choice)
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.integers(0, 3))
+def test_fgd_follows_the_plugin_scores_and_ranks(instance, seed):
+    # Brute force of the reference plugin: score int(100 sigmoid(-delta / 1000)) per option; a node's score
+    # is its best option's, on the lowest-indexed GPU reaching it; the top node of lowest rank wins.
+    c, tasks = instance
+    workload = Workload.from_tasks(tasks)
+    ranks = np.random.default_rng(seed).permutation(c.n_nodes)
+    policy = make_policy("fgd", workload=workload, ranks=ranks)
+    state = ClusterState(c, tasks)
+    for i, task in enumerate(tasks):
+        choice = policy(state, task)
+        if choice is None:
+            assert not state.feasible_nodes(task).any()
+            continue
+        best: dict[int, tuple[int, tuple]] = {}
+        for n, gpus, delta in _brute_force_options(state, task, workload):
+            score = int(truncate_score(1.0 / (1.0 + np.exp(delta / 1000.0))))
+            if n not in best or score > best[n][0]:
+                best[n] = (score, gpus)
+        top = max(score for score, _ in best.values())
+        node = min((n for n, (score, _) in best.items() if score == top), key=lambda n: ranks[n])
+        assert choice == (node, best[node][1])
+        state.place(i, *choice)

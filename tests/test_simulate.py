@@ -10,29 +10,59 @@ from hypothesis import strategies as st
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import POLICY_NAMES
-from fgdopt.simulate import CURVE_COLUMNS, inflate, replay, run_online
+from fgdopt.simulate import CURVE_COLUMNS, arrival_order, replay, run_online
 from fgdopt.state import validate
 
 MEM = 1 << 20
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0, 200, 500, 1000, 2000]), min_size=1, max_size=8), st.integers(1, 6),
+@given(st.lists(st.sampled_from([0, 200, 500, 1000, 2000, 4000]), min_size=1, max_size=8), st.integers(1, 6),
        st.floats(0.2, 2.0), st.integers(0, 10))
-def test_inflation_stops_just_before_exceeding(demands, n_gpus, ratio, seed):
-    tasks = TaskSet([1000] * len(demands), [0] * len(demands), [0 if d == 0 else max(1, d // 1000) for d in demands],
-                    [0 if d == 0 else min(d, 1000) for d in demands])
+def test_arrival_order_shuffles_the_trace_then_appends_clones(demands, n_gpus, ratio, seed):
+    num = [0 if d == 0 else max(1, d // 1000) for d in demands]
+    milli = [0 if d == 0 else min(d, 1000) for d in demands]
+    tasks = TaskSet([1000] * len(demands), [0] * len(demands), num, milli)
     cap = 1000 * n_gpus
-    rows = inflate(tasks, cap, ratio, np.random.default_rng(seed))
-    total = int(tasks.gpu_demand[rows].sum())
-    counts = np.bincount(rows, minlength=len(tasks))
-    assert np.all(counts >= 1)                      # every trace task is replayed
-    base = int(tasks.gpu_demand.sum())
-    if base > ratio * cap:
-        assert len(rows) == len(tasks)              # nothing appended to an over-full trace
-    elif tasks.gpu_demand.max() > 0:
-        assert total <= ratio * cap < total + tasks.gpu_demand.max()   # the next draw would have exceeded
-    assert np.array_equal(rows, inflate(tasks, cap, ratio, np.random.default_rng(seed)))
+    limit = ratio * cap
+    rows = arrival_order(tasks, cap, ratio, np.random.default_rng(seed))
+    n = len(tasks)
+    assert sorted(rows[:n].tolist()) == list(range(n))          # every trace task once, first
+    before = int(tasks.gpu_demand.sum())
+    if before > limit:
+        assert len(rows) == n                                   # nothing appended to an over-full trace
+    for row in rows[n:]:                                        # each clone passed the reference's test:
+        assert before + tasks.gpu_milli[row] <= limit           # its per-GPU demand fit the room left
+        before += int(tasks.gpu_demand[row])
+    assert np.array_equal(rows, arrival_order(tasks, cap, ratio, np.random.default_rng(seed)))
+
+
+def test_arrival_order_reproduces_the_reference_stopping_quirk():
+    # Trace: one 4-GPU task (4000 milli-GPU) on 8 GPUs, ratio 0.65: limit 5200. The reference compares the
+    # clone's per-GPU 1000 with the room left: 4000 + 1000 <= 5200, so a clone is appended and the arrived
+    # demand jumps to 8000 (154%); the next draw (8000 + 1000 > 5200) stops. At ratio 0.6 (limit 4800) none.
+    tasks = TaskSet([1000], [0], [4], [1000])
+    for seed in range(5):
+        assert arrival_order(tasks, 8000, 0.65, np.random.default_rng(seed)).tolist() == [0, 0]
+        assert arrival_order(tasks, 8000, 0.6, np.random.default_rng(seed)).tolist() == [0]
+    # the replay's last curve row is the final state, past the ratio
+    c = Cluster([64000], [MEM], [8], ["T4"])
+    result = replay(c, tasks, "best-fit", seed=0, ratio=0.65)
+    assert result.curves["arrived_pct"].iloc[-1] == 65
+    assert result.curves["arrived_milli"].iloc[-1] == 8000 and result.curves["alloc_milli"].iloc[-1] == 8000
+
+
+def test_arrival_order_follows_task_names_not_rows():
+    # The reference sorts the trace by name before shuffling and draws clones from the name order, so the
+    # same trace read in another row order replays the same tasks.
+    records = [{"cpu_milli": 1000 * (i + 1), "memory_mib": 0, "num_gpu": 1, "gpu_milli": 100 * (i + 1)}
+               for i in range(6)]
+    names = [f"pod-{i}" for i in range(6)]
+    forward = TaskSet.from_records(records, names)
+    backward = TaskSet.from_records(records[::-1], names[::-1])
+    a = arrival_order(forward, 2000, 1.0, np.random.default_rng(7))
+    b = arrival_order(backward, 2000, 1.0, np.random.default_rng(7))
+    assert [forward.names[i] for i in a] == [backward.names[i] for i in b]
 
 
 def test_curves_sample_every_percentage_by_arrived_prefix():
