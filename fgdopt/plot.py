@@ -96,3 +96,33 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
     path = Path(path)
     fig.savefig(path, dpi=130)
     return path
+
+
+def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Admitted waiting GPUs against moves: one panel per ``trace`` (the whole cluster, each slice), one
+    line per ``method`` through its budgets (mean over seeds and replay policies of ``moves`` and
+    ``admitted_milli`` / 1000). Exact runs also show their proven bound as a dotted line.
+
+    ``frame`` has the columns written by ``python -m experiments.defrag`` (``defrag.csv``).
+    """
+    traces = list(dict.fromkeys(frame["trace"]))
+    fig = Figure(figsize=(6 * len(traces), 4.5))
+    axes = fig.subplots(1, len(traces), squeeze=False)[0]
+    for ax, trace in zip(axes, traces, strict=True):
+        part = frame[frame["trace"] == trace]
+        for method, sub in part.groupby("method", sort=False):
+            stats = sub.groupby("budget")[["moves", "admitted_milli", "bound_milli"]].mean().sort_index()
+            (line,) = ax.plot(stats["moves"], stats["admitted_milli"] / 1000, marker="o", markersize=3,
+                              linewidth=1.4, label=method)
+            if stats["bound_milli"].notna().any():
+                ax.plot(stats["moves"], stats["bound_milli"] / 1000, linestyle=":", color=line.get_color(),
+                        label=f"{method} bound")
+        ax.set_xlabel("Moved tasks")
+        ax.set_ylabel("Admitted waiting GPUs")
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{title} — {trace}" if title else trace)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path

@@ -1,0 +1,162 @@
+"""Defragmentation study: how many waiting GPUs a few moves admit, by heuristic and exactly.
+
+``python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 --output DIR``
+
+For every seed and replay policy (``--policies``, default ``fgd,best-fit``): replay the trace to ``--at``
+percent arrived GPU demand (:func:`fgdopt.simulate.replay`, ratio 1.3), take the state and its failed tasks
+as the waiting list (:class:`fgdopt.defrag.DefragProblem`), then for every budget run each heuristic of
+:data:`fgdopt.defrag.HEURISTICS` (objective (b), FGD re-placement) on the whole cluster. On
+``--slices`` seeded random slices of ``--slice-nodes`` nodes (the running tasks of those nodes, and the
+waiting tasks that fit one of them), the heuristics and the exact model (:func:`formulations.defrag.solve_defrag`,
+objective (b), warm-started from the best heuristic plan) run side by side.
+
+Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-GPU, ``kind`` heuristic or exact,
+``status`` the exact run's status or ``feasible`` for a heuristic plan, ``trace`` the trace or
+``<trace>/slice<j>``, ``policy`` the replay policy, ``nodes`` the cluster size), ``DIR/defrag.png``
+(:func:`fgdopt.plot.plot_defrag`) and ``DIR/defrag.md`` (the printed table). Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
+from fgdopt.frag import Workload
+from fgdopt.model import TaskSet
+from fgdopt.simulate import replay
+from fgdopt.state import UNPLACED, ClusterState, Placement, validate
+from fgdopt.traces import load_openb
+
+COLUMNS = ("trace", "seed", "at_pct", "method", "kind", "budget", "moves", "admitted_milli", "bound_milli",
+           "status", "wall_s", "policy", "nodes")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"42-51"`` or ``"42,43"`` -> list of ints."""
+    out: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            out.extend(range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def slice_problem(problem: DefragProblem, nodes: np.ndarray) -> DefragProblem:
+    """The sub-problem on ``nodes``: their running tasks and the waiting tasks that fit one of them empty."""
+    cluster = problem.cluster.subset(nodes)
+    remap = np.full(problem.cluster.n_nodes, UNPLACED, dtype=np.int64)
+    remap[nodes] = np.arange(len(nodes))
+    node = problem.placement.node
+    running = np.flatnonzero((node != UNPLACED) & np.isin(node, nodes))
+    empty = ClusterState(cluster, problem.tasks)
+    waiting = [i for i in problem.waiting.tolist() if empty.feasible_nodes(problem.tasks[i]).any()]
+    keep = np.concatenate([running, np.array(waiting, dtype=np.int64)])
+    tasks: TaskSet = problem.tasks.take(keep)
+    placement = Placement(np.concatenate([remap[node[running]], np.full(len(waiting), UNPLACED)]),
+                          tuple(problem.placement.gpus[i] for i in running.tolist()) + ((),) * len(waiting))
+    return DefragProblem(cluster, tasks, placement)
+
+
+def _row(trace, seed, at, method, kind, budget, moves, admitted, bound, status, wall, policy, nodes) -> dict:
+    return dict(zip(COLUMNS, (trace, seed, at, method, kind, budget, moves, admitted, bound, status, round(wall, 3),
+                              policy, nodes), strict=True))
+
+
+def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], label: str, seed: int, at: float,
+                policy: str, exact: bool, time_limit: float, threads: int, solver: str) -> list[dict]:
+    """Rows of every heuristic (and, if ``exact``, the exact model) at every budget on one problem."""
+    rows = []
+    n = problem.cluster.n_nodes
+    for budget in budgets:
+        best = None
+        for method in HEURISTICS:
+            rep = defrag(problem, method, budget, workload, seed=seed)
+            rows.append(_row(label, seed, at, method, "heuristic", budget, rep.moves, rep.admitted_milli, None,
+                             "feasible", rep.wall_s, policy, n))
+            if best is None or (rep.admitted_milli, -rep.moves) > (best.admitted_milli, -best.moves):
+                best = rep
+            print(f"[defrag] {label} seed={seed} {policy} K={budget} {method}: {rep.moves} moves, "
+                  f"{rep.admitted_milli / 1000:.2f} GPUs ({rep.wall_s:.1f} s)", file=sys.stderr, flush=True)
+        if exact:
+            from formulations.defrag import solve_defrag
+
+            sol = solve_defrag(problem, "b", budget, solver=solver, time_limit=time_limit, threads=threads,
+                               warm_start=best.plan, workload=workload)
+            rows.append(_row(label, seed, at, f"exact-{solver}", "exact", budget, sol.moves, sol.admitted_milli,
+                             sol.bound_milli, sol.status, sol.wall_s, policy, n))
+            print(f"[defrag] {label} seed={seed} {policy} K={budget} exact: {sol.status}, {sol.moves} moves, "
+                  f"{(sol.admitted_milli or 0) / 1000:.2f} GPUs, bound {(sol.bound_milli or 0) / 1000:.2f} "
+                  f"({sol.wall_s:.1f} s)", file=sys.stderr, flush=True)
+    return rows
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Admitted GPUs (mean over seeds) per (trace, policy, method) and budget, moves in parentheses."""
+    stats = frame.groupby(["trace", "policy", "method", "budget"], sort=False).agg(
+        admitted=("admitted_milli", "mean"), moves=("moves", "mean"), bound=("bound_milli", "mean"))
+    cells = stats.apply(lambda r: f"{r.admitted / 1000:.2f} ({r.moves:.0f})"
+                        + (f" ≤{r.bound / 1000:.2f}" if pd.notna(r.bound) else ""), axis=1)
+    return cells.unstack("budget").reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.defrag", description=__doc__.split("\n")[0])
+    ap.add_argument("--trace", default="default")
+    ap.add_argument("--data", default=None, help="openb directory (default: $FGDOPT_DATA or the cache)")
+    ap.add_argument("--seeds", default="42")
+    ap.add_argument("--at", type=float, default=100.0, help="arrived GPU demand, percent of capacity")
+    ap.add_argument("--budgets", default="0,10,50,100,500")
+    ap.add_argument("--policies", default="fgd,best-fit")
+    ap.add_argument("--slices", type=int, default=1, help="exact comparisons per seed and policy (0: none)")
+    ap.add_argument("--slice-nodes", type=int, default=64)
+    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact run")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--solver", default="highs")
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    cluster, tasks = load_openb(args.trace, args.data)
+    workload = Workload.from_tasks(tasks)
+    rows: list[dict] = []
+    for seed in parse_seeds(args.seeds):
+        for policy in args.policies.split(","):
+            t0 = time.perf_counter()
+            result = replay(cluster, tasks, policy, seed, 1.3, workload)
+            tasks_p, placement_p = result.prefix(args.at)
+            validate(cluster, tasks_p, placement_p)
+            problem = DefragProblem(cluster, tasks_p, placement_p)
+            print(f"[defrag] seed={seed} {policy}: replay {time.perf_counter() - t0:.1f} s, "
+                  f"{len(problem.running)} running, {len(problem.waiting)} waiting "
+                  f"({problem.waiting_milli() / 1000:.1f} GPUs)", file=sys.stderr, flush=True)
+            rows += run_problem(problem, workload, budgets, args.trace, seed, args.at, policy, False,
+                                args.time_limit, args.threads, args.solver)
+            rng = np.random.default_rng(seed)
+            for j in range(args.slices):
+                nodes = np.sort(rng.choice(cluster.n_nodes, size=args.slice_nodes, replace=False))
+                sub = slice_problem(problem, nodes)
+                rows += run_problem(sub, workload, budgets, f"{args.trace}/slice{j}", seed, args.at, policy, True,
+                                    args.time_limit, args.threads, args.solver)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    text = table(frame).to_markdown(index=False)
+    print(text)
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(out / "defrag.csv", index=False)
+        (out / "defrag.md").write_text(text + "\n")
+        from fgdopt.plot import plot_defrag
+
+        plot_defrag(frame, out / "defrag.png", title=f"openb {args.trace}, {args.at:g}% arrived")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,178 @@
+"""Defragmentation: plan validation, heuristics, and the exact model against hand work and brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, defrag
+from fgdopt.frag import Workload
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import UNPLACED, ClusterState, InfeasiblePlacement, Placement
+from formulations.defrag import solve_defrag
+
+
+# -- hand-worked instances -------------------------------------------------------------------------
+def two_halves() -> DefragProblem:
+    """Two T4 nodes (8000 milli-cores, 1 GPU each). Running: a 500 milli-GPU task on each GPU (tasks 0, 1).
+    Waiting: two whole-GPU tasks (2, 3). Free GPU: 500 + 500 = 1000 milli-GPU, but no GPU is completely free,
+    so neither waiting task fits, in any order (re-ordering the arrivals changes nothing: the running tasks
+    stay where they are). Moving task 1 onto node 0's GPU (500 + 500 = 1000 <= 1000) frees node 1's GPU:
+    one move admits one whole-GPU task; admitting both needs 2 GPUs free but only 1000 milli-GPU is idle,
+    so (a) is infeasible."""
+    c = Cluster([8000, 8000], [4096, 4096], [1, 1], ["T4", "T4"])
+    t = TaskSet([1000, 1000, 2000, 2000], [0] * 4, [1, 1, 1, 1], [500, 500, 1000, 1000])
+    return DefragProblem(c, t, Placement([0, 1, -1, -1], [(0,), (0,), (), ()]))
+
+
+def cpu_blocked() -> DefragProblem:
+    """Node 0: 8000 milli-cores, 1 free GPU, but a CPU-only task (task 0, 6000 milli-cores) leaves 2000.
+    Node 1: 8000 milli-cores, no GPU, empty. Waiting: a whole-GPU task (task 1) asking 4000 milli-cores:
+    node 0 has its GPU but 2000 < 4000 cores; node 1 has no GPU. Moving task 0 to node 1 (6000 <= 8000)
+    leaves node 0 with 8000 cores and its GPU: one move admits 1000 milli-GPU."""
+    c = Cluster([8000, 8000], [4096, 4096], [1, 0], ["T4", "T4"])
+    t = TaskSet([6000, 4000], [0, 0], [0, 1], [0, 1000])
+    return DefragProblem(c, t, Placement([0, -1], [(), ()]))
+
+
+def test_one_move_admits_a_task_the_arrival_order_cannot():
+    p = two_halves()
+    wl = Workload.from_tasks(p.tasks)
+    for method in HEURISTICS:                       # budget 0: offering the waiting tasks admits nothing
+        assert defrag(p, method, 0, wl).admitted_milli == 0
+    assert solve_defrag(p, "b", 0).admitted_milli == 0
+    one = solve_defrag(p, "b", 1)
+    assert (one.status, one.moves, one.admitted_milli, one.bound_milli) == ("optimal", 1, 1000, 1000)
+    assert solve_defrag(p, "a").status == "infeasible"
+    single = DefragProblem(p.cluster, p.tasks, p.placement, waiting=[2])
+    a = solve_defrag(single, "a")
+    assert (a.status, a.moves, a.moves_bound) == ("optimal", 1, 1)
+    final = apply_plan(single, a.plan)
+    assert final.node_of[2] != UNPLACED
+
+
+def test_cpu_only_move_admits_whole_gpu_task():
+    p = cpu_blocked()
+    a = solve_defrag(p, "a")
+    assert (a.status, a.moves, a.admitted_milli) == ("optimal", 1, 1000)
+    assert a.plan.moves == (Move(0, 1, ()),)
+    assert defrag(p, "fgd-guided", 1, Workload.from_tasks(p.tasks)).admitted_milli in (0, 1000)
+
+
+# -- validation -------------------------------------------------------------------------------------
+def test_plan_that_overfills_a_gpu_is_rejected_and_nothing_changes():
+    p = two_halves()
+    before = (p.placement.node.copy(), p.placement.gpus)
+    # admit whole-GPU task 2 on node 0's GPU, which still hosts task 0 (500 + 1000 > 1000)
+    with pytest.raises(InfeasiblePlacement, match=r"task 2 \(task-2\).*GPU 0 of node 0"):
+        apply_plan(p, Plan(admits=(Move(2, 0, (0,)),)))
+    # move task 1 onto node 0 without freeing anything there: 500 + 500 fits, then task 2 on node 0 overfills
+    with pytest.raises(InfeasiblePlacement, match="task 2"):
+        apply_plan(p, Plan(moves=(Move(1, 0, (0,)),), admits=(Move(2, 0, (0,)),)))
+    assert np.array_equal(p.placement.node, before[0]) and p.placement.gpus == before[1]
+    assert p.state().allocated_milli == 1000
+
+
+@pytest.mark.parametrize(("plan", "message"), [
+    (Plan(moves=(Move(7, 0, (0,)),)), "task 7, which is unknown"),
+    (Plan(admits=(Move(0, 1, (0,)),)), r"task 0 \(task-0\), which is not waiting"),
+    (Plan(moves=(Move(2, 1, (0,)),)), r"task 2 \(task-2\), which is not running"),
+    (Plan(moves=(Move(1, 1, (0,)),)), "to its current node and GPUs"),
+    (Plan(moves=(Move(1, 0, (0,)),), admits=(Move(1, 1, (0,)),)), "twice"),
+])
+def test_bad_plans_name_the_task(plan, message):
+    with pytest.raises(InfeasiblePlacement, match=message):
+        apply_plan(two_halves(), plan)
+
+
+def test_bad_problems_name_the_task():
+    p = two_halves()
+    huge = TaskSet([1000, 1000, 99_000], [0, 0, 0], [1, 1, 1], [500, 500, 1000])
+    with pytest.raises(ValueError, match=r"waiting task 2 \(task-2\) fits no node even when it is empty"):
+        DefragProblem(p.cluster, huge, Placement([0, 1, -1], [(0,), (0,), ()]))
+    with pytest.raises(ValueError, match="waiting task 9 is unknown"):
+        DefragProblem(p.cluster, p.tasks, p.placement, waiting=[9])
+    with pytest.raises(ValueError, match="already running"):
+        DefragProblem(p.cluster, p.tasks, p.placement, waiting=[0])
+    with pytest.raises(ValueError, match="budget"):
+        defrag(p, "fgd-guided", -1, Workload.from_tasks(p.tasks))
+    with pytest.raises(ValueError, match="unknown defragmentation heuristic"):
+        defrag(p, "nope", 1, Workload.from_tasks(p.tasks))
+
+
+# -- brute force on tiny instances ---------------------------------------------------------------
+def random_problem(seed: int) -> DefragProblem:
+    """2 nodes x 2 GPUs, 6 tasks of mixed shapes; a random feasible order places what fits, the rest waits."""
+    rng = np.random.default_rng(seed)
+    c = Cluster([8000, 6000], [65536, 65536], [2, 2], ["T4", "T4"])
+    shapes = [(1, 300), (1, 500), (1, 700), (1, 1000), (2, 1000), (0, 0)]
+    pick = rng.integers(len(shapes), size=6)
+    t = TaskSet(rng.choice([1000, 2000, 3000], size=6), [0] * 6, [shapes[k][0] for k in pick],
+                [shapes[k][1] for k in pick])
+    state = ClusterState(c, t)
+    for i in rng.permutation(6).tolist()[:4]:
+        ok = [(n, g) for n, g in options(state, i) if state.check(t[i], n, g) is None]
+        if ok:
+            state.place(i, *ok[rng.integers(len(ok))])
+    return DefragProblem.from_state(state)
+
+
+def options(state: ClusterState, i: int) -> list[tuple[int, tuple[int, ...]]]:
+    task = state.tasks[i]
+    out = []
+    for n in range(state.cluster.n_nodes):
+        for gpus in itertools.combinations(range(int(state.cluster.gpu[n])), task.num_gpu):
+            out.append((n, gpus))
+    return out
+
+
+def brute_force(p: DefragProblem) -> dict[tuple[int, int], int]:
+    """Every reachable (admitted milli-GPU, moves) pair; value = 1 (a set). Running tasks must stay placed."""
+    empty = ClusterState(p.cluster, p.tasks)
+    running, waiting = p.running.tolist(), p.waiting.tolist()
+    found: dict[tuple[int, int], int] = {}
+
+    def rec(k: int, state: ClusterState, moves: int, admitted: int) -> None:
+        order = running + waiting
+        if k == len(order):
+            found[(admitted, moves)] = 1
+            return
+        i = order[k]
+        if i in waiting:
+            rec(k + 1, state, moves, admitted)
+        for n, g in options(state, i):
+            if state.check(p.tasks[i], n, g) is None:
+                state.place(i, n, g)
+                moved = i in running and (n != p.placement.node[i] or g != tuple(sorted(p.placement.gpus[i])))
+                rec(k + 1, state, moves + moved, admitted + (int(p.tasks.gpu_demand[i]) if i in waiting else 0))
+                state.remove(i)
+
+    rec(0, empty, 0, 0)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_matches_brute_force(seed):
+    p = random_problem(seed)
+    reachable = brute_force(p)
+    total = p.waiting_milli()
+    wl = Workload.from_tasks(p.tasks)
+    for budget in (0, 1, 2, 6):
+        best = max((adm, -mv) for adm, mv in reachable if mv <= budget)
+        sol = solve_defrag(p, "b", budget, workload=wl)
+        assert sol.status == "optimal"
+        assert (sol.admitted_milli, -sol.moves) == best, (seed, budget)
+        assert sol.bound_milli == sol.admitted_milli
+        for method in HEURISTICS:                     # heuristics: valid, within budget, never above optimum
+            rep = defrag(p, method, budget, wl, seed=seed)
+            assert rep.moves <= budget and rep.admitted_milli <= best[0]
+    full = [mv for adm, mv in reachable if adm == total]
+    cpu_only_waiting = any(p.tasks.num_gpu[i] == 0 for i in p.waiting)
+    if not cpu_only_waiting:
+        a = solve_defrag(p, "a", workload=wl)
+        if full:
+            assert (a.status, a.moves) == ("optimal", min(full))
+        else:
+            assert a.status == "infeasible"
