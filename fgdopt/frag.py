@@ -233,6 +233,47 @@ class FragmentationReport:
     breakdown: dict[str, float]
     per_node: np.ndarray
 
+    @classmethod
+    def of(cls, by_category: np.ndarray) -> FragmentationReport:
+        """The report of per-node category amounts ``(n_nodes, len(CATEGORIES))`` (milli-GPU)."""
+        per_node = by_category[:, _FRAGMENT].sum(axis=1)
+        total = float(per_node.sum())
+        idle = float(by_category.sum())
+        breakdown = {k: float(v) for k, v in zip(CATEGORIES, by_category.sum(axis=0), strict=True)}
+        return cls(total=total, idle=idle, rate=total / idle if idle else 0.0, breakdown=breakdown, per_node=per_node)
+
+
+_FRAGMENT = np.array([k != "q3_satisfied" for k in CATEGORIES])
+
+
+def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per node (``rows`` of them, default all) and category of :data:`CATEGORIES`: milli-GPU, shape (K, 7).
+
+    Each row sums to the node's free GPU capacity; its entries other than ``q3_satisfied`` sum to F_n(M).
+    """
+    sel = slice(None) if rows is None else rows
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, state.gpu_left[sel], state.cpu_left[sel])
+    access = node_access(workload, state, rows)
+    p = workload.popularity
+    gpu_shape = (workload.num_gpu > 0)[:, None]
+    acc = access & gpu_shape
+    host = acc & fits_gpu
+    q3 = host & cpu_ok
+    idle_share = {
+        "q1_lack_both": p @ (acc & ~fits_gpu & ~cpu_ok),
+        "q2_lack_gpu": p @ (acc & ~fits_gpu & cpu_ok),
+        "q3_satisfied": np.zeros(len(idle)),
+        "q4_lack_cpu": p @ (host & ~cpu_ok),
+        "x_satisfied": p @ (~gpu_shape & cpu_ok),
+        "x_lack_cpu": p @ (~gpu_shape & ~cpu_ok),
+        "no_access": p @ (gpu_shape & ~access),
+    }
+    out = np.stack([idle_share[k] * idle for k in CATEGORIES], axis=1)
+    q3_small = p @ np.where(q3, small, 0)
+    out[:, CATEGORIES.index("q2_lack_gpu")] += q3_small
+    out[:, CATEGORIES.index("q3_satisfied")] = (p @ q3) * idle - q3_small
+    return out
+
 
 def cluster_fragmentation(state: ClusterState, workload: Workload) -> FragmentationReport:
     """Fragmentation of the whole cluster with its breakdown by category.
@@ -247,32 +288,7 @@ def cluster_fragmentation(state: ClusterState, workload: Workload) -> Fragmentat
     >>> r.total, r.rate, r.breakdown["x_satisfied"]
     (400.0, 0.2, 400.0)
     """
-    idle, small, fits_gpu, cpu_ok = _shape_views(workload, state.gpu_left, state.cpu_left)
-    access = node_access(workload, state)
-    p = workload.popularity[:, None]
-    idle_mk = np.broadcast_to(idle[None, :], small.shape)
-    gpu_shape = (workload.num_gpu > 0)[:, None]
-    acc = access & gpu_shape
-    host = acc & fits_gpu
-    masks = {
-        "q1_lack_both": acc & ~fits_gpu & ~cpu_ok,
-        "q2_lack_gpu": acc & ~fits_gpu & cpu_ok,
-        "q4_lack_cpu": host & ~cpu_ok,
-        "x_satisfied": ~gpu_shape & cpu_ok,
-        "x_lack_cpu": ~gpu_shape & ~cpu_ok,
-        "no_access": gpu_shape & ~access,
-    }
-    breakdown = {k: float((p * np.where(m, idle_mk, 0)).sum()) for k, m in masks.items()}
-    q3 = host & cpu_ok
-    breakdown["q2_lack_gpu"] += float((p * np.where(q3, small, 0)).sum())
-    breakdown["q3_satisfied"] = float((p * np.where(q3, idle_mk - small, 0)).sum())
-    per_node = (p * np.where(q3, small, idle_mk)).sum(axis=0)
-    total = float(per_node.sum())
-    idle_total = float(idle.sum())
-    return FragmentationReport(
-        total=total, idle=idle_total, rate=total / idle_total if idle_total else 0.0,
-        breakdown={k: breakdown[k] for k in CATEGORIES}, per_node=per_node,
-    )
+    return FragmentationReport.of(fragmentation_by_category(state, workload))
 
 
 def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,

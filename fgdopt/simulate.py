@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fgdopt.frag import CATEGORIES, Workload, cluster_fragmentation
+from fgdopt.frag import CATEGORIES, FragmentationReport, Workload, fragmentation_by_category
 from fgdopt.inflation import draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, make_policy
@@ -151,8 +151,7 @@ def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int 
     return OnlineResult(state.placement(), state, state.allocated_milli, time.perf_counter() - start)
 
 
-def _sample_row(state: ClusterState, workload: Workload, pct: int, arrived: int, n_arrived: int) -> dict:
-    report = cluster_fragmentation(state, workload)
+def _sample_row(state: ClusterState, report: FragmentationReport, pct: int, arrived: int, n_arrived: int) -> dict:
     cap = state.cluster.gpu_capacity_milli
     alloc = state.allocated_milli
     failed = n_arrived - int((state.node_of[:n_arrived] >= 0).sum())
@@ -199,13 +198,23 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     rows: list[dict] = []
     alloc_after = np.zeros(len(run), dtype=np.int64)
 
+    by_category = fragmentation_by_category(state, workload)     # kept up to date at each sample
+    touched: set[int] = set()
+
     def sample_until(n_done: int) -> None:
         while len(rows) < len(pcts) and sample_at[len(rows)] <= n_done:
+            if touched:
+                changed = np.fromiter(touched, dtype=np.int64)
+                by_category[changed] = fragmentation_by_category(state, workload, changed)
+                touched.clear()
             n = int(sample_at[len(rows)])
-            rows.append(_sample_row(state, workload, len(rows), int(arrived[n - 1]) if n else 0, n))
+            report = FragmentationReport.of(by_category)
+            rows.append(_sample_row(state, report, len(rows), int(arrived[n - 1]) if n else 0, n))
 
     def on_task(i: int) -> None:
         alloc_after[i] = state.allocated_milli
+        if state.node_of[i] >= 0:
+            touched.add(int(state.node_of[i]))
         sample_until(i + 1)
 
     sample_until(0)

@@ -80,6 +80,8 @@ class ClusterState:
         so they never fit a demand and add nothing to a sum.
     node_of : int64 (n_tasks,), node of each task or -1.
     gpus_of : list of tuples, GPU ids of each task.
+    revision : how many times :meth:`place` / :meth:`remove` changed the state; ``last_node`` the node
+        the latest change touched (-1 before any). Caches use them to see what changed since they looked.
     """
 
     def __init__(self, cluster: Cluster, tasks: TaskSet):
@@ -91,6 +93,8 @@ class ClusterState:
         self.gpu_left = np.where(gpu_ids[None, :] < cluster.gpu[:, None], GPU_MILLI, 0).astype(np.int64)
         self.node_of = np.full(len(tasks), UNPLACED, dtype=np.int64)
         self.gpus_of: list[tuple[int, ...]] = [()] * len(tasks)
+        self.revision = 0
+        self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
 
     # -- feasibility -------------------------------------------------------------------------
@@ -157,6 +161,8 @@ class ClusterState:
             self.gpu_left[node, list(gpus)] -= task.gpu_milli
         self.node_of[i] = node
         self.gpus_of[i] = gpus
+        self.revision += 1
+        self.last_node = node
 
     def remove(self, i: int) -> None:
         """Undo the placement of task ``i``."""
@@ -170,6 +176,8 @@ class ClusterState:
             self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
         self.node_of[i] = UNPLACED
         self.gpus_of[i] = ()
+        self.revision += 1
+        self.last_node = node
 
     # -- views -------------------------------------------------------------------------------
     @property
@@ -190,6 +198,7 @@ class ClusterState:
         new.cluster, new.tasks = self.cluster, self.tasks
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
+        new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
         return new
 

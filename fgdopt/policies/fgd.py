@@ -32,6 +32,7 @@ is keyed by node state only: any state of the same cluster may be passed in any 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,7 @@ class FGD(RankedPolicy):
         super().__init__(seed, ranks)
         self.workload = workload
         self._cluster = None
+        self._seen: tuple[weakref.ref | None, int] = (None, -1)   # the state last synced with, its revision
         self._expected: tuple[int, np.ndarray, int, float] | None = None
 
     # -- cache upkeep ------------------------------------------------------------------------
@@ -74,8 +76,12 @@ class FGD(RankedPolicy):
         """Bring the snapshot, F_n(M) and node versions up to date with ``state``.
 
         When the only change is the placement this policy just proposed, the node's new F_n(M) is
-        the one computed while scoring it (``before + delta``); otherwise it is recomputed.
+        the one computed while scoring it (``before + delta``); otherwise it is recomputed. The same
+        state object one revision later can only have changed at ``state.last_node``; any other
+        state is compared with the snapshot node by node.
         """
+        (seen_ref, seen_revision), self._seen = self._seen, (weakref.ref(state), state.revision)
+        same = seen_ref is not None and seen_ref() is state
         if self._cluster is not state.cluster:
             self._cluster = state.cluster
             self._gpu = state.gpu_left.copy()
@@ -84,7 +90,12 @@ class FGD(RankedPolicy):
             self._version = np.zeros(state.cluster.n_nodes, dtype=np.int64)
             self._shapes: dict[tuple[int, int, int], _ShapeCache] = {}
             return
-        changed = np.flatnonzero((state.gpu_left != self._gpu).any(axis=1) | (state.cpu_left != self._cpu))
+        if same and seen_revision == state.revision:
+            return
+        if same and seen_revision == state.revision - 1 and state.last_node >= 0:
+            changed = np.array([state.last_node])
+        else:
+            changed = np.flatnonzero((state.gpu_left != self._gpu).any(axis=1) | (state.cpu_left != self._cpu))
         if len(changed) == 0:
             return
         self._gpu[changed] = state.gpu_left[changed]
@@ -148,10 +159,16 @@ class FGD(RankedPolicy):
 
     # -- the policy --------------------------------------------------------------------------
     def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
+        cache = self._cache(state, task, np.array([node])) if task.num_gpu == 1 else None
+        return self._gpus(state, task, node, cache)
+
+    @staticmethod
+    def _gpus(state: ClusterState, task: Task, node: int, cache: _ShapeCache | None) -> tuple[int, ...]:
+        """A sharing task's GPU from the (up-to-date) ``cache``; the lowest free GPUs for a whole-GPU task."""
         if task.num_gpu == 0:
             return ()
         if task.gpu_milli < GPU_MILLI:
-            return (int(self._cache(state, task, np.array([node])).gpu[node]),)
+            return (int(cache.gpu[node]),)
         return lowest_free_gpus(state.gpu_left[node], task.num_gpu)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
@@ -160,7 +177,7 @@ class FGD(RankedPolicy):
             return None
         cache = self._cache(state, task, nodes)
         node = pick(nodes, cache.score[nodes], self.node_ranks(state), self._then(state, task))
-        gpus = self.gpus(state, task, node)
+        gpus = self._gpus(state, task, node, cache)
         row = state.gpu_left[node].copy()
         row[list(gpus)] -= task.gpu_milli
         self._expected = (node, row, int(state.cpu_left[node]) - task.cpu_milli,

@@ -45,15 +45,39 @@ def affinity_counts(state: ClusterState) -> np.ndarray:
 
 
 class GpuClustering(RankedPolicy):
-    """GPU-clustering policy (see module docstring)."""
+    """GPU-clustering policy (see module docstring).
+
+    The affinity counts of the state last seen are kept and updated from the tasks whose node changed,
+    so a replay does not recount every placed task at every call.
+    """
 
     name = "gpu-clustering"
+
+    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None):
+        super().__init__(seed, ranks)
+        self._tasks = None
+
+    def _counts(self, state: ClusterState) -> np.ndarray:
+        if self._tasks is not state.tasks or self._cluster is not state.cluster:
+            self._tasks, self._cluster = state.tasks, state.cluster
+            self._node_of = state.node_of.copy()
+            self._codes = affinity(state.tasks.num_gpu, state.tasks.gpu_milli)
+            self._hosted = affinity_counts(state)
+            return self._hosted
+        moved = np.flatnonzero(state.node_of != self._node_of)
+        for i in moved[self._codes[moved] >= 0]:
+            if self._node_of[i] != UNPLACED:
+                self._hosted[self._node_of[i], self._codes[i]] -= 1
+            if state.node_of[i] != UNPLACED:
+                self._hosted[state.node_of[i], self._codes[i]] += 1
+        self._node_of[moved] = state.node_of[moved]
+        return self._hosted
 
     def score(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
         if task.num_gpu == 0:
             return np.zeros(len(nodes), dtype=np.int64)
         code = int(affinity(np.array(task.num_gpu), np.array(task.gpu_milli)))
-        hosted = affinity_counts(state)[nodes] > 0
+        hosted = self._counts(state)[nodes] > 0
         same = hosted[:, code]
         other = hosted.sum(axis=1) - same
         tier = np.select([same & (other == 0), same, other == 0], [3, 2, 1], 0)
