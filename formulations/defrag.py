@@ -19,6 +19,13 @@ a staying whole-GPU task counts ``C`` on each of its GPUs, so a new whole-GPU ta
 that ends up completely free); per node, CPU and memory of staying plus new tasks; (b) moves ``<= K``.
 GPUs that start empty on a node are interchangeable: their new loads are ordered (symmetry breaking).
 
+Valid inequalities (``strong=True``) close the LP's cheapest escape, fractional moves: per GPU g and running
+group r on g, ``|r| w[n,g] + k[r] <= |r|`` (a new whole-GPU task needs all of r gone from g), and per GPU g
+and sharing value d, ``u[n,g,d] <= floor(res_g / v_d) + sum_{r on g} ceil(v_r / v_d) (|r| - k[r])`` (``res_g``
+the GPU's free units if everything stays; valid since ``floor(x + y) <= floor(x) + ceil(y)``); a whole-GPU
+shape taking all ``G_n`` GPUs of node n has ``y[n,s] <= w[n,g]`` for every g, and shapes taking more than half
+of them sum to at most 1 (without these the LP admits half of an 8-GPU task by freeing 4 GPUs).
+
 Objectives (maximized, integer): (a) ``a[s] = waiting_s`` fixed, maximize ``sum k`` (the solver's bound
 B gives moves ``>= R - B``, R = running tasks); (b) maximize ``(R + 1) * sum_s demand_s a[s] + sum k``:
 one more unit of admitted demand outweighs every move, so the optimum admits the most demand and, among
@@ -187,8 +194,9 @@ class DefragModel:
 
 
 def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
-                 symmetry: bool = True) -> DefragModel:
-    """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves)."""
+                 symmetry: bool = True, strong: bool = True) -> DefragModel:
+    """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves);
+    ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if objective == "b" and (budget is None or budget < 0):
@@ -265,6 +273,18 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
                     coef.append(cap if agg.whole[s] else int(agg.share_units[s]))
             if not idx:
                 starts_empty.append(g)
+            staying = [(r, c) for r, c in zip([r for r in on_n if g in keys[r][1]], coef, strict=True)]
+            res = cap - sum(c * len(groups[r]) for r, c in staying)
+            if strong:
+                for r, _ in staying:     # a new whole-GPU task takes g only if nothing stays on g
+                    if w[n, g] >= 0:
+                        model.add_row([w[n, g], k[r]], [len(groups[r]), 1], hi=len(groups[r]))
+                for d in vals:           # integer rounding: value-d tasks fit floor(res / v_d) + what moves free
+                    v_d = int(agg.values[d])
+                    ceil_rd = [-(-c // v_d) for _, c in staying]
+                    model.add_row([u[n, g, d]] + [k[r] for r, _ in staying], [1] + ceil_rd,
+                                  hi=res // v_d + sum(cr * len(groups[r]) for (r, _), cr in
+                                                      zip(staying, ceil_rd, strict=True)))
             for d in vals:
                 idx.append(u[n, g, d])
                 coef.append(int(agg.values[d]))
@@ -272,6 +292,13 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
                 idx.append(w[n, g])
                 coef.append(cap)
             model.add_row(idx, coef, hi=cap)
+        if strong and w[n, 0] >= 0:
+            for s in whole[num_gpu[whole] == g_n].tolist():   # a task taking every GPU of n needs each one
+                for g in range(g_n):
+                    model.add_row([y[n, s], w[n, g]], [1, -1], hi=0)
+            big = whole[2 * num_gpu[whole] > g_n]
+            if len(big) > 1:                                    # at most one task taking over half the GPUs
+                model.add_row(y[n, big], np.ones(len(big)), hi=1)
         if symmetry:
             for g1, g2 in zip(starts_empty[:-1], starts_empty[1:], strict=True):
                 idx = [u[n, g1, d] for d in vals] + [u[n, g2, d] for d in vals]
