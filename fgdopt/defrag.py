@@ -57,9 +57,10 @@ and fgdopt's own
 
 Where we had to choose (the reference re-schedules only the evicted pods, with the cluster's scheduler,
 and does not retry the pods that failed before): here the waiting tasks with GPU demand are offered
-first (arrival order), then the victims (eviction order), each to the policy on the evolving state. If a
-victim then fits nowhere, the victims are offered first instead; if one still fits nowhere, the last
-victim is kept in place (dropped from the list) and the re-placement is retried. The plan never loses a
+first (arrival order), then the victims (eviction order), each to the policy on the evolving state. A
+victim the policy cannot place goes back to its own node and GPUs if they are still free. If a victim then
+fits nowhere, the victims are offered first instead; if one still fits nowhere, the last victim is kept in
+place (dropped from the list) and the re-placement is retried. The plan never loses a
 running task. A victim the policy puts back on its own node and GPUs is not counted as a move. ``none``
 is the budget-0 baseline: offer the waiting tasks without evicting anything.
 
@@ -408,11 +409,16 @@ def select_victims(state: ClusterState, method: str, budget: int, workload: Work
 
 
 # -- re-placement --------------------------------------------------------------------------------
-def _offer(state: ClusterState, order: Sequence[int], policy: Policy) -> list[int]:
-    """Offer ``order`` to ``policy`` one by one on ``state``; returns the tasks that fit nowhere."""
+def _offer(state: ClusterState, order: Sequence[int], policy: Policy,
+           home: ClusterState | None = None) -> list[int]:
+    """Offer ``order`` to ``policy`` one by one on ``state``; a task the policy cannot place goes back to its
+    node and GPUs in ``home`` if they still fit. Returns the tasks that fit nowhere."""
     failed = []
     for i in order:
         choice = policy(state, state.tasks[i])
+        if choice is None and home is not None and home.node_of[i] != UNPLACED:
+            back = (int(home.node_of[i]), home.gpus_of[i])
+            choice = back if state.check(state.tasks[i], *back) is None else None
         if choice is None:
             failed.append(i)
         else:
@@ -430,12 +436,12 @@ def replace_victims(base: ClusterState, victims: list[int], waiting: Sequence[in
             for v in victims:
                 state.remove(v)
             if victims_first:
-                if not _offer(state, victims, policy):
+                if not _offer(state, victims, policy, base):
                     _offer(state, waiting, policy)
                     return state
             else:
                 _offer(state, waiting, policy)
-                if not _offer(state, victims, policy):
+                if not _offer(state, victims, policy, base):
                     return state
         victims.pop()
 
