@@ -126,3 +126,32 @@ def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     path = Path(path)
     fig.savefig(path, dpi=130)
     return path
+
+
+def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, title: str = "") -> Path:
+    """Allocation against arrived workload: one line per policy and the offline optimum as a band from its
+    incumbent to its proven bound (means over seeds; the frame of ``python -m experiments.frontier``).
+
+    ``frame`` needs columns ``seed, arrived_pct, method, kind, allocated_milli, bound_milli`` (``kind`` is
+    ``policy`` or ``optimum``); allocations are drawn in percent of ``capacity_milli`` (milli-GPU).
+    """
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    scale = 100.0 / capacity_milli
+    for method, sub in frame[frame["kind"] == "policy"].groupby("method", sort=False):
+        mean = sub.groupby("arrived_pct")["allocated_milli"].mean() * scale
+        ax.plot(mean.index, mean.to_numpy(), marker="o", markersize=3, linewidth=1.4, label=method)
+    opt = frame[frame["kind"] == "optimum"].groupby("arrived_pct")[["allocated_milli", "bound_milli"]].mean() * scale
+    if len(opt):
+        ax.fill_between(opt.index, opt["allocated_milli"], opt["bound_milli"], color="black", alpha=0.25,
+                        linewidth=0, label="optimum (incumbent to bound)")
+        ax.plot(opt.index, opt["bound_milli"], color="black", linewidth=1.0, linestyle="--")
+    ax.set_xlabel("Arrived workload (% of cluster GPU capacity)")
+    ax.set_ylabel("GPU allocation (% of capacity)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path

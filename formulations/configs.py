@@ -313,17 +313,21 @@ def encode(agg: Aggregation, columns: Columns, placement: Placement) -> np.ndarr
     return np.concatenate([y, np.maximum(y @ columns.mat - agg.count, 0)])
 
 
-def decode(agg: Aggregation, columns: Columns, y: np.ndarray) -> Placement:
+def decode(agg: Aggregation, columns: Columns, y: np.ndarray,
+           packings: list[list[np.ndarray]] | None = None) -> Placement:
     """The placement of the configuration counts ``y`` (C,): configurations handed to the nodes of their type in
-    order, tasks beyond availability dropped (from the last nodes), sharing tasks packed by :func:`pack_sharing`."""
+    order, tasks beyond availability dropped (from the last nodes), sharing tasks packed by :func:`pack_sharing`,
+    or, if ``packings`` is given, by each configuration's own packing (its sharing GPUs' slot vectors (D,))."""
     n_nodes = agg.instance.cluster.n_nodes
     counts = np.zeros((n_nodes, agg.n_shapes), dtype=np.int64)
+    column_of = np.full(n_nodes, -1, dtype=np.int64)
     y = np.rint(y).astype(np.int64)
     for t, nodes in enumerate(agg.node_types):
         free = iter(nodes.tolist())
         for c in np.flatnonzero((columns.kind == t) & (y > 0)).tolist():
             for _ in range(int(y[c])):
-                counts[next(free)] = columns.mat[c]
+                n = next(free)
+                counts[n], column_of[n] = columns.mat[c], c
     for s in range(agg.n_shapes):
         over = int(counts[:, s].sum() - agg.count[s])
         for n in range(n_nodes - 1, -1, -1):
@@ -334,6 +338,8 @@ def decode(agg: Aggregation, columns: Columns, y: np.ndarray) -> Placement:
             over -= drop
     index = {int(v): d for d, v in enumerate(agg.values.tolist())}
     share = agg.share_units
+    if packings is not None:
+        return recover(agg, counts, [list(packings[c]) if c >= 0 else [] for c in column_of.tolist()])
     slots = []
     for n in range(n_nodes):
         items = tuple(sorted((int(share[s]) for s in np.flatnonzero(agg.sharing & (counts[n] > 0)).tolist()

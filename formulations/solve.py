@@ -12,10 +12,11 @@ from formulations.flawed import per_gpu_dimension_milp, unified_device_milp
 from formulations.minfrag import run_min_frag
 from formulations.relax import config_lp_bound, lp_bound, unified_bound
 from formulations.solution import Solution, make_solution
+from formulations.typeconfig import run_type_configs
 
 METHODS = ("milp-cbc", "milp-highs", "cpsat", "config-milp", "lp", "unified-device", "config-lp",
-           "unified-device-milp", "per-gpu-dimension-milp")
-EXACT = ("milp-cbc", "milp-highs", "cpsat", "config-milp")
+           "unified-device-milp", "per-gpu-dimension-milp", "config-types")
+EXACT = ("milp-cbc", "milp-highs", "cpsat", "config-milp", "config-types")
 MIN_FRAG = ("milp-cbc", "milp-highs", "cpsat")
 """The exact methods that also minimize fragmentation (their models know each GPU's content)."""
 RELAXATIONS = ("lp", "unified-device", "config-lp")
@@ -56,6 +57,8 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
     try:
         if method == "config-milp":
             return run_config_milp(instance, method, "cbc", time_limit, warm_start, threads)
+        if method == "config-types":
+            return run_type_configs(instance, method, time_limit, warm_start, threads)
         if method in EXACT:
             backend = "cpsat" if method == "cpsat" else method.removeprefix("milp-")
             run = run_min_frag if objective == "min_frag" else run_exact

@@ -1,0 +1,203 @@
+"""The optimality frontier of the online study: every paper policy against a certified offline optimum of the
+same arrived tasks, on the whole openb cluster, at several arrived-workload points.
+
+Usage::
+
+    python -m experiments.frontier --trace default|all|NAME --seeds 42-51 --points 80,90,100,110,120,130 \\
+        [--jobs N] [--time-limit 60] [--tol 0.001] --output DIR
+
+For every trace and seed, each policy of :data:`~fgdopt.policies.PAPER_POLICIES` is replayed exactly as in
+``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
+tasks for every policy: the arrival order depends on the seed only, which is checked) is an offline instance,
+solved by ``config-types`` (:mod:`formulations.typeconfig`) with the best policy's placement as warm start.
+
+Writes ``DIR/frontier.csv``, one row per (trace, seed, point, method): ``kind`` is ``policy`` or ``optimum``;
+``allocated_milli`` the policy's allocation (its curve row) or the optimum's incumbent; ``bound_milli`` the
+optimum's proven bound at that point (on every row); ``gap_pct`` = (bound - allocated) / capacity in percent;
+``wall_s`` the replay's or the solve's wall seconds. Also ``DIR/frontier.png`` (allocation against arrived
+workload, a line per policy, the optimum as a band from incumbent to bound; the first trace) and prints the
+headline: at the last point FGD leaves X GPUs unallocated where no placement of the same tasks leaves fewer
+than Y. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from experiments.openb import parse_seeds, parse_traces
+from fgdopt.frag import Workload
+from fgdopt.instance import Instance
+from fgdopt.model import GPU_MILLI, Cluster, TaskSet
+from fgdopt.plot import plot_frontier
+from fgdopt.policies import PAPER_POLICIES
+from fgdopt.simulate import replay
+from fgdopt.state import Placement
+from fgdopt.traces import load_openb
+from formulations import solve
+
+COLUMNS = ("trace", "seed", "arrived_pct", "method", "kind", "allocated_milli", "bound_milli", "gap_pct", "wall_s")
+METHOD = "config-types"
+RATIO = 1.3
+
+
+def parse_points(text: str) -> list[int]:
+    """``"80,90,100"`` -> [80, 90, 100] (arrived GPU demand in percent of capacity, 0..130)."""
+    points = sorted({int(p) for p in text.split(",") if p.strip()})
+    if not points or points[0] < 0 or points[-1] > round(100 * RATIO):
+        raise argparse.ArgumentTypeError(f"points must lie in 0..{round(100 * RATIO)}")
+    return points
+
+
+def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir: str | None) -> dict:
+    """Replay one (trace, seed, policy); the allocation at each point, the arrival order (``source``) and the
+    arrived prefix (tasks, placement) at each point."""
+    cluster, tasks = load_openb(trace, data_dir)
+    result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
+    return {"trace": trace, "seed": seed, "policy": policy, "cluster": cluster, "source": result.source,
+            "alloc": {p: int(result.at(p).alloc_milli) for p in points},
+            "prefix": {p: result.prefix(p) for p in points}, "wall_s": result.wall_s}
+
+
+def optimum_cell(trace: str, seed: int, pct: int, cluster: Cluster, tasks: TaskSet, warm: Placement,
+                 time_limit: float, tol: float) -> dict:
+    """The ``config-types`` run on one arrived prefix (one solver thread)."""
+    from formulations.typeconfig import run_type_configs
+
+    instance = Instance(f"{trace}-s{seed}-{pct}pct", cluster, tasks)
+    t0 = time.perf_counter()
+    if tol == 0.001:
+        sol = solve(instance, METHOD, time_limit=time_limit, warm_start=warm, threads=1)
+    else:
+        sol = run_type_configs(instance, METHOD, time_limit, warm, 1, tol)
+    return {"trace": trace, "seed": seed, "arrived_pct": pct, "method": METHOD, "kind": "optimum",
+            "allocated_milli": sol.objective, "bound_milli": sol.bound, "wall_s": time.perf_counter() - t0,
+            "status": sol.status, "info": sol.info}
+
+
+def _run(pool: Executor | None, fn, jobs: list[tuple], bar: tqdm) -> list:
+    """``fn(*job)`` for every job, in the pool if any (results in completion order)."""
+    out = []
+    if pool is None:
+        for job in jobs:
+            out.append(fn(*job))
+            bar.update()
+        return out
+    for future in as_completed([pool.submit(fn, *job) for job in jobs]):
+        out.append(future.result())
+        bar.update()
+    return out
+
+
+def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int = 1, time_limit: float = 60.0,
+             tol: float = 0.001, data_dir: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """Run the study; returns the frame of :data:`COLUMNS` (plus ``status``) and the capacity of each trace
+    (milli-GPU).
+
+    Raises
+    ------
+    RuntimeError : two policies' replays of one (trace, seed) do not share their arrival order.
+    """
+    pool = (ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            if jobs > 1 else None)
+    try:
+        cells = [(t, s, p, points, data_dir) for t in traces for s in seeds for p in PAPER_POLICIES]
+        bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
+        replays = _run(pool, replay_cell, cells, bar)
+        bar.close()
+        by_cell: dict[tuple[str, int], list[dict]] = {}
+        for rep in replays:
+            by_cell.setdefault((rep["trace"], rep["seed"]), []).append(rep)
+        rows, solves, capacity = [], [], {}
+        for (trace, seed), reps in by_cell.items():
+            first = reps[0]
+            capacity[trace] = first["cluster"].gpu_capacity_milli
+            for rep in reps[1:]:
+                if not np.array_equal(rep["source"], first["source"]):
+                    raise RuntimeError(f"{trace} seed {seed}: {rep['policy']} and {first['policy']} replay "
+                                       "different arrival orders; the arrived prefix is not policy-independent")
+            for rep in reps:
+                rows += [{"trace": trace, "seed": seed, "arrived_pct": p, "method": rep["policy"], "kind": "policy",
+                          "allocated_milli": rep["alloc"][p], "wall_s": rep["wall_s"]} for p in points]
+            for p in points:
+                best = max(reps, key=lambda r: r["alloc"][p])
+                solves.append((trace, seed, p, first["cluster"], first["prefix"][p][0], best["prefix"][p][1],
+                               time_limit, tol))
+        solves.sort(key=lambda job: -job[2])  # the largest prefixes first
+        bar = tqdm(total=len(solves), desc="optima", unit="point", file=sys.stderr)
+        optima = _run(pool, optimum_cell, solves, bar)
+        bar.close()
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    bounds = {(o["trace"], o["seed"], o["arrived_pct"]): o["bound_milli"] for o in optima}
+    frame = pd.DataFrame(rows + [{k: v for k, v in o.items() if k != "info"} for o in optima])
+    frame["bound_milli"] = [bounds[key] for key in zip(frame["trace"], frame["seed"], frame["arrived_pct"],
+                                                        strict=True)]
+    cap = frame["trace"].map(capacity)
+    frame["gap_pct"] = 100.0 * (frame["bound_milli"] - frame["allocated_milli"]) / cap
+    order = {m: k for k, m in enumerate((*PAPER_POLICIES, METHOD))}
+    frame = frame.assign(_m=frame["method"].map(order)).sort_values(["trace", "seed", "arrived_pct", "_m"])
+    return frame.drop(columns="_m").reset_index(drop=True)[[*COLUMNS, "status"]], capacity
+
+
+def headline(frame: pd.DataFrame, capacity: dict, policy: str = "fgd") -> list[str]:
+    """Per trace, at the last point: GPUs ``policy`` leaves unallocated, and the fewest any placement can leave
+    (capacity - bound), means over seeds, with the optimum's incumbent."""
+    lines = []
+    for trace, tf in frame.groupby("trace", sort=False):
+        pct = int(tf["arrived_pct"].max())
+        at = tf[tf["arrived_pct"] == pct]
+        pol = at[at["method"] == policy]
+        opt = at[at["kind"] == "optimum"]
+        cap = capacity[trace]
+        left = (cap - pol["allocated_milli"]).mean() / GPU_MILLI
+        floor = (cap - opt["bound_milli"]).mean() / GPU_MILLI
+        best = (cap - opt["allocated_milli"]).mean() / GPU_MILLI
+        lines.append(f"openb {trace}, {pct}% arrived ({len(opt)} seed(s)): {policy} leaves {left:.1f} GPUs "
+                     f"unallocated; no placement of the same arrived tasks can leave fewer than {floor:.1f} "
+                     f"(best placement found leaves {best:.1f}; capacity {cap // GPU_MILLI} GPUs).")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.frontier", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", type=parse_traces, default=["default"],
+                        help="comma-separated variants, a family (cpu, gpushare, multigpu, gpuspec) or all")
+    parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
+                        help="seeds as a range A-B or a list a,b,c (default: 42-51)")
+    parser.add_argument("--points", type=parse_points, default=[80, 90, 100, 110, 120, 130],
+                        help="arrived-workload points in percent of capacity (default: 80,90,100,110,120,130)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimum (default: 60)")
+    parser.add_argument("--tol", type=float, default=0.001,
+                        help="stop an optimum once bound - incumbent <= tol x capacity (default: 0.001)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--output", type=Path, required=True, help="folder for frontier.csv and frontier.png")
+    args = parser.parse_args(argv)
+
+    frame, capacity = frontier(args.trace, args.seeds, args.points, args.jobs, args.time_limit, args.tol,
+                               args.data_dir)
+    out = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    frame[list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
+    trace = args.trace[0]
+    plot_frontier(frame[frame["trace"] == trace], capacity[trace], out / "frontier.png",
+                  f"openb {trace}: online policies vs the offline optimum")
+    opt = frame[frame["kind"] == "optimum"]
+    print(opt[["trace", "seed", "arrived_pct", "allocated_milli", "bound_milli", "gap_pct", "wall_s", "status"]]
+          .to_string(index=False))
+    print("\n".join(headline(frame, capacity)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,435 @@
+"""The configuration model over node TYPES, solved by column generation at full cluster scale (``config-types``).
+
+The configuration model of :mod:`formulations.configs` (Gilmore–Gomory) has one column per (node type, content
+of one node of that type) and rows per node type and per task shape; its size depends on the number of node
+types and task shapes, not on the number of nodes or tasks (openb default: 15 types, 151 shapes, 1213 nodes).
+This module prices its columns instead of enumerating them, and turns the result into a certified placement:
+
+* **master** — the LP of :func:`~formulations.configs.master_model`, kept in one HiGHS instance that gains
+  columns and re-solves from its basis;
+* **pricing** — per node type, a content of one node maximizing ``sum_s (demand_s - pi_s) a_s``: first greedily
+  (:class:`~formulations.configs._NodeFit`, two orders, so several columns per round), then exactly with the
+  exact model of one node (:func:`~formulations.exact.build_exact`: per-GPU patterns of the sharing tasks,
+  whole GPUs, CPU, memory, GPU-model access) solved by HiGHS;
+* **bound** — the Lagrangian (Farley) bound ``sum_s pi_s count_s + sum_t N_t max(0, price_t)`` with each
+  ``price_t`` the pricing MILP's proven dual bound, valid at every exact round, so also when stopped early;
+  exact rounds use Wentges-smoothed duals (a convex combination with the duals of the best bound so far);
+* **placement** — the configuration MILP over the generated columns (HiGHS), decoded to concrete nodes and GPUs
+  by :func:`~formulations.configs.decode`, completed by :func:`~formulations.aggregate.fill_greedy` and
+  validated (:func:`~formulations.exact.exact_solution`).
+
+The run stops as soon as bound - incumbent <= ``tol`` x GPU capacity (``optimal`` only when they are equal).
+GPU quantities inside are in the aggregation's units (:attr:`~formulations.aggregate.Aggregation.unit` milli-GPU).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fgdopt.instance import Instance
+from fgdopt.state import Placement
+from formulations.aggregate import Aggregation, aggregate, fill_greedy
+from formulations.backends import RawResult
+from formulations.configs import Columns, _NodeFit, decode, master_model
+from formulations.exact import build_exact, exact_solution
+from formulations.linear import INF, LinearModel
+from formulations.solution import Solution
+
+LOG = logging.getLogger(__name__)
+DEFAULT_TOL = 0.001
+"""Default stopping tolerance: bound - incumbent as a fraction of the GPU capacity (0.1 %: 6.2 GPUs of openb's
+6212)."""
+SMOOTHING = 0.5
+"""Wentges smoothing weight of the best-bound duals in exact pricing rounds (0 = plain Kelley)."""
+RC_TOL = 1e-6
+"""A column prices out when its reduced cost exceeds this (units)."""
+
+
+# -- HiGHS, directly: the master and the pricing models are re-solved hundreds of times -----------------
+def to_highs(model: LinearModel, threads: int = 1, options: dict | None = None):
+    """A ``highspy.Highs`` instance holding ``model`` (maximized), quiet, with ``threads`` threads."""
+    import highspy
+
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = model.n_vars, len(model.rows)
+    lp.col_cost_ = np.asarray(model.obj, dtype=float)
+    lp.col_lower_ = np.asarray(model.lb, dtype=float)
+    lp.col_upper_ = np.where(np.isinf(model.ub), inf, np.asarray(model.ub, dtype=float))
+    lp.row_lower_ = np.array([inf * -1 if math.isinf(lo) else lo for _, _, lo, _ in model.rows], dtype=float)
+    lp.row_upper_ = np.array([inf if math.isinf(hi) else hi for _, _, _, hi in model.rows], dtype=float)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum([len(idx) for idx, _, _, _ in model.rows])]).astype(np.int32)
+    lp.a_matrix_.index_ = (np.concatenate([idx for idx, _, _, _ in model.rows]) if model.rows
+                           else np.zeros(0)).astype(np.int32)
+    lp.a_matrix_.value_ = (np.concatenate([c for _, c, _, _ in model.rows]) if model.rows
+                           else np.zeros(0)).astype(float)
+    if any(model.integer):
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in model.integer]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", int(threads))
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
+    h.passModel(lp)
+    return h
+
+
+def _run(h, time_limit: float, mip: bool) -> tuple[str, float | None, float | None, np.ndarray | None]:
+    """Run ``h`` (a MILP if ``mip``) for at most ``time_limit`` s: (status, objective, proven bound, values)."""
+    import highspy
+
+    h.setOptionValue("time_limit", max(float(time_limit), 0.05))
+    h.run()
+    st = h.getModelStatus()
+    info = h.getInfo()
+    ms = highspy.HighsModelStatus
+    has = info.primal_solution_status == 2
+    values = np.array(h.getSolution().col_value) if has else None
+    objective = float(info.objective_function_value) if has else None
+    if st == ms.kOptimal:
+        bound = float(info.mip_dual_bound) if mip else objective
+        return "optimal", objective, bound, values
+    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+        return "infeasible", None, None, None
+    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt, ms.kSolutionLimit):
+        bound = float(info.mip_dual_bound) if mip and np.isfinite(info.mip_dual_bound) else None
+        return "time_limit", objective, bound, values
+    return "error", None, None, None
+
+
+# -- pricing -----------------------------------------------------------------------------------------
+class TypePricer:
+    """Pricing of one node type: the best content of one such node for shape profits ``demand - pi``.
+
+    Attributes
+    ----------
+    fit : the configuration feasibility rule of the type's first node (:class:`~formulations.configs._NodeFit`).
+    exact : the exact model of that one node; ``h`` its HiGHS instance (objective changed per call).
+    calls, seconds : exact pricing calls and their wall seconds.
+    """
+
+    def __init__(self, agg: Aggregation, node: int, threads: int = 1) -> None:
+        instance = agg.instance
+        self.agg, self.node, self.threads = agg, node, threads
+        self.fit = _NodeFit(agg, node)
+        self.shapes = np.array(self.fit.shapes, dtype=np.int64)
+        self.cluster = instance.cluster.subset([node])
+        self.calls, self.seconds = 0, 0.0
+        cluster = instance.cluster
+        gpu = agg.column("num_gpu") * agg.column("gpu_milli") / 1000.0
+        # resource share of a task in the node (GPU, CPU, memory), for the density order of the greedy
+        self.weight = (gpu / max(int(cluster.gpu[node]), 1)
+                       + agg.column("cpu_milli") / max(int(cluster.cpu_milli[node]), 1)
+                       + agg.column("memory_mib") / max(int(cluster.memory_mib[node]), 1))
+        self.value_index = {int(v) * agg.unit: d for d, v in enumerate(agg.values.tolist())}
+        self.shape_index = {shape: s for s, shape in enumerate(agg.shapes)}
+
+    def greedy(self, profit: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """Contents built greedily, most profitable shapes first, then best profit per resource share first;
+        each with its packing (slot vectors (D,) of its sharing GPUs, filled best-fit)."""
+        cand = self.shapes[profit[self.shapes] > RC_TOL]
+        return [c for key in (-profit[cand], -profit[cand] / np.maximum(self.weight[cand], 1e-9))
+                if (c := self._fill(cand[np.argsort(key, kind="stable")]))[0].any()]
+
+    def _fill(self, order: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """As many tasks of each shape of ``order`` as still fit, in that order (sharing GPUs best-fit)."""
+        fit, agg = self.fit, self.agg
+        counts = np.zeros(agg.n_shapes, dtype=np.int64)
+        cpu, mem, whole = fit.cpu_milli, fit.memory_mib, 0
+        loads: list[int] = []
+        slots: list[np.ndarray] = []
+        for s in order.tolist():
+            v = fit.share[s]
+            while counts[s] < fit.count[s] and fit.cpu[s] <= cpu and fit.mem[s] <= mem:
+                if v:
+                    room = [g for g, load in enumerate(loads) if load + v <= fit.capacity]
+                    if room:
+                        g = max(room, key=loads.__getitem__)
+                    elif whole + len(loads) < fit.gpus:
+                        g = len(loads)
+                        loads.append(0)
+                        slots.append(np.zeros(len(agg.values), dtype=np.int64))
+                    else:
+                        break
+                    loads[g] += v
+                    slots[g][agg.value_of[s]] += 1
+                elif whole + len(loads) + fit.num_gpu[s] <= fit.gpus:
+                    whole += fit.num_gpu[s]
+                else:
+                    break
+                counts[s] += 1
+                cpu -= fit.cpu[s]
+                mem -= fit.mem[s]
+        return counts, slots
+
+    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, tuple[np.ndarray, list] | None]:
+        """The pricing MILP: (proven upper bound on the best content's profit, the best content found and its
+        packing, or None).
+
+        The model is the exact model of one node (:func:`~formulations.exact.build_exact`) over the shapes of
+        positive profit only (the others never raise a content's profit), so its per-GPU patterns are those of
+        the sharing demands that matter at these duals.
+        """
+        t0 = time.perf_counter()
+        agg = self.agg
+        pos = self.shapes[profit[self.shapes] > RC_TOL]
+        if not pos.size:
+            return 0.0, None
+        rows = np.concatenate([agg.rows[s] for s in pos.tolist()])
+        sub = aggregate(Instance("pricing", self.cluster, agg.instance.tasks.take(np.sort(rows))))
+        em = build_exact(sub, symmetry=False)
+        back = np.array([self.shape_index[shape] for shape in sub.shapes], dtype=np.int64)
+        xcols = em.x[0]
+        ok = xcols >= 0
+        em.model.obj = np.zeros(em.model.n_vars).tolist()
+        for j in np.flatnonzero(ok).tolist():
+            em.model.obj[xcols[j]] = float(profit[back[j]])
+        h = to_highs(em.model, self.threads, {"mip_rel_gap": 1e-6, "mip_abs_gap": 1e-6})
+        status, objective, bound, values = _run(h, time_limit, mip=True)
+        self.calls += 1
+        self.seconds += time.perf_counter() - t0
+        if bound is None:
+            return math.inf, None
+        column = None
+        if values is not None:
+            content = np.zeros(agg.n_shapes, dtype=np.int64)
+            content[back[ok]] = np.rint(values[xcols[ok]])
+            used = np.rint(values[em.p[0]]).astype(np.int64)
+            remap = [self.value_index[int(v) * sub.unit] for v in sub.values.tolist()]
+            packing = []
+            for pat, k in zip(em.patterns[0], used.tolist(), strict=True):
+                vec = np.zeros(len(agg.values), dtype=np.int64)
+                np.add.at(vec, remap, pat)
+                packing += [vec] * k
+            column = (content, packing)
+        return max(bound, objective or 0.0), column
+
+
+# -- the master --------------------------------------------------------------------------------------
+class Master:
+    """The configuration LP over the columns generated so far, in one HiGHS instance.
+
+    Rows as in :func:`~formulations.configs.master_model`: node types (``sum y <= N_t``), then shapes
+    (``sum a y - z <= count_s``); columns ``z`` (S) first, configuration columns ``y`` appended.
+    """
+
+    def __init__(self, agg: Aggregation, threads: int = 1) -> None:
+        self.agg = agg
+        self.demand = agg.demand_units.astype(float)
+        self.n_types = len(agg.node_types)
+        self.sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
+        empty = master_model(agg, np.zeros(0, dtype=np.int64), np.zeros((0, agg.n_shapes), dtype=np.int64), False)
+        self.h = to_highs(empty, threads)
+        self.kinds: list[int] = []
+        self.rows: list[np.ndarray] = []
+        self.packings: list[list[np.ndarray]] = []
+        self.seen: set[tuple[int, bytes]] = set()
+
+    def add(self, t: int, content: np.ndarray, packing: list[np.ndarray]) -> bool:
+        """Add the column (type ``t``, shape counts ``content``, its sharing GPUs' slot vectors ``packing``)
+        unless it is already there."""
+        key = (t, content.tobytes())
+        if key in self.seen or not content.any():
+            return False
+        self.seen.add(key)
+        used = np.flatnonzero(content)
+        idx = np.concatenate([[t], self.n_types + used]).astype(np.int32)
+        val = np.concatenate([[1.0], content[used].astype(float)])
+        self.h.addCol(float(content @ self.demand), 0.0, INF, len(idx), idx, val)
+        self.kinds.append(t)
+        self.rows.append(content)
+        self.packings.append(packing)
+        return True
+
+    def solve(self, time_limit: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """Solve the LP: (value in units, type duals mu (T,), shape duals pi (S,)), duals >= 0, pi <= demand."""
+        status, objective, _, _ = _run(self.h, time_limit, mip=False)
+        if status != "optimal":
+            raise RuntimeError(f"configuration master LP: {status}")
+        duals = np.abs(np.array(self.h.getSolution().row_dual))
+        return objective, duals[: self.n_types], np.minimum(duals[self.n_types:], self.demand)
+
+    @property
+    def columns(self) -> Columns:
+        return Columns(np.array(self.kinds, dtype=np.int64),
+                       np.array(self.rows, dtype=np.int64).reshape(len(self.rows), self.agg.n_shapes))
+
+
+# -- the run -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TypeConfigRun:
+    """What :func:`type_columns` found: the ``columns`` and their ``packings``, the best Farley ``bound`` (units,
+    None if no exact round completed), the last master LP value ``lp`` (units), ``converged`` (an exact round
+    priced nothing out) and the counters of ``info``."""
+
+    columns: Columns
+    packings: list[list[np.ndarray]]
+    bound: float | None
+    lp: float
+    converged: bool
+    info: dict = field(default_factory=dict)
+
+
+def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
+    """``sum_s pi_s count_s + sum_t N_t max(0, price_t)`` (units): an upper bound on the configuration LP for any
+    ``0 <= pi <= demand`` when ``price_t`` bounds the best content's profit ``(demand - pi) . a`` of type t."""
+    sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
+    return float(pi @ agg.count + sizes @ np.maximum(prices, 0.0))
+
+
+def type_columns(agg: Aggregation, deadline: float, threads: int = 1,
+                 stop=lambda columns, packings, bound, lp: False) -> TypeConfigRun:
+    """Column generation for the configuration LP over node types, until convergence, the wall-clock
+    ``deadline`` (a ``time.perf_counter()`` value), or ``stop(columns, packings, bound, lp)`` returns True (called
+    after each exact round with the columns and their packings so far, the best Farley bound and the master LP
+    value, both in units).
+
+    Rounds price greedily at the master duals; only when the greedy adds nothing does an exact round price
+    every type with its MILP at Wentges-smoothed duals (which yields the Farley bound), falling back to the
+    master duals when the smoothed point prices nothing out (a mis-price).
+    """
+    t_start = time.perf_counter()
+    master = Master(agg, threads)
+    pricers = [TypePricer(agg, int(nodes[0]), threads) for nodes in agg.node_types]
+    for t, pricer in enumerate(pricers):
+        for content, packing in pricer.greedy(master.demand):
+            master.add(t, content, packing)
+    best_bound, best_pi = math.inf, None
+    rounds = exact_rounds = 0
+    lp, converged = 0.0, False
+    while time.perf_counter() < deadline:
+        rounds += 1
+        lp, mu, pi = master.solve(deadline - time.perf_counter())
+        added = 0
+        for t, pricer in enumerate(pricers):
+            for content, packing in pricer.greedy(master.demand - pi):
+                if (master.demand - pi) @ content - mu[t] > RC_TOL and master.add(t, content, packing):
+                    added += 1
+        if added:
+            continue
+        # exact round: smoothed duals first, the master's if the smoothed point prices nothing out
+        for alpha in ((SMOOTHING, 0.0) if best_pi is not None else (0.0,)):
+            sep = alpha * best_pi + (1 - alpha) * pi if alpha else pi
+            exact_rounds += 1
+            prices = np.zeros(len(pricers))
+            for t, pricer in enumerate(pricers):
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                prices[t], column = pricer.price(master.demand - sep, left)
+                if column is not None and (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
+                    added += master.add(t, *column)
+            else:
+                bound = farley_bound(sep, prices, agg)
+                if bound < best_bound:
+                    best_bound, best_pi = bound, sep.copy()
+            LOG.debug("round %d exact (alpha %.2f): lp %.1f farley %.1f best %.1f added %d, %.1f s", rounds, alpha, lp,
+                      farley_bound(sep, prices, agg), best_bound, added, time.perf_counter() - t_start)
+            if added:
+                break
+        if not added:
+            converged = time.perf_counter() < deadline
+            if converged:
+                best_bound = min(best_bound, lp)
+            break
+        if math.isfinite(best_bound) and stop(master.columns, master.packings, best_bound, lp):
+            break
+    info = {"rounds": rounds, "exact_rounds": exact_rounds, "columns": len(master.kinds),
+            "pricing_calls": sum(p.calls for p in pricers), "pricing_s": round(sum(p.seconds for p in pricers), 3)}
+    bound = best_bound if math.isfinite(best_bound) else None
+    return TypeConfigRun(master.columns, master.packings, bound, lp, converged, info)
+
+
+def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int = 1,
+                      abs_gap: float = 0.999) -> tuple[RawResult, Placement | None]:
+    """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound) and its
+    placement decoded with the columns' ``packings`` (None if no integer solution was found)."""
+    t0 = time.perf_counter()
+    h = to_highs(master_model(agg, columns.kind, columns.mat, integer=True), threads,
+                 {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
+    status, objective, bound, values = _run(h, time_limit, mip=True)
+    raw = RawResult(status, values, objective, bound, time.perf_counter() - t0)
+    if values is None:
+        return raw, None
+    return raw, decode(agg, columns, values[: len(columns.mat)], packings)
+
+
+def run_type_configs(instance: Instance, method: str = "config-types", time_limit: float = 60.0,
+                     warm_start: Placement | None = None, threads: int | None = None,
+                     tol: float = DEFAULT_TOL) -> Solution:
+    """Certified placement by the configuration model over node types (see the module docstring).
+
+    Column generation runs until its Farley bound is within half the tolerance of the master LP; then the
+    configuration MILP over the columns gives the incumbent, and the run stops if bound - incumbent is within the
+    tolerance, else generation goes on (and the MILP is tried again at convergence).
+
+    Parameters
+    ----------
+    instance : the cluster and tasks.
+    time_limit : wall-clock seconds for the whole run (column generation, MILP, decoding, validation).
+    warm_start : a feasible placement kept as the incumbent floor (e.g. the best online policy's).
+    threads : HiGHS threads (default 1).
+    tol : stop once bound - incumbent <= ``tol`` x GPU capacity (milli-GPU); 0 asks for a proof.
+
+    Returns
+    -------
+    Solution (kind ``exact``): ``optimal`` when the bound equals the objective, ``feasible`` when stopped within
+    ``tol``, ``time_limit`` otherwise; ``info`` holds the column-generation counters, ``lp_milli`` (the last
+    master LP value), ``mip_calls`` and ``mip_s``.
+    """
+    t0 = time.perf_counter()
+    threads = threads or 1
+    deadline = t0 + time_limit
+    agg = aggregate(instance)
+    unit = agg.unit
+    target = max(tol * instance.cluster.gpu_capacity_milli / unit, 0.0)
+    best: dict = {"value": -math.inf, "placement": None, "mip_calls": 0, "mip_s": 0.0, "tried": None}
+    if warm_start is not None:
+        best["value"] = warm_start.allocated_milli(instance.tasks) / unit
+
+    def incumbent(columns: Columns, packings: list, bound: float, lp: float, seconds: float) -> None:
+        t1 = time.perf_counter()
+        gap = max(0.999, 0.5 * (target - (bound - lp)))  # the MILP's own bound is at most the LP
+        _, decoded = integer_placement(agg, columns, packings, seconds, threads, gap)
+        best["mip_calls"] += 1
+        if decoded is not None:
+            placement = fill_greedy(instance, decoded)
+            value = placement.allocated_milli(instance.tasks) / unit
+            if value > best["value"] or best["placement"] is None:
+                best["value"], best["placement"] = value, placement
+        best["mip_s"] += time.perf_counter() - t1
+        best["tried"] = len(columns.mat)
+
+    def stop(columns: Columns, packings: list, bound: float, lp: float) -> bool:
+        if bound - best["value"] <= target:
+            return True
+        if bound - lp > target / 2 or best["tried"] == len(columns.mat):
+            return False
+        incumbent(columns, packings, bound, lp, min(max(deadline - time.perf_counter(), 0.5), 0.25 * time_limit))
+        return bound - best["value"] <= target
+
+    run = None
+    if agg.n_shapes:
+        run = type_columns(agg, deadline - 0.1 * time_limit, threads, stop)
+        if run.bound is None or run.bound - best["value"] > target and best["tried"] != len(run.columns.mat):
+            lp = run.lp if run.bound is None else run.bound
+            incumbent(run.columns, run.packings, lp, run.lp, max(deadline - time.perf_counter(), 0.5))
+    trivial = min(int(instance.tasks.gpu_demand.sum()), instance.cluster.gpu_capacity_milli) / unit
+    bound = trivial if run is None else min(trivial, run.bound if run.bound is not None else math.inf)
+    if run is None or run.converged:
+        status = "optimal"
+    else:
+        status = "feasible" if bound - best["value"] <= target else "time_limit"
+    info = {**(run.info if run else {}), "lp_milli": round(run.lp * unit, 1) if run else 0.0,
+            "mip_calls": best["mip_calls"], "mip_s": round(best["mip_s"], 3), "tol_milli": round(target * unit)}
+    raw = RawResult(status, None, None, bound, time.perf_counter() - t0)
+    placement = best["placement"] if best["placement"] is not None else Placement.empty(len(instance.tasks))
+    return exact_solution(instance, method, "highs", raw, placement, warm_start, unit, t0, info)
