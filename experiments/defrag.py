@@ -8,7 +8,8 @@ as the waiting list (:class:`fgdopt.defrag.DefragProblem`), then for every budge
 :data:`fgdopt.defrag.HEURISTICS` (objective (b), FGD re-placement) on the whole cluster. On
 ``--slices`` seeded random slices of ``--slice-nodes`` nodes (the running tasks of those nodes, and the
 waiting tasks that fit one of them), the heuristics and the exact model (:func:`formulations.defrag.solve_defrag`,
-objective (b), warm-started from the best heuristic plan) run side by side.
+objective (b), warm-started from the best of the heuristic plans and the exact plan of the previous, smaller
+budget) run side by side.
 
 Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-GPU, ``kind`` heuristic or exact,
 ``status`` the exact run's status or ``feasible`` for a heuristic plan, ``trace`` the trace or
@@ -75,8 +76,9 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
     """Rows of every heuristic (and, if ``exact``, the exact model) at every budget on one problem."""
     rows = []
     n = problem.cluster.n_nodes
-    for budget in budgets:
-        best = None
+    previous = None                                       # the exact plan of the last (smaller) budget
+    for budget in sorted(budgets):
+        best = previous
         for method in HEURISTICS:
             rep = defrag(problem, method, budget, workload, seed=seed)
             rows.append(_row(label, seed, at, method, "heuristic", budget, rep.moves, rep.admitted_milli, None,
@@ -85,11 +87,14 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
                 best = rep
             print(f"[defrag] {label} seed={seed} {policy} K={budget} {method}: {rep.moves} moves, "
                   f"{rep.admitted_milli / 1000:.2f} GPUs ({rep.wall_s:.1f} s)", file=sys.stderr, flush=True)
+        start = best.plan if best is not None else None
         if exact:
             from formulations.defrag import solve_defrag
 
             sol = solve_defrag(problem, "b", budget, solver=solver, time_limit=time_limit, threads=threads,
-                               warm_start=best.plan, workload=workload)
+                               warm_start=start, workload=workload)
+            if sol.plan is not None:
+                previous = sol
             rows.append(_row(label, seed, at, f"exact-{solver}", "exact", budget, sol.moves, sol.admitted_milli,
                              sol.bound_milli, sol.status, sol.wall_s, policy, n))
             print(f"[defrag] {label} seed={seed} {policy} K={budget} exact: {sol.status}, {sol.moves} moves, "
