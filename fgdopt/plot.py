@@ -99,17 +99,23 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
 
 
 def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """Admitted waiting GPUs against moves: one panel per ``trace`` (the whole cluster, each slice), one
-    line per ``method`` through its budgets (mean over seeds and replay policies of ``moves`` and
-    ``admitted_milli`` / 1000). Exact runs also show their proven bound as a dotted line.
+    """Admitted waiting GPUs against moves: one panel per ``trace`` (the whole cluster, each slice) and
+    replay ``policy`` (if the column exists), one line per ``method`` through its budgets (mean over seeds
+    of ``moves`` and ``admitted_milli`` / 1000). Exact runs also show their proven bound as a dotted line.
 
     ``frame`` has the columns written by ``python -m experiments.defrag`` (``defrag.csv``).
     """
-    traces = list(dict.fromkeys(frame["trace"]))
-    fig = Figure(figsize=(6 * len(traces), 4.5))
-    axes = fig.subplots(1, len(traces), squeeze=False)[0]
-    for ax, trace in zip(axes, traces, strict=True):
-        part = frame[frame["trace"] == trace]
+    keys = ["trace", "policy"] if "policy" in frame.columns else ["trace"]
+    panels = list(dict.fromkeys(map(tuple, frame[keys].to_numpy().tolist())))
+    cols = min(len(panels), 2)
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=(6 * cols, 4.5 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes, panels, strict=False):
+        part = frame[(frame[keys] == pd.Series(panel, index=keys)).all(axis=1)]
+        trace = " / ".join(str(x) for x in panel)
         for method, sub in part.groupby("method", sort=False):
             stats = sub.groupby("budget")[["moves", "admitted_milli", "bound_milli"]].mean().sort_index()
             (line,) = ax.plot(stats["moves"], stats["admitted_milli"] / 1000, marker="o", markersize=3,
