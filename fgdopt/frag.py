@@ -8,18 +8,31 @@ Two implementations of one formula live here on purpose: :func:`node_fragmentati
 reference, a literal transcription of SPEC over plain sequences; :func:`fragmentation_rows` is the
 vectorized form that everything else (cluster totals, FGD's deltas, experiments) calls. The tests
 check they agree on every state.
+
+**Topology option** (``topology=``, off by default). With a node's GPU interconnect known
+(:mod:`fgdopt.topology`), a shape m of ``k >= 2`` whole GPUs can use node n only if n's completely free
+GPUs hold a ``k``-set whose ring reaches the best ring of ``k`` GPUs on an empty node of n's type. When
+they hold ``k`` or more free GPUs but no such set, n counts as unable to host m's GPU demand: F_n(m) =
+idle(n), category ``q2_lack_gpu`` (or ``q1_lack_both`` when the CPU does not fit either). Every other
+shape, and every node where a best-ring set is free, is judged exactly as without the option. The
+option only narrows "can host", so the topology form is never below SPEC's measure.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fgdopt.model import GPU_MILLI, TaskSet, spec_allows
 from fgdopt.state import ClusterState, gpu_fits
+
+if TYPE_CHECKING:
+    from fgdopt.topology import ClusterTopology, Topology
 
 CATEGORIES = ("q1_lack_both", "q2_lack_gpu", "q3_satisfied", "q4_lack_cpu",
               "x_satisfied", "x_lack_cpu", "no_access")
@@ -143,7 +156,7 @@ class Workload:
 # -- the reference form ----------------------------------------------------------------------
 
 def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Workload,
-                       model: str | None = None) -> float:
+                       model: str | None = None, topology: Topology | None = None) -> float:
     """Fragmentation F_n(M) of one node, in milli-GPU: SPEC's definition, written out literally.
 
     Parameters
@@ -152,6 +165,7 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
     cpu_left : free CPU of the node in milli-cores.
     workload : the target workload M.
     model : the node's GPU model; ``None`` means every ``gpu_spec`` admits it.
+    topology : the node's :class:`~fgdopt.topology.Topology` for the topology form (module docstring).
 
     Examples
     --------
@@ -172,7 +186,11 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
             if milli < GPU_MILLI:
                 can_host = any(g >= milli for g in gpu_left)
             else:
-                can_host = sum(1 for g in gpu_left if g == GPU_MILLI) >= num
+                free = [g for g, left in enumerate(gpu_left) if left == GPU_MILLI]
+                can_host = len(free) >= num
+                if can_host and topology is not None and num >= 2:
+                    best = topology.best_ring(num)
+                    can_host = any(topology.ring_of(s) >= best for s in itertools.combinations(free, num))
             frag = float(sum(g for g in gpu_left if g < milli)) if can_host and cpu_left >= cpu else idle
         total += p * frag
     return total
@@ -180,18 +198,22 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
 
 # -- the vectorized form ---------------------------------------------------------------------
 
-def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray):
-    """Per (shape, row): idle, unusable-GPU sum, and the masks that sort it into categories."""
+def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, linked: np.ndarray | None = None):
+    """Per (shape, row): idle, unusable-GPU sum, and the masks that sort it into categories.
+
+    ``linked`` (M, K) bool, the topology option: may shape m's GPUs get a best ring on row k?"""
     idle = gpu_left.sum(axis=-1)                                            # (K,)
     milli = workload.gpu_milli[:, None, None]
     small = np.where(gpu_left[None, :, :] < milli, gpu_left[None, :, :], 0).sum(axis=-1)  # (M, K)
     fits_gpu = gpu_fits(gpu_left[None, :, :], workload.num_gpu[:, None], milli)           # (M, K)
+    if linked is not None:
+        fits_gpu &= linked
     cpu_ok = cpu_left[None, :] >= workload.cpu_milli[:, None]              # (M, K)
     return idle, small, fits_gpu, cpu_ok
 
 
 def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
-                       access: np.ndarray) -> np.ndarray:
+                       access: np.ndarray, linked: np.ndarray | None = None) -> np.ndarray:
     """F_n(M) in milli-GPU for K node states at once.
 
     Parameters
@@ -199,12 +221,14 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
     gpu_left : (K, G) free milli-GPU per GPU (absent GPUs padded with 0).
     cpu_left : (K,) free milli-cores.
     access : (M, K) bool, whether shape m may use row k's GPU model (``Workload.access``).
+    linked : (M, K) bool or None, the topology option: whether row k's free GPUs hold a best-ring set
+        for shape m (:meth:`ClusterTopology.linked`); ``None`` is SPEC's measure.
 
     Returns
     -------
     (K,) float64 array.
     """
-    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left)
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left, linked)
     usable = access & fits_gpu & cpu_ok
     per_shape = np.where(usable, small, idle[None, :])
     return workload.popularity @ per_shape
@@ -216,10 +240,22 @@ def node_access(workload: Workload, state: ClusterState, rows: np.ndarray | None
     return workload.access(state.cluster.models)[:, idx]
 
 
-def node_fragmentations(state: ClusterState, workload: Workload, rows: np.ndarray | None = None) -> np.ndarray:
-    """F_n(M) in milli-GPU of every node of ``state`` (or of ``rows``)."""
+def topology_links(workload: Workload, state: ClusterState, gpu_left: np.ndarray, rows: np.ndarray | None,
+                   topology: ClusterTopology | None) -> np.ndarray | None:
+    """The ``linked`` argument of :func:`fragmentation_rows` for ``gpu_left`` of nodes ``rows`` (None: no option)."""
+    if topology is None:
+        return None
+    nodes = np.arange(state.cluster.n_nodes) if rows is None else np.asarray(rows)
+    return topology.linked(workload.num_gpu, gpu_left, nodes)
+
+
+def node_fragmentations(state: ClusterState, workload: Workload, rows: np.ndarray | None = None,
+                        topology: ClusterTopology | None = None) -> np.ndarray:
+    """F_n(M) in milli-GPU of every node of ``state`` (or of ``rows``); ``topology`` for the topology form."""
     sel = slice(None) if rows is None else rows
-    return fragmentation_rows(workload, state.gpu_left[sel], state.cpu_left[sel], node_access(workload, state, rows))
+    gl = state.gpu_left[sel]
+    return fragmentation_rows(workload, gl, state.cpu_left[sel], node_access(workload, state, rows),
+                              topology_links(workload, state, gl, rows, topology))
 
 
 @dataclass(frozen=True)
@@ -246,13 +282,17 @@ class FragmentationReport:
 _FRAGMENT = np.array([k != "q3_satisfied" for k in CATEGORIES])
 
 
-def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.ndarray | None = None) -> np.ndarray:
+def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.ndarray | None = None,
+                              topology: ClusterTopology | None = None) -> np.ndarray:
     """Per node (``rows`` of them, default all) and category of :data:`CATEGORIES`: milli-GPU, shape (K, 7).
 
     Each row sums to the node's free GPU capacity; its entries other than ``q3_satisfied`` sum to F_n(M).
+    ``topology`` selects the topology form (module docstring).
     """
     sel = slice(None) if rows is None else rows
-    idle, small, fits_gpu, cpu_ok = _shape_views(workload, state.gpu_left[sel], state.cpu_left[sel])
+    gl = state.gpu_left[sel]
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gl, state.cpu_left[sel],
+                                                 topology_links(workload, state, gl, rows, topology))
     access = node_access(workload, state, rows)
     p = workload.popularity
     gpu_shape = (workload.num_gpu > 0)[:, None]
@@ -275,8 +315,9 @@ def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.
     return out
 
 
-def cluster_fragmentation(state: ClusterState, workload: Workload) -> FragmentationReport:
-    """Fragmentation of the whole cluster with its breakdown by category.
+def cluster_fragmentation(state: ClusterState, workload: Workload,
+                          topology: ClusterTopology | None = None) -> FragmentationReport:
+    """Fragmentation of the whole cluster with its breakdown by category (``topology``: the topology form).
 
     Examples
     --------
@@ -288,12 +329,12 @@ def cluster_fragmentation(state: ClusterState, workload: Workload) -> Fragmentat
     >>> r.total, r.rate, r.breakdown["x_satisfied"]
     (400.0, 0.2, 400.0)
     """
-    return FragmentationReport.of(fragmentation_by_category(state, workload))
+    return FragmentationReport.of(fragmentation_by_category(state, workload, topology=topology))
 
 
 def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,
                         nodes: np.ndarray, gpu_mask: np.ndarray,
-                        before: np.ndarray | None = None) -> np.ndarray:
+                        before: np.ndarray | None = None, topology: ClusterTopology | None = None) -> np.ndarray:
     """Increase of F_n(M) (milli-GPU) if a task were placed, for K hypothetical placements at once.
 
     Parameters
@@ -302,6 +343,7 @@ def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int,
     nodes : (K,) node of each hypothetical placement (a node may repeat, once per GPU choice).
     gpu_mask : (K, G) bool, the GPUs that would receive ``gpu_milli``.
     before : (K,) F_n(M) of ``nodes`` now, if the caller has it cached.
+    topology : the topology form of F_n(M) (module docstring); ``before`` must be of the same form.
 
     Returns
     -------
@@ -311,5 +353,9 @@ def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int,
     gpu_after = state.gpu_left[nodes] - gpu_mask * gpu_milli
     cpu_after = state.cpu_left[nodes] - cpu_milli
     if before is None:
-        before = fragmentation_rows(workload, state.gpu_left[nodes], state.cpu_left[nodes], access)
-    return fragmentation_rows(workload, gpu_after, cpu_after, access) - before
+        gl = state.gpu_left[nodes]
+        before = fragmentation_rows(workload, gl, state.cpu_left[nodes], access,
+                                    topology_links(workload, state, gl, nodes, topology))
+    after = fragmentation_rows(workload, gpu_after, cpu_after, access,
+                               topology_links(workload, state, gpu_after, nodes, topology))
+    return after - before

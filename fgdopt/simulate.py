@@ -42,6 +42,7 @@ from fgdopt.inflation import draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, Placement
+from fgdopt.topology import TopologyMap
 
 CURVE_COLUMNS = ("arrived_pct", "arrived_milli", "tasks_arrived", "tasks_failed", "alloc_milli", "alloc_ratio",
                  "unallocated_gpus", "idle_milli", "frag_milli", "frag_rate", *CATEGORIES)
@@ -136,16 +137,19 @@ def _place_all(state: ClusterState, policy: Policy, on_task=None) -> None:
 
 
 def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int = 0,
-               workload: Workload | None = None, ranks: np.ndarray | None = None) -> OnlineResult:
+               workload: Workload | None = None, ranks: np.ndarray | None = None,
+               gpu_choice: str = "lowest-index", topology: TopologyMap | None = None) -> OnlineResult:
     """Place ``tasks`` in the given order with policy ``policy_name`` (no inflation, no shuffle).
 
     ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by FGD only); ``seed`` seeds the
-    policy (its node ranks, unless ``ranks`` is given, and its random draws).
+    policy (its node ranks, unless ``ranks`` is given, and its random draws); ``gpu_choice`` and
+    ``topology`` are :func:`~fgdopt.policies.make_policy`'s GPU-choice options.
     """
     start = time.perf_counter()
     if workload is None and policy_name.startswith("fgd"):
         workload = Workload.from_tasks(tasks)
-    policy = make_policy(policy_name, seed=seed, workload=workload, ranks=ranks)
+    policy = make_policy(policy_name, seed=seed, workload=workload, ranks=ranks, gpu_choice=gpu_choice,
+                         topology=topology)
     state = ClusterState(cluster, tasks)
     _place_all(state, policy)
     return OnlineResult(state.placement(), state, state.allocated_milli, time.perf_counter() - start)
@@ -162,7 +166,8 @@ def _sample_row(state: ClusterState, report: FragmentationReport, pct: int, arri
 
 
 def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ratio: float = 1.3,
-           workload: Workload | None = None, *, ranks: np.ndarray | None = None) -> ReplayResult:
+           workload: Workload | None = None, *, ranks: np.ndarray | None = None,
+           gpu_choice: str = "lowest-index", topology: TopologyMap | None = None) -> ReplayResult:
     """Shuffle ``tasks``, append clones up to ``ratio`` of the cluster's GPU capacity, place one by one.
 
     Parameters
@@ -175,6 +180,8 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     workload : target workload M for fragmentation (curves and FGD); default
         ``Workload.from_tasks(tasks)``, i.e. from the trace before inflation.
     ranks : explicit node ranks for the tie rule (default: drawn from the seeded generator).
+    gpu_choice, topology : the GPU choice inside a node and the interconnects it reads, for a policy
+        given by name (:func:`~fgdopt.policies.make_policy`; a policy object keeps its own).
 
     Returns
     -------
@@ -188,7 +195,8 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     if ranks is None:
         ranks = rng.permutation(cluster.n_nodes)
     if isinstance(policy, str):
-        policy = make_policy(policy, seed=seed, workload=workload, ranks=ranks)
+        policy = make_policy(policy, seed=seed, workload=workload, ranks=ranks, gpu_choice=gpu_choice,
+                             topology=topology)
     run = tasks.take(source)
     arrived = np.cumsum(run.gpu_demand)
     pcts = np.arange(round(100 * ratio) + 1)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.frag import Workload
-from fgdopt.policies.base import Choice, Policy
+from fgdopt.policies.base import GPU_CHOICES, Choice, Policy
 from fgdopt.policies.best_fit import BestFit
 from fgdopt.policies.dot_product import DotProduct
 from fgdopt.policies.fgd import FGD, FGDExact
@@ -32,6 +32,7 @@ from fgdopt.policies.gpu_packing import GpuPacking
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
+from fgdopt.topology import TopologyMap
 
 POLICY_NAMES = ("fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random", "fgd-exact",
                 "unified-device", "per-gpu-dimension")
@@ -45,7 +46,8 @@ _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
 
 
 def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
-                ranks: np.ndarray | None = None) -> Policy:
+                ranks: np.ndarray | None = None, gpu_choice: str = "lowest-index",
+                topology: TopologyMap | None = None) -> Policy:
     """A fresh policy ``name`` with its own generator seeded by ``seed``.
 
     Parameters
@@ -56,19 +58,25 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
     workload : the target workload M; required by ``fgd`` and ``fgd-exact`` (build it from the task
         list before inflation: ``Workload.from_tasks(tasks)``), ignored by the others.
     ranks : explicit node ranks (a permutation of ``0..n_nodes-1``; ties go to the lowest).
+    gpu_choice : the GPUs a whole-GPU task takes inside the chosen node, one of :data:`GPU_CHOICES`
+        (``lowest-index``, the reference's, by default; ``topo-fgd`` for ``fgd`` / ``fgd-exact`` only;
+        ``per-gpu-dimension`` only has ``lowest-index``); see :mod:`fgdopt.policies.base`.
+    topology : the node types' GPU interconnects (:class:`~fgdopt.topology.TopologyMap`), default the
+        shipped openb assumption; read by ``best-ring`` and ``topo-fgd`` only.
 
     Raises
     ------
-    ValueError : unknown name (the message lists the valid ones), FGD without a workload, or ranks that
-        are not a permutation.
+    ValueError : unknown name (the message lists the valid ones), FGD without a workload, ranks that
+        are not a permutation, or a GPU choice the policy does not have.
     """
+    options = {"gpu_choice": gpu_choice, "topology": topology}
     if name in _NEEDS_WORKLOAD:
         if workload is None:
             raise ValueError(f"policy {name!r} needs the target workload (Workload.from_tasks of the trace)")
-        return _NEEDS_WORKLOAD[name](workload, seed=seed, ranks=ranks)
+        return _NEEDS_WORKLOAD[name](workload, seed=seed, ranks=ranks, **options)
     if name not in _CLASSES:
         raise ValueError(f"unknown policy {name!r}; valid names: {', '.join(POLICY_NAMES)}")
-    return _CLASSES[name](seed=seed, ranks=ranks)
+    return _CLASSES[name](seed=seed, ranks=ranks, **options)
 
 
-__all__ = ["PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]
+__all__ = ["GPU_CHOICES", "PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]

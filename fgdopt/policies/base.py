@@ -12,6 +12,19 @@ every run gives each node a rank, one uniformly random permutation of the nodes 
 run's seeded generator (or given explicitly, ``ranks[node]``). The reference simulator does the same:
 it prefixes each node's name with its index in a random permutation and its scheduler takes the
 smallest name among equal scores. A tie is thus first-fit in a random but fixed node order.
+
+GPU choice (every built-in policy, ``gpu_choice=``; :data:`GPU_CHOICES`). Node choice never depends on it
+(except ``topo-fgd``, which is an FGD variant). It only decides which completely free GPUs a whole-GPU task
+of ``k >= 2`` GPUs takes on the chosen node:
+
+* ``lowest-index`` (default, the reference's): the ``k`` lowest-indexed free GPUs;
+* ``best-ring``: the free ``k``-set with the best ring bandwidth on the node's
+  :class:`~fgdopt.topology.Topology`, ties by lowest indices (:meth:`Topology.best_free_set`);
+* ``topo-fgd`` (``fgd`` and ``fgd-exact`` only): FGD whose fragmentation includes the topology form
+  (:mod:`fgdopt.policies.fgd`); it weighs every free set, and its deltas also steer the node choice.
+
+The topology reaches the policy as a :class:`~fgdopt.topology.TopologyMap` (``topology=``, default
+:meth:`TopologyMap.default`, the documented openb assumption), resolved once per cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import numpy as np
 
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.state import ClusterState, fitting_gpus
+from fgdopt.topology import ClusterTopology, TopologyMap, free_masks
 
 Choice = tuple[int, tuple[int, ...]]
 """A placement decision: node index and the ids of the GPUs that receive ``gpu_milli`` each."""
@@ -38,6 +52,9 @@ MAX_GPU_MILLI = 8 * GPU_MILLI
 
 MAX_SCORE = 100
 """Kubernetes' ``MaxNodeScore``: plugin scores are integers in 0..100."""
+
+GPU_CHOICES = ("lowest-index", "best-ring", "topo-fgd")
+"""GPU choices inside the chosen node (see module docstring); ``topo-fgd`` applies to FGD only."""
 
 
 class Policy(Protocol):
@@ -56,16 +73,43 @@ class RankedPolicy:
     seed : seeds the policy's generator (random draws, and the node ranks when not given).
     ranks : ``ranks[i]`` is the rank of node i (a permutation of ``0..n_nodes-1``); ``None`` draws
         one with the generator at the first call.
+    gpu_choice : one of :data:`GPU_CHOICES` (``topo-fgd`` only for FGD); the GPUs of a whole-GPU task.
+    topology : a :class:`~fgdopt.topology.TopologyMap` (default: the shipped openb assumption); used by
+        ``best-ring`` and ``topo-fgd`` only.
+
+    Raises
+    ------
+    ValueError : unknown ``gpu_choice``, or ``topo-fgd`` for a policy that is not FGD.
 
     Subclasses that rank nodes implement :meth:`score` (and :meth:`gpus` when their GPU pick is not
     best-fit); the call returns the top-scored feasible node, ties to the lowest rank.
     """
 
     name: str
+    gpu_choices: tuple[str, ...] = ("lowest-index", "best-ring")
 
-    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None):
+    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None, *, gpu_choice: str = "lowest-index",
+                 topology: TopologyMap | None = None):
         self.rng = np.random.default_rng(seed)
         self.ranks = None if ranks is None else _check_ranks(ranks)
+        if gpu_choice not in self.gpu_choices:
+            raise ValueError(f"{self.name}: gpu_choice {gpu_choice!r} not in {self.gpu_choices}")
+        self.gpu_choice = gpu_choice
+        self.topology = topology
+        self._topo: ClusterTopology | None = None
+
+    def cluster_topology(self, state: ClusterState) -> ClusterTopology:
+        """The topology of every node of ``state.cluster`` (resolved once per cluster)."""
+        if self._topo is None or self._topo.cluster is not state.cluster:
+            self._topo = (self.topology or TopologyMap.default()).for_cluster(state.cluster)
+        return self._topo
+
+    def whole_gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
+        """The free GPUs a whole-GPU task takes on ``node`` under :attr:`gpu_choice`."""
+        row = state.gpu_left[node]
+        if self.gpu_choice == "lowest-index" or task.num_gpu < 2:
+            return lowest_free_gpus(row, task.num_gpu)
+        return self.cluster_topology(state).of(node).best_free_set(int(free_masks(row[None, :])[0]), task.num_gpu)
 
     def node_ranks(self, state: ClusterState) -> np.ndarray:
         """The rank of every node (drawn once per policy object, then fixed)."""
@@ -81,7 +125,9 @@ class RankedPolicy:
         raise NotImplementedError
 
     def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
-        """The GPUs ``task`` takes on ``node`` (where it fits): best-fit by default."""
+        """The GPUs ``task`` takes on ``node`` (where it fits): best-fit, :meth:`whole_gpus` for whole GPUs."""
+        if task.num_gpu and task.gpu_milli == GPU_MILLI:
+            return self.whole_gpus(state, task, node)
         return best_fit_gpus(state.gpu_left[node], task)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:

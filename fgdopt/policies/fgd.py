@@ -21,6 +21,15 @@ then packs them first-fit in a random but fixed node order.
 lowest-indexed GPU reaching it; ties go to the node with the least best-fit leftover
 (:func:`~fgdopt.policies.best_fit.leftover`), then to the lowest node rank.
 
+GPU choice (``gpu_choice``, :mod:`fgdopt.policies.base`). ``lowest-index`` and ``best-ring`` only pick a
+whole-GPU task's free GPUs on the chosen node: SPEC's F_n(M) depends on the multiset of a node's free
+capacities, not on which GPUs hold them, so both give the same deltas and the same node. ``topo-fgd``
+is the topology-aware variant: F_n(M) is the evaluator's topology form (:mod:`fgdopt.frag`, a node
+whose free GPUs hold no best-ring set for a k-GPU shape is fragment for it), a whole-GPU task of k GPUs
+is evaluated on *every* free k-set of the node and a sharing task on every fitting GPU (partly used
+GPUs with equal free capacity once); the node's option is the one of least real delta (ties: lowest
+GPU indices), its score the policy's score of that delta. Node choice then follows these deltas.
+
 Caching (the hot path of a replay). The policy keeps a snapshot of the free CPU and GPUs it last
 saw for every node, F_n(M) of every node, and per task *shape* ``(cpu_milli, num_gpu, gpu_milli)``
 the best score, delta and GPU of every node with the node's version it was computed for. On each
@@ -32,6 +41,7 @@ is keyed by node state only: any state of the same cluster may be passed in any 
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from dataclasses import dataclass
 
@@ -39,9 +49,14 @@ import numpy as np
 
 from fgdopt.frag import Workload, fragmentation_delta, node_fragmentations
 from fgdopt.model import GPU_MILLI, Task
-from fgdopt.policies.base import TIE_TOL, Choice, RankedPolicy, lowest_free_gpus, pick, truncate_score
+from fgdopt.policies.base import GPU_CHOICES, TIE_TOL, Choice, RankedPolicy, pick, truncate_score
 from fgdopt.policies.best_fit import leftover
 from fgdopt.state import ClusterState
+from fgdopt.topology import TopologyMap, mask_gpus
+
+_COMBOS = [np.array([sum(1 << g for g in c) for c in itertools.combinations(range(8), k)], dtype=np.int64)
+           for k in range(9)]
+"""Per k: bit masks of the k-subsets of 8 GPUs, in lexicographic order of their GPU ids."""
 
 
 @dataclass(eq=False)
@@ -63,10 +78,13 @@ class FGD(RankedPolicy):
     """The reference's FGD (integer scores) for a target :class:`~fgdopt.frag.Workload` (see module docstring)."""
 
     name = "fgd"
+    gpu_choices = GPU_CHOICES
 
-    def __init__(self, workload: Workload, seed: int = 0, ranks: np.ndarray | None = None):
-        super().__init__(seed, ranks)
+    def __init__(self, workload: Workload, seed: int = 0, ranks: np.ndarray | None = None, *,
+                 gpu_choice: str = "lowest-index", topology: TopologyMap | None = None):
+        super().__init__(seed, ranks, gpu_choice=gpu_choice, topology=topology)
         self.workload = workload
+        self._ftopo = None          # the ClusterTopology of the topology form (topo-fgd only)
         self._cluster = None
         self._seen: tuple[weakref.ref | None, int] = (None, -1)   # the state last synced with, its revision
         self._expected: tuple[int, np.ndarray, int, float] | None = None
@@ -84,9 +102,10 @@ class FGD(RankedPolicy):
         same = seen_ref is not None and seen_ref() is state
         if self._cluster is not state.cluster:
             self._cluster = state.cluster
+            self._ftopo = self.cluster_topology(state) if self.gpu_choice == "topo-fgd" else None
             self._gpu = state.gpu_left.copy()
             self._cpu = state.cpu_left.copy()
-            self._frag = node_fragmentations(state, self.workload)
+            self._frag = node_fragmentations(state, self.workload, topology=self._ftopo)
             self._version = np.zeros(state.cluster.n_nodes, dtype=np.int64)
             self._shapes: dict[tuple[int, int, int], _ShapeCache] = {}
             return
@@ -107,7 +126,7 @@ class FGD(RankedPolicy):
                 and state.cpu_left[changed[0]] == expected[2]):
             self._frag[changed[0]] = expected[3]
         else:
-            self._frag[changed] = node_fragmentations(state, self.workload, changed)
+            self._frag[changed] = node_fragmentations(state, self.workload, changed, topology=self._ftopo)
 
     def _score(self, delta: np.ndarray) -> np.ndarray:
         """Score of fragmentation deltas (higher is better): the plugin's ``int(100 * sigmoid(-delta / 1000))``."""
@@ -118,7 +137,10 @@ class FGD(RankedPolicy):
         return None
 
     def _evaluate(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Score, delta and GPU (or -1) of the best option of ``task`` on each of ``nodes`` (where it fits)."""
+        """Score, delta and GPU (or -1; topo-fgd whole-GPU tasks: GPU bit mask) of the best option of ``task``
+        on each of ``nodes`` (where it fits)."""
+        if self._ftopo is not None and task.num_gpu:
+            return self._evaluate_topo(state, task, nodes)
         gl = state.gpu_left[nodes]
         if task.num_gpu == 0 or task.gpu_milli == GPU_MILLI:
             free = gl == GPU_MILLI
@@ -144,6 +166,33 @@ class FGD(RankedPolicy):
         chosen = hit[np.diff(group[hit], prepend=-1) != 0]
         return score[chosen], delta[chosen], gpus[chosen]
 
+    def _evaluate_topo(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+        """topo-fgd: every free k-set (whole GPUs) or fitting GPU (sharing) of each node; least real delta."""
+        gl = state.gpu_left[nodes]
+        g = gl.shape[1]
+        if task.gpu_milli == GPU_MILLI:
+            bits = 1 << np.arange(g, dtype=np.int64)
+            free = ((gl == GPU_MILLI) * bits).sum(axis=1)
+            combos = _COMBOS[task.num_gpu]
+            combos = combos[combos < (1 << g)]
+            rows, cand = np.nonzero((combos[None, :] & ~free[:, None]) == 0)
+            labels = combos[cand]
+            mask = (labels[:, None] & bits[None, :]) != 0
+        else:
+            earlier_equal = ((gl[:, :, None] == gl[:, None, :]) & np.tri(g, g, -1, dtype=bool)).any(axis=2)
+            rows, labels = np.nonzero((gl >= task.gpu_milli) & ~(earlier_equal & (gl < GPU_MILLI)))
+            mask = np.zeros((len(rows), g), dtype=bool)
+            mask[np.arange(len(rows)), labels] = True
+        cand_nodes = nodes[rows]
+        delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
+                                    before=self._frag[cand_nodes], topology=self._ftopo)
+        starts = np.flatnonzero(np.diff(rows, prepend=-1) != 0)
+        group = np.cumsum(np.diff(rows, prepend=-1) != 0) - 1
+        least = np.minimum.reduceat(delta, starts)
+        hit = np.flatnonzero(delta <= least[group] + TIE_TOL)
+        chosen = hit[np.diff(group[hit], prepend=-1) != 0]     # first (lowest ids) candidate of each node
+        return self._score(delta[chosen]), delta[chosen], labels[chosen]
+
     def _cache(self, state: ClusterState, task: Task, nodes: np.ndarray) -> _ShapeCache:
         """The task shape's cache, with every node of ``nodes`` (where ``task`` fits) up to date."""
         self._sync(state)
@@ -159,17 +208,20 @@ class FGD(RankedPolicy):
 
     # -- the policy --------------------------------------------------------------------------
     def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
-        cache = self._cache(state, task, np.array([node])) if task.num_gpu == 1 else None
+        cached = task.num_gpu == 1 or (task.num_gpu and self.gpu_choice == "topo-fgd")
+        cache = self._cache(state, task, np.array([node])) if cached else None
         return self._gpus(state, task, node, cache)
 
-    @staticmethod
-    def _gpus(state: ClusterState, task: Task, node: int, cache: _ShapeCache | None) -> tuple[int, ...]:
-        """A sharing task's GPU from the (up-to-date) ``cache``; the lowest free GPUs for a whole-GPU task."""
+    def _gpus(self, state: ClusterState, task: Task, node: int, cache: _ShapeCache | None) -> tuple[int, ...]:
+        """A sharing task's GPU from the (up-to-date) ``cache``; a whole-GPU task's by :attr:`gpu_choice`
+        (topo-fgd: the cached set)."""
         if task.num_gpu == 0:
             return ()
         if task.gpu_milli < GPU_MILLI:
             return (int(cache.gpu[node]),)
-        return lowest_free_gpus(state.gpu_left[node], task.num_gpu)
+        if self.gpu_choice == "topo-fgd":
+            return mask_gpus(int(cache.gpu[node]))
+        return self.whole_gpus(state, task, node)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         nodes = np.flatnonzero(state.feasible_nodes(task))

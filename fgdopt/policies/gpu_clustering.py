@@ -53,8 +53,8 @@ class GpuClustering(RankedPolicy):
 
     name = "gpu-clustering"
 
-    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None):
-        super().__init__(seed, ranks)
+    def __init__(self, seed: int = 0, ranks: np.ndarray | None = None, **gpu_options):
+        super().__init__(seed, ranks, **gpu_options)
         self._tasks = None
 
     def _counts(self, state: ClusterState) -> np.ndarray:

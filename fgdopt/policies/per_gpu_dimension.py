@@ -5,7 +5,8 @@ As in classical vector bin packing, a task's demand vector is fixed: ``gpu_milli
 (:meth:`ClusterState.feasible_nodes`) *and* those first ``num_gpu`` GPUs each have ``gpu_milli``
 left; the task always lands on GPUs ``(0, ..., num_gpu-1)``. A sharing task can thus only use GPU
 0 of any node: once GPU 0 is too full the node's other GPUs are wasted for it. The node is chosen
-by best-fit's integer score with the node-rank tie rule (:mod:`~fgdopt.policies.best_fit`).
+by best-fit's integer score with the node-rank tie rule (:mod:`~fgdopt.policies.best_fit`). The fixed
+vector is the point of this view, so its only GPU choice is ``lowest-index``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class PerGpuDimension(RankedPolicy):
     """Best-fit with fixed per-GPU demand vectors (see module docstring)."""
 
     name = "per-gpu-dimension"
+    gpu_choices = ("lowest-index",)
 
     def __call__(self, state: ClusterState, task: Task) -> Choice | None:
         ok = state.feasible_nodes(task)

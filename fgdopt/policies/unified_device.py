@@ -6,7 +6,8 @@ and the pool holds its total demand (``gpu_fits`` on the pooled column). Among c
 by best-fit's integer score with the node-rank tie rule (:mod:`~fgdopt.policies.best_fit`); the pooled
 leftover equals best-fit's, so the two policies differ only in the filter.
 
-Realization: the plan is then put on the node's real GPUs with best-fit's GPU pick. If the task does
+Realization: the plan is then put on the node's real GPUs with best-fit's GPU pick (whole GPUs:
+``gpu_choice``). If the task does
 not really fit that node (the pool hid a GPU boundary, e.g. 600 milli asked of two GPUs with 400
 left each), the task is **unallocated** (``None``): the planner committed to that node.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.model import Task
-from fgdopt.policies.base import Choice, RankedPolicy, best_fit_gpus, pick
+from fgdopt.policies.base import Choice, RankedPolicy, pick
 from fgdopt.policies.best_fit import best_fit_score
 from fgdopt.state import ClusterState, gpu_fits
 
@@ -42,4 +43,4 @@ class UnifiedDevice(RankedPolicy):
         node = pick(nodes, best_fit_score(state, nodes, task), self.node_ranks(state))
         if not state.fits(task, node):
             return None
-        return node, best_fit_gpus(state.gpu_left[node], task)
+        return node, self.gpus(state, task, node)
