@@ -204,7 +204,6 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     sample_at[-1] = len(run)                                               # the last row: the final state
     state = ClusterState(cluster, run)
     rows: list[dict] = []
-    alloc_after = np.zeros(len(run), dtype=np.int64)
 
     by_category = fragmentation_by_category(state, workload)     # kept up to date at each sample
     touched: set[int] = set()
@@ -220,7 +219,6 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
             rows.append(_sample_row(state, report, len(rows), int(arrived[n - 1]) if n else 0, n))
 
     def on_task(i: int) -> None:
-        alloc_after[i] = state.allocated_milli
         if state.node_of[i] >= 0:
             touched.add(int(state.node_of[i]))
         sample_until(i + 1)
@@ -228,6 +226,7 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     sample_until(0)
     _place_all(state, policy, on_task)
     placement = state.placement()
+    alloc_after = np.cumsum(np.where(placement.placed, run.gpu_demand, 0))   # tasks never leave
     log = pd.DataFrame({
         "task": np.arange(len(run)), "source": source, "cpu_milli": run.cpu_milli, "num_gpu": run.num_gpu,
         "gpu_milli": run.gpu_milli, "node": placement.node,
