@@ -47,12 +47,15 @@ DEFAULT_TOL = 0.001
 SMOOTHING = 0.5
 """Wentges smoothing weight of the best-bound duals in exact pricing rounds (0 = plain Kelley)."""
 RC_TOL = 1e-6
+QUICK_S = 1.0
+"""Seconds a pricing MILP gets in a first pass of an exact round (most finish, proven, well within it)."""
 """A column prices out when its reduced cost exceeds this (units)."""
 
 
 # -- HiGHS, directly: the master and the pricing models are re-solved hundreds of times -----------------
-def to_highs(model: LinearModel, threads: int = 1, options: dict | None = None):
-    """A ``highspy.Highs`` instance holding ``model`` (maximized), quiet, with ``threads`` threads."""
+def to_highs(model: LinearModel, threads: int | None = None, options: dict | None = None):
+    """A ``highspy.Highs`` instance holding ``model`` (maximized), quiet, with ``threads`` threads (None: HiGHS's
+    default; HiGHS fails a run whose thread count differs from the first run's in the same process)."""
     import highspy
 
     inf = highspy.kHighsInf
@@ -75,7 +78,8 @@ def to_highs(model: LinearModel, threads: int = 1, options: dict | None = None):
                            for i in model.integer]
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", int(threads))
+    if threads is not None:  # HiGHS fixes its thread pool at its first run in a process: keep one count per process
+        h.setOptionValue("threads", int(threads))
     for key, value in (options or {}).items():
         h.setOptionValue(key, value)
     h.passModel(lp)
@@ -116,7 +120,7 @@ class TypePricer:
     calls, seconds : exact pricing calls and their wall seconds.
     """
 
-    def __init__(self, agg: Aggregation, node: int, threads: int = 1) -> None:
+    def __init__(self, agg: Aggregation, node: int, threads: int | None = None) -> None:
         instance = agg.instance
         self.agg, self.node, self.threads = agg, node, threads
         self.fit = _NodeFit(agg, node)
@@ -170,9 +174,9 @@ class TypePricer:
                 mem -= fit.mem[s]
         return counts, slots
 
-    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, tuple[np.ndarray, list] | None]:
+    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, tuple[np.ndarray, list] | None, bool]:
         """The pricing MILP: (proven upper bound on the best content's profit, the best content found and its
-        packing, or None).
+        packing or None, whether it was proven optimal).
 
         The model is the exact model of one node (:func:`~formulations.exact.build_exact`) over the shapes of
         positive profit only (the others never raise a content's profit), so its per-GPU patterns are those of
@@ -182,7 +186,7 @@ class TypePricer:
         agg = self.agg
         pos = self.shapes[profit[self.shapes] > RC_TOL]
         if not pos.size:
-            return 0.0, None
+            return 0.0, None, True
         rows = np.concatenate([agg.rows[s] for s in pos.tolist()])
         sub = aggregate(Instance("pricing", self.cluster, agg.instance.tasks.take(np.sort(rows))))
         em = build_exact(sub, symmetry=False)
@@ -197,7 +201,7 @@ class TypePricer:
         self.calls += 1
         self.seconds += time.perf_counter() - t0
         if bound is None:
-            return math.inf, None
+            return math.inf, None, False
         column = None
         if values is not None:
             content = np.zeros(agg.n_shapes, dtype=np.int64)
@@ -210,7 +214,7 @@ class TypePricer:
                 np.add.at(vec, remap, pat)
                 packing += [vec] * k
             column = (content, packing)
-        return max(bound, objective or 0.0), column
+        return max(bound, objective or 0.0), column, status == "optimal"
 
 
 # -- the master --------------------------------------------------------------------------------------
@@ -221,7 +225,7 @@ class Master:
     (``sum a y - z <= count_s``); columns ``z`` (S) first, configuration columns ``y`` appended.
     """
 
-    def __init__(self, agg: Aggregation, threads: int = 1) -> None:
+    def __init__(self, agg: Aggregation, threads: int | None = None) -> None:
         self.agg = agg
         self.demand = agg.demand_units.astype(float)
         self.n_types = len(agg.node_types)
@@ -285,7 +289,7 @@ def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
     return float(pi @ agg.count + sizes @ np.maximum(prices, 0.0))
 
 
-def type_columns(agg: Aggregation, deadline: float, threads: int = 1,
+def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
                  stop=lambda columns, packings, bound, lp: False) -> TypeConfigRun:
     """Column generation for the configuration LP over node types, until convergence, the wall-clock
     ``deadline`` (a ``time.perf_counter()`` value), or ``stop(columns, packings, bound, lp)`` returns True (called
@@ -315,28 +319,37 @@ def type_columns(agg: Aggregation, deadline: float, threads: int = 1,
                     added += 1
         if added:
             continue
-        # exact round: smoothed duals first, the master's if the smoothed point prices nothing out
+        # exact round: smoothed duals first, the master's if the smoothed point prices nothing out; each pricing
+        # MILP first gets QUICK_S seconds (its dual bound is valid anyway), all the time left only if that
+        # finds no column without proving every type
+        proven = False
         for alpha in ((SMOOTHING, 0.0) if best_pi is not None else (0.0,)):
             sep = alpha * best_pi + (1 - alpha) * pi if alpha else pi
-            exact_rounds += 1
-            prices = np.zeros(len(pricers))
-            for t, pricer in enumerate(pricers):
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    break
-                prices[t], column = pricer.price(master.demand - sep, left)
-                if column is not None and (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
-                    added += master.add(t, *column)
-            else:
+            for quick in (True, False):
+                exact_rounds += 1
+                prices = np.full(len(pricers), math.inf)
+                proven = True
+                for t, pricer in enumerate(pricers):
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        proven = False
+                        break
+                    limit = min(left, QUICK_S) if quick else left
+                    prices[t], column, optimal = pricer.price(master.demand - sep, limit)
+                    proven &= optimal
+                    if column is not None and (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
+                        added += master.add(t, *column)
                 bound = farley_bound(sep, prices, agg)
                 if bound < best_bound:
                     best_bound, best_pi = bound, sep.copy()
-            LOG.debug("round %d exact (alpha %.2f): lp %.1f farley %.1f best %.1f added %d, %.1f s", rounds, alpha, lp,
-                      farley_bound(sep, prices, agg), best_bound, added, time.perf_counter() - t_start)
+                LOG.debug("round %d exact (alpha %.2f, quick %s): lp %.1f farley %.1f best %.1f added %d, %.1f s",
+                          rounds, alpha, quick, lp, bound, best_bound, added, time.perf_counter() - t_start)
+                if added or proven:
+                    break
             if added:
                 break
         if not added:
-            converged = time.perf_counter() < deadline
+            converged = proven and alpha == 0.0
             if converged:
                 best_bound = min(best_bound, lp)
             break
@@ -348,7 +361,7 @@ def type_columns(agg: Aggregation, deadline: float, threads: int = 1,
     return TypeConfigRun(master.columns, master.packings, bound, lp, converged, info)
 
 
-def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int = 1,
+def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int | None = None,
                       abs_gap: float = 0.999) -> tuple[RawResult, Placement | None]:
     """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound) and its
     placement decoded with the columns' ``packings`` (None if no integer solution was found)."""
@@ -376,7 +389,7 @@ def run_type_configs(instance: Instance, method: str = "config-types", time_limi
     instance : the cluster and tasks.
     time_limit : wall-clock seconds for the whole run (column generation, MILP, decoding, validation).
     warm_start : a feasible placement kept as the incumbent floor (e.g. the best online policy's).
-    threads : HiGHS threads (default 1).
+    threads : HiGHS threads (default: HiGHS's own choice; its MIP search is serial).
     tol : stop once bound - incumbent <= ``tol`` x GPU capacity (milli-GPU); 0 asks for a proof.
 
     Returns
@@ -386,7 +399,6 @@ def run_type_configs(instance: Instance, method: str = "config-types", time_limi
     master LP value), ``mip_calls`` and ``mip_s``.
     """
     t0 = time.perf_counter()
-    threads = threads or 1
     deadline = t0 + time_limit
     agg = aggregate(instance)
     unit = agg.unit
