@@ -25,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ratio", type=float, default=1.3, help="inflation ratio (default: 1.3)")
     parser.add_argument("--seed", type=int, default=42, help="replay seed (default: 42)")
     args = parser.parse_args(argv)
-    cluster, tasks = load_openb(args.trace)
+    try:
+        cluster, tasks = load_openb(args.trace)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     workload = Workload.from_tasks(tasks)
     print(f"openb {args.trace}: {cluster.n_nodes} nodes, {len(tasks)} trace tasks, ratio {args.ratio}")
     print("| policy | tasks | wall_s | cpu_s | tasks/s (wall) | alloc_130 (%) |\n|---|---|---|---|---|---|")

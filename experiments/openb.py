@@ -135,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
+    try:
+        for trace in args.trace:                  # fail before any work if a trace is missing
+            _load(trace, args.data_dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     cells = [(t, p, s) for t in args.trace for p in args.policies for s in args.seeds]
     rows, curves = [], []

@@ -1,0 +1,34 @@
+"""The replay study command: its outputs, the paper column, and a clear error without the trace."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments import openb
+
+
+def test_a_missing_trace_is_one_line_and_exit_2(tmp_path, capsys):
+    code = openb.main(["--seeds", "42", "--policies", "fgd", "--data-dir", str(tmp_path / "nowhere"),
+                       "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert "not found" in err and "fgdopt.traces download" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.trace
+@pytest.mark.slow
+def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert openb.main(["--trace", "default", "--policies", "random,fgd", "--seeds", "42",
+                       "--data-dir", str(openb_dir), "--output", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert tuple(summary.columns) == openb.SUMMARY_COLUMNS
+    assert summary["policy"].tolist() == ["random", "fgd"]
+    fgd = summary.set_index("policy").loc["fgd"]
+    assert 95.0 < fgd["alloc_ratio_130"] < 95.8            # the paper's mean over seeds 42-51: 95.39
+    assert fgd["unallocated_gpus_130"] == pytest.approx(6212 * (1 - fgd["alloc_ratio_130"] / 100))
+    table = capsys.readouterr().out
+    assert "| default | fgd | 1 |" in table and "95.39 (" in table and "87.47 (" in table
+    assert (out / "alloc.png").stat().st_size > 0 and (out / "curves.csv").is_file()
