@@ -89,6 +89,18 @@ def test_dot_product_takes_the_least_left_gpu():
     assert decide("dot-product", state, share(300)) == (0, (1,))
 
 
+def test_fgd_exact_breaks_ties_by_best_fit_leftover_before_the_rank():
+    # A CPU-only task of 2000 on two idle 2-GPU nodes of 16000 and 32000 milli-cores: A and B still fit both,
+    # C's view is unchanged: delta 0 on both. fgd (score 50 on both) follows the ranks; fgd-exact takes the
+    # node with the smaller best-fit leftover (node 0: 14000 cores left) whatever the ranks.
+    state = state_after(cluster([2, 2], cpus=[16000, 32000]), [])
+    assert decide("fgd", state, cpu_only(2000), ranks=[1, 0]) == (1, ())
+    assert decide("fgd-exact", state, cpu_only(2000), ranks=[1, 0]) == (0, ())
+    # equal nodes: fgd-exact falls back to the rank
+    twins = state_after(cluster([2, 2]), [])
+    assert decide("fgd-exact", twins, cpu_only(2000), ranks=[1, 0]) == (1, ())
+
+
 def test_fgd_ties_go_to_the_lowest_ranked_node():
     # Three idle 2-GPU nodes, a CPU-only task of 2000: every node's delta is the same (C's idle 2000 * .2
     # is unchanged, A and B still fit), score int(100 sigmoid(0)) = 50 on all three: the lowest rank wins.
