@@ -161,3 +161,65 @@ def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, ti
     path = Path(path)
     fig.savefig(path, dpi=130)
     return path
+
+
+def plot_topology_misplaced(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Misplaced multi-GPU tasks (% of the placed ones) against GPU allocation at 130%: one panel per ``trace``,
+    one marker per ``policy`` (colour) and ``gpu_choice`` (shape), means over seeds.
+
+    ``frame`` has the columns of ``topology.csv`` (``python -m experiments.topology``).
+    """
+    markers = {"lowest-index": "o", "best-ring": "s", "topo-fgd": "^"}
+    traces = list(dict.fromkeys(frame["trace"]))
+    fig = Figure(figsize=(6 * len(traces), 4.5))
+    axes = fig.subplots(1, len(traces), squeeze=False)[0]
+    colours = {p: f"C{i}" for i, p in enumerate(dict.fromkeys(frame["policy"]))}
+    for ax, trace in zip(axes, traces, strict=True):
+        part = frame[frame["trace"] == trace]
+        for (policy, choice), sub in part.groupby(["policy", "gpu_choice"], sort=False):
+            share = 100 * sub["misplaced_tasks"].sum() / max(int(sub["multi_gpu_tasks"].sum()), 1)
+            ax.scatter(sub["alloc_ratio_130"].mean(), share, color=colours[policy],
+                       marker=markers.get(choice, "x"), s=50, label=f"{policy} / {choice}")
+        ax.set_xlabel(METRIC_LABELS["alloc_ratio_130"])
+        ax.set_ylabel("Misplaced multi-GPU tasks (%)")
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{title} — {trace}" if title else trace)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path
+
+
+def plot_topology_node(topology, gpus, path: str | Path, title: str = "") -> Path:
+    """A node's GPU interconnect (:class:`fgdopt.topology.Topology`) drawn with networkx, ``gpus`` highlighted.
+
+    NVLink / NVSwitch pairs are solid lines (width = GB/s), PCIe paths are omitted except between highlighted
+    GPUs, where every pair is labelled with its kind.
+    """
+    import networkx as nx
+
+    graph = topology.graph
+    chosen = set(int(g) for g in gpus)
+    pos = nx.circular_layout(graph)
+    fig = Figure(figsize=(5.5, 5.5))
+    ax = fig.subplots()
+    fast = [(a, b) for a, b, k in graph.edges(data="kind") if k in ("NVLink", "NVSwitch")]
+    widths = [graph.edges[e]["gbps"] / 25 for e in fast]
+    nx.draw_networkx_edges(graph, pos, edgelist=fast, width=widths, edge_color="0.6", ax=ax)
+    inside = [(a, b) for a, b in graph.edges if a in chosen and b in chosen]
+    nx.draw_networkx_edges(graph, pos, edgelist=inside, width=2.5, edge_color="C3",
+                           style=[("-" if graph.edges[e]["kind"] in ("NVLink", "NVSwitch") else "--") for e in inside],
+                           ax=ax)
+    nx.draw_networkx_edge_labels(graph, pos, edge_labels={e: f"{graph.edges[e]['kind']} {graph.edges[e]['gbps']:g}"
+                                                          for e in inside}, font_size=7, ax=ax)
+    nx.draw_networkx_nodes(graph, pos, node_color=["C3" if g in chosen else "C0" for g in graph.nodes],
+                           node_size=600, ax=ax)
+    nx.draw_networkx_labels(graph, pos, labels={g: f"GPU{g}" for g in graph.nodes}, font_size=8, font_color="white",
+                            ax=ax)
+    ax.set_title(title or topology.name, fontsize=8)
+    ax.set_axis_off()
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path

@@ -424,3 +424,60 @@ def free_masks(gpu_left: np.ndarray) -> np.ndarray:
     """Bit masks of the completely free GPUs of each row of ``gpu_left`` ((K, G) milli-GPU, G <= 8)."""
     bits = 1 << np.arange(gpu_left.shape[-1], dtype=np.int64)
     return ((gpu_left == GPU_MILLI) * bits).sum(axis=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class RingReport:
+    """Ring quality of the placed multi-GPU tasks (``num_gpu >= 2``) of a placement.
+
+    Attributes
+    ----------
+    task : int64 (P,), task index; ``node``, ``num_gpu`` likewise.
+    ring_gbps : float (P,), ring bandwidth of the task's GPUs (GB/s per direction).
+    best_gbps : float (P,), best ring of ``num_gpu`` GPUs on an empty node of the same type.
+    misplaced : bool (P,), ``ring_gbps < best_gbps``.
+    """
+
+    task: np.ndarray
+    node: np.ndarray
+    num_gpu: np.ndarray
+    ring_gbps: np.ndarray
+    best_gbps: np.ndarray
+    misplaced: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task)
+
+    @property
+    def n_misplaced(self) -> int:
+        return int(self.misplaced.sum())
+
+    @property
+    def mean_ring_gbps(self) -> float:
+        """Mean ring bandwidth of the placed multi-GPU tasks (GB/s; NaN if there are none)."""
+        return float(self.ring_gbps.mean()) if len(self.task) else float("nan")
+
+
+def ring_report(topology: ClusterTopology, num_gpu: np.ndarray, node: np.ndarray,
+                gpus: tuple[tuple[int, ...], ...]) -> RingReport:
+    """The :class:`RingReport` of a placement (``node[i]``, ``gpus[i]``) of tasks with ``num_gpu[i]`` GPUs.
+
+    Parameters
+    ----------
+    topology : the cluster's :class:`ClusterTopology`.
+    num_gpu : (T,) GPUs per task; node : (T,) node per task (-1 = unallocated); gpus : GPU ids per task.
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster
+    >>> topo = TopologyMap.default().for_cluster(Cluster([96000], [1], [8], ["G2"]))
+    >>> r = ring_report(topo, np.array([2, 2]), np.array([0, 0]), ((0, 3), (1, 4)))
+    >>> r.ring_gbps.tolist(), r.misplaced.tolist()
+    ([50.0, 8.0], [False, True])
+    """
+    num_gpu, node = np.asarray(num_gpu), np.asarray(node)
+    rows = np.flatnonzero((num_gpu >= 2) & (node >= 0))
+    ring = np.array([topology.ring_of(int(node[i]), gpus[i]) for i in rows], dtype=float)
+    best = np.array([topology.best_ring(int(node[i]), int(num_gpu[i])) for i in rows], dtype=float)
+    return RingReport(rows, node[rows], num_gpu[rows], ring, best, ring < best)

@@ -27,8 +27,8 @@ capacities, not on which GPUs hold them, so both give the same deltas and the sa
 is the topology-aware variant: F_n(M) is the evaluator's topology form (:mod:`fgdopt.frag`, a node
 whose free GPUs hold no best-ring set for a k-GPU shape is fragment for it), a whole-GPU task of k GPUs
 is evaluated on *every* free k-set of the node and a sharing task on every fitting GPU (partly used
-GPUs with equal free capacity once); the node's option is the one of least real delta (ties: lowest
-GPU indices), its score the policy's score of that delta. Node choice then follows these deltas.
+GPUs with equal free capacity once); the node's option is the one of least real delta (ties: the best
+ring, then the lowest GPU indices), its score the policy's score of that delta. Node choice then follows these deltas.
 
 Caching (the hot path of a replay). The policy keeps a snapshot of the free CPU and GPUs it last
 saw for every node, F_n(M) of every node, and per task *shape* ``(cpu_milli, num_gpu, gpu_milli)``
@@ -190,7 +190,10 @@ class FGD(RankedPolicy):
         group = np.cumsum(np.diff(rows, prepend=-1) != 0) - 1
         least = np.minimum.reduceat(delta, starts)
         hit = np.flatnonzero(delta <= least[group] + TIE_TOL)
-        chosen = hit[np.diff(group[hit], prepend=-1) != 0]     # first (lowest ids) candidate of each node
+        if task.gpu_milli == GPU_MILLI:   # among equal deltas, the best ring first (stable: then lowest ids)
+            ring = self._ftopo.ring[self._ftopo.node_type[cand_nodes[hit]], labels[hit]]
+            hit = hit[np.lexsort((-ring, group[hit]))]
+        chosen = hit[np.diff(group[hit], prepend=-1) != 0]     # first candidate of each node
         return self._score(delta[chosen]), delta[chosen], labels[chosen]
 
     def _cache(self, state: ClusterState, task: Task, nodes: np.ndarray) -> _ShapeCache:

@@ -1,0 +1,183 @@
+"""Topology-aware placement on the openb traces: how many multi-GPU tasks each policy misplaces, and the price.
+
+Usage::
+
+    python -m experiments.topology --trace default,multigpu50 --seeds 42-44 [--quick] --output DIR \\
+        [--policies fgd,best-fit] [--mapping FILE.json] [--jobs N] [--exact-nodes 2,3 --exact-seeds 0-2]
+
+Every (trace, seed) is replayed at ratio 1.3 (the paper's protocol, :func:`fgdopt.simulate.replay`) by each
+policy with each GPU choice: ``lowest-index`` (the reference's) and ``best-ring`` for every policy, and
+``topo-fgd`` for ``fgd``. Node topologies come from :data:`fgdopt.topology.DEFAULT_MAPPING` (an assumption,
+the trace has none) or ``--mapping``. Writes:
+
+* ``DIR/topology.csv``: one row per replay, columns :data:`COLUMNS`: ``alloc_ratio_130`` (%),
+  ``multi_gpu_tasks`` (placed tasks of >= 2 GPUs), ``misplaced_tasks`` (of those, ring slower than the best
+  ring of that size on an empty node of the type), ``mean_ring_gbps`` (GB/s per direction), ``wall_s``
+  (replay wall seconds) and ``cpu_s`` (its CPU seconds);
+* ``DIR/topology_exact.csv``: the offline optimum with and without the best-ring rule on small DGX-1 instances
+  of multi-GPU-heavy tasks (:mod:`formulations.topology`), columns :data:`EXACT_COLUMNS`;
+* ``DIR/topology_misplaced.png`` (misplaced share against allocation, per policy and GPU choice) and
+  ``DIR/topology_node.png`` (one node's GPU graph with a misplaced task's GPUs highlighted);
+* a Markdown summary on stdout (means over seeds).
+
+``--quick`` replays ``fgd``, ``best-fit`` and ``random`` only and solves 2-node instances with 10 s per solve
+(measured: see ``paper/topology.md``). Exact solves use one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.openb import parse_seeds, parse_traces
+from fgdopt.frag import Workload
+from fgdopt.plot import plot_topology_misplaced, plot_topology_node
+from fgdopt.policies import PAPER_POLICIES
+from fgdopt.simulate import replay
+from fgdopt.topology import TopologyMap, ring_report
+from fgdopt.traces import load_openb
+
+COLUMNS = ("trace", "seed", "policy", "gpu_choice", "alloc_ratio_130", "multi_gpu_tasks", "misplaced_tasks",
+           "mean_ring_gbps", "wall_s", "cpu_s")
+EXACT_COLUMNS = ("instance", "nodes", "gpus", "tasks", "multi_gpu_tasks", "rule", "status", "objective_milli",
+                 "bound_milli", "misplaced_tasks", "wall_s")
+QUICK_POLICIES = ("fgd", "best-fit", "random")
+
+
+def cells(policies: list[str]) -> list[tuple[str, str]]:
+    """(policy, gpu_choice) pairs: both general choices for every policy, ``topo-fgd`` for FGD."""
+    out = [(p, g) for p in policies for g in ("lowest-index", "best-ring")]
+    out += [(p, "topo-fgd") for p in policies if p in ("fgd", "fgd-exact")]
+    return out
+
+
+def run_cell(trace: str, seed: int, policy: str, gpu_choice: str, data_dir: str | None,
+             mapping: str | None) -> dict:
+    """One replay at ratio 1.3 and its ring figures (a row of ``topology.csv``)."""
+    cluster, tasks = load_openb(trace, data_dir)
+    topo_map = TopologyMap.load(mapping) if mapping else TopologyMap.default()
+    workload = Workload.from_tasks(tasks)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = replay(cluster, tasks, policy, seed, 1.3, workload, gpu_choice=gpu_choice, topology=topo_map)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    report = ring_report(topo_map.for_cluster(cluster), res.tasks.num_gpu, res.placement.node, res.placement.gpus)
+    return {"trace": trace, "seed": seed, "policy": policy, "gpu_choice": gpu_choice,
+            "alloc_ratio_130": float(res.curves["alloc_ratio"].iloc[-1]), "multi_gpu_tasks": report.n_tasks,
+            "misplaced_tasks": report.n_misplaced, "mean_ring_gbps": report.mean_ring_gbps, "wall_s": wall,
+            "cpu_s": cpu}
+
+
+def exact_rows(nodes: list[int], seeds: list[int], time_limit: float, data_dir: str | None) -> list[dict]:
+    """The price of topology at the optimum: each small instance solved with and without the best-ring rule."""
+    from formulations.topology import solve_topology, topology_instance
+
+    _, tasks = load_openb("multigpu50", data_dir)
+    topo_map = TopologyMap.default()
+    rows = []
+    for n in nodes:
+        for seed in seeds:
+            inst = topology_instance(tasks, n, seed)
+            topo = topo_map.for_cluster(inst.cluster)
+            for rule in (False, True):
+                sol = solve_topology(inst, topo, best_ring=rule, time_limit=time_limit, threads=1)
+                rep = ring_report(topo, inst.tasks.num_gpu, sol.placement.node, sol.placement.gpus)
+                rows.append({"instance": inst.name, "nodes": n, "gpus": inst.cluster.total_gpus,
+                             "tasks": len(inst.tasks), "multi_gpu_tasks": int((inst.tasks.num_gpu >= 2).sum()),
+                             "rule": "best-ring" if rule else "any-set", "status": sol.status,
+                             "objective_milli": sol.objective, "bound_milli": sol.bound,
+                             "misplaced_tasks": rep.n_misplaced, "wall_s": sol.wall_s})
+    return rows
+
+
+def summary_table(frame: pd.DataFrame) -> str:
+    """Markdown: per trace, policy and GPU choice, means over seeds."""
+    g = frame.groupby(["trace", "policy", "gpu_choice"], sort=False)
+    out = g[["alloc_ratio_130", "multi_gpu_tasks", "misplaced_tasks", "mean_ring_gbps", "wall_s", "cpu_s"]].mean()
+    out["misplaced_pct"] = 100 * g["misplaced_tasks"].sum() / g["multi_gpu_tasks"].sum().clip(lower=1)
+    lines = ["| trace | policy | gpu choice | alloc % @130 | multi-GPU placed | misplaced | misplaced % | "
+             "mean ring GB/s | wall s | CPU s |", "|:--|:--|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    for (trace, policy, choice), r in out.iterrows():
+        lines.append(f"| {trace} | {policy} | {choice} | {r.alloc_ratio_130:.2f} | {r.multi_gpu_tasks:.1f} | "
+                     f"{r.misplaced_tasks:.1f} | {r.misplaced_pct:.1f} | {r.mean_ring_gbps:.1f} | {r.wall_s:.2f} | "
+                     f"{r.cpu_s:.2f} |")
+    return "\n".join(lines)
+
+
+def exact_table(frame: pd.DataFrame) -> str:
+    lines = ["| instance | GPUs | tasks | multi-GPU | optimum any set | optimum best ring | price % | status |",
+             "|:--|--:|--:|--:|--:|--:|--:|:--|"]
+    for name, part in frame.groupby("instance", sort=False):
+        free, rule = part[part.rule == "any-set"].iloc[0], part[part.rule == "best-ring"].iloc[0]
+        price = 100 * (free.objective_milli - rule.objective_milli) / free.objective_milli
+        lines.append(f"| {name} | {free.gpus} | {free.tasks} | {free.multi_gpu_tasks} | {free.objective_milli} | "
+                     f"{rule.objective_milli} | {price:.2f} | {free.status}/{rule.status} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trace", default="default,multigpu50")
+    ap.add_argument("--seeds", default="42-44")
+    ap.add_argument("--policies", default=None, help="comma-separated (default: the paper's six; --quick: three)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--mapping", default=None, help="JSON model -> topology name (default: the shipped assumption)")
+    ap.add_argument("--exact-nodes", default=None, help="node counts of the exact instances (default 2-4; quick 2)")
+    ap.add_argument("--exact-seeds", default="0-2")
+    ap.add_argument("--exact-time", type=float, default=None, help="seconds per exact solve (default 60; quick 10)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--output", default="out/topology")
+    args = ap.parse_args(argv)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    traces, seeds = parse_traces(args.trace), parse_seeds(args.seeds)
+    policies = args.policies.split(",") if args.policies else list(QUICK_POLICIES if args.quick else PAPER_POLICIES)
+    jobs = [(t, s, p, g, args.data, args.mapping) for t in traces for s in seeds for p, g in cells(policies)]
+    start = time.perf_counter()
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            rows = list(pool.map(run_cell, *zip(*jobs, strict=True)))
+    else:
+        rows = [run_cell(*j) for j in jobs]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame.to_csv(out / "topology.csv", index=False)
+    print(f"## Replays ({len(rows)}, {time.perf_counter() - start:.1f} s wall)\n\n{summary_table(frame)}\n")
+    plot_topology_misplaced(frame, out / "topology_misplaced.png", title="openb, ratio 1.3")
+
+    nodes = parse_seeds(args.exact_nodes) if args.exact_nodes else ([2] if args.quick else [2, 3, 4])
+    limit = args.exact_time or (10.0 if args.quick else 60.0)
+    t0 = time.perf_counter()
+    exact = pd.DataFrame(exact_rows(nodes, parse_seeds(args.exact_seeds), limit, args.data),
+                         columns=list(EXACT_COLUMNS))
+    exact.to_csv(out / "topology_exact.csv", index=False)
+    print(f"## Price of topology at the optimum ({time.perf_counter() - t0:.1f} s wall)\n\n{exact_table(exact)}\n")
+
+    _node_figure(traces[0], seeds[0], args.data, args.mapping, out / "topology_node.png")
+    print(f"total {time.perf_counter() - start:.1f} s wall", file=sys.stderr)
+    return 0
+
+
+def _node_figure(trace: str, seed: int, data_dir: str | None, mapping: str | None, path: Path) -> None:
+    """Replay fgd with lowest-index and draw the node of its first misplaced task (else its first multi-GPU task)."""
+    cluster, tasks = load_openb(trace, data_dir)
+    topo_map = TopologyMap.load(mapping) if mapping else TopologyMap.default()
+    res = replay(cluster, tasks, "fgd", seed, 1.3, gpu_choice="lowest-index", topology=topo_map)
+    topo = topo_map.for_cluster(cluster)
+    rep = ring_report(topo, res.tasks.num_gpu, res.placement.node, res.placement.gpus)
+    if rep.n_tasks == 0:
+        return
+    pick = int(np.flatnonzero(rep.misplaced)[0]) if rep.n_misplaced else 0
+    task, node = int(rep.task[pick]), int(rep.node[pick])
+    plot_topology_node(topo.of(node), res.placement.gpus[task], path,
+                       title=f"{trace} seed {seed}: fgd task {task} on node {node} ({cluster.model[node]}), "
+                             f"ring {rep.ring_gbps[pick]:g} GB/s, best {rep.best_gbps[pick]:g}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
