@@ -198,14 +198,21 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
 
 # -- the vectorized form ---------------------------------------------------------------------
 
-def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, linked: np.ndarray | None = None):
+def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, linked: np.ndarray | None = None,
+                 mig_fit: np.ndarray | None = None):
     """Per (shape, row): idle, unusable-GPU sum, and the masks that sort it into categories.
 
-    ``linked`` (M, K) bool, the topology option: may shape m's GPUs get a best ring on row k?"""
+    ``linked`` (M, K) bool, the topology option: may shape m's GPUs get a best ring on row k?
+    ``mig_fit`` (M, K, G) bool, the MIG form: may shape m's profile start on GPU g of row k? (``gpu_left`` then
+    holds free memory slices, :mod:`fgdopt.migfrag`.)"""
     idle = gpu_left.sum(axis=-1)                                            # (K,)
     milli = workload.gpu_milli[:, None, None]
-    small = np.where(gpu_left[None, :, :] < milli, gpu_left[None, :, :], 0).sum(axis=-1)  # (M, K)
-    fits_gpu = gpu_fits(gpu_left[None, :, :], workload.num_gpu[:, None], milli)           # (M, K)
+    if mig_fit is None:
+        small = np.where(gpu_left[None, :, :] < milli, gpu_left[None, :, :], 0).sum(axis=-1)  # (M, K)
+        fits_gpu = gpu_fits(gpu_left[None, :, :], workload.num_gpu[:, None], milli)           # (M, K)
+    else:  # MIG: a GPU is too small for m when no allowed start of m's profile is free on it
+        small = np.where(mig_fit, 0, gpu_left[None, :, :]).sum(axis=-1)
+        fits_gpu = mig_fit.sum(axis=-1) >= workload.num_gpu[:, None]
     if linked is not None:
         fits_gpu &= linked
     cpu_ok = cpu_left[None, :] >= workload.cpu_milli[:, None]              # (M, K)
@@ -213,7 +220,8 @@ def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
 
 
 def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
-                       access: np.ndarray, linked: np.ndarray | None = None) -> np.ndarray:
+                       access: np.ndarray, linked: np.ndarray | None = None,
+                       mig_fit: np.ndarray | None = None) -> np.ndarray:
     """F_n(M) in milli-GPU for K node states at once.
 
     Parameters
@@ -223,12 +231,14 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
     access : (M, K) bool, whether shape m may use row k's GPU model (``Workload.access``).
     linked : (M, K) bool or None, the topology option: whether row k's free GPUs hold a best-ring set
         for shape m (:meth:`ClusterTopology.linked`); ``None`` is SPEC's measure.
+    mig_fit : (M, K, G) bool or None, the MIG form (:mod:`fgdopt.migfrag`): ``gpu_left`` is then free memory
+        slices per GPU and GPU g is usable by shape m iff ``mig_fit[m, k, g]`` (its profile has a free start).
 
     Returns
     -------
     (K,) float64 array.
     """
-    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left, linked)
+    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left, linked, mig_fit)
     usable = access & fits_gpu & cpu_ok
     per_shape = np.where(usable, small, idle[None, :])
     return workload.popularity @ per_shape

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fgdopt.mig import FULL_MASK, MigLayout, is_mig
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
 
 UNPLACED = -1
@@ -39,16 +40,25 @@ class InfeasiblePlacement(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class Placement:
-    """Where every task went: ``node[i]`` (``-1`` = unallocated) and ``gpus[i]`` (GPU ids on it)."""
+    """Where every task went: ``node[i]`` (``-1`` = unallocated) and ``gpus[i]`` (GPU ids on it).
+
+    On a MIG cluster (:mod:`fgdopt.mig`) ``starts[i]`` holds the start memory slice of the task's instance on
+    each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
+    take the lowest free allowed start."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
+    starts: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         node = np.array(self.node, dtype=np.int64)
         node.setflags(write=False)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "gpus", tuple(tuple(int(g) for g in gs) for gs in self.gpus))
+        if self.starts is not None:
+            object.__setattr__(self, "starts", tuple(tuple(int(s) for s in ss) for ss in self.starts))
+            if len(self.starts) != len(node):
+                raise ValueError(f"placement has {len(node)} nodes but {len(self.starts)} start lists")
         if len(self.gpus) != len(node):
             raise ValueError(f"placement has {len(node)} nodes but {len(self.gpus)} GPU lists")
 
@@ -82,6 +92,12 @@ class ClusterState:
     gpus_of : list of tuples, GPU ids of each task.
     revision : how many times :meth:`place` / :meth:`remove` changed the state; ``last_node`` the node
         the latest change touched (-1 before any). Caches use them to see what changed since they looked.
+    mig : :class:`~fgdopt.mig.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then:
+    slices : int64 (n_nodes, max_gpus), memory-slice occupancy mask per GPU (absent GPUs: all set);
+    starts_of : list of tuples, start slice of each task's instance on each of its GPUs. On a MIG node the
+        GPU part of feasibility is the slice rule (an allowed start of the task's profile whose slices
+        are free, :mod:`fgdopt.mig`) instead of ``gpu_left >= gpu_milli``; ``gpu_left`` still loses
+        ``gpu_milli`` (the profile's compute code) per GPU, so the milli-GPU views stay meaningful.
     """
 
     def __init__(self, cluster: Cluster, tasks: TaskSet):
@@ -96,6 +112,10 @@ class ClusterState:
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
+        self.mig = MigLayout(cluster) if is_mig(cluster) else None
+        if self.mig is not None:
+            self.slices = np.where(gpu_ids[None, :] < cluster.gpu[:, None], 0, FULL_MASK).astype(np.int64)
+            self.starts_of: list[tuple[int, ...]] = [()] * len(tasks)
 
     # -- feasibility -------------------------------------------------------------------------
     def spec_mask(self, gpu_spec: str) -> np.ndarray:
@@ -112,15 +132,19 @@ class ClusterState:
         ok = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
         if task.num_gpu:
             ok &= self.spec_mask(task.gpu_spec)
-            ok &= gpu_fits(self.gpu_left, task.num_gpu, task.gpu_milli)
+            if self.mig is not None:
+                ok &= self.mig.fit(self.slices, task.gpu_milli).sum(axis=1) >= task.num_gpu
+            else:
+                ok &= gpu_fits(self.gpu_left, task.num_gpu, task.gpu_milli)
         return ok
 
     def fits(self, task: Task, node: int) -> bool:
         """Whether ``task`` fits ``node`` now (some choice of GPUs exists)."""
         return self.check(task, node) is None
 
-    def check(self, task: Task, node: int, gpus: tuple[int, ...] | None = None) -> str | None:
-        """Why ``task`` cannot go to ``node`` (on ``gpus`` if given), or ``None`` if it can."""
+    def check(self, task: Task, node: int, gpus: tuple[int, ...] | None = None,
+              starts: tuple[int, ...] | None = None) -> str | None:
+        """Why ``task`` cannot go to ``node`` (on ``gpus`` if given; MIG: at ``starts`` if given), or ``None``."""
         if not 0 <= node < self.cluster.n_nodes:
             return f"node {node} does not exist"
         if self.cpu_left[node] < task.cpu_milli:
@@ -131,6 +155,8 @@ class ClusterState:
             return None if not gpus else "a CPU-only task takes no GPU"
         if not self.spec_mask(task.gpu_spec)[node]:
             return f"GPU model {self.cluster.model[node]!r} not in gpu_spec {task.gpu_spec!r}"
+        if self.mig is not None:
+            return self._check_mig(task, node, gpus, starts)
         row = self.gpu_left[node]
         if gpus is None:
             if gpu_fits(row, task.num_gpu, task.gpu_milli):
@@ -145,16 +171,52 @@ class ClusterState:
                 return f"GPU {g} of node {node} has {int(row[g])} milli left, {task.gpu_milli} asked"
         return None
 
+    def _check_mig(self, task: Task, node: int, gpus: tuple[int, ...] | None,
+                   starts: tuple[int, ...] | None) -> str | None:
+        """The GPU part of :meth:`check` on a MIG node: the task's profile at an allowed, free start per GPU."""
+        prof = self.mig.profile(node, task.gpu_milli)
+        occ = self.slices[node]
+        if gpus is None:
+            if int(prof.fits[occ].sum()) >= task.num_gpu:
+                return None
+            return f"MIG: no {task.num_gpu} GPU(s) with a free {prof.name} start on node {node}"
+        if len(gpus) != task.num_gpu or len(set(gpus)) != len(gpus):
+            return f"needs {task.num_gpu} distinct GPU id(s), got {tuple(gpus)}"
+        if starts is not None and len(starts) != len(gpus):
+            return f"{len(gpus)} GPU(s) but {len(starts)} start slice(s)"
+        for k, g in enumerate(gpus):
+            if not 0 <= g < self.cluster.gpu[node]:
+                return f"GPU {g} does not exist on node {node} ({int(self.cluster.gpu[node])} GPUs)"
+            s = int(prof.first_start[occ[g]]) if starts is None else starts[k]
+            if s not in prof.starts:
+                return f"MIG: {prof.name} cannot start at slice {s} (allowed {prof.starts})" if starts is not None \
+                    else f"MIG: no free {prof.name} start on GPU {g} of node {node}"
+            if int(occ[g]) & int(prof.masks[prof.starts.index(s)]):
+                return f"MIG: {prof.name} at slice {s} overlaps used slices {int(occ[g]):08b} of GPU {g}, node {node}"
+        return None
+
     # -- mutation ----------------------------------------------------------------------------
-    def place(self, i: int, node: int, gpus: tuple[int, ...]) -> None:
-        """Place task ``i`` on ``node`` using GPUs ``gpus``; raises :class:`InfeasiblePlacement`."""
+    def place(self, i: int, node: int, gpus: tuple[int, ...], starts: tuple[int, ...] | None = None) -> None:
+        """Place task ``i`` on ``node`` using GPUs ``gpus`` (MIG: at ``starts``, default the lowest free allowed
+        start on each GPU); raises :class:`InfeasiblePlacement`."""
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
         task = self.tasks[i]
         gpus = tuple(int(g) for g in gpus)
-        reason = self.check(task, node, gpus)
+        if starts is not None:
+            if self.mig is None and starts:
+                raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): start slices on a non-MIG cluster")
+            starts = tuple(int(s) for s in starts)
+        reason = self.check(task, node, gpus, starts)
         if reason is not None:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {reason}")
+        if self.mig is not None and gpus:
+            prof = self.mig.profile(node, task.gpu_milli)
+            if starts is None:
+                starts = tuple(int(prof.first_start[self.slices[node, g]]) for g in gpus)
+            for g, s in zip(gpus, starts, strict=True):
+                self.slices[node, g] |= int(prof.masks[prof.starts.index(s)])
+            self.starts_of[i] = starts
         self.cpu_left[node] -= task.cpu_milli
         self.mem_left[node] -= task.memory_mib
         if gpus:
@@ -174,6 +236,11 @@ class ClusterState:
         self.mem_left[node] += task.memory_mib
         if self.gpus_of[i]:
             self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
+        if self.mig is not None and self.gpus_of[i]:
+            prof = self.mig.profile(node, task.gpu_milli)
+            for g, s in zip(self.gpus_of[i], self.starts_of[i], strict=True):
+                self.slices[node, g] &= ~int(prof.masks[prof.starts.index(s)])
+            self.starts_of[i] = ()
         self.node_of[i] = UNPLACED
         self.gpus_of[i] = ()
         self.revision += 1
@@ -191,7 +258,8 @@ class ClusterState:
         return self.cluster.gpu_capacity_milli - int(self.gpu_left.sum())
 
     def placement(self) -> Placement:
-        return Placement(self.node_of.copy(), tuple(self.gpus_of))
+        return Placement(self.node_of.copy(), tuple(self.gpus_of),
+                         None if self.mig is None else tuple(self.starts_of))
 
     def copy(self) -> ClusterState:
         new = ClusterState.__new__(ClusterState)
@@ -200,6 +268,9 @@ class ClusterState:
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
+        new.mig = self.mig
+        if self.mig is not None:
+            new.slices, new.starts_of = self.slices.copy(), list(self.starts_of)
         return new
 
     def __repr__(self) -> str:
@@ -233,7 +304,8 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement) -> ClusterS
         raise InfeasiblePlacement(f"placement covers {len(placement.node)} tasks, the task set has {len(tasks)}")
     state = ClusterState(cluster, tasks)
     for i in np.flatnonzero(placement.node != UNPLACED):
-        state.place(int(i), int(placement.node[i]), placement.gpus[i])
+        state.place(int(i), int(placement.node[i]), placement.gpus[i],
+                    None if placement.starts is None else placement.starts[i])
     for i in np.flatnonzero(placement.node == UNPLACED):
         if placement.gpus[i]:
             raise InfeasiblePlacement(f"task {int(i)} is unallocated but lists GPUs {placement.gpus[i]}")

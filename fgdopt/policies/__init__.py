@@ -29,6 +29,7 @@ from fgdopt.policies.dot_product import DotProduct
 from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
+from fgdopt.policies.mig import MIG_POLICIES, MigFGD
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
@@ -43,6 +44,10 @@ PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "bes
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
 _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
+# MIG clusters (fgdopt.policies.mig): mig-fgd, mig-first-fit, mig-best-fit, mig-greedy
+MIG_POLICY_NAMES = tuple(MIG_POLICIES)
+_CLASSES.update({n: c for n, c in MIG_POLICIES.items() if c is not MigFGD})
+_NEEDS_WORKLOAD[MigFGD.name] = MigFGD
 
 
 def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
@@ -79,4 +84,4 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
     return _CLASSES[name](seed=seed, ranks=ranks, **options)
 
 
-__all__ = ["GPU_CHOICES", "PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]
+__all__ = ["GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]
