@@ -223,3 +223,34 @@ def plot_topology_node(topology, gpus, path: str | Path, title: str = "") -> Pat
     path = Path(path)
     fig.savefig(path, dpi=130)
     return path
+
+
+def plot_mig(frame: pd.DataFrame, curves: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """The MIG study (``python -m experiments.mig``): left, each policy's accepted slices as a % of the exact
+    optimum (best incumbent) per arrival; right, the online curve (accepted vs arrived memory slices, %).
+
+    ``frame`` has the columns of ``mig.csv`` plus ``arrival`` (percent); ``curves`` has ``method``,
+    ``arrived_pct``, ``accepted_pct``.
+    """
+    fig = Figure(figsize=(10, 4))
+    left, right = fig.subplots(1, 2)
+    pol = frame[frame["kind"] == "policy"]
+    best = frame[frame["kind"] == "exact"].groupby("instance")["accepted_slices"].max()
+    pol = pol.assign(ratio=100.0 * pol["accepted_slices"] / pol["instance"].map(best))
+    table = pol.groupby(["arrival", "method"])["ratio"].mean().unstack("method")
+    table.plot.bar(ax=left, rot=0)
+    left.set_ylim(max(0.0, float(table.min().min()) - 5), 100.5)
+    left.set_xlabel("arrived slices (% of capacity)")
+    left.set_ylabel("accepted slices (% of exact optimum)")
+    left.legend(fontsize=7)
+    for method, grp in curves.groupby("method"):
+        right.plot(grp["arrived_pct"], grp["accepted_pct"], label=method)
+    right.plot([0, 130], [0, 130], ":", color="0.6", lw=0.8)
+    right.set_xlabel("arrived slices (% of capacity)")
+    right.set_ylabel("accepted slices (% of capacity)")
+    right.legend(fontsize=7)
+    fig.suptitle(title or "MIG placement: policies vs the exact optimum", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path

@@ -1,0 +1,136 @@
+"""MIG: the profile table, the slice rule in the shared state, the MIG evaluator, policies and exact models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fgdopt.frag import Workload
+from fgdopt.instance import Instance
+from fgdopt.mig import MIG_MODELS
+from fgdopt.migfrag import mig_fragmentation, mig_node_fragmentations
+from fgdopt.miginstances import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.policies import MIG_POLICY_NAMES
+from fgdopt.simulate import run_online
+from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
+from formulations.mig import brute_force, config_bound, solve_mig
+
+# NVIDIA MIG User Guide, "Supported MIG Profiles" (placement diagrams; `nvidia-smi mig -lgipp` notation).
+GUIDE = {
+    "A100-40GB": {"1g.5gb": "{0,1,2,3,4,5,6}:1", "1g.10gb": "{0,2,4,6}:2", "2g.10gb": "{0,2,4}:2",
+                  "3g.20gb": "{0,4}:4", "4g.20gb": "{0}:4", "7g.40gb": "{0}:8"},
+    "A100-80GB": {"1g.10gb": "{0,1,2,3,4,5,6}:1", "1g.20gb": "{0,2,4,6}:2", "2g.20gb": "{0,2,4}:2",
+                  "3g.40gb": "{0,4}:4", "4g.40gb": "{0}:4", "7g.80gb": "{0}:8"},
+    "H100-80GB": {"1g.10gb": "{0,1,2,3,4,5,6}:1", "1g.20gb": "{0,2,4,6}:2", "2g.20gb": "{0,2,4}:2",
+                  "3g.40gb": "{0,4}:4", "4g.40gb": "{0}:4", "7g.80gb": "{0}:8"},
+    "A30-24GB": {"1g.6gb": "{0,1,2,3}:1", "2g.12gb": "{0,2}:2", "4g.24gb": "{0}:4"},
+}
+
+
+def test_every_profile_matches_the_guide():
+    assert set(MIG_MODELS) == set(GUIDE)
+    for name, model in MIG_MODELS.items():
+        got = {p.name: "{" + ",".join(map(str, p.starts)) + "}:" + str(p.size) for p in model.profiles}
+        assert got == GUIDE[name]
+        assert model.n_slices == (4 if name == "A30-24GB" else 8)
+
+
+def _two_plus_two() -> ClusterState:
+    c = Cluster([64000], [1 << 20], [2], ["A100-40GB"])
+    t = TaskSet([1000] * 5, [0] * 5, [1] * 5, [571, 285, 571, 285, 428])      # 4g, 2g, 4g, 2g, then 3g
+    s = ClusterState(c, t)
+    for i, g in enumerate([0, 0, 1, 1]):
+        s.place(i, 0, (g,))
+    return s
+
+
+def test_two_plus_two_free_slices_strand_a_3g_task():
+    s = _two_plus_two()
+    assert s.slices[0].tolist() == [0b00111111, 0b00111111]                   # slices 6, 7 free on each GPU
+    task = s.tasks[4]
+    assert not s.feasible_nodes(task).any()
+    with pytest.raises(InfeasiblePlacement, match="MIG"):
+        s.place(4, 0, (0,))
+    w = Workload.from_shapes([(1000, 1, 428, 1.0)])
+    assert mig_node_fragmentations(s, w).tolist() == [4.0]                    # all 4 free slices stranded
+    assert mig_fragmentation(s, w) == (4.0, 4, 1.0)
+    w2 = Workload.from_shapes([(1000, 1, 428, 0.5), (1000, 1, 142, 0.5)])    # a 1g can use slice 6
+    assert mig_node_fragmentations(s, w2).tolist() == [2.0]
+
+
+def test_validate_rejects_overlap_and_disallowed_starts():
+    c = Cluster([64000], [1 << 20], [1], ["A100-40GB"])
+    t = TaskSet([1000] * 2, [0] * 2, [1, 1], [428, 428])
+    ok = validate(c, t, Placement([0, 0], [(0,), (0,)], [(0,), (4,)]))
+    assert ok.slices[0, 0] == 0xFF and ok.starts_of == [(0,), (4,)]
+    with pytest.raises(InfeasiblePlacement, match="overlaps"):
+        validate(c, t, Placement([0, 0], [(0,), (0,)], [(0,), (0,)]))
+    with pytest.raises(InfeasiblePlacement, match="cannot start"):
+        validate(c, t, Placement([0, -1], [(0,), ()], [(2,), ()]))
+    s = validate(c, t, Placement([0, -1], [(0,), ()], [(4,), ()]))
+    s.remove(0)
+    assert s.slices[0, 0] == 0
+
+
+def test_non_mig_clusters_are_untouched():
+    c = Cluster([8000], [1024], [1], ["T4"])
+    s = validate(c, TaskSet([1000], [0], [1], [600]), Placement([0], [(0,)]))
+    assert s.mig is None and s.placement().starts is None
+
+
+@pytest.mark.parametrize("inst", mig_adversarial_instances(), ids=lambda i: i.name)
+def test_adversarial_optima_exact_and_brute_force(inst):
+    opt = MIG_KNOWN_OPTIMA[inst.name]
+    assert brute_force(inst) == opt
+    for solver in ("cpsat", "highs"):
+        sol = solve_mig(inst, solver, time_limit=10)
+        assert (sol.status, sol.objective, sol.bound) == ("optimal", opt, opt)
+    assert config_bound(inst).bound >= opt
+
+
+def test_first_fit_falls_into_the_alignment_trap():
+    inst = [i for i in mig_adversarial_instances() if i.name == "adv-mig-alignment"][0]
+    res = run_online(inst.cluster, inst.tasks, "mig-first-fit", workload=Workload.from_tasks(inst.tasks))
+    assert int(task_slices(inst.cluster, inst.tasks)[res.placement.placed].sum()) == 4
+
+
+def _tiny(data) -> Instance:
+    model = data.draw(st.sampled_from(["A100-40GB", "A30-24GB"]))
+    n = data.draw(st.integers(1, 2))
+    gpus = data.draw(st.lists(st.integers(1, 2), min_size=n, max_size=n))
+    codes = [0, *sorted({p.milli for p in MIG_MODELS[model].profiles})]
+    k = data.draw(st.integers(1, 5))
+    milli = data.draw(st.lists(st.sampled_from(codes), min_size=k, max_size=k))
+    cpu = data.draw(st.lists(st.sampled_from([1000, 8000]), min_size=k, max_size=k))
+    cluster = Cluster([12000] * n, [1 << 20] * n, gpus, [model] * n)
+    tasks = TaskSet(cpu, [0] * k, [1 if m else 0 for m in milli], milli)
+    return Instance("tiny", cluster, tasks)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_policy_le_exact_eq_brute_le_bound(data):
+    inst = _tiny(data)
+    sizes = task_slices(inst.cluster, inst.tasks)
+    opt = brute_force(inst)
+    sol = solve_mig(inst, "cpsat", time_limit=10)
+    assert sol.status == "optimal" and sol.objective == opt
+    assert config_bound(inst).bound >= opt
+    w = Workload.from_tasks(inst.tasks)
+    for name in MIG_POLICY_NAMES:
+        res = run_online(inst.cluster, inst.tasks, name, workload=w)
+        validate(inst.cluster, inst.tasks, res.placement)
+        assert int(sizes[res.placement.placed].sum()) <= opt
+
+
+def test_tasks_objective_and_study_instance():
+    inst = mig_instance(2, seed=1)
+    sol = solve_mig(inst, "cpsat", objective="tasks", time_limit=10)
+    assert sol.info["unit"] == "tasks" and sol.objective == int(sol.placement.placed.sum())
+    w = Workload.from_tasks(inst.tasks)
+    fgd = run_online(inst.cluster, inst.tasks, "mig-fgd", workload=w)
+    exact = solve_mig(inst, "cpsat", time_limit=10, warm_start=fgd.placement, proven_bound=config_bound(inst).bound)
+    assert np.sum(task_slices(inst.cluster, inst.tasks)[fgd.placement.placed]) <= exact.objective <= exact.bound
