@@ -4,6 +4,7 @@ Usage::
 
     python -m experiments.topology --trace default,multigpu50 --seeds 42-44 [--quick] --output DIR \\
         [--policies fgd,best-fit] [--mapping FILE.json] [--jobs N] [--exact-nodes 2,3 --exact-seeds 0-2]
+    python -m experiments.topology --trace default,multigpu50 --seeds 42 --policies fgd,best-fit --bench 3
 
 Every (trace, seed) is replayed at ratio 1.3 (the paper's protocol, :func:`fgdopt.simulate.replay`) by each
 policy with each GPU choice: ``lowest-index`` (the reference's) and ``best-ring`` for every policy, and
@@ -19,6 +20,8 @@ the trace has none) or ``--mapping``. Writes:
 * ``DIR/topology_misplaced.png`` (misplaced share against allocation, per policy and GPU choice) and
   ``DIR/topology_node.png`` (one node's GPU graph with a misplaced task's GPUs highlighted);
 * a Markdown summary on stdout (means over seeds).
+
+``--bench R`` only times ``best-ring`` against ``lowest-index`` replays (``DIR/topology_bench.csv``).
 
 ``--quick`` replays ``fgd``, ``best-fit`` and ``random`` only and solves 2-node instances with 10 s per solve
 (measured: see ``paper/topology.md``). Exact solves use one thread.
@@ -95,6 +98,31 @@ def exact_rows(nodes: list[int], seeds: list[int], time_limit: float, data_dir: 
     return rows
 
 
+def bench(traces: list[str], seed: int, policies: list[str], repeats: int, data_dir: str | None) -> pd.DataFrame:
+    """Replay time of ``best-ring`` against ``lowest-index``: each (trace, policy) replayed ``repeats`` times per
+    choice, the two choices alternating; one row per (trace, policy, choice) with the min and median of the wall
+    and CPU seconds (``time.process_time``) of :func:`~fgdopt.simulate.replay` (topology tables built before)."""
+    topo_map = TopologyMap.default()
+    rows = []
+    for trace in traces:
+        cluster, tasks = load_openb(trace, data_dir)
+        workload = Workload.from_tasks(tasks)
+        topo_map.for_cluster(cluster)
+        for policy in policies:
+            times: dict[str, list[tuple[float, float]]] = {"lowest-index": [], "best-ring": []}
+            for _ in range(repeats):
+                for choice in times:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    replay(cluster, tasks, policy, seed, 1.3, workload, gpu_choice=choice, topology=topo_map)
+                    times[choice].append((time.perf_counter() - t0, time.process_time() - c0))
+            for choice, t in times.items():
+                wall, cpu = np.array(t).T
+                rows.append({"trace": trace, "policy": policy, "gpu_choice": choice, "wall_min_s": wall.min(),
+                             "wall_median_s": float(np.median(wall)), "cpu_min_s": cpu.min(),
+                             "cpu_median_s": float(np.median(cpu))})
+    return pd.DataFrame(rows)
+
+
 def summary_table(frame: pd.DataFrame) -> str:
     """Markdown: per trace, policy and GPU choice, means over seeds."""
     g = frame.groupby(["trace", "policy", "gpu_choice"], sort=False)
@@ -131,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exact-seeds", default="0-2")
     ap.add_argument("--exact-time", type=float, default=None, help="seconds per exact solve (default 60; quick 10)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--bench", type=int, default=0, metavar="REPEATS",
+                    help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
     ap.add_argument("--data", default=None)
     ap.add_argument("--output", default="out/topology")
     args = ap.parse_args(argv)
@@ -138,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     traces, seeds = parse_traces(args.trace), parse_seeds(args.seeds)
     policies = args.policies.split(",") if args.policies else list(QUICK_POLICIES if args.quick else PAPER_POLICIES)
+    if args.bench:
+        table = bench(traces, seeds[0], policies, args.bench, args.data)
+        table.to_csv(out / "topology_bench.csv", index=False)
+        print(table.to_markdown(index=False, floatfmt=".2f"))
+        return 0
     jobs = [(t, s, p, g, args.data, args.mapping) for t in traces for s in seeds for p, g in cells(policies)]
     start = time.perf_counter()
     if args.jobs > 1:

@@ -69,6 +69,7 @@ class Topology:
     name: str
     graph: nx.Graph
     source: str = ""
+    _best_free: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         g = self.graph.number_of_nodes()
@@ -155,7 +156,8 @@ class Topology:
         return tuple(out)
 
     def best_free_set(self, free_mask: int, k: int) -> tuple[int, ...]:
-        """The ``k`` free GPUs (within ``free_mask``) with the best ring, ties by lowest indices.
+        """The ``k`` free GPUs (within ``free_mask``) with the best ring, ties by lowest indices (cached per
+        ``(free_mask, k)``).
 
         Raises
         ------
@@ -166,11 +168,14 @@ class Topology:
         >>> dgx1_v100().best_free_set(0b11111111, 2)   # GPUs 0 and 3 share two NVLinks
         (0, 3)
         """
-        masks = self.ranked_sets[k]
-        ok = masks[(masks & ~free_mask) == 0]
-        if len(ok) == 0:
-            raise ValueError(f"{self.name}: fewer than {k} free GPUs in mask {free_mask:#b}")
-        return mask_gpus(int(ok[0]))
+        got = self._best_free.get((free_mask, k))
+        if got is None:
+            masks = self.ranked_sets[k]
+            ok = masks[(masks & ~free_mask) == 0]
+            if len(ok) == 0:
+                raise ValueError(f"{self.name}: fewer than {k} free GPUs in mask {free_mask:#b}")
+            got = self._best_free[(free_mask, k)] = mask_gpus(int(ok[0]))
+        return got
 
     def to_dict(self) -> dict:
         """JSON-ready description: name, source and the edges with their attributes."""
