@@ -82,8 +82,10 @@ class Workload:
     def from_tasks(cls, tasks: TaskSet, threshold: float = DEFAULT_POPULARITY_THRESHOLD) -> Workload:
         """Group ``tasks`` by shape and keep the most popular ones (SPEC "Fragmentation").
 
-        Shapes are sorted by count (descending; ties by shape, ascending) and kept until their
-        cumulative count first reaches ``threshold`` of all tasks; ``threshold=1`` keeps every shape.
+        Shapes are sorted as the reference simulator sorts them: by count, descending, ties by
+        ``(cpu_milli, gpu_milli, num_gpu, gpu_spec)``, descending; they are kept until their cumulative
+        count first reaches ``threshold`` of all tasks (``threshold=1`` keeps every shape). Popularity is
+        computed as there too, ``(count / n_tasks) / (kept / n_tasks)``, to the last bit.
 
         Examples
         --------
@@ -98,7 +100,7 @@ class Workload:
             raise ValueError("cannot build a workload from an empty task set")
         counts = Counter(zip(tasks.cpu_milli.tolist(), tasks.num_gpu.tolist(), tasks.gpu_milli.tolist(),
                              tasks.gpu_spec.tolist(), strict=True))
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(counts.items(), key=lambda kv: (kv[1], kv[0][0], kv[0][2], kv[0][1], kv[0][3]), reverse=True)
         cum = np.cumsum([c for _, c in ranked])
         keep = int(np.searchsorted(cum, threshold * len(tasks) - 1e-9)) + 1
         kept = ranked[:keep]
@@ -106,7 +108,7 @@ class Workload:
         return cls(
             cpu_milli=[s[0] for s, _ in kept], num_gpu=[s[1] for s, _ in kept],
             gpu_milli=[s[2] for s, _ in kept], gpu_spec=[s[3] for s, _ in kept],
-            popularity=shape_counts / shape_counts.sum(), counts=shape_counts,
+            popularity=(shape_counts / len(tasks)) / (shape_counts.sum() / len(tasks)), counts=shape_counts,
         )
 
     @classmethod
@@ -236,12 +238,51 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
 
     Returns
     -------
-    (K,) float64 array.
+    (K,) float64 array: the sum of :func:`category_rows` over every category but ``q3_satisfied``.
+    """
+    return fragment_total(category_rows(workload, gpu_left, cpu_left, access, linked, mig_fit))
+
+
+_FRAGMENT = np.array([k != "q3_satisfied" for k in CATEGORIES])
+
+
+def _sequential_sum(values: np.ndarray, axis: int) -> np.ndarray:
+    """Left-to-right sum along ``axis`` (``np.sum`` sums pairwise in blocks, so its rounding depends on the
+    array's shape; a running sum does not)."""
+    return np.cumsum(values, axis=axis).take(-1, axis=axis)
+
+
+def category_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray, access: np.ndarray,
+                  linked: np.ndarray | None = None, mig_fit: np.ndarray | None = None) -> np.ndarray:
+    """Per row and category of :data:`CATEGORIES`: milli-GPU, shape (K, 7); arguments as :func:`fragmentation_rows`.
+
+    Each row sums to the node's free GPU capacity. Every shape m adds ``p_m * amount`` to its category in
+    workload order, left to right, as the reference simulator accumulates them (its floating-point rounding,
+    so that integer scores truncated near a boundary come out as there); a shape that fits (quadrant III)
+    adds its unusable GPUs to ``q2_lack_gpu`` and the rest to ``q3_satisfied``.
     """
     idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left, linked, mig_fit)
-    usable = access & fits_gpu & cpu_ok
-    per_shape = np.where(usable, small, idle[None, :])
-    return workload.popularity @ per_shape
+    p = workload.popularity[:, None]
+    p_idle = p * idle[None, :]
+    gpu_shape = (workload.num_gpu > 0)[:, None]
+    acc = access & gpu_shape
+    host = acc & fits_gpu
+    q3 = host & cpu_ok
+    amounts = {
+        "q1_lack_both": np.where(acc & ~fits_gpu & ~cpu_ok, p_idle, 0.0),
+        "q2_lack_gpu": np.where(q3, p * small, np.where(acc & ~fits_gpu & cpu_ok, p_idle, 0.0)),
+        "q3_satisfied": np.where(q3, p * (idle[None, :] - small), 0.0),
+        "q4_lack_cpu": np.where(host & ~cpu_ok, p_idle, 0.0),
+        "x_satisfied": np.where(~gpu_shape & cpu_ok, p_idle, 0.0),
+        "x_lack_cpu": np.where(~gpu_shape & ~cpu_ok, p_idle, 0.0),
+        "no_access": np.where(gpu_shape & ~access, p_idle, 0.0),
+    }
+    return np.stack([_sequential_sum(amounts[k], axis=0) for k in CATEGORIES], axis=1)
+
+
+def fragment_total(by_category: np.ndarray) -> np.ndarray:
+    """F_n(M) of category rows (K, 7): every category but ``q3_satisfied``, summed left to right."""
+    return _sequential_sum(by_category[:, _FRAGMENT], axis=1)
 
 
 def node_access(workload: Workload, state: ClusterState, rows: np.ndarray | None = None) -> np.ndarray:
@@ -282,14 +323,11 @@ class FragmentationReport:
     @classmethod
     def of(cls, by_category: np.ndarray) -> FragmentationReport:
         """The report of per-node category amounts ``(n_nodes, len(CATEGORIES))`` (milli-GPU)."""
-        per_node = by_category[:, _FRAGMENT].sum(axis=1)
+        per_node = fragment_total(by_category)
         total = float(per_node.sum())
         idle = float(by_category.sum())
         breakdown = {k: float(v) for k, v in zip(CATEGORIES, by_category.sum(axis=0), strict=True)}
         return cls(total=total, idle=idle, rate=total / idle if idle else 0.0, breakdown=breakdown, per_node=per_node)
-
-
-_FRAGMENT = np.array([k != "q3_satisfied" for k in CATEGORIES])
 
 
 def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.ndarray | None = None,
@@ -301,28 +339,8 @@ def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.
     """
     sel = slice(None) if rows is None else rows
     gl = state.gpu_left[sel]
-    idle, small, fits_gpu, cpu_ok = _shape_views(workload, gl, state.cpu_left[sel],
-                                                 topology_links(workload, state, gl, rows, topology))
-    access = node_access(workload, state, rows)
-    p = workload.popularity
-    gpu_shape = (workload.num_gpu > 0)[:, None]
-    acc = access & gpu_shape
-    host = acc & fits_gpu
-    q3 = host & cpu_ok
-    idle_share = {
-        "q1_lack_both": p @ (acc & ~fits_gpu & ~cpu_ok),
-        "q2_lack_gpu": p @ (acc & ~fits_gpu & cpu_ok),
-        "q3_satisfied": np.zeros(len(idle)),
-        "q4_lack_cpu": p @ (host & ~cpu_ok),
-        "x_satisfied": p @ (~gpu_shape & cpu_ok),
-        "x_lack_cpu": p @ (~gpu_shape & ~cpu_ok),
-        "no_access": p @ (gpu_shape & ~access),
-    }
-    out = np.stack([idle_share[k] * idle for k in CATEGORIES], axis=1)
-    q3_small = p @ np.where(q3, small, 0)
-    out[:, CATEGORIES.index("q2_lack_gpu")] += q3_small
-    out[:, CATEGORIES.index("q3_satisfied")] = (p @ q3) * idle - q3_small
-    return out
+    return category_rows(workload, gl, state.cpu_left[sel], node_access(workload, state, rows),
+                         topology_links(workload, state, gl, rows, topology))
 
 
 def cluster_fragmentation(state: ClusterState, workload: Workload,
@@ -342,30 +360,36 @@ def cluster_fragmentation(state: ClusterState, workload: Workload,
     return FragmentationReport.of(fragmentation_by_category(state, workload, topology=topology))
 
 
-def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,
-                        nodes: np.ndarray, gpu_mask: np.ndarray,
-                        before: np.ndarray | None = None, topology: ClusterTopology | None = None) -> np.ndarray:
-    """Increase of F_n(M) (milli-GPU) if a task were placed, for K hypothetical placements at once.
+def fragmentation_after(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,
+                        nodes: np.ndarray, gpu_mask: np.ndarray, topology: ClusterTopology | None = None) -> np.ndarray:
+    """F_n'(M) (milli-GPU) of each node after a hypothetical placement, for K placements at once.
 
     Parameters
     ----------
     cpu_milli, gpu_milli : the task's CPU demand and per-GPU demand.
     nodes : (K,) node of each hypothetical placement (a node may repeat, once per GPU choice).
     gpu_mask : (K, G) bool, the GPUs that would receive ``gpu_milli``.
-    before : (K,) F_n(M) of ``nodes`` now, if the caller has it cached.
-    topology : the topology form of F_n(M) (module docstring); ``before`` must be of the same form.
+    topology : the topology form of F_n(M) (module docstring).
 
     Returns
     -------
-    (K,) float64 array ``F_n'(M) - F_n(M)``. Feasibility is the caller's business.
+    (K,) float64 array, bit for bit what :func:`node_fragmentations` gives once the placement is made.
+    Feasibility is the caller's business.
     """
-    access = node_access(workload, state, nodes)
     gpu_after = state.gpu_left[nodes] - gpu_mask * gpu_milli
     cpu_after = state.cpu_left[nodes] - cpu_milli
+    return fragmentation_rows(workload, gpu_after, cpu_after, node_access(workload, state, nodes),
+                              topology_links(workload, state, gpu_after, nodes, topology))
+
+
+def fragmentation_delta(state: ClusterState, workload: Workload, cpu_milli: int, gpu_milli: int,
+                        nodes: np.ndarray, gpu_mask: np.ndarray,
+                        before: np.ndarray | None = None, topology: ClusterTopology | None = None) -> np.ndarray:
+    """Increase of F_n(M) (milli-GPU) if a task were placed: :func:`fragmentation_after` minus ``before``.
+
+    ``before`` is F_n(M) of ``nodes`` now, if the caller has it cached (of the same ``topology`` form); the
+    other arguments are those of :func:`fragmentation_after`.
+    """
     if before is None:
-        gl = state.gpu_left[nodes]
-        before = fragmentation_rows(workload, gl, state.cpu_left[nodes], access,
-                                    topology_links(workload, state, gl, nodes, topology))
-    after = fragmentation_rows(workload, gpu_after, cpu_after, access,
-                               topology_links(workload, state, gpu_after, nodes, topology))
-    return after - before
+        before = node_fragmentations(state, workload, nodes, topology)
+    return fragmentation_after(state, workload, cpu_milli, gpu_milli, nodes, gpu_mask, topology) - before

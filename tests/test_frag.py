@@ -11,6 +11,7 @@ from fgdopt.frag import (
     CATEGORIES,
     Workload,
     cluster_fragmentation,
+    fragmentation_after,
     fragmentation_delta,
     node_fragmentation,
     node_fragmentations,
@@ -113,9 +114,11 @@ def test_workload_from_tasks_threshold():
     tasks = TaskSet([1, 1, 1, 1, 2, 2, 3, 3, 4, 5], [0] * 10, [1] * 4 + [0] * 6, [500] * 4 + [0] * 6)
     full = Workload.from_tasks(tasks, 1.0)
     assert len(full) == 5 and full.counts.tolist() == [4, 2, 2, 1, 1]
-    # 4 + 2 = 6 < 7 <= 8: the 70% threshold keeps three shapes; ties broken by shape ascending.
+    # 4 + 2 = 6 < 7 <= 8: the 70% threshold keeps three shapes; ties broken as the reference does, by
+    # (cpu_milli, gpu_milli, num_gpu, gpu_spec) descending: of the two shapes counted twice, cpu 3 first.
     w = Workload.from_tasks(tasks, 0.7)
-    assert w.cpu_milli.tolist() == [1, 2, 3] and w.popularity.tolist() == pytest.approx([0.5, 0.25, 0.25])
+    assert w.cpu_milli.tolist() == [1, 3, 2] and w.popularity.tolist() == pytest.approx([0.5, 0.25, 0.25])
+    assert Workload.from_tasks(tasks, 0.5).cpu_milli.tolist() == [1, 3]
     with pytest.raises(ValueError, match="threshold"):
         Workload.from_tasks(tasks, 0.0)
 
@@ -194,3 +197,10 @@ def test_delta_equals_difference(workload, nodes, data):
     after_state.cpu_left[node] -= cpu
     after = cluster_fragmentation(after_state, workload).total
     assert delta[0] == pytest.approx(after - before, abs=1e-6)
+    # F_n' is bit for bit what the evaluator gives the placed node, alone or in a batch of all nodes: FGD's
+    # cache relies on it (a placement that changes nothing must score a delta of exactly 0)
+    placed = node_fragmentations(after_state, workload)
+    assert fragmentation_after(state, workload, cpu, milli, np.array([node]), mask)[0] == placed[node]
+    assert node_fragmentations(after_state, workload, np.array([node]))[0] == placed[node]
+    if cpu == 0 and (milli == 0 or not chosen):
+        assert delta[0] == 0.0

@@ -36,9 +36,11 @@ def test_fgd_makes_the_reference_decisions(reference):
     cluster, _, workload, run = reference
     steps = follow(run, cluster, workload)
     assert steps["placed"].all()                            # every reference decision was feasible here
-    assert steps["match"].mean() >= 0.995                   # measured: 99.97% (3 of 10,866 steps differ)
+    # measured: every one of the 10,866 decisions (the issue asks >= 99.5%); allow one floating-point tie
+    assert int((~steps["match"]).sum()) <= 1
     rel = (steps["frag_after"] - steps["reference_frag_after"]).abs() / steps["reference_frag_after"]
     assert rel.max() <= 1e-4                                # F(M) within 0.01% after every step
+    assert (steps["frag_after"] - steps["reference_frag_after"]).abs().max() <= 0.006   # the log's 2 decimals
     assert steps["frag_after"].iloc[0] == pytest.approx(866_232.55, abs=0.01)
 
 

@@ -1,7 +1,7 @@
 """Fragmentation Gradient Descent (FGD): place where the node's fragmentation grows least.
 
 For every feasible node n the policy evaluates ``delta = F_n'(M) - F_n(M)`` (milli-GPU, SPEC
-"Fragmentation") after the hypothetical placement, with :func:`~fgdopt.frag.fragmentation_delta`:
+"Fragmentation") after the hypothetical placement, from :func:`~fgdopt.frag.fragmentation_after`:
 
 * CPU-only task: only the node's CPU changes;
 * whole-GPU task: the ``num_gpu`` lowest-indexed free GPUs;
@@ -32,7 +32,7 @@ ring, then the lowest GPU indices), its score the policy's score of that delta. 
 
 Caching (the hot path of a replay). The policy keeps a snapshot of the free CPU and GPUs it last
 saw for every node, F_n(M) of every node, and per task *shape* ``(cpu_milli, num_gpu, gpu_milli)``
-the best score, delta and GPU of every node with the node's version it was computed for. On each
+the best score, F_n'(M) after and GPU of every node with the node's version it was computed for. On each
 call the nodes whose free CPU or GPUs differ from the snapshot get a new version and a fresh F_n(M);
 only the feasible nodes whose cached entry is stale are re-evaluated. Memory enters feasibility
 (asked of the state on every call) but not fragmentation, so it is not part of the cache. The cache
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fgdopt.frag import Workload, fragmentation_delta, node_fragmentations
+from fgdopt.frag import Workload, fragmentation_after, node_fragmentations
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.policies.base import GPU_CHOICES, TIE_TOL, Choice, RankedPolicy, pick, truncate_score
 from fgdopt.policies.best_fit import leftover
@@ -61,11 +61,11 @@ _COMBOS = [np.array([sum(1 << g for g in c) for c in itertools.combinations(rang
 
 @dataclass(eq=False)
 class _ShapeCache:
-    """Per node, for one task shape: score (higher is better) and F_n(M) increase of the best option,
-    its GPU (sharing tasks, else -1), and the node version they were computed for."""
+    """Per node, for one task shape: score (higher is better) and F_n'(M) after the best option, its GPU
+    (sharing tasks, else -1), and the node version they were computed for."""
 
     score: np.ndarray
-    delta: np.ndarray
+    after: np.ndarray
     gpu: np.ndarray
     version: np.ndarray
 
@@ -94,7 +94,9 @@ class FGD(RankedPolicy):
         """Bring the snapshot, F_n(M) and node versions up to date with ``state``.
 
         When the only change is the placement this policy just proposed, the node's new F_n(M) is
-        the one computed while scoring it (``before + delta``); otherwise it is recomputed. The same
+        the one computed while scoring it (the same function on the same numbers, so the cached F_n(M)
+        is bit for bit a fresh one and a placement that changes nothing scores a delta of exactly 0);
+        otherwise it is recomputed. The same
         state object one revision later can only have changed at ``state.last_node``; any other
         state is compared with the snapshot node by node.
         """
@@ -137,17 +139,16 @@ class FGD(RankedPolicy):
         return None
 
     def _evaluate(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Score, delta and GPU (or -1; topo-fgd whole-GPU tasks: GPU bit mask) of the best option of ``task``
-        on each of ``nodes`` (where it fits)."""
+        """Score, F_n'(M) after and GPU (or -1; topo-fgd whole-GPU tasks: GPU bit mask) of the best option of
+        ``task`` on each of ``nodes`` (where it fits)."""
         if self._ftopo is not None and task.num_gpu:
             return self._evaluate_topo(state, task, nodes)
         gl = state.gpu_left[nodes]
         if task.num_gpu == 0 or task.gpu_milli == GPU_MILLI:
             free = gl == GPU_MILLI
             mask = free & (np.cumsum(free, axis=1) <= task.num_gpu)
-            delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, nodes, mask,
-                                        before=self._frag[nodes])
-            return self._score(delta), delta, np.full(len(nodes), -1)
+            after = fragmentation_after(state, self.workload, task.cpu_milli, task.gpu_milli, nodes, mask)
+            return self._score(after - self._frag[nodes]), after, np.full(len(nodes), -1)
         # sharing: one candidate per (node, distinct fitting gpu_left value), in GPU order per node
         g = gl.shape[1]
         earlier_equal = ((gl[:, :, None] == gl[:, None, :]) & np.tri(g, g, -1, dtype=bool)).any(axis=2)
@@ -155,16 +156,15 @@ class FGD(RankedPolicy):
         mask = np.zeros((len(rows), g), dtype=bool)
         mask[np.arange(len(rows)), gpus] = True
         cand_nodes = nodes[rows]
-        delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
-                                    before=self._frag[cand_nodes])
-        score = self._score(delta)
+        after = fragmentation_after(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask)
+        score = self._score(after - self._frag[cand_nodes])
         new_row = np.diff(rows, prepend=-1) != 0
         group = np.cumsum(new_row) - 1
         best = np.maximum.reduceat(score, np.flatnonzero(new_row))
         # the first (lowest-GPU) candidate of each node reaching the node's best score
         hit = np.flatnonzero(score >= best[group] - TIE_TOL)
         chosen = hit[np.diff(group[hit], prepend=-1) != 0]
-        return score[chosen], delta[chosen], gpus[chosen]
+        return score[chosen], after[chosen], gpus[chosen]
 
     def _evaluate_topo(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
         """topo-fgd: every free k-set (whole GPUs) or fitting GPU (sharing) of each node; least real delta."""
@@ -184,8 +184,9 @@ class FGD(RankedPolicy):
             mask = np.zeros((len(rows), g), dtype=bool)
             mask[np.arange(len(rows)), labels] = True
         cand_nodes = nodes[rows]
-        delta = fragmentation_delta(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
-                                    before=self._frag[cand_nodes], topology=self._ftopo)
+        after = fragmentation_after(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
+                                    topology=self._ftopo)
+        delta = after - self._frag[cand_nodes]
         starts = np.flatnonzero(np.diff(rows, prepend=-1) != 0)
         group = np.cumsum(np.diff(rows, prepend=-1) != 0) - 1
         least = np.minimum.reduceat(delta, starts)
@@ -194,7 +195,7 @@ class FGD(RankedPolicy):
             ring = self._ftopo.ring[self._ftopo.node_type[cand_nodes[hit]], labels[hit]]
             hit = hit[np.lexsort((-ring, group[hit]))]
         chosen = hit[np.diff(group[hit], prepend=-1) != 0]     # first candidate of each node
-        return self._score(delta[chosen]), delta[chosen], labels[chosen]
+        return self._score(delta[chosen]), after[chosen], labels[chosen]
 
     def _cache(self, state: ClusterState, task: Task, nodes: np.ndarray) -> _ShapeCache:
         """The task shape's cache, with every node of ``nodes`` (where ``task`` fits) up to date."""
@@ -205,7 +206,7 @@ class FGD(RankedPolicy):
             cache = self._shapes[key] = _ShapeCache.empty(state.cluster.n_nodes)
         stale = nodes[cache.version[nodes] != self._version[nodes]]
         if len(stale):
-            cache.score[stale], cache.delta[stale], cache.gpu[stale] = self._evaluate(state, task, stale)
+            cache.score[stale], cache.after[stale], cache.gpu[stale] = self._evaluate(state, task, stale)
             cache.version[stale] = self._version[stale]
         return cache
 
@@ -236,7 +237,7 @@ class FGD(RankedPolicy):
         row = state.gpu_left[node].copy()
         row[list(gpus)] -= task.gpu_milli
         self._expected = (node, row, int(state.cpu_left[node]) - task.cpu_milli,
-                          float(self._frag[node] + cache.delta[node]))
+                          float(cache.after[node]))
         return node, gpus
 
 
