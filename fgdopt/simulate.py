@@ -40,7 +40,7 @@ import pandas as pd
 from fgdopt.frag import CATEGORIES, FragmentationReport, Workload, fragmentation_by_category
 from fgdopt.inflation import draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
-from fgdopt.policies import Policy, make_policy
+from fgdopt.policies import WORKLOAD_POLICIES, Policy, make_policy
 from fgdopt.state import ClusterState, Placement
 from fgdopt.topology import TopologyMap
 
@@ -141,12 +141,12 @@ def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int 
                gpu_choice: str = "lowest-index", topology: TopologyMap | None = None) -> OnlineResult:
     """Place ``tasks`` in the given order with policy ``policy_name`` (no inflation, no shuffle).
 
-    ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by FGD only); ``seed`` seeds the
+    ``workload`` defaults to ``Workload.from_tasks(tasks)`` (used by the FGD policies only); ``seed`` seeds the
     policy (its node ranks, unless ``ranks`` is given, and its random draws); ``gpu_choice`` and
     ``topology`` are :func:`~fgdopt.policies.make_policy`'s GPU-choice options.
     """
     start = time.perf_counter()
-    if workload is None and policy_name.startswith("fgd"):
+    if workload is None and policy_name in WORKLOAD_POLICIES:
         workload = Workload.from_tasks(tasks)
     policy = make_policy(policy_name, seed=seed, workload=workload, ranks=ranks, gpu_choice=gpu_choice,
                          topology=topology)

@@ -48,6 +48,8 @@ _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
 MIG_POLICY_NAMES = tuple(MIG_POLICIES)
 _CLASSES.update({n: c for n, c in MIG_POLICIES.items() if c is not MigFGD})
 _NEEDS_WORKLOAD[MigFGD.name] = MigFGD
+WORKLOAD_POLICIES = tuple(_NEEDS_WORKLOAD)
+"""The policies that need the target workload M (``make_policy(..., workload=...)``)."""
 
 
 def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
@@ -84,4 +86,5 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
     return _CLASSES[name](seed=seed, ranks=ranks, **options)
 
 
-__all__ = ["GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "Choice", "Policy", "make_policy"]
+__all__ = ["GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES", "Choice", "Policy",
+           "make_policy"]
