@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgdopt.instance import Instance
-from fgdopt.state import Placement
-from formulations.aggregate import Aggregation, aggregate, fill_greedy
-from formulations.backends import RawResult
+from fgdopt.state import Placement, validate
+from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult
 from formulations.configs import Columns, _NodeFit, decode, master_model
 from formulations.exact import build_exact, exact_solution
 from formulations.linear import INF, LinearModel
@@ -109,6 +109,16 @@ def _run(h, time_limit: float, mip: bool) -> tuple[str, float | None, float | No
     return "error", None, None, None
 
 
+def set_start(h, values: np.ndarray) -> None:
+    """Give the HiGHS instance ``h`` the feasible column vector ``values`` as its MIP start."""
+    import highspy
+
+    sol = highspy.HighsSolution()
+    sol.col_value = np.asarray(values, dtype=float).tolist()
+    sol.value_valid = True
+    h.setSolution(sol)
+
+
 # -- pricing -----------------------------------------------------------------------------------------
 class TypePricer:
     """Pricing of one node type: the best content of one such node for shape profits ``demand - pi``.
@@ -133,8 +143,22 @@ class TypePricer:
         self.weight = (gpu / max(int(cluster.gpu[node]), 1)
                        + agg.column("cpu_milli") / max(int(cluster.cpu_milli[node]), 1)
                        + agg.column("memory_mib") / max(int(cluster.memory_mib[node]), 1))
+        self.most = self._most(agg, node)
         self.value_index = {int(v) * agg.unit: d for d, v in enumerate(agg.values.tolist())}
         self.shape_index = {shape: s for s, shape in enumerate(agg.shapes)}
+
+    @staticmethod
+    def _most(agg: Aggregation, node: int) -> np.ndarray:
+        """Most tasks of each shape one ``node`` can hold (S,) (its GPUs, CPU and memory), at most the count:
+        the pricing model needs no more tasks of a shape than that, which keeps it small."""
+        cluster = agg.instance.cluster
+        gpus = int(cluster.gpu[node])
+        by_gpu = np.where(agg.sharing, gpus * (agg.capacity // np.maximum(agg.share_units, 1)),
+                          gpus // np.maximum(agg.column("num_gpu"), 1))
+        cpu, mem = agg.column("cpu_milli"), agg.column("memory_mib")
+        by_cpu = np.where(cpu > 0, int(cluster.cpu_milli[node]) // np.maximum(cpu, 1), by_gpu)
+        by_mem = np.where(mem > 0, int(cluster.memory_mib[node]) // np.maximum(mem, 1), by_gpu)
+        return np.minimum.reduce([by_gpu, by_cpu, by_mem, agg.count]).astype(np.int64)
 
     def greedy(self, profit: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """Contents built greedily, most profitable shapes first, then best profit per resource share first;
@@ -187,7 +211,7 @@ class TypePricer:
         pos = self.shapes[profit[self.shapes] > RC_TOL]
         if not pos.size:
             return 0.0, None, True
-        rows = np.concatenate([agg.rows[s] for s in pos.tolist()])
+        rows = np.concatenate([agg.rows[s][: self.most[s]] for s in pos.tolist()])
         sub = aggregate(Instance("pricing", self.cluster, agg.instance.tasks.take(np.sort(rows))))
         em = build_exact(sub, symmetry=False)
         back = np.array([self.shape_index[shape] for shape in sub.shapes], dtype=np.int64)
@@ -267,6 +291,73 @@ class Master:
                        np.array(self.rows, dtype=np.int64).reshape(len(self.rows), self.agg.n_shapes))
 
 
+# -- columns carried between instances on one cluster ------------------------------------------------
+Column = tuple[int, np.ndarray, list[np.ndarray]]
+"""A column of one aggregation: node type index, shape counts (S,), its sharing GPUs' slot vectors (D,)."""
+
+
+@dataclass(frozen=True)
+class ColumnPool:
+    """Columns in a form independent of any aggregation, to carry them to another instance on the same cluster
+    (e.g. the next, longer arrived prefix: a content that fits a node and the tasks of a prefix fits them at every
+    longer prefix too). Each entry: the node type's key ``(cpu_milli, memory_mib, gpu, model)``, the content as
+    ``((shape, count), ...)`` and the packing as the milli-GPU demands on each sharing GPU."""
+
+    entries: tuple[tuple[tuple, tuple, tuple], ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @classmethod
+    def of(cls, agg: Aggregation, columns: Columns, packings: list[list[np.ndarray]]) -> ColumnPool:
+        """The pool of ``columns`` (with their ``packings``) of ``agg``."""
+        keys = _type_keys(agg)
+        milli = (agg.values * agg.unit).tolist()
+        entries = []
+        for t, row, packing in zip(columns.kind.tolist(), columns.mat, packings, strict=True):
+            content = tuple((agg.shapes[s], int(row[s])) for s in np.flatnonzero(row).tolist())
+            gpus = tuple(tuple(np.repeat(milli, vec).tolist()) for vec in packing)
+            entries.append((keys[t], content, gpus))
+        return cls(tuple(entries))
+
+    def columns(self, agg: Aggregation) -> list[Column]:
+        """The pool's columns in ``agg`` (those of node types or shapes ``agg`` lacks are left out)."""
+        types = {key: t for t, key in enumerate(_type_keys(agg))}
+        shapes = {shape: s for s, shape in enumerate(agg.shapes)}
+        slot = {int(v) * agg.unit: d for d, v in enumerate(agg.values.tolist())}
+        out = []
+        for key, content, gpus in self.entries:
+            if key not in types or any(shape not in shapes for shape, _ in content):
+                continue
+            row = np.zeros(agg.n_shapes, dtype=np.int64)
+            for shape, k in content:
+                row[shapes[shape]] = k
+            packing = []
+            for gpu in gpus:
+                vec = np.zeros(len(agg.values), dtype=np.int64)
+                for m in gpu:
+                    vec[slot[m]] += 1
+                packing.append(vec)
+            out.append((types[key], row, packing))
+        return out
+
+
+def _type_keys(agg: Aggregation) -> list[tuple]:
+    """``(cpu_milli, memory_mib, gpu, model)`` of each node type of ``agg``."""
+    c = agg.instance.cluster
+    return [(int(c.cpu_milli[n]), int(c.memory_mib[n]), int(c.gpu[n]), str(c.model[n]))
+            for n in (int(nodes[0]) for nodes in agg.node_types)]
+
+
+def placement_columns(agg: Aggregation, placement: Placement) -> list[Column]:
+    """The contents of the used nodes of a feasible ``placement`` as columns (one per node, repeats kept)."""
+    counts, slots = node_contents(agg, placement)
+    type_of = np.zeros(len(counts), dtype=np.int64)
+    for t, nodes in enumerate(agg.node_types):
+        type_of[nodes] = t
+    return [(int(type_of[n]), counts[n], slots[n]) for n in np.flatnonzero(counts.any(axis=1)).tolist()]
+
+
 # -- the run -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TypeConfigRun:
@@ -290,11 +381,12 @@ def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
 
 
 def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
-                 stop=lambda columns, packings, bound, lp: False) -> TypeConfigRun:
+                 stop=lambda columns, packings, bound, lp: False, initial: list[Column] = ()) -> TypeConfigRun:
     """Column generation for the configuration LP over node types, until convergence, the wall-clock
     ``deadline`` (a ``time.perf_counter()`` value), or ``stop(columns, packings, bound, lp)`` returns True (called
     after each exact round with the columns and their packings so far, the best Farley bound and the master LP
-    value, both in units).
+    value, both in units). The master starts from the ``initial`` columns (e.g. a :class:`ColumnPool` of an
+    earlier run on the same cluster, a warm start's node contents) plus two greedy ones per type.
 
     Rounds price greedily at the master duals; only when the greedy adds nothing does an exact round price
     every type with its MILP at Wentges-smoothed duals (which yields the Farley bound), falling back to the
@@ -303,6 +395,8 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
     t_start = time.perf_counter()
     master = Master(agg, threads)
     pricers = [TypePricer(agg, int(nodes[0]), threads) for nodes in agg.node_types]
+    for t, content, packing in initial:
+        master.add(t, content, packing)
     for t, pricer in enumerate(pricers):
         for content, packing in pricer.greedy(master.demand):
             master.add(t, content, packing)
@@ -362,12 +456,15 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
 
 
 def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int | None = None,
-                      abs_gap: float = 0.999) -> tuple[RawResult, Placement | None]:
-    """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound) and its
-    placement decoded with the columns' ``packings`` (None if no integer solution was found)."""
+                      abs_gap: float = 0.999, start: np.ndarray | None = None) -> tuple[RawResult, Placement | None]:
+    """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound; MIP start:
+    the column counts ``start`` (C,) of a feasible placement, if given) and its placement decoded with the
+    columns' ``packings`` (None if no integer solution was found)."""
     t0 = time.perf_counter()
-    h = to_highs(master_model(agg, columns.kind, columns.mat, integer=True), threads,
-                 {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
+    model = master_model(agg, columns.kind, columns.mat, integer=True)
+    h = to_highs(model, threads, {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
+    if start is not None:
+        set_start(h, np.concatenate([start, np.maximum(start @ columns.mat - agg.count, 0)]))
     status, objective, bound, values = _run(h, time_limit, mip=True)
     raw = RawResult(status, values, objective, bound, time.perf_counter() - t0)
     if values is None:
@@ -375,42 +472,139 @@ def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_l
     return raw, decode(agg, columns, values[: len(columns.mat)], packings)
 
 
+def with_columns(columns: Columns, packings: list, more: list[Column]) -> tuple[Columns, list]:
+    """``columns`` and their ``packings`` plus those of ``more`` they lack (e.g. a placement's node contents)."""
+    have = {(int(t), row.tobytes()) for t, row in zip(columns.kind, columns.mat, strict=True)}
+    new: dict[tuple[int, bytes], Column] = {}
+    for t, row, packing in more:
+        key = (int(t), row.astype(np.int64).tobytes())
+        if key not in have:
+            new.setdefault(key, (t, row, packing))
+    if not new:
+        return columns, packings
+    kinds = np.concatenate([columns.kind, [t for t, _, _ in new.values()]]).astype(np.int64)
+    mat = np.vstack([columns.mat, np.array([r for _, r, _ in new.values()], dtype=np.int64)])
+    return Columns(kinds, mat), [*packings, *[p for _, _, p in new.values()]]
+
+
+LNS_NODES = 12
+"""Nodes re-solved together by one step of :func:`improve` (the exact model of a dozen nodes solves in seconds)."""
+LNS_STEP_S = 4.0
+"""Seconds one step of :func:`improve` gets at most."""
+
+
+def improve(instance: Instance, placement: Placement, deadline: float, threads: int | None = None,
+            target_milli: float = 0.0, seed: int = 0) -> tuple[Placement, int]:
+    """Large-neighbourhood search on a feasible ``placement`` until the wall-clock ``deadline`` or it allocates
+    ``target_milli``: each step frees a few nodes (:data:`LNS_NODES`: half those with the most idle milli-GPU, half
+    at random) and re-places their tasks plus every unallocated one on them with the exact model
+    (:func:`_exact_step`, HiGHS, the current content as MIP start), keeping the result when it
+    allocates more. Returns the placement (validated by each step's run) and the number of improving steps."""
+    rng = np.random.default_rng(seed)
+    tasks, cluster = instance.tasks, instance.cluster
+    gpu = tasks.gpu_demand
+    node, gpus = placement.node.copy(), list(placement.gpus)
+    better = 0
+    while (left := deadline - time.perf_counter()) > 1.0 and int(gpu[node >= 0].sum()) < target_milli:
+        idle = cluster.gpu * 1000 - np.bincount(node[node >= 0], weights=gpu[node >= 0], minlength=cluster.n_nodes)
+        k = min(LNS_NODES, cluster.n_nodes)
+        most = np.argsort(-idle + rng.random(cluster.n_nodes), kind="stable")[: k // 2]
+        rest = np.setdiff1d(np.arange(cluster.n_nodes), most)
+        nodes = np.sort(np.concatenate([most, rng.choice(rest, k - len(most), replace=False)]))
+        rows = np.flatnonzero(np.isin(node, nodes) | ((node < 0) & (gpu > 0)))
+        position = np.full(cluster.n_nodes, -1, dtype=np.int64)
+        position[nodes] = np.arange(len(nodes))
+        sub = Instance("lns", cluster.subset(nodes), tasks.take(rows))
+        local = Placement(np.where(node[rows] >= 0, position[np.maximum(node[rows], 0)], -1),
+                          tuple(gpus[i] for i in rows.tolist()))
+        found = _exact_step(sub, local, min(LNS_STEP_S, left - 0.5), threads)
+        if found is None or found.allocated_milli(sub.tasks) <= local.allocated_milli(sub.tasks):
+            continue
+        better += 1
+        for j, i in enumerate(rows.tolist()):
+            to = int(found.node[j])
+            node[i], gpus[i] = (int(nodes[to]), found.gpus[j]) if to >= 0 else (-1, ())
+    return Placement(node, tuple(gpus)), better
+
+
+def _exact_step(sub: Instance, start: Placement, time_limit: float, threads: int | None) -> Placement | None:
+    """The exact model of ``sub`` (:func:`~formulations.exact.build_exact`) by HiGHS from the MIP start ``start``
+    (a feasible placement of ``sub``): its placement, validated (None if HiGHS found none)."""
+    em = build_exact(aggregate(sub))
+    h = to_highs(em.model, threads, {**EXACT_HIGHS_OPTIONS, "mip_abs_gap": 0.999, "mip_rel_gap": 0.0})
+    set_start(h, em.encode(start))
+    _, _, _, values = _run(h, time_limit, mip=True)
+    if values is None:
+        return None
+    placement = em.decode(values)
+    validate(sub.cluster, sub.tasks, placement)
+    return placement
+
+
+def column_counts(columns: Columns, used: list[Column]) -> np.ndarray:
+    """How many of the columns ``used`` (node contents of a placement) each of ``columns`` is (C,)."""
+    index = {(int(t), row.tobytes()): c for c, (t, row) in enumerate(zip(columns.kind, columns.mat, strict=True))}
+    y = np.zeros(len(columns.mat), dtype=np.int64)
+    for t, row, _ in used:
+        y[index[t, row.astype(np.int64).tobytes()]] += 1
+    return y
+
+
 def run_type_configs(instance: Instance, method: str = "config-types", time_limit: float = 60.0,
                      warm_start: Placement | None = None, threads: int | None = None,
                      tol: float = DEFAULT_TOL) -> Solution:
-    """Certified placement by the configuration model over node types (see the module docstring).
+    """Certified placement by the configuration model over node types (see the module docstring and
+    :func:`solve_type_configs`, without a column pool)."""
+    return solve_type_configs(instance, method, time_limit, warm_start, threads, tol)[0]
 
-    Column generation runs until its Farley bound is within half the tolerance of the master LP; then the
-    configuration MILP over the columns gives the incumbent, and the run stops if bound - incumbent is within the
-    tolerance, else generation goes on (and the MILP is tried again at convergence).
+
+def solve_type_configs(instance: Instance, method: str = "config-types", time_limit: float = 60.0,
+                       warm_start: Placement | None = None, threads: int | None = None, tol: float = DEFAULT_TOL,
+                       pool: ColumnPool | None = None) -> tuple[Solution, ColumnPool]:
+    """Certified placement by the configuration model over node types, and the columns it generated.
+
+    Column generation starts from the ``pool`` (columns of an earlier run on the same cluster), the warm start's
+    node contents and greedy columns, and runs until its Farley bound is within half the tolerance of the master
+    LP; then the configuration MILP over the columns (MIP start: the warm start) gives the incumbent, and the run
+    stops if bound - incumbent is within the tolerance, else generation goes on (and the MILP is tried again at
+    convergence).
 
     Parameters
     ----------
     instance : the cluster and tasks.
     time_limit : wall-clock seconds for the whole run (column generation, MILP, decoding, validation).
-    warm_start : a feasible placement kept as the incumbent floor (e.g. the best online policy's).
+    warm_start : a feasible placement: incumbent floor, initial columns and MIP start (e.g. the best online
+        policy's, or the optimum of a shorter prefix of the same tasks).
     threads : HiGHS threads (default: HiGHS's own choice; its MIP search is serial).
     tol : stop once bound - incumbent <= ``tol`` x GPU capacity (milli-GPU); 0 asks for a proof.
+    pool : columns to start from (:class:`ColumnPool`, e.g. the one returned for a shorter prefix).
 
     Returns
     -------
-    Solution (kind ``exact``): ``optimal`` when the bound equals the objective, ``feasible`` when stopped within
+    The Solution (kind ``exact``): ``optimal`` when the bound equals the objective, ``feasible`` when stopped within
     ``tol``, ``time_limit`` otherwise; ``info`` holds the column-generation counters, ``lp_milli`` (the last
-    master LP value), ``mip_calls`` and ``mip_s``.
+    master LP value), ``pool`` (columns taken from the pool), ``mip_calls`` and ``mip_s``. And the pool of every
+    column of this run (the given pool's included).
     """
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     agg = aggregate(instance)
     unit = agg.unit
     target = max(tol * instance.cluster.gpu_capacity_milli / unit, 0.0)
-    best: dict = {"value": -math.inf, "placement": None, "mip_calls": 0, "mip_s": 0.0, "tried": None}
+    best: dict = {"value": -math.inf, "placement": None, "mip_calls": 0, "mip_s": 0.0, "tried": None, "lns": 0}
+    warm_columns: list[Column] = []
     if warm_start is not None:
         best["value"] = warm_start.allocated_milli(instance.tasks) / unit
+        warm_columns = placement_columns(agg, warm_start)
+    pooled = pool.columns(agg) if pool is not None else []
 
     def incumbent(columns: Columns, packings: list, bound: float, lp: float, seconds: float) -> None:
         t1 = time.perf_counter()
         gap = max(0.999, 0.5 * (target - (bound - lp)))  # the MILP's own bound is at most the LP
-        _, decoded = integer_placement(agg, columns, packings, seconds, threads, gap)
+        start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
+        columns_, packings_ = with_columns(columns, packings, start_from)
+        start = column_counts(columns_, start_from) if start_from else None
+        _, decoded = integer_placement(agg, columns_, packings_, seconds, threads, gap, start)
         best["mip_calls"] += 1
         if decoded is not None:
             placement = fill_greedy(instance, decoded)
@@ -430,18 +624,24 @@ def run_type_configs(instance: Instance, method: str = "config-types", time_limi
 
     run = None
     if agg.n_shapes:
-        run = type_columns(agg, deadline - 0.1 * time_limit, threads, stop)
-        if run.bound is None or run.bound - best["value"] > target and best["tried"] != len(run.columns.mat):
+        run = type_columns(agg, deadline - 0.1 * time_limit, threads, stop, pooled + warm_columns)
+        if run.bound is None or run.bound - best["value"] > target:  # the MILP again, then the LNS
             lp = run.lp if run.bound is None else run.bound
-            incumbent(run.columns, run.packings, lp, run.lp, max(deadline - time.perf_counter(), 0.5))
+            incumbent(run.columns, run.packings, lp, run.lp, max(0.5 * (deadline - time.perf_counter()), 0.5))
+            if best["placement"] is not None and lp - best["value"] > target:
+                goal = (math.floor(lp + 1e-6) - target) * unit
+                best["placement"], best["lns"] = improve(instance, best["placement"], deadline, threads, goal)
+                best["value"] = best["placement"].allocated_milli(instance.tasks) / unit
     trivial = min(int(instance.tasks.gpu_demand.sum()), instance.cluster.gpu_capacity_milli) / unit
     bound = trivial if run is None else min(trivial, run.bound if run.bound is not None else math.inf)
     if run is None or run.converged:
         status = "optimal"
     else:
         status = "feasible" if bound - best["value"] <= target else "time_limit"
-    info = {**(run.info if run else {}), "lp_milli": round(run.lp * unit, 1) if run else 0.0,
-            "mip_calls": best["mip_calls"], "mip_s": round(best["mip_s"], 3), "tol_milli": round(target * unit)}
+    info = {**(run.info if run else {}), "lp_milli": round(run.lp * unit, 1) if run else 0.0, "pool": len(pooled),
+            "mip_calls": best["mip_calls"], "mip_s": round(best["mip_s"], 3), "lns_steps": best["lns"],
+            "tol_milli": round(target * unit)}
     raw = RawResult(status, None, None, bound, time.perf_counter() - t0)
     placement = best["placement"] if best["placement"] is not None else Placement.empty(len(instance.tasks))
-    return exact_solution(instance, method, "highs", raw, placement, warm_start, unit, t0, info)
+    out = ColumnPool.of(agg, run.columns, run.packings) if run is not None else (pool or ColumnPool())
+    return exact_solution(instance, method, "highs", raw, placement, warm_start, unit, t0, info), out

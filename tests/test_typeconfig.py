@@ -82,9 +82,8 @@ def test_medium_suite_bound_meets_the_proven_optimum(name):
     optimum = MEDIUM_OPTIMA[name]
     sol = run_type_configs(instance, time_limit=30, tol=0.001)
     validate(instance.cluster, instance.tasks, sol.placement)
-    # measured (shared 2 cores, 30 s): the type-level configuration LP bound IS the proven optimum on these three;
-    # the MILP over the generated columns stays 0.14-0.71 % below it (no branching on new columns), more than the
-    # 0.1 % tolerance, so the run reports ``feasible`` with its gap, never ``optimal``
-    assert sol.bound == optimum
-    assert sol.objective < optimum and sol.status == "feasible"
+    # the type-level configuration LP bound IS the proven optimum on these three; the MILP over the generated
+    # columns, then the LNS over a dozen nodes at a time, bring the placement to it or close (never a wrong claim)
+    assert sol.bound == optimum and sol.objective <= optimum
+    assert sol.status == ("optimal" if sol.objective == optimum else "feasible")
     assert (sol.bound - sol.objective) / instance.cluster.gpu_capacity_milli <= 0.01

@@ -1,0 +1,86 @@
+"""``python -m experiments.frontier``: its main path on a slice of openb default (the first 40 nodes), the CSV it
+writes, the chained warm start and the headline's wording where the bound certifies nothing.
+
+Solver threads stay at HiGHS's default (``threads=None``), as in the other test files: HiGHS keeps the thread count
+of its first run in a process."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments.frontier import COLUMNS, chains, frontier, headline, main
+from fgdopt.model import GPU_MILLI
+from fgdopt.policies import PAPER_POLICIES
+from fgdopt.traces import load_openb
+
+POINTS = [80, 100, 130]
+
+
+@pytest.fixture(scope="module")
+def study(openb_dir):
+    return frontier(["default"], [42], POINTS, jobs=1, time_limit=20, data_dir=str(openb_dir), threads=None,
+                    nodes=40)
+
+
+def test_every_point_brackets_every_policy(study, openb_dir):
+    frame, capacity = study
+    assert capacity == {"default": GPU_MILLI * int(load_openb("default", openb_dir)[0].gpu[:40].sum())}
+    assert len(frame) == len(POINTS) * (len(PAPER_POLICIES) + 1)
+    for _, at in frame.groupby("arrived_pct"):
+        opt = at[at["kind"] == "optimum"].iloc[0]
+        policies = at[at["kind"] == "policy"]
+        assert sorted(policies["method"]) == sorted(PAPER_POLICIES)
+        assert opt["bound_milli"] >= opt["allocated_milli"] >= policies["allocated_milli"].max()
+        assert opt["bound_milli"] <= capacity["default"]
+        assert (at["bound_milli"] == opt["bound_milli"]).all()
+        assert opt["status"] in ("optimal", "feasible", "time_limit")
+        if opt["status"] == "optimal":
+            assert opt["bound_milli"] == opt["allocated_milli"]
+    # the arrived tasks grow with the point, so neither the optimum nor its bound can fall
+    opt = frame[frame["kind"] == "optimum"].sort_values("arrived_pct")
+    assert opt["allocated_milli"].is_monotonic_increasing
+    # 80 % of 40 nodes' GPUs: everything arrived fits, the optimum takes it all and proves it
+    assert opt.iloc[0]["status"] == "optimal"
+
+
+def test_gap_pct_is_bound_minus_allocation_over_capacity(study):
+    frame, capacity = study
+    expected = 100.0 * (frame["bound_milli"] - frame["allocated_milli"]) / capacity["default"]
+    assert frame["gap_pct"].to_numpy() == pytest.approx(expected.to_numpy())
+    assert (frame["gap_pct"] >= 0).all()
+
+
+def test_headline_never_claims_a_meaningless_floor(study):
+    frame, capacity = study
+    cap = capacity["default"]
+    at_cap = frame.copy()
+    at_cap.loc[at_cap["kind"] == "optimum", "bound_milli"] = cap
+    (line,) = headline(at_cap, capacity)
+    assert "certifies no lower limit" in line and "fewer than" not in line and "-" not in line.split(":")[1][:40]
+    tight = frame.copy()
+    opt = tight["kind"] == "optimum"
+    tight.loc[opt, ["allocated_milli", "bound_milli"]] = [cap - 5000, cap - 4900]  # 0.1 GPU apart
+    (line,) = headline(tight, capacity)
+    assert "fewer than 4.9 (the best placement found leaves 5.0; bound - incumbent 0.1 GPUs" in line
+    loose = tight.copy()
+    loose.loc[opt, "allocated_milli"] = cap - 20000  # 15.1 GPUs apart: more than 0.1 % of 174
+    (line,) = headline(loose, capacity, tol=0.001)
+    assert "NOT certified" in line and "fewer than" not in line and "gap 15.1 GPUs" in line
+
+
+def test_chains_deal_the_points_to_idle_jobs():
+    assert chains([80, 90, 100, 110, 120, 130], 2, 1) == [[80, 100, 120], [90, 110, 130]]
+    assert chains([80, 90, 100], 1, 1) == [[80, 90, 100]]
+    assert chains([100, 130], 2, 10) == [[100, 130]]
+
+
+def test_command_writes_exactly_the_issue_columns(openb_dir, tmp_path, capsys):
+    assert main(["--trace", "default", "--seeds", "42", "--points", "80,90", "--nodes", "12", "--time-limit", "10",
+                 "--data-dir", str(openb_dir), "--threads", "default", "--output", str(tmp_path)]) == 0
+    csv = pd.read_csv(tmp_path / "frontier.csv")
+    assert tuple(csv.columns) == COLUMNS == ("trace", "seed", "arrived_pct", "method", "kind", "allocated_milli",
+                                             "bound_milli", "gap_pct", "wall_s")
+    assert set(csv["kind"]) == {"policy", "optimum"} and len(csv) == 2 * (len(PAPER_POLICIES) + 1)
+    assert (tmp_path / "frontier.png").stat().st_size > 0
+    assert "openb default, 90% arrived" in capsys.readouterr().out
