@@ -104,14 +104,6 @@ def optimum_chain(trace: str, seed: int, points: list[int], cluster: Cluster, pr
     return out
 
 
-def chains(points: list[int], jobs: int, cells: int) -> list[list[int]]:
-    """The points of one (trace, seed) split into warm-started chains: as many as the ``jobs`` left idle by the
-    ``cells`` (trace, seed) pairs (at least one, at most one per point), points dealt in turn (80,100,120 and
-    90,110,130 for two)."""
-    k = max(1, min(len(points), jobs // max(cells, 1)))
-    return [points[i::k] for i in range(k)]
-
-
 def _run(pool: Executor | None, fn, jobs: list[tuple], bar: tqdm) -> list:
     """``fn(*job)`` for every job, in the pool if any (results in completion order)."""
     out = []
@@ -160,9 +152,8 @@ def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int =
                           "allocated_milli": rep["alloc"][p], "wall_s": rep["wall_s"]} for p in points]
             warms = {p: max(reps, key=lambda r: r["alloc"][p])["prefix"][p][1] for p in points}
             prefixes = {p: first["prefix"][p][0] for p in points}
-            for chain in chains(points, jobs, len(by_cell)):
-                solves.append((trace, seed, chain, first["cluster"], {p: prefixes[p] for p in chain},
-                               {p: warms[p] for p in chain}, time_limit, tol, threads))
+            # one warm-started chain per (trace, seed): each point gets one process, and the previous point's pool
+            solves.append((trace, seed, points, first["cluster"], prefixes, warms, time_limit, tol, threads))
         bar = tqdm(total=len(solves), desc="optima", unit="chain", file=sys.stderr)
         optima = [row for rows_ in _run(pool, optimum_chain, solves, bar) for row in rows_]
         bar.close()

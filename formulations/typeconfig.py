@@ -51,6 +51,8 @@ PRICING_OPTIONS = {"mip_rel_gap": 1e-6, "mip_abs_gap": 1e-6, "presolve": "off"}
 """HiGHS options of the pricing MILPs. Presolve off: measured at 130 % arrival (openb default, seed 42), one pricing
 call per type took 0.7-2.6 s with presolve (nearly all of it HiGHS's presolve of the pattern columns) and
 0.08-0.75 s without, same proven prices."""
+MORE_COLUMNS = 4
+"""Improving solutions of a pricing search offered as columns besides its best one."""
 QUICK_S = 1.0
 """Seconds a pricing MILP gets in a first pass of an exact round (most finish, proven, well within it)."""
 """A column prices out when its reduced cost exceeds this (units)."""
@@ -202,9 +204,10 @@ class TypePricer:
                 mem -= fit.mem[s]
         return counts, slots
 
-    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, tuple[np.ndarray, list] | None, bool]:
-        """The pricing MILP: (proven upper bound on the best content's profit, the best content found and its
-        packing or None, whether it was proven optimal).
+    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, list[tuple[np.ndarray, list]], bool]:
+        """The pricing MILP: (proven upper bound on the best content's profit, the contents found with their
+        packings, best last: every improving solution of the search, so several columns per call; whether the
+        bound is proven optimal).
 
         The model is the exact model of one node (:func:`~formulations.exact.build_exact`) over the shapes of
         positive profit only (the others never raise a content's profit), so its per-GPU patterns are those of
@@ -214,7 +217,7 @@ class TypePricer:
         agg = self.agg
         pos = self.shapes[profit[self.shapes] > RC_TOL]
         if not pos.size:
-            return 0.0, None, True
+            return 0.0, [], True
         rows = np.concatenate([agg.rows[s][: self.most[s]] for s in pos.tolist()])
         sub = aggregate(Instance("pricing", self.cluster, agg.instance.tasks.take(np.sort(rows))))
         em = build_exact(sub, symmetry=False)
@@ -224,25 +227,26 @@ class TypePricer:
         em.model.obj = np.zeros(em.model.n_vars).tolist()
         for j in np.flatnonzero(ok).tolist():
             em.model.obj[xcols[j]] = float(profit[back[j]])
-        h = to_highs(em.model, self.threads, PRICING_OPTIONS)
+        h = to_highs(em.model, self.threads, {**PRICING_OPTIONS, "mip_improving_solution_save": True})
         status, objective, bound, values = _run(h, time_limit, mip=True)
         self.calls += 1
         self.seconds += time.perf_counter() - t0
         if bound is None:
-            return math.inf, None, False
-        column = None
-        if values is not None:
+            return math.inf, [], False
+        found = [np.array(sol.col_value) for sol in h.getSavedMipSolutions()[:-1]]
+        remap = [self.value_index[int(v) * sub.unit] for v in sub.values.tolist()]
+        columns = []
+        for vals in [*found[-MORE_COLUMNS:], *([values] if values is not None else [])]:
             content = np.zeros(agg.n_shapes, dtype=np.int64)
-            content[back[ok]] = np.rint(values[xcols[ok]])
-            used = np.rint(values[em.p[0]]).astype(np.int64)
-            remap = [self.value_index[int(v) * sub.unit] for v in sub.values.tolist()]
+            content[back[ok]] = np.rint(vals[xcols[ok]])
+            used = np.rint(vals[em.p[0]]).astype(np.int64)
             packing = []
             for pat, k in zip(em.patterns[0], used.tolist(), strict=True):
                 vec = np.zeros(len(agg.values), dtype=np.int64)
                 np.add.at(vec, remap, pat)
                 packing += [vec] * k
-            column = (content, packing)
-        return max(bound, objective or 0.0), column, status == "optimal"
+            columns.append((content, packing))
+        return max(bound, objective or 0.0), columns, status == "optimal"
 
 
 # -- the master --------------------------------------------------------------------------------------
@@ -433,10 +437,11 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
                         proven = False
                         break
                     limit = min(left, QUICK_S) if quick else left
-                    prices[t], column, optimal = pricer.price(master.demand - sep, limit)
+                    prices[t], columns, optimal = pricer.price(master.demand - sep, limit)
                     proven &= optimal
-                    if column is not None and (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
-                        added += master.add(t, *column)
+                    for column in columns:
+                        if (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
+                            added += master.add(t, *column)
                 bound = farley_bound(sep, prices, agg)
                 if bound < best_bound:
                     best_bound, best_pi = bound, sep.copy()

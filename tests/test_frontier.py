@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments.frontier import COLUMNS, chains, frontier, headline, main
+from experiments.frontier import COLUMNS, frontier, headline, main
 from fgdopt.model import GPU_MILLI
 from fgdopt.policies import PAPER_POLICIES
 from fgdopt.traces import load_openb
@@ -67,12 +67,6 @@ def test_headline_never_claims_a_meaningless_floor(study):
     loose.loc[opt, "allocated_milli"] = cap - 20000  # 15.1 GPUs apart: more than 0.1 % of 174
     (line,) = headline(loose, capacity, tol=0.001)
     assert "NOT certified" in line and "fewer than" not in line and "gap 15.1 GPUs" in line
-
-
-def test_chains_deal_the_points_to_idle_jobs():
-    assert chains([80, 90, 100, 110, 120, 130], 2, 1) == [[80, 100, 120], [90, 110, 130]]
-    assert chains([80, 90, 100], 1, 1) == [[80, 90, 100]]
-    assert chains([100, 130], 2, 10) == [[100, 130]]
 
 
 def test_command_writes_exactly_the_issue_columns(openb_dir, tmp_path, capsys):
