@@ -9,7 +9,9 @@ Usage::
 For every trace and seed, each policy of :data:`~fgdopt.policies.PAPER_POLICIES` is replayed exactly as in
 ``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
 tasks for every policy: the arrival order depends on the seed only, which is checked) is an offline instance,
-solved by ``config-types`` (:mod:`formulations.typeconfig`) with the best policy's placement as warm start.
+solved by ``config-types`` (:mod:`formulations.typeconfig`). The points of one (trace, seed) run in increasing
+order in one process, each from the previous point's columns (the prefixes are nested on one cluster) and with the
+better of the best policy's placement and the previous optimum as warm start.
 
 Writes ``DIR/frontier.csv``, one row per (trace, seed, point, method): ``kind`` is ``policy`` or ``optimum``;
 ``allocated_milli`` the policy's allocation (its curve row) or the optimum's incumbent; ``bound_milli`` the
@@ -17,7 +19,9 @@ optimum's proven bound at that point (on every row); ``gap_pct`` = (bound - allo
 ``wall_s`` the replay's or the solve's wall seconds. Also ``DIR/frontier.png`` (allocation against arrived
 workload, a line per policy, the optimum as a band from incumbent to bound; the first trace) and prints the
 headline: at the last point FGD leaves X GPUs unallocated where no placement of the same tasks leaves fewer
-than Y. Progress goes to stderr.
+than Y — only where the bound is below capacity and within the tolerance of the incumbent; otherwise it states
+the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only
+(a quick check).
 """
 
 from __future__ import annotations

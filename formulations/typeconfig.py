@@ -7,16 +7,21 @@ This module prices its columns instead of enumerating them, and turns the result
 
 * **master** — the LP of :func:`~formulations.configs.master_model`, kept in one HiGHS instance that gains
   columns and re-solves from its basis;
+* **columns to start from** — a :class:`ColumnPool` of an earlier run on the same cluster (the previous, shorter
+  arrived prefix: its columns stay valid), the node contents of the warm start, and greedy ones;
 * **pricing** — per node type, a content of one node maximizing ``sum_s (demand_s - pi_s) a_s``: first greedily
   (:class:`~formulations.configs._NodeFit`, two orders, so several columns per round), then exactly with the
   exact model of one node (:func:`~formulations.exact.build_exact`: per-GPU patterns of the sharing tasks,
-  whole GPUs, CPU, memory, GPU-model access) solved by HiGHS;
+  whole GPUs, CPU, memory, GPU-model access; at most as many tasks per shape as one node holds) solved by HiGHS
+  without presolve, every improving solution of its search offered as a column;
 * **bound** — the Lagrangian (Farley) bound ``sum_s pi_s count_s + sum_t N_t max(0, price_t)`` with each
   ``price_t`` the pricing MILP's proven dual bound, valid at every exact round, so also when stopped early;
   exact rounds use Wentges-smoothed duals (a convex combination with the duals of the best bound so far);
-* **placement** — the configuration MILP over the generated columns (HiGHS), decoded to concrete nodes and GPUs
-  by :func:`~formulations.configs.decode`, completed by :func:`~formulations.aggregate.fill_greedy` and
-  validated (:func:`~formulations.exact.exact_solution`).
+* **placement** — the configuration MILP over the generated columns (HiGHS; MIP start: the best placement so
+  far), decoded to concrete nodes and GPUs by :func:`~formulations.configs.decode`, completed by
+  :func:`~formulations.aggregate.fill_greedy`, then, if still outside the tolerance, improved by a
+  large-neighbourhood search (:func:`improve`: the exact model on a dozen nodes at a time) and validated
+  (:func:`~formulations.exact.exact_solution`).
 
 The run stops as soon as bound - incumbent <= ``tol`` x GPU capacity (``optimal`` only when they are equal).
 GPU quantities inside are in the aggregation's units (:attr:`~formulations.aggregate.Aggregation.unit` milli-GPU).
