@@ -21,6 +21,14 @@ METRIC_LABELS = {
 }
 
 
+def _save(fig: Figure, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (PNG at 130 dpi) and return the path."""
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    return path
+
+
 def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str = "",
                 zoom: tuple[float, float] | None = None) -> Path:
     """One line per policy: ``metric`` (mean over seeds) against the arrived workload (%).
@@ -49,10 +57,7 @@ def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str 
         top = lo.groupby("policy").max().sort_values(ascending=False)
         ax.set_ylim(top.iloc[: min(len(top), 5)].min() - 3, top.max() + 1)   # the five best policies in view
     axes[0][0].legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path, title: str = "",
@@ -92,10 +97,7 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -128,10 +130,7 @@ def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
         ax.grid(alpha=0.3)
         ax.set_title(f"{title} — {trace}" if title else trace)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, title: str = "") -> Path:
@@ -157,10 +156,7 @@ def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, ti
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_topology_misplaced(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -185,10 +181,7 @@ def plot_topology_misplaced(frame: pd.DataFrame, path: str | Path, title: str = 
         ax.grid(alpha=0.3)
         ax.set_title(f"{title} — {trace}" if title else trace)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_topology_node(topology, gpus, path: str | Path, title: str = "") -> Path:
@@ -219,10 +212,7 @@ def plot_topology_node(topology, gpus, path: str | Path, title: str = "") -> Pat
                             ax=ax)
     ax.set_title(title or topology.name, fontsize=8)
     ax.set_axis_off()
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
 
 
 def plot_mig(frame: pd.DataFrame, curves: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -250,7 +240,4 @@ def plot_mig(frame: pd.DataFrame, curves: pd.DataFrame, path: str | Path, title:
     right.set_ylabel("accepted slices (% of capacity)")
     right.legend(fontsize=7)
     fig.suptitle(title or "MIG placement: policies vs the exact optimum", fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    return path
+    return _save(fig, path)
