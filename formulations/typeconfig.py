@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgdopt.instance import Instance
+from fgdopt.model import GPU_MILLI
 from fgdopt.state import Placement, validate
 from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents
 from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult
@@ -520,7 +521,7 @@ def improve(instance: Instance, placement: Placement, deadline: float, threads: 
     node, gpus = placement.node.copy(), list(placement.gpus)
     better = 0
     while (left := deadline - time.perf_counter()) > 1.0 and int(gpu[node >= 0].sum()) < target_milli:
-        idle = cluster.gpu * 1000 - np.bincount(node[node >= 0], weights=gpu[node >= 0], minlength=cluster.n_nodes)
+        idle = cluster.gpu * GPU_MILLI - np.bincount(node[node >= 0], weights=gpu[node >= 0], minlength=cluster.n_nodes)
         k = min(LNS_NODES, cluster.n_nodes)
         most = np.argsort(-idle + rng.random(cluster.n_nodes), kind="stable")[: k // 2]
         rest = np.setdiff1d(np.arange(cluster.n_nodes), most)
@@ -543,14 +544,15 @@ def improve(instance: Instance, placement: Placement, deadline: float, threads: 
 
 def _exact_step(sub: Instance, start: Placement, time_limit: float, threads: int | None) -> Placement | None:
     """The exact model of ``sub`` (:func:`~formulations.exact.build_exact`) by HiGHS from the MIP start ``start``
-    (a feasible placement of ``sub``): its placement, validated (None if HiGHS found none)."""
+    (a feasible placement of ``sub``): its placement, completed by ``fill_greedy`` and validated (None if HiGHS
+    found none)."""
     em = build_exact(aggregate(sub))
     h = to_highs(em.model, threads, {**EXACT_HIGHS_OPTIONS, "mip_abs_gap": 0.999, "mip_rel_gap": 0.0})
     set_start(h, em.encode(start))
     _, _, _, values = _run(h, time_limit, mip=True)
     if values is None:
         return None
-    placement = em.decode(values)
+    placement = fill_greedy(sub, em.decode(values))  # the CPU-only tasks the model leaves out go back too
     validate(sub.cluster, sub.tasks, placement)
     return placement
 
