@@ -39,6 +39,7 @@ meets the plan, ``time_limit`` with the bound otherwise, ``infeasible`` when (a)
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -49,12 +50,13 @@ from fgdopt.defrag import DefragProblem, Move, Plan, apply_plan
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.state import UNPLACED
-from formulations.aggregate import Aggregation, aggregate
+from formulations.aggregate import Aggregation, _patterns, aggregate
 from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
 from formulations.linear import LinearModel
 from formulations.solution import STATUSES
 
 OBJECTIVES = ("a", "b")
+LEAVE_LIMIT = 256   # most leave combinations of one GPU's running groups in a pattern block
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +119,7 @@ class DefragModel:
     u: np.ndarray                     # (N, G, D)
     w: np.ndarray                     # (N, G)
     weight: int                       # (b): multiplier of admitted units
+    lam: dict = field(default_factory=dict)  # (n, g) -> (groups on g, [(column, leaving per group, pattern)])
 
     @property
     def n_running(self) -> int:
@@ -190,13 +193,60 @@ class DefragModel:
                     values[self.w[m.node, g]] = 1
         for m in plan.admits:
             values[self.a[int(shape_of[m.task])]] += 1
+        for (n, g), (on_g, cols) in self.lam.items():
+            leave = tuple(len(self.groups[r]) - int(values[self.k[r]]) for r in on_g)
+            new = np.array([values[c] if c >= 0 else 0 for c in self.u[n, g]])
+            whole = self.w[n, g] >= 0 and values[self.w[n, g]] > 0
+            fits = [c for c, lv, q in cols if lv == leave and (q is None if whole else q is not None and
+                                                                (q >= new).all())]
+            if fits:
+                values[fits[0]] = 1
         return values
 
 
+def _gpu_patterns(model: LinearModel, agg: Aggregation, lam: dict, gpu: tuple[int, int], on_g: list[int],
+                  sizes: list[int], load: list[int], k: np.ndarray, caps: np.ndarray, u_g: np.ndarray, w_g: int,
+                  max_leave: int) -> bool:
+    """Add the pattern block of GPU ``gpu`` = (node, g): one binary column per (how many of each running group
+    ``on_g`` leave, maximal pattern of new sharing tasks in the freed room) plus, if ``w_g >= 0``, a column
+    "everything left, a new whole-GPU task takes it". ``sizes`` and ``load`` (units per task on g) are the
+    groups'; ``u_g`` the node's new-sharing columns of g per value. False (nothing added) if the leave
+    combinations exceed :data:`LEAVE_LIMIT`; the caller then adds the plain capacity row."""
+    n_values = len(agg.values)
+    vals = [d for d in range(n_values) if u_g[d] >= 0]
+    if not vals and w_g < 0:
+        return True
+    ranges = [range(min(size, max_leave) + 1) for size in sizes]
+    if math.prod(len(r) for r in ranges) > LEAVE_LIMIT:
+        return False
+    cols: list[tuple[int, tuple[int, ...], np.ndarray | None]] = []
+    for leave in itertools.product(*ranges):
+        room = agg.capacity - sum(c * (size - lv) for c, size, lv in zip(load, sizes, leave, strict=True))
+        if room < 0:
+            continue
+        pats = _patterns(tuple(agg.values.tolist()), tuple(caps.tolist()), room, True) if vals else \
+            np.zeros((1, n_values), dtype=np.int64)
+        ids = model.add_vars(len(pats), ub=1)
+        cols += [(int(c), leave, q) for c, q in zip(ids.tolist(), pats, strict=True)]
+        if w_g >= 0 and room == agg.capacity:
+            cols.append((int(model.add_vars(1, ub=1)[0]), leave, None))
+    ids = np.array([c for c, _, _ in cols], dtype=np.int64)
+    model.add_row(ids, np.ones(len(ids)), lo=1, hi=1)
+    for j, r in enumerate(on_g):                    # leaving tasks of group r: |r| - k[r]
+        model.add_row(np.append(ids, k[r]), [lv[j] for _, lv, _ in cols] + [1], lo=sizes[j], hi=sizes[j])
+    for d in vals:
+        model.add_row(np.append(ids, u_g[d]), [-(0 if q is None else int(q[d])) for _, _, q in cols] + [1], hi=0)
+    if w_g >= 0:
+        model.add_row(np.append(ids, w_g), [-(q is None) for _, _, q in cols] + [1], hi=0)
+    lam[gpu] = (on_g, cols)
+    return True
+
+
 def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
-                 symmetry: bool = True, strong: bool = True) -> DefragModel:
+                 symmetry: bool = True, strong: bool = True, patterns: bool = True) -> DefragModel:
     """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves);
-    ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound)."""
+    ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound); ``patterns``
+    replaces each GPU's capacity row by its pattern block (:func:`_gpu_patterns`; the per-GPU hull)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if objective == "b" and (budget is None or budget < 0):
@@ -209,6 +259,8 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         shape_of[rows] = s
     n_nodes, n_shapes, n_gpus, n_values = cluster.n_nodes, agg.n_shapes, cluster.max_gpus, len(agg.values)
     model = LinearModel(f"defrag-{objective}")
+    lam: dict = {}
+    max_leave = budget if objective == "b" else len(problem.running)
     # running groups
     keyed: dict[tuple, list[int]] = {}
     for i in problem.running.tolist():
@@ -264,16 +316,17 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
             coef = np.concatenate([np.array([x for _, x in rows_], dtype=float), per[mine].astype(float)])
             model.add_row(idx, coef, hi=int(hi))
         starts_empty = []
+        caps_n = np.where(np.isin(np.arange(n_values), vals), agg.caps(n), 0)
         for g in range(g_n):
-            idx, coef = [], []
-            for r in on_n:
-                if g in keys[r][1]:
-                    s = group_shape[r]
-                    idx.append(k[r])
-                    coef.append(cap if agg.whole[s] else int(agg.share_units[s]))
-            if not idx:
+            on_g = [r for r in on_n if g in keys[r][1]]
+            if not on_g:
                 starts_empty.append(g)
-            staying = [(r, c) for r, c in zip([r for r in on_n if g in keys[r][1]], coef, strict=True)]
+            load = [cap if agg.whole[group_shape[r]] else int(agg.share_units[group_shape[r]]) for r in on_g]
+            if patterns and _gpu_patterns(model, agg, lam, (n, g), on_g, [len(groups[r]) for r in on_g], load,
+                                          k, caps_n, u[n, g], w[n, g], max_leave):
+                continue
+            idx, coef = [k[r] for r in on_g], list(load)
+            staying = list(zip(on_g, load, strict=True))
             res = cap - sum(c * len(groups[r]) for r, c in staying)
             if strong:
                 for r, _ in staying:     # a new whole-GPU task takes g only if nothing stays on g
@@ -316,7 +369,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         model.add_row(idx, coef, lo=int(running_s[s]), hi=int(running_s[s]))
     if objective == "b" and budget < n_running:
         model.add_row(k, np.ones(len(k)), lo=n_running - budget)
-    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight)
+    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight, lam)
 
 
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
