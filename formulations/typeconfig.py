@@ -291,9 +291,17 @@ class Master:
         self.packings.append(packing)
         return True
 
-    def solve(self, time_limit: float) -> tuple[float, np.ndarray, np.ndarray]:
-        """Solve the LP: (value in units, type duals mu (T,), shape duals pi (S,)), duals >= 0, pi <= demand."""
+    def solve(self, time_limit: float) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """Solve the LP: (value in units, type duals mu (T,), shape duals pi (S,)), duals >= 0, pi <= demand; None
+        if it ran out of time.
+
+        Raises
+        ------
+        RuntimeError : HiGHS failed otherwise (the LP is always feasible and bounded).
+        """
         status, objective, _, _ = _run(self.h, time_limit, mip=False)
+        if status == "time_limit":
+            return None
         if status != "optimal":
             raise RuntimeError(f"configuration master LP: {status}")
         duals = np.abs(np.array(self.h.getSolution().row_dual))
@@ -419,7 +427,10 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
     lp, converged = 0.0, False
     while time.perf_counter() < deadline:
         rounds += 1
-        lp, mu, pi = master.solve(deadline - time.perf_counter())
+        solved = master.solve(deadline - time.perf_counter())
+        if solved is None:  # out of time inside the LP: keep the last LP value and the best bound so far
+            break
+        lp, mu, pi = solved
         added = 0
         for t, pricer in enumerate(pricers):
             for content, packing in pricer.greedy(master.demand - pi):
