@@ -374,7 +374,8 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
 
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
                  time_limit: float = 60.0, threads: int | None = 1, warm_start: Plan | None = None,
-                 workload: Workload | None = None, options: dict | None = None) -> DefragSolution:
+                 workload: Workload | None = None, options: dict | None = None,
+                 patterns: bool = True) -> DefragSolution:
     """Solve objective (a) or (b) exactly and return a checked :class:`DefragSolution`.
 
     Parameters
@@ -388,6 +389,7 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         incumbent if the solver returns nothing better.
     workload : target workload of the reported F(M); default ``Workload.from_tasks(problem.tasks)``.
     options : solver parameters by name (HiGHS default: ``EXACT_HIGHS_OPTIONS``).
+    patterns : per-GPU pattern blocks (default) or the plain capacity rows (see :func:`build_defrag`).
 
     Raises
     ------
@@ -405,7 +407,7 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     ('optimal', 1, 1)
     """
     t0 = time.perf_counter()
-    dm = build_defrag(problem, objective, budget)
+    dm = build_defrag(problem, objective, budget, patterns=patterns)
     workload = workload if workload is not None else Workload.from_tasks(problem.tasks)
     start = None
     if warm_start is not None:

@@ -11,7 +11,8 @@ from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, def
 from fgdopt.frag import Workload
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import UNPLACED, ClusterState, InfeasiblePlacement, Placement
-from formulations.defrag import solve_defrag
+from formulations.backends import solve_model
+from formulations.defrag import build_defrag, solve_defrag
 
 
 # -- hand-worked instances -------------------------------------------------------------------------
@@ -153,26 +154,52 @@ def brute_force(p: DefragProblem) -> dict[tuple[int, int], int]:
     return found
 
 
+@pytest.mark.parametrize("patterns", [True, False])
 @pytest.mark.parametrize("seed", range(12))
-def test_exact_matches_brute_force(seed):
+def test_exact_matches_brute_force(seed, patterns):
     p = random_problem(seed)
     reachable = brute_force(p)
     total = p.waiting_milli()
     wl = Workload.from_tasks(p.tasks)
     for budget in (0, 1, 2, 6):
         best = max((adm, -mv) for adm, mv in reachable if mv <= budget)
-        sol = solve_defrag(p, "b", budget, workload=wl)
+        sol = solve_defrag(p, "b", budget, workload=wl, patterns=patterns)
         assert sol.status == "optimal"
         assert (sol.admitted_milli, -sol.moves) == best, (seed, budget)
         assert sol.bound_milli == sol.admitted_milli
+        if not patterns:
+            continue
+        dm = build_defrag(p, "b", budget, symmetry=False)   # the optimal plan encodes to a feasible column vector
+        dm.model.check(dm.encode(sol.plan))
         for method in HEURISTICS:                     # heuristics: valid, within budget, never above optimum
             rep = defrag(p, method, budget, wl, seed=seed)
             assert rep.moves <= budget and rep.admitted_milli <= best[0]
     full = [mv for adm, mv in reachable if adm == total]
     cpu_only_waiting = any(p.tasks.num_gpu[i] == 0 for i in p.waiting)
     if not cpu_only_waiting:
-        a = solve_defrag(p, "a", workload=wl)
+        a = solve_defrag(p, "a", workload=wl, patterns=patterns)
         if full:
             assert (a.status, a.moves) == ("optimal", min(full))
         else:
             assert a.status == "infeasible"
+
+
+def sliver() -> DefragProblem:
+    """One T4 node, one GPU running a 600 milli-GPU task (task 0): 400 milli-GPU free. Waiting: a 250 and a
+    300 milli-GPU task (1, 2). Without moves only one of them fits (250 + 300 > 400): 300 milli-GPU at best.
+    The GPU capacity row with per-value rounding lets the LP take the 250 and 0.5 of the 300 (400); the
+    per-GPU patterns of the free 400 ({250}, {300}) cap the LP at 300."""
+    c = Cluster([8000], [4096], [1], ["T4"])
+    t = TaskSet([1000, 1000, 1000], [0, 0, 0], [1, 1, 1], [600, 250, 300])
+    return DefragProblem(c, t, Placement([0, -1, -1], [(0,), (), ()]))
+
+
+@pytest.mark.parametrize(("patterns", "lp_milli"), [(True, 300), (False, 400)])
+def test_gpu_patterns_tighten_the_lp_bound(patterns, lp_milli):
+    p = sliver()
+    dm = build_defrag(p, "b", 0, patterns=patterns)
+    raw = solve_model(dm.model.relaxed(), "highs", 10, 1)
+    assert raw.status == "optimal"
+    assert int(raw.bound + 1e-6) // dm.weight * dm.agg.unit == lp_milli
+    sol = solve_defrag(p, "b", 0, patterns=patterns)
+    assert (sol.status, sol.admitted_milli, sol.bound_milli, sol.moves) == ("optimal", 300, 300, 0)
