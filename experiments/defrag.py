@@ -11,6 +11,10 @@ waiting tasks that fit one of them), the heuristics and the exact model (:func:`
 objective (b), warm-started from the best of the heuristic plans and the exact plan of the previous, smaller
 budget) run side by side.
 
+With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.instances.suite`: on the state
+:func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
+heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100).
+
 Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-GPU, ``kind`` heuristic or exact,
 ``status`` the exact run's status or ``feasible`` for a heuristic plan, ``trace`` the trace or
 ``<trace>/slice<j>``, ``policy`` the replay policy, ``nodes`` the cluster size), ``DIR/defrag.png``
@@ -29,8 +33,10 @@ import pandas as pd
 
 from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
 from fgdopt.frag import Workload
+from fgdopt.instance import Instance
+from fgdopt.instances import suite
 from fgdopt.model import TaskSet
-from fgdopt.simulate import replay
+from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
 from fgdopt.traces import load_openb
 
@@ -103,6 +109,28 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
     return rows
 
 
+def online_problem(instance: Instance, policy: str, seed: int = 0) -> DefragProblem:
+    """The state :func:`fgdopt.simulate.run_online` leaves with ``policy`` (policy seed ``seed``) on
+    ``instance``, its failed tasks waiting."""
+    result = run_online(instance.cluster, instance.tasks, policy, seed=seed)
+    return DefragProblem(instance.cluster, instance.tasks, result.placement)
+
+
+def run_suite(name: str, policies: list[str], budgets: list[int], time_limit: float, threads: int,
+              solver: str) -> list[dict]:
+    """Rows of :func:`run_problem` (exact included) on the state each policy leaves on each instance of
+    :func:`fgdopt.instances.suite` ``name``; instances where nothing waits are skipped."""
+    rows = []
+    for instance in suite(name):
+        for policy in policies:
+            problem = online_problem(instance, policy)
+            if len(problem.waiting) == 0:
+                continue
+            rows += run_problem(problem, Workload.from_tasks(instance.tasks), budgets, instance.name, 0, 100.0,
+                                policy, True, time_limit, threads, solver)
+    return rows
+
+
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     """Admitted GPUs (mean over seeds) per (trace, policy, method) and budget, moves in parentheses."""
     stats = frame.groupby(["trace", "policy", "method", "budget"], sort=False).agg(
@@ -126,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--solver", default="highs")
     ap.add_argument("--output", default=None)
+    ap.add_argument("--suite", default=None, help="instead of the trace: run_online states of this suite")
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
+    if args.suite:
+        rows = run_suite(args.suite, args.policies.split(","), budgets, args.time_limit, args.threads, args.solver)
+        return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
     cluster, tasks = load_openb(args.trace, args.data)
     workload = Workload.from_tasks(tasks)
     rows: list[dict] = []
@@ -149,17 +181,21 @@ def main(argv: list[str] | None = None) -> int:
                 sub = slice_problem(problem, nodes)
                 rows += run_problem(sub, workload, budgets, f"{args.trace}/slice{j}", seed, args.at, policy, True,
                                     args.time_limit, args.threads, args.solver)
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived")
+
+
+def _write(frame: pd.DataFrame, output: str | None, title: str) -> int:
+    """Print the table; with ``output``, write ``defrag.csv``, ``defrag.md`` and ``defrag.png`` there."""
     text = table(frame).to_markdown(index=False)
     print(text)
-    if args.output:
-        out = Path(args.output)
+    if output:
+        out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out / "defrag.csv", index=False)
         (out / "defrag.md").write_text(text + "\n")
         from fgdopt.plot import plot_defrag
 
-        plot_defrag(frame, out / "defrag.png", title=f"openb {args.trace}, {args.at:g}% arrived")
+        plot_defrag(frame, out / "defrag.png", title=title)
     return 0
 
 

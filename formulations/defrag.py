@@ -19,7 +19,17 @@ a staying whole-GPU task counts ``C`` on each of its GPUs, so a new whole-GPU ta
 that ends up completely free); per node, CPU and memory of staying plus new tasks; (b) moves ``<= K``.
 GPUs that start empty on a node are interchangeable: their new loads are ordered (symmetry breaking).
 
-Valid inequalities (``strong=True``) close the LP's cheapest escape, fractional moves: per GPU g and running
+GPU pattern blocks (``patterns=True``, the default) replace each GPU's capacity row by the GPU's hull: one
+binary column per (``l_r`` tasks of each running group r on the GPU leave, a maximal per-GPU pattern of new
+sharing tasks, from :mod:`formulations.aggregate`, fitting the room this leaves), plus "everything left, a new
+whole-GPU task takes the GPU"; exactly one column per GPU; per group r on the GPU, ``sum l_r * column =
+|r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column. (b) caps ``l_r`` at
+K. A GPU whose leave combinations exceed :data:`LEAVE_LIMIT` keeps the capacity row. With the plain row, a
+fraction of a move makes a GPU's whole free sliver usable (a 400 milli room takes a 250 and half a 300); with
+the blocks a fraction f of a leave combination only buys f of a pattern that fits its room.
+
+Valid inequalities (``strong=True``; for GPUs without a pattern block, and the node-level ones) close the
+LP's cheapest escape, fractional moves: per GPU g and running
 group r on g, ``|r| w[n,g] + k[r] <= |r|`` (a new whole-GPU task needs all of r gone from g), and per GPU g
 and sharing value d, ``u[n,g,d] <= floor(res_g / v_d) + sum_{r on g} ceil(v_r / v_d) (|r| - k[r])`` (``res_g``
 the GPU's free units if everything stays; valid since ``floor(x + y) <= floor(x) + ceil(y)``); a whole-GPU

@@ -203,3 +203,16 @@ def test_gpu_patterns_tighten_the_lp_bound(patterns, lp_milli):
     assert int(raw.bound + 1e-6) // dm.weight * dm.agg.unit == lp_milli
     sol = solve_defrag(p, "b", 0, patterns=patterns)
     assert (sol.status, sol.admitted_milli, sol.bound_milli, sol.moves) == ("optimal", 300, 300, 0)
+
+
+def test_online_problem_waits_the_failed_tasks():
+    from experiments.defrag import online_problem
+    from fgdopt.instances import random_instance
+    from fgdopt.simulate import run_online
+
+    inst = random_instance(2, 0)
+    p = online_problem(inst, "best-fit")
+    failed = np.flatnonzero(run_online(inst.cluster, inst.tasks, "best-fit").placement.node == UNPLACED)
+    assert p.waiting.tolist() == failed.tolist() and len(failed) > 0
+    sol = solve_defrag(p, "b", 2, time_limit=20)
+    assert sol.status == "optimal" and sol.moves <= 2 and sol.bound_milli == sol.admitted_milli
