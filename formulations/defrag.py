@@ -23,10 +23,11 @@ GPU pattern blocks (``patterns=True``, the default) replace each GPU's capacity 
 binary column per (``l_r`` tasks of each running group r on the GPU leave, a maximal per-GPU pattern of new
 sharing tasks, from :mod:`formulations.aggregate`, fitting the room this leaves), plus "everything left, a new
 whole-GPU task takes the GPU"; exactly one column per GPU; per group r on the GPU, ``sum l_r * column =
-|r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column. (b) caps ``l_r`` at
-K. A GPU whose leave combinations exceed :data:`LEAVE_LIMIT` keeps the capacity row. With the plain row, a
-fraction of a move makes a GPU's whole free sliver usable (a 400 milli room takes a 250 and half a 300); with
-the blocks a fraction f of a leave combination only buys f of a pattern that fits its room.
+|r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column. (b) keeps only the
+combinations with ``sum_r l_r <= K``. A GPU whose leave combinations exceed :data:`LEAVE_LIMIT` keeps the
+capacity row. With the plain row, a fraction of a move makes a GPU's whole free sliver usable (a 400 milli
+room takes a 250 and half a 300); with the blocks a fraction f of a leave combination only buys f of a
+pattern that fits its room.
 
 Valid inequalities (``strong=True``; for GPUs without a pattern block, and the node-level ones) close the
 LP's cheapest escape, fractional moves: per GPU g and running
@@ -231,6 +232,8 @@ def _gpu_patterns(model: LinearModel, agg: Aggregation, lam: dict, gpu: tuple[in
         return False
     cols: list[tuple[int, tuple[int, ...], np.ndarray | None]] = []
     for leave in itertools.product(*ranges):
+        if sum(leave) > max_leave:
+            continue
         room = agg.capacity - sum(c * (size - lv) for c, size, lv in zip(load, sizes, leave, strict=True))
         if room < 0:
             continue
