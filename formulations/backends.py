@@ -49,6 +49,20 @@ def default_threads() -> int:
     return os.cpu_count() or 1
 
 
+_highs_threads: list[int | None] = []
+
+
+def highs_threads(requested: int | None) -> int | None:
+    """The thread count every HiGHS run of this process uses: the first one asked for (``None``: HiGHS's own).
+
+    HiGHS sets up its thread pool at its first run in a process and fails (status error) any later run that
+    asks for another count, so the first request wins and later requests are ignored.
+    """
+    if not _highs_threads:
+        _highs_threads.append(requested)
+    return _highs_threads[0]
+
+
 def solve_model(model: LinearModel, solver: str, time_limit: float = 60.0, threads: int | None = None,
                 start: np.ndarray | None = None, abs_gap: float | None = None,
                 options: dict | None = None) -> RawResult:
@@ -143,7 +157,8 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
     gaps = {"gapRel": 0.0, "gapAbs": abs_gap} if abs_gap is not None else {}
     remaining = max(time_limit - (time.perf_counter() - t0), 0.5)
     if solver == "highs":
-        backend = _highs_class()(mip=mip, msg=False, timeLimit=remaining, threads=threads, warmStart=warm, **gaps,
+        backend = _highs_class()(mip=mip, msg=False, timeLimit=remaining, threads=highs_threads(threads),
+                                 warmStart=warm, **gaps,
                                  **options)
         prob.solve(backend)
         status, bound = _highs_status(prob.solverModel, mip)

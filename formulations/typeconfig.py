@@ -40,7 +40,7 @@ from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI
 from fgdopt.state import Placement, validate
 from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents
-from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, highs_threads
 from formulations.configs import Columns, _NodeFit, decode, master_model
 from formulations.exact import build_exact, exact_solution
 from formulations.linear import INF, LinearModel
@@ -90,8 +90,9 @@ def to_highs(model: LinearModel, threads: int | None = None, options: dict | Non
                            for i in model.integer]
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    if threads is not None:  # HiGHS fixes its thread pool at its first run in a process: keep one count per process
-        h.setOptionValue("threads", int(threads))
+    count = highs_threads(threads)  # HiGHS fixes its thread pool at its first run in a process
+    if count is not None:
+        h.setOptionValue("threads", int(count))
     for key, value in (options or {}).items():
         h.setOptionValue(key, value)
     h.passModel(lp)
