@@ -181,10 +181,33 @@ class DefragModel:
             out[index[i]].append(i)
         return out
 
+    def relabel(self, plan: Plan) -> Plan:
+        """The same plan with each node's initially empty GPUs re-labelled so that their new loads do not
+        increase with the GPU index (the symmetry rows); moves and admitted tasks are unchanged."""
+        p, cap = self.problem, self.agg.capacity
+        busy = {(int(p.placement.node[i]), g) for i in p.running.tolist() for g in p.placement.gpus[i]}
+        load: dict[tuple[int, int], int] = {}
+        for m in (*plan.moves, *plan.admits):
+            t = p.tasks[m.task]
+            for g in m.gpus:
+                units = cap if t.kind == "whole" else t.gpu_milli // self.agg.unit
+                load[m.node, g] = load.get((m.node, g), 0) + units
+        mapping: dict[tuple[int, int], int] = {}
+        for n in range(p.cluster.n_nodes):
+            empty = [g for g in range(int(p.cluster.gpu[n])) if (n, g) not in busy]
+            by_load = sorted(empty, key=lambda g: -load.get((n, g), 0))
+            mapping.update({(n, old): new for new, old in zip(empty, by_load, strict=True)})
+
+        def moved(m: Move) -> Move:
+            return Move(m.task, m.node, tuple(sorted(mapping.get((m.node, g), g) for g in m.gpus)))
+
+        return Plan(tuple(moved(m) for m in plan.moves), tuple(moved(m) for m in plan.admits))
+
     def encode(self, plan: Plan) -> np.ndarray:
-        """A column vector for a valid ``plan`` (a MIP start). GPUs are not re-labelled for the symmetry rows:
-        the caller checks the start and drops it if it violates a row."""
+        """A column vector for a valid ``plan`` (a MIP start), its empty GPUs re-labelled by :meth:`relabel`;
+        the caller still checks the start and drops it if it violates a row."""
         agg, p = self.agg, self.problem
+        plan = self.relabel(plan)
         apply_plan(p, plan)  # raises on an invalid plan
         moved = {m.task for m in plan.moves}
         shape_of = np.full(len(p.tasks), -1, dtype=np.int64)

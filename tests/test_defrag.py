@@ -216,3 +216,17 @@ def test_online_problem_waits_the_failed_tasks():
     assert p.waiting.tolist() == failed.tolist() and len(failed) > 0
     sol = solve_defrag(p, "b", 2, time_limit=20)
     assert sol.status == "optimal" and sol.moves <= 2 and sol.bound_milli == sol.admitted_milli
+
+
+def test_warm_start_is_relabelled_for_the_symmetry_rows():
+    """Two empty GPUs on one node; a plan admitting the waiting task onto GPU 1 is re-labelled onto GPU 0
+    (empty GPUs are ordered by new load), so the encoded start satisfies every row."""
+    c = Cluster([8000], [4096], [2], ["T4"])
+    t = TaskSet([1000], [0], [1], [500])
+    p = DefragProblem(c, t, Placement([-1], [()]))
+    plan = Plan((), (Move(0, 0, (1,)),))
+    dm = build_defrag(p, "b", 0)
+    assert dm.relabel(plan).admits == (Move(0, 0, (0,)),)
+    dm.model.check(dm.encode(plan))
+    sol = solve_defrag(p, "b", 0, warm_start=plan)
+    assert (sol.status, sol.admitted_milli, sol.moves) == ("optimal", 500, 0)
