@@ -263,21 +263,19 @@ def category_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray
     """
     idle, small, fits_gpu, cpu_ok = _shape_views(workload, gpu_left, cpu_left, linked, mig_fit)
     p = workload.popularity[:, None]
-    p_idle = p * idle[None, :]
     gpu_shape = (workload.num_gpu > 0)[:, None]
-    acc = access & gpu_shape
-    host = acc & fits_gpu
-    q3 = host & cpu_ok
-    amounts = {
-        "q1_lack_both": np.where(acc & ~fits_gpu & ~cpu_ok, p_idle, 0.0),
-        "q2_lack_gpu": np.where(q3, p * small, np.where(acc & ~fits_gpu & cpu_ok, p_idle, 0.0)),
-        "q3_satisfied": np.where(q3, p * (idle[None, :] - small), 0.0),
-        "q4_lack_cpu": np.where(host & ~cpu_ok, p_idle, 0.0),
-        "x_satisfied": np.where(~gpu_shape & cpu_ok, p_idle, 0.0),
-        "x_lack_cpu": np.where(~gpu_shape & ~cpu_ok, p_idle, 0.0),
-        "no_access": np.where(gpu_shape & ~access, p_idle, 0.0),
-    }
-    return np.stack([_sequential_sum(amounts[k], axis=0) for k in CATEGORIES], axis=1)
+    host = access & fits_gpu
+    q3 = gpu_shape & host & cpu_ok
+    # the category each shape's fragment goes to (quadrant III: its unusable GPUs, to q2_lack_gpu)
+    where = np.select([~gpu_shape & cpu_ok, ~gpu_shape, ~access, host & cpu_ok, host, cpu_ok],
+                      [_X_SATISFIED, _X_LACK_CPU, _NO_ACCESS, _Q2, _Q4, _Q2], _Q1)
+    amounts = np.zeros(where.shape + (len(CATEGORIES),))
+    np.put_along_axis(amounts, where[..., None], (p * np.where(q3, small, idle[None, :]))[..., None], axis=2)
+    amounts[..., _Q3] = np.where(q3, p * (idle[None, :] - small), 0.0)
+    return np.cumsum(amounts, axis=0)[-1]
+
+
+_Q1, _Q2, _Q3, _Q4, _X_SATISFIED, _X_LACK_CPU, _NO_ACCESS = range(len(CATEGORIES))
 
 
 def fragment_total(by_category: np.ndarray) -> np.ndarray:
