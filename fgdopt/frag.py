@@ -267,10 +267,12 @@ def category_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray
     host = access & fits_gpu
     q3 = gpu_shape & host & cpu_ok
     # the category each shape's fragment goes to (quadrant III: its unusable GPUs, to q2_lack_gpu)
-    where = np.select([~gpu_shape & cpu_ok, ~gpu_shape, ~access, host & cpu_ok, host, cpu_ok],
-                      [_X_SATISFIED, _X_LACK_CPU, _NO_ACCESS, _Q2, _Q4, _Q2], _Q1)
+    where = np.where(gpu_shape, np.where(access, np.where(cpu_ok, _Q2, np.where(fits_gpu, _Q4, _Q1)), _NO_ACCESS),
+                     np.where(cpu_ok, _X_SATISFIED, _X_LACK_CPU))
+    value = p * np.where(q3, small, idle[None, :])
     amounts = np.zeros(where.shape + (len(CATEGORIES),))
-    np.put_along_axis(amounts, where[..., None], (p * np.where(q3, small, idle[None, :]))[..., None], axis=2)
+    flat = amounts.reshape(-1, len(CATEGORIES))
+    flat[np.arange(flat.shape[0]), where.ravel()] = value.ravel()
     amounts[..., _Q3] = np.where(q3, p * (idle[None, :] - small), 0.0)
     return np.cumsum(amounts, axis=0)[-1]
 
