@@ -59,6 +59,15 @@ _COMBOS = [np.array([sum(1 << g for g in c) for c in itertools.combinations(rang
 """Per k: bit masks of the k-subsets of 8 GPUs, in lexicographic order of their GPU ids."""
 
 
+def _starts(labels: np.ndarray) -> np.ndarray:
+    """Where a run of equal values begins in a sorted label array (boolean mask)."""
+    out = np.empty(len(labels), dtype=bool)
+    if len(labels):
+        out[0] = True
+        np.not_equal(labels[1:], labels[:-1], out=out[1:])
+    return out
+
+
 @dataclass(eq=False)
 class _ShapeCache:
     """Per node, for one task shape: score (higher is better) and F_n'(M) after the best option, its GPU
@@ -158,12 +167,12 @@ class FGD(RankedPolicy):
         cand_nodes = nodes[rows]
         after = fragmentation_after(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask)
         score = self._score(after - self._frag[cand_nodes])
-        new_row = np.diff(rows, prepend=-1) != 0
+        new_row = _starts(rows)
         group = np.cumsum(new_row) - 1
         best = np.maximum.reduceat(score, np.flatnonzero(new_row))
         # the first (lowest-GPU) candidate of each node reaching the node's best score
         hit = np.flatnonzero(score >= best[group] - TIE_TOL)
-        chosen = hit[np.diff(group[hit], prepend=-1) != 0]
+        chosen = hit[_starts(group[hit])]
         return score[chosen], after[chosen], gpus[chosen]
 
     def _evaluate_topo(self, state: ClusterState, task: Task, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -187,14 +196,14 @@ class FGD(RankedPolicy):
         after = fragmentation_after(state, self.workload, task.cpu_milli, task.gpu_milli, cand_nodes, mask,
                                     topology=self._ftopo)
         delta = after - self._frag[cand_nodes]
-        starts = np.flatnonzero(np.diff(rows, prepend=-1) != 0)
-        group = np.cumsum(np.diff(rows, prepend=-1) != 0) - 1
+        starts = np.flatnonzero(_starts(rows))
+        group = np.cumsum(_starts(rows)) - 1
         least = np.minimum.reduceat(delta, starts)
         hit = np.flatnonzero(delta <= least[group] + TIE_TOL)
         if task.gpu_milli == GPU_MILLI:   # among equal deltas, the best ring first (stable: then lowest ids)
             ring = self._ftopo.ring[self._ftopo.node_type[cand_nodes[hit]], labels[hit]]
             hit = hit[np.lexsort((-ring, group[hit]))]
-        chosen = hit[np.diff(group[hit], prepend=-1) != 0]     # first candidate of each node
+        chosen = hit[_starts(group[hit])]     # first candidate of each node
         return self._score(delta[chosen]), after[chosen], labels[chosen]
 
     def _cache(self, state: ClusterState, task: Task, nodes: np.ndarray) -> _ShapeCache:
