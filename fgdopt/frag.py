@@ -274,7 +274,7 @@ def category_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray
     flat = amounts.reshape(-1, len(CATEGORIES))
     flat[np.arange(flat.shape[0]), where.ravel()] = value.ravel()
     amounts[..., _Q3] = np.where(q3, p * (idle[None, :] - small), 0.0)
-    return np.cumsum(amounts, axis=0)[-1]
+    return _sequential_sum(amounts, axis=0)
 
 
 _Q1, _Q2, _Q3, _Q4, _X_SATISFIED, _X_LACK_CPU, _NO_ACCESS = range(len(CATEGORIES))

@@ -1,4 +1,5 @@
-"""SPEC "Workload inflation": the one rule that tops a task list up to ``ratio`` x GPU capacity."""
+"""SPEC "Workload inflation": the one rule that tops a task list up to ``ratio`` x capacity, and the one
+rule that says which tasks have arrived by a percentage of it."""
 
 from __future__ import annotations
 
@@ -55,3 +56,18 @@ def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Gene
         drawn.append(rows)
         total = int(cumulative[-1])
     return np.concatenate(drawn)
+
+
+def arrived_count(cumulative: np.ndarray, pct, capacity: int):
+    """How many tasks have arrived by ``pct`` percent of ``capacity``: the longest prefix whose cumulative
+    demand (``cumulative``, non-decreasing, same unit as ``capacity``) is at most ``pct`` % of it, a task
+    landing exactly on ``pct`` % included. ``pct`` may be an array (one count each).
+
+    Examples
+    --------
+    >>> arrived_count(np.array([500, 1000, 1500]), 50, capacity=2000)
+    2
+    """
+    counts = np.searchsorted(np.asarray(cumulative) * 100, np.asarray(pct) * capacity, side="right")
+    return counts if np.ndim(counts) else int(counts)
+

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fgdopt.inflation import arrived_count
 from fgdopt.instance import Instance
 from fgdopt.instances import SHAPE_KEYS, _node_mix, apportion, openb_shapes
 from fgdopt.mig import MIG_MODELS
@@ -117,8 +118,7 @@ def mig_instance(n_nodes: int, seed: int, ratio: float = 1.3, model: str = DEFAU
 
 def arrived_prefix(instance: Instance, pct: float) -> Instance:
     """The tasks arrived by ``pct`` percent of the cluster's slices (prefix with cumulative slices <= pct %)."""
-    cum = np.cumsum(task_slices(instance.cluster, instance.tasks))
-    n = int(np.searchsorted(cum * 100, pct * capacity_slices(instance.cluster), side="right"))
+    n = arrived_count(np.cumsum(task_slices(instance.cluster, instance.tasks)), pct, capacity_slices(instance.cluster))
     return Instance(f"{instance.name}-a{pct:g}", instance.cluster, instance.tasks.take(np.arange(n)))
 
 

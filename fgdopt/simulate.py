@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.frag import CATEGORIES, FragmentationReport, Workload, fragmentation_by_category
-from fgdopt.inflation import draw_until
+from fgdopt.inflation import arrived_count, draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import WORKLOAD_POLICIES, Policy, make_policy
 from fgdopt.state import ClusterState, Placement
@@ -93,8 +93,7 @@ class ReplayResult:
 
     def arrived(self, pct: float) -> int:
         """How many tasks have arrived by ``pct`` percent of GPU capacity (the curve's prefix rule)."""
-        cap = self.cluster.gpu_capacity_milli
-        return int(np.searchsorted(self.log["arrived_milli"].to_numpy() * 100, pct * cap, side="right"))
+        return arrived_count(self.log["arrived_milli"].to_numpy(), pct, self.cluster.gpu_capacity_milli)
 
     def prefix(self, pct: float) -> tuple[TaskSet, Placement]:
         """The tasks arrived by ``pct`` percent (in arrival order) and where each went.
@@ -200,7 +199,7 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     run = tasks.take(source)
     arrived = np.cumsum(run.gpu_demand)
     pcts = np.arange(round(100 * ratio) + 1)
-    sample_at = np.searchsorted(arrived * 100, pcts * cap, side="right")   # prefix length of each pct
+    sample_at = arrived_count(arrived, pcts, cap)                          # prefix length of each pct
     sample_at[-1] = len(run)                                               # the last row: the final state
     state = ClusterState(cluster, run)
     rows: list[dict] = []
