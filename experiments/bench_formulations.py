@@ -4,7 +4,7 @@
         [--methods ...] [--no-warm-start] [--csv out.csv]
     python -m experiments.bench_formulations --ideas [--sizes 16 32]
 
-For each size and seed, a trace-like instance (:func:`fgdopt.instances.random_instance`, openb shapes,
+For each size and seed, a trace-like instance (:func:`fgdopt.suites.random_instance`, openb shapes,
 arrived GPU demand = 1.3 x capacity) is solved by every method. The exact methods get the best online
 policy's placement (FGD or best-fit) as warm start, as in the gap experiment (``--no-warm-start``: none).
 Each run is printed as it finishes; the final table adds, per method, the bound's distance above the best
@@ -19,8 +19,8 @@ import argparse
 
 import pandas as pd
 
-from fgdopt.instances import random_instance
 from fgdopt.simulate import run_online
+from fgdopt.suites import random_instance
 from formulations import EXACT, METHODS, solve
 from formulations.exact import run_exact
 

@@ -11,7 +11,7 @@ waiting tasks that fit one of them), the heuristics and the exact model (:func:`
 objective (b), warm-started from the best of the heuristic plans and the exact plan of the previous, smaller
 budget) run side by side.
 
-With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.instances.suite`: on the state
+With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
 heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100).
 
@@ -34,10 +34,10 @@ import pandas as pd
 from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
-from fgdopt.instances import suite
 from fgdopt.model import TaskSet
 from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
+from fgdopt.suites import suite
 from fgdopt.traces import load_openb
 
 COLUMNS = ("trace", "seed", "at_pct", "method", "kind", "budget", "moves", "admitted_milli", "bound_milli",
@@ -119,7 +119,7 @@ def online_problem(instance: Instance, policy: str, seed: int = 0) -> DefragProb
 def run_suite(name: str, policies: list[str], budgets: list[int], time_limit: float, threads: int,
               solver: str) -> list[dict]:
     """Rows of :func:`run_problem` (exact included) on the state each policy leaves on each instance of
-    :func:`fgdopt.instances.suite` ``name``; instances where nothing waits are skipped."""
+    :func:`fgdopt.suites.suite` ``name``; instances where nothing waits are skipped."""
     rows = []
     for instance in suite(name):
         for policy in policies:

@@ -47,10 +47,10 @@ from tqdm import tqdm
 
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
-from fgdopt.instances import SUITES, load_suite_dir, suite
 from fgdopt.policies import POLICY_NAMES
 from fgdopt.simulate import run_online
 from fgdopt.state import validate
+from fgdopt.suites import SUITES, load_suite_dir, suite
 from formulations import EXACT, METHODS, solve
 
 CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "status", "gap_pct", "frag_rate",

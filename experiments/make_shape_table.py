@@ -8,7 +8,7 @@
     the node types of ``openb_node_list_gpu_node.csv``: one row per distinct
     (cpu_milli, memory_mib, gpu, model) with the number of nodes (``count``), most frequent first.
 
-They are aggregated counts, not copies of the trace, so :mod:`fgdopt.instances` can generate
+They are aggregated counts, not copies of the trace, so :mod:`fgdopt.suites` can generate
 trace-like instances without the trace. Regenerate them with::
 
     FGDOPT_DATA=/path/to/openb python -m experiments.make_shape_table [--output-dir fgdopt/data]
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fgdopt.instances import NODE_TYPE_FILE, NODE_TYPE_KEYS, SHAPE_FILE, SHAPE_KEYS
+from fgdopt.suites import NODE_TYPE_FILE, NODE_TYPE_KEYS, SHAPE_FILE, SHAPE_KEYS
 from fgdopt.traces import read_nodes, read_pods
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "fgdopt" / "data"
@@ -35,12 +35,12 @@ def count_rows(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
 
 
 def shape_table(data_dir: str | Path | None = None) -> pd.DataFrame:
-    """The task-shape table of the default pod list (columns :data:`~fgdopt.instances.SHAPE_KEYS` + count)."""
+    """The task-shape table of the default pod list (columns :data:`~fgdopt.suites.SHAPE_KEYS` + count)."""
     return count_rows(read_pods("default", data_dir), SHAPE_KEYS)
 
 
 def node_type_table(data_dir: str | Path | None = None) -> pd.DataFrame:
-    """The node-type table of the GPU node list (columns :data:`~fgdopt.instances.NODE_TYPE_KEYS` + count)."""
+    """The node-type table of the GPU node list (columns :data:`~fgdopt.suites.NODE_TYPE_KEYS` + count)."""
     return count_rows(read_nodes(data_dir), NODE_TYPE_KEYS)
 
 

@@ -19,7 +19,7 @@ Every profile has a *compute code* ``milli = floor(1000 * compute_slices / max_c
 (``gpu_milli = 1000``) takes the full-GPU profile on each GPU; a sharing task one instance on one GPU. Of two
 profiles with equal compute the smaller memory one wins, so the double-memory 1g profiles (``1g.10gb`` on
 A100-40GB, ...) are in the table but never asked for by this rule (:attr:`MigProfile.requestable`).
-:func:`fgdopt.miginstances.mig_instance` writes the code itself into the tasks, so the mapping is explicit.
+:func:`fgdopt.migsuites.mig_instance` writes the code itself into the tasks, so the mapping is explicit.
 
 Units: a *slice* is a memory slice; a GPU's occupancy is an 8-bit mask (bit q set = memory slice q used).
 """

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from fgdopt.instance import Instance
-from fgdopt.instances import random_instance
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import validate
+from fgdopt.suites import random_instance
 from formulations import solve
 from formulations.aggregate import aggregate
 from formulations.configs import (

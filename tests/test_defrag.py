@@ -207,8 +207,8 @@ def test_gpu_patterns_tighten_the_lp_bound(patterns, lp_milli):
 
 def test_online_problem_waits_the_failed_tasks():
     from experiments.defrag import online_problem
-    from fgdopt.instances import random_instance
     from fgdopt.simulate import run_online
+    from fgdopt.suites import random_instance
 
     inst = random_instance(2, 0)
     p = online_problem(inst, "best-fit")

@@ -225,7 +225,7 @@ def test_unknown_method():
 
 
 def test_solvers_agree_on_a_small_random_instance():
-    from fgdopt.instances import random_instance
+    from fgdopt.suites import random_instance
 
     instance = random_instance(4, 1)
     sols = [solve(instance, m, time_limit=10) for m in EXACT]

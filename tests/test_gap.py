@@ -7,8 +7,8 @@ import pytest
 
 from experiments import gap
 from fgdopt.instance import Instance
-from fgdopt.instances import KNOWN_OPTIMA, adversarial_instances
 from fgdopt.model import Cluster, TaskSet
+from fgdopt.suites import KNOWN_OPTIMA, adversarial_instances
 
 METHODS = "milp-highs,cpsat,lp,unified-device,config-lp,unified-device-milp,per-gpu-dimension-milp"
 

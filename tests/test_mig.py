@@ -11,7 +11,7 @@ from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.mig import MIG_MODELS
 from fgdopt.migfrag import mig_fragmentation, mig_node_fragmentations
-from fgdopt.miginstances import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
+from fgdopt.migsuites import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import MIG_POLICY_NAMES
 from fgdopt.simulate import run_online

@@ -10,11 +10,11 @@ import pytest
 
 from fgdopt.frag import Workload, cluster_fragmentation, fragmentation_by_category, node_fragmentation
 from fgdopt.instance import Instance
-from fgdopt.instances import random_instance
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import make_policy
 from fgdopt.simulate import replay, run_online
 from fgdopt.state import ClusterState, validate
+from fgdopt.suites import random_instance
 from fgdopt.topology import SHIPPED, TopologyMap, dgx1_v100, gpus_mask, ring_bandwidth, ring_report
 from formulations.topology import solve_topology
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from fgdopt.instance import Instance
-from fgdopt.instances import suite
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import validate
+from fgdopt.suites import suite
 from formulations import solve
 from formulations.aggregate import aggregate
 from formulations.typeconfig import farley_bound, run_type_configs, type_columns

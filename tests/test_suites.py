@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fgdopt.instance import Instance
-from fgdopt.instances import (
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import ClusterState
+from fgdopt.suites import (
     KNOWN_OPTIMA,
     MEDIUM_SPECS,
     SAMPLE_SCALES,
@@ -30,8 +32,6 @@ from fgdopt.instances import (
     random_instance,
     suite,
 )
-from fgdopt.model import Cluster, TaskSet
-from fgdopt.state import ClusterState
 
 # -- the shipped tables --------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ import pandas as pd
 
 from fgdopt.inflation import arrived_count
 from fgdopt.instance import Instance
-from fgdopt.instances import SHAPE_KEYS, _node_mix, apportion, openb_shapes
 from fgdopt.mig import MIG_MODELS
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
+from fgdopt.suites import SHAPE_KEYS, _node_mix, apportion, openb_shapes
 
 DEFAULT_MIG_MODEL = "A100-40GB"
 _BATCH = 256
@@ -45,7 +45,7 @@ def map_to_profiles(tasks: TaskSet, model: str = DEFAULT_MIG_MODEL) -> TaskSet:
 
 
 def mig_cluster(n_nodes: int, model: str = DEFAULT_MIG_MODEL, node_types=None) -> Cluster:
-    """``n_nodes`` openb nodes (the node mix of :func:`fgdopt.instances.random_instance`), GPUs made ``model``."""
+    """``n_nodes`` openb nodes (the node mix of :func:`fgdopt.suites.random_instance`), GPUs made ``model``."""
     if model not in MIG_MODELS:
         raise ValueError(f"unknown MIG model {model!r}; choose one of {sorted(MIG_MODELS)}")
     types = _node_mix(node_types)
