@@ -17,7 +17,7 @@ from formulations.aggregate import aggregate
 from formulations.typeconfig import farley_bound, run_type_configs, type_columns
 
 MEDIUM_OPTIMA = {
-    # proven optima of the medium suite (seed 0), milli-GPU, from paper/results.md section 3 (CBC / HiGHS, 300 s)
+    # proven optima of the medium suite (seed 0), milli-GPU: `experiments.gap --instances medium --time-limit 300`
     "rand-openb-n32": 160_500, "rand-openb-n64": 326_570, "rand-openb-n128": 655_870, "rand-G2x8-n32": 255_610,
     "rand-G2x8-n64": 511_550, "rand-T4x2-n64": 127_510, "rand-T4x2-n128": 255_660, "rand-G2x8+T4x2-n96": 479_640,
 }

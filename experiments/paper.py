@@ -1,0 +1,178 @@
+"""Regenerate the paper: every study it reports, its tables and its figures.
+
+Usage::
+
+    python -m experiments.paper [--quick] [--only NAMES] [--rerun NAMES|all] [--results DIR]
+
+Each study of :data:`STUDIES` is one run of an experiment module (``python -m experiments.<module> ...
+--output DIR``) in its own process. Its output files are cached under ``paper/results/<study>/`` with the
+run's inputs (``inputs.json``: module, arguments, profile, fgdopt's trace checksums) and costs (``run.json``:
+wall and CPU seconds); a study is rerun only when its inputs changed, or when ``--rerun`` names it (do that
+after changing code it depends on). Then :func:`experiments.report.write_report` rewrites
+``paper/tables/*.md``, ``paper/figures/*.png`` and the generated blocks of ``paper/paper.md`` from the
+cached results alone, so no number in the paper is typed by hand.
+
+``--quick`` (the profile the committed paper uses) keeps every study small enough that the whole command runs
+in about ten minutes on 2 cores from an empty cache; without it the full grids run (hours; see each study's
+``full`` arguments, or give ``--dask ADDRESS`` to the study modules directly). Studies that need the openb
+trace fail with a one-line hint when it is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.report import PAPER_DIR, write_report
+from fgdopt.traces import SHA256
+
+RESULTS_DIR = PAPER_DIR / "results"
+PAPER_SIX = "random,dot-product,gpu-clustering,gpu-packing,best-fit,fgd"
+
+
+@dataclass(frozen=True)
+class Study:
+    """One cached experiment run: ``python -m experiments.<module> <args> --output DIR``.
+
+    ``quick`` and ``full`` are the arguments of the two profiles; ``keep`` the output files the report reads
+    (everything else the run writes is dropped from the cache).
+    """
+
+    name: str
+    module: str
+    quick: tuple[str, ...]
+    full: tuple[str, ...]
+    keep: tuple[str, ...]
+
+
+STUDIES: tuple[Study, ...] = (
+    Study("replay-default", "openb",
+          ("--trace", "default", "--seeds", "42-44", "--jobs", "2"),
+          ("--trace", "default", "--seeds", "42-51", "--jobs", "2"),
+          ("summary.csv", "curves.csv")),
+    Study("replay-variants", "openb",
+          ("--trace", "all", "--seeds", "42", "--policies", PAPER_SIX, "--jobs", "2"),
+          ("--trace", "all", "--seeds", "42-51", "--policies", PAPER_SIX + ",fgd-exact", "--jobs", "2"),
+          ("summary.csv",)),
+    Study("refsim", "refsim", (), (), ("refsim.csv",)),
+    Study("runtime", "bench_replay", (), ("--repeats", "5"), ("bench_replay.csv",)),
+    Study("gap-small", "gap",
+          ("--instances", "small", "--time-limit", "10", "--jobs", "2"),
+          ("--instances", "small", "--time-limit", "60", "--jobs", "2"),
+          ("gap.csv",)),
+    Study("gap-medium", "gap",
+          ("--instances", "medium", "--methods", "config-types", "--time-limit", "30", "--jobs", "2"),
+          ("--instances", "medium", "--methods", "config-types,milp-cbc", "--time-limit", "300", "--jobs", "2"),
+          ("gap.csv",)),
+    Study("frontier", "frontier",
+          ("--trace", "default", "--seeds", "42", "--points", "100,130", "--jobs", "2"),
+          ("--trace", "default", "--seeds", "42-51", "--points", "80,90,100,110,120,130", "--jobs", "2"),
+          ("frontier.csv",)),
+    Study("defrag", "defrag",
+          ("--suite", "small", "--policies", "fgd", "--budgets", "0,1,2,5", "--time-limit", "20"),
+          ("--trace", "default", "--seeds", "42", "--at", "100", "--budgets", "0,10,50,100,500"),
+          ("defrag.csv",)),
+    Study("mig", "mig", ("--quick", "--nodes", "16"), ("--nodes", "16,64"), ("mig.csv", "mig_curves.csv")),
+    Study("topology", "topology",
+          ("--quick", "--trace", "default,multigpu50", "--seeds", "42", "--jobs", "2"),
+          ("--trace", "default,multigpu50", "--seeds", "42-44", "--jobs", "2"),
+          ("topology.csv", "topology_exact.csv")),
+)
+"""The studies of the paper, in the order they run."""
+
+
+def _inputs(study: Study, profile: str) -> dict:
+    return {"module": f"experiments.{study.module}", "args": list(getattr(study, profile)), "profile": profile,
+            "trace_sha256": dict(sorted(SHA256.items()))}
+
+
+def cached(study: Study, profile: str, results: Path = RESULTS_DIR) -> bool:
+    """Whether ``results/<study>/`` holds every kept file of a run with this profile's inputs."""
+    out = results / study.name
+    try:
+        previous = json.loads((out / "inputs.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return previous == _inputs(study, profile) and all((out / name).is_file() for name in study.keep)
+
+
+def run_study(study: Study, profile: str, results: Path = RESULTS_DIR) -> dict:
+    """Run ``study`` in its own process and cache its kept files; returns its costs (wall and CPU seconds).
+
+    Raises
+    ------
+    RuntimeError
+        If the study exits non-zero (its last lines of output are in the message); the cache is untouched.
+    """
+    out = results / study.name
+    scratch = results / f".{study.name}.running"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    command = [sys.executable, "-m", f"experiments.{study.module}", *getattr(study, profile), "--output", str(scratch)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(scratch / "log.txt", "w") as log:
+        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    costs = {"wall_s": round(time.perf_counter() - start, 1),
+             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)}
+    if code != 0:
+        tail = "".join((scratch / "log.txt").read_text().splitlines(keepends=True)[-5:])
+        raise RuntimeError(f"study {study.name} failed ({' '.join(command[2:])}), exit {code}:\n{tail}")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    for name in study.keep:
+        shutil.move(scratch / name, out / name)
+    shutil.rmtree(scratch)
+    (out / "inputs.json").write_text(json.dumps(_inputs(study, profile), indent=1) + "\n")
+    (out / "run.json").write_text(json.dumps(costs) + "\n")
+    return costs
+
+
+def _names(text: str) -> set[str]:
+    names = {s.name for s in STUDIES} if text == "all" else set(filter(None, text.split(",")))
+    unknown = names - {s.name for s in STUDIES}
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown studies {sorted(unknown)}; known: {[s.name for s in STUDIES]}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.paper", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small settings (the committed paper's profile)")
+    parser.add_argument("--only", type=_names, default=None, help="comma-separated studies to run (default: all)")
+    parser.add_argument("--rerun", type=_names, default=set(), help="studies to rerun even if cached, or 'all'")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="cache folder (default: paper/results)")
+    parser.add_argument("--report-only", action="store_true", help="only rewrite tables, figures and paper.md")
+    args = parser.parse_args(argv)
+    profile = "quick" if args.quick else "full"
+    start = time.perf_counter()
+    if not args.report_only:
+        for study in STUDIES:
+            if args.only is not None and study.name not in args.only:
+                continue
+            if study.name not in args.rerun and cached(study, profile, args.results):
+                print(f"{study.name}: cached", file=sys.stderr)
+                continue
+            print(f"{study.name}: running experiments.{study.module} ...", file=sys.stderr, flush=True)
+            try:
+                costs = run_study(study, profile, args.results)
+            except RuntimeError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            print(f"{study.name}: {costs['wall_s']} s wall, {costs['cpu_s']} s CPU", file=sys.stderr)
+    written = write_report(args.results)
+    print(f"wrote {len(written)} tables and figures and paper/paper.md in {time.perf_counter() - start:.0f} s",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""The paper's tables, figures and inline numbers, from the cached study results alone.
+
+:func:`render` reads ``paper/results/<study>/*.csv`` (written by :mod:`experiments.paper`) and returns every
+generated item: Markdown tables and the few numbers the prose quotes. :func:`write_report` writes them to
+``paper/tables/<name>.md``, draws ``paper/figures/<name>.png``, and refills the generated blocks of
+``paper/paper.md``, which are delimited as
+
+* ``<!-- table:NAME -->`` ... ``<!-- /table -->`` (a table, on lines of their own), and
+* ``<!-- value:NAME -->`` ... ``<!-- /value -->`` (a number inside a sentence).
+
+Nothing here runs a study or needs the openb trace: the openb capacity comes from the shipped node-type table
+and the paper's published allocations from :func:`fgdopt.refsim.paper_allocation`. Units: allocations in
+percent of the cluster's GPU capacity, GPUs = milli-GPU / 1000.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from experiments import defrag, frontier, gap, topology
+from fgdopt.model import GPU_MILLI
+from fgdopt.plot import plot_curves, plot_defrag, plot_family_bars, plot_frontier, plot_mig, plot_topology_misplaced
+from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES
+from fgdopt.refsim import paper_allocation
+from fgdopt.suites import openb_node_types
+
+PAPER_DIR = Path(__file__).resolve().parents[1] / "paper"
+BLOCK = re.compile(r"(<!-- (table|value):([\w-]+) -->)(.*?)(<!-- /\2 -->)", re.DOTALL)
+BEST_FIRST = tuple(reversed(PAPER_POLICIES))        # fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random
+
+
+def openb_capacity_milli() -> int:
+    """The openb GPU cluster's capacity (milli-GPU), from the shipped node-type table."""
+    types = openb_node_types()
+    return int((types["gpu"] * types["count"]).sum()) * GPU_MILLI
+
+
+def _csv(results: Path, study: str, name: str) -> pd.DataFrame | None:
+    path = results / study / name
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def _seeds(seeds: pd.Series) -> str:
+    values = sorted(set(int(s) for s in seeds))
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}–{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def _ordered(frame: pd.DataFrame, order: tuple[str, ...] = POLICY_NAMES) -> list[str]:
+    present = list(dict.fromkeys(frame["policy"]))
+    return [p for p in order if p in present] + [p for p in present if p not in order]
+
+
+# -- the replay against the paper ----------------------------------------------------------------------------
+
+def fidelity_default(results: Path) -> dict[str, str]:
+    """GPU allocation at 130% on the default trace per policy, against the paper's 10-seed mean."""
+    summary = _csv(results, "replay-default", "summary.csv")
+    if summary is None:
+        return {}
+    paper = paper_allocation().query("trace == 'default'").set_index("policy")["alloc_ratio_130"]
+    lines = ["| policy | allocation at 130% (%), mean [min–max] | paper (%) | difference | unallocated GPUs |",
+             "|:--|--:|--:|--:|--:|"]
+    diffs = {}
+    for policy in _ordered(summary):
+        part = summary[summary["policy"] == policy]
+        mean = part["alloc_ratio_130"].mean()
+        ref, diff = "–", ""
+        if policy in paper.index:
+            diffs[policy] = mean - paper[policy]
+            ref, diff = f"{paper[policy]:.2f}", f"{diffs[policy]:+.2f}"
+        lines.append(f"| {policy} | {mean:.2f} [{part['alloc_ratio_130'].min():.2f}–"
+                     f"{part['alloc_ratio_130'].max():.2f}] | {ref} | {diff} | "
+                     f"{part['unallocated_gpus_130'].mean():.1f} |")
+    worst = max(diffs, key=lambda p: abs(diffs[p]))
+    return {"fidelity_default": "\n".join(lines),
+            "default_seeds": _seeds(summary["seed"]),
+            "default_max_diff": f"{abs(diffs[worst]):.2f}",
+            "default_fgd_unallocated":
+                f"{summary.loc[summary['policy'] == 'fgd', 'unallocated_gpus_130'].mean():.1f}"}
+
+
+def fidelity_variants(results: Path) -> dict[str, str]:
+    """Per trace variant: each paper policy's allocation at 130% (mean over the run's seeds), the paper's
+    deviation where it publishes the variant, and FGD's margin over the best baseline."""
+    summary = _csv(results, "replay-variants", "summary.csv")
+    if summary is None:
+        return {}
+    paper = paper_allocation().set_index(["trace", "policy"])["alloc_ratio_130"]
+    mean = summary.groupby(["trace", "policy"], sort=False)["alloc_ratio_130"].mean().unstack("policy")
+    policies = _ordered(summary, BEST_FIRST)
+    lines = ["| trace | " + " | ".join(policies) + " | FGD margin | mean abs. deviation from paper |",
+             "|:--" + "|--:" * (len(policies) + 2) + "|"]
+    deviations, margins = [], {}
+    for trace, row in mean.iterrows():
+        devs = [abs(row[p] - paper[(trace, p)]) for p in policies if (trace, p) in paper.index]
+        deviations += devs
+        if "fgd" in policies:
+            margins[trace] = row["fgd"] - max(row[p] for p in policies if p not in ("fgd", "fgd-exact"))
+        lines.append(f"| {trace} | " + " | ".join(f"{row[p]:.2f}" for p in policies)
+                     + f" | {margins.get(trace, float('nan')):+.2f} | "
+                     + (f"{sum(devs) / len(devs):.2f}" if devs else "–") + " |")
+    dev = pd.Series(deviations)
+    return {"fidelity_variants": "\n".join(lines),
+            "variants_count": str(len(mean)),
+            "variants_seeds": _seeds(summary["seed"]),
+            "variants_fgd_leads": str(sum(m > 0 for m in margins.values())),
+            "variants_published": str(sum(t in paper.index.get_level_values(0) for t in mean.index)),
+            "variants_mad": f"{dev.mean():.2f}", "variants_max_dev": f"{dev.max():.2f}",
+            "variants_min_margin": f"{min(margins.values()):.2f}",
+            "variants_max_margin": f"{max(margins.values()):.2f}"}
+
+
+def refsim_table(results: Path) -> dict[str, str]:
+    """Step-by-step agreement with the reference simulator's logged FGD run."""
+    frame = _csv(results, "refsim", "refsim.csv")
+    if frame is None:
+        return {}
+    r = frame.iloc[0]
+    table = ("| arrivals | same node as the reference | largest F(M) difference (milli-GPU) | fgdopt's own run "
+             "| reference |\n|--:|--:|--:|--:|--:|\n"
+             f"| {r.steps:,} | {r.same_node:,} ({100 * r.same_node / r.steps:.2f}%) | {r.max_frag_diff_milli:.3f} | "
+             f"{r.own_alloc_pct:.2f}% | {r.reference_alloc_pct:.2f}% |")
+    return {"refsim": table, "refsim_same": f"{r.same_node:,}", "refsim_steps": f"{r.steps:,}"}
+
+
+def runtime_table(results: Path) -> dict[str, str]:
+    """Replay time per policy on the full openb default trace at ratio 1.3 (one seed)."""
+    frame = _csv(results, "runtime", "bench_replay.csv")
+    if frame is None:
+        return {}
+    lines = ["| policy | arrivals | runs | CPU s (min–max) | wall s (min–max) | arrivals per CPU second |",
+             "|:--|--:|--:|--:|--:|--:|"]
+    for policy in _ordered(frame):
+        part = frame[frame["policy"] == policy]
+        lines.append(f"| {policy} | {part['tasks'].iloc[0]:,} | {len(part)} | {part['cpu_s'].min():.2f}–"
+                     f"{part['cpu_s'].max():.2f} | {part['wall_s'].min():.2f}–{part['wall_s'].max():.2f} | "
+                     f"{part['tasks'].iloc[0] / part['cpu_s'].median():,.0f} |")
+    fgd = frame.loc[frame["policy"] == "fgd", "cpu_s"]
+    return {"runtime": "\n".join(lines), "runtime_fgd_cpu": f"{fgd.median():.1f}"}
+
+
+# -- the optimum ---------------------------------------------------------------------------------------------
+
+def _gap(results: Path, study: str, key: str) -> dict[str, str]:
+    frame = _csv(results, study, "gap.csv")
+    if frame is None:
+        return {}
+    first = frame.groupby("instance", sort=False).first()
+    proven = int((first["incumbent_milli"] >= first["best_bound_milli"]).sum())
+    summary = gap.summary_table(frame).drop(columns=["mean gap % (vs incumbent)"])
+    fgd = frame.loc[frame["method"] == "fgd", "gap_pct"]
+    return {f"gap_{key}": summary.to_markdown(index=False), f"gap_{key}_instances": str(len(first)),
+            f"gap_{key}_proven": str(proven), f"gap_{key}_fgd_mean": f"{fgd.mean():.1f}"}
+
+
+def frontier_table(results: Path) -> dict[str, str]:
+    """The full-scale frontier: each policy's allocation and the optimum's incumbent and bound, per point."""
+    frame = _csv(results, "frontier", "frontier.csv")
+    if frame is None:
+        return {}
+    capacity = openb_capacity_milli()
+    policies = list(dict.fromkeys(frame.loc[frame["kind"] == "policy", "method"]))
+    lines = ["| trace | arrived % | seeds | " + " | ".join(f"{p} GPUs" for p in policies)
+             + " | optimum GPUs (incumbent) | bound GPUs | bound − incumbent | status |",
+             "|:--|--:|--:" + "|--:" * (len(policies) + 3) + "|:--|"]
+    for (trace, pct), part in frame.groupby(["trace", "arrived_pct"], sort=False):
+        opt = part[part["kind"] == "optimum"]
+        cells = [f"{part.loc[part['method'] == p, 'allocated_milli'].mean() / GPU_MILLI:.1f}" for p in policies]
+        incumbent, bound = opt["allocated_milli"] / GPU_MILLI, opt["bound_milli"] / GPU_MILLI
+        lines.append(f"| {trace} | {pct} | {part['seed'].nunique()} | " + " | ".join(cells)
+                     + f" | {incumbent.mean():.2f} | {bound.mean():.2f} | {(bound - incumbent).mean():.2f} | "
+                     + ", ".join(sorted(set(opt["status"]))) + " |")
+    capacities = dict.fromkeys(frame["trace"], capacity)
+    return {"frontier": "\n".join(lines), "frontier_headline": " ".join(frontier.headline(frame, capacities))}
+
+
+# -- the other fragmentation sources -------------------------------------------------------------------------
+
+def defrag_table(results: Path) -> dict[str, str]:
+    frame = _csv(results, "defrag", "defrag.csv")
+    if frame is None:
+        return {}
+    exact = frame[frame["kind"] == "exact"]
+    proven = int((exact["status"] == "optimal").sum())
+    return {"defrag": defrag.table(frame).to_markdown(index=False),
+            "defrag_exact_runs": str(len(exact)), "defrag_exact_proven": str(proven)}
+
+
+def mig_table(results: Path) -> dict[str, str]:
+    """Accepted memory slices per method as a percentage of the best exact incumbent, per size and arrival."""
+    frame = _csv(results, "mig", "mig.csv")
+    if frame is None:
+        return {}
+    lines = ["| nodes | arrival % | instances | " + " | ".join(["method", "accepted slices (% of optimum)",
+                                                                   "status"]) + " |", "|--:|--:|--:|:--|--:|:--|"]
+    for (nodes, arrival), part in frame.groupby(["nodes", "arrival"], sort=False):
+        best = part[part["kind"] == "exact"].groupby("instance")["accepted_slices"].max()
+        for method, rows in part[part["kind"] != "bound"].groupby("method", sort=False):
+            share = (rows.set_index("instance")["accepted_slices"] / best.reindex(rows["instance"])).mean()
+            status = ", ".join(sorted(set(rows["status"]))) if (rows["kind"] == "exact").all() else ""
+            lines.append(f"| {nodes} | {arrival} | {len(rows)} | {method} | {100 * share:.1f} | {status} |")
+    exact = frame[frame["kind"] == "exact"]
+    return {"mig": "\n".join(lines), "mig_exact_runs": str(len(exact)),
+            "mig_exact_proven": str(int((exact["status"] == "optimal").sum()))}
+
+
+def topology_tables(results: Path) -> dict[str, str]:
+    replays = _csv(results, "topology", "topology.csv")
+    exact = _csv(results, "topology", "topology_exact.csv")
+    if replays is None or exact is None:
+        return {}
+    return {"topology": topology.summary_table(replays), "topology_exact": topology.exact_table(exact)}
+
+
+ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
+    fidelity_default, fidelity_variants, refsim_table, runtime_table,
+    lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
+    frontier_table, defrag_table, mig_table, topology_tables)
+"""Every generator of generated items, in paper order."""
+
+
+def render(results: Path) -> dict[str, str]:
+    """Every generated item (tables and inline values) from the cached ``results``; studies not cached yet
+    contribute nothing."""
+    items: dict[str, str] = {}
+    for make in ITEMS:
+        items.update(make(results))
+    return items
+
+
+def fill(text: str, items: dict[str, str]) -> str:
+    """``text`` with every generated block replaced by its item; a block without an item says how to make it."""
+    def replace(match: re.Match) -> str:
+        opening, kind, name, _, closing = match.groups()
+        body = items.get(name, "*(not generated yet: run `python -m experiments.paper --quick`)*")
+        return f"{opening}\n{body}\n{closing}" if kind == "table" else f"{opening}{body}{closing}"
+    return BLOCK.sub(replace, text)
+
+
+def table_files(items: dict[str, str]) -> dict[str, str]:
+    """The contents of ``paper/tables/``: one ``NAME.md`` per table, and ``values.md`` listing the inline
+    values."""
+    files = {f"{name}.md": body + "\n" for name, body in items.items() if "\n" in body}
+    values = [f"| {name} | {body} |" for name, body in items.items() if "\n" not in body]
+    files["values.md"] = "\n".join(["| value | text |", "|:--|:--|", *values]) + "\n"
+    return files
+
+
+def draw_figures(results: Path, figures: Path) -> list[Path]:
+    """The paper's figures from the cached results (those whose study has run)."""
+    figures.mkdir(parents=True, exist_ok=True)
+    drawn = []
+    curves = _csv(results, "replay-default", "curves.csv")
+    if curves is not None:
+        drawn.append(plot_curves(curves, "alloc_ratio", figures / "alloc_curves.png",
+                                 "openb default, ratio 1.3: GPU allocation", zoom=(100, 130)))
+    variants = _csv(results, "replay-variants", "summary.csv")
+    if variants is not None:
+        drawn.append(plot_family_bars(variants, list(dict.fromkeys(variants["trace"])), figures / "variants.png",
+                                      "GPU allocation at 130% per trace variant"))
+    front = _csv(results, "frontier", "frontier.csv")
+    if front is not None:
+        drawn.append(plot_frontier(front, openb_capacity_milli(), figures / "frontier.png",
+                                   "openb default: policies against the optimum"))
+    moves = _csv(results, "defrag", "defrag.csv")
+    if moves is not None:
+        drawn.append(plot_defrag(moves, figures / "defrag.png", "Admitted GPUs against moves"))
+    mig, mig_curves = _csv(results, "mig", "mig.csv"), _csv(results, "mig", "mig_curves.csv")
+    if mig is not None and mig_curves is not None:
+        drawn.append(plot_mig(mig, mig_curves, figures / "mig.png", "MIG slices (A100-40GB)"))
+    topo = _csv(results, "topology", "topology.csv")
+    if topo is not None:
+        drawn.append(plot_topology_misplaced(topo, figures / "topology.png", "openb, ratio 1.3"))
+    return drawn
+
+
+def write_report(results: Path, paper: Path = PAPER_DIR) -> list[Path]:
+    """Write ``paper/tables/*.md``, ``paper/figures/*.png`` and refill ``paper/paper.md``; returns the files."""
+    items = render(results)
+    tables = paper / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, body in table_files(items).items():
+        path = tables / name
+        path.write_text(body)
+        written.append(path)
+    written += draw_figures(results, paper / "figures")
+    source = paper / "paper.md"
+    if source.is_file():
+        source.write_text(fill(source.read_text(), items))
+        written.append(source)
+    return written

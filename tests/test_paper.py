@@ -1,0 +1,63 @@
+"""The paper command: its cache rule, its block filling, and the committed tables being exactly what it generates."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from experiments import paper, report
+
+PAPER_MD = report.PAPER_DIR / "paper.md"
+
+
+def test_fill_replaces_tables_and_values_and_keeps_the_markers():
+    text = ("A <!-- value:x -->old<!-- /value --> b.\n<!-- table:t -->\n| old |\n<!-- /table -->\n"
+            "<!-- table:missing -->\n<!-- /table -->\n")
+    out = report.fill(text, {"x": "4.2", "t": "| a |\n|--|\n| 1 |"})
+    assert out.startswith("A <!-- value:x -->4.2<!-- /value --> b.\n<!-- table:t -->\n| a |\n|--|\n| 1 |\n"
+                          "<!-- /table -->\n")
+    assert "not generated yet" in out
+    assert report.fill(out, {"x": "4.2", "t": "| a |\n|--|\n| 1 |"}) == out           # idempotent
+
+
+def test_table_files_split_tables_from_values():
+    files = report.table_files({"t": "| a |\n|--|", "v": "7", "w": "x y"})
+    assert files == {"t.md": "| a |\n|--|\n", "values.md": "| value | text |\n|:--|:--|\n| v | 7 |\n| w | x y |\n"}
+
+
+def test_a_study_is_cached_only_for_the_same_inputs_and_files(tmp_path):
+    study = paper.Study("s", "refsim", ("--a", "1"), ("--a", "2"), ("out.csv",))
+    assert not paper.cached(study, "quick", tmp_path)
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "inputs.json").write_text(json.dumps(paper._inputs(study, "quick")))
+    assert not paper.cached(study, "quick", tmp_path)                  # the kept file is missing
+    (tmp_path / "s" / "out.csv").write_text("x\n1\n")
+    assert paper.cached(study, "quick", tmp_path)
+    assert not paper.cached(study, "full", tmp_path)                   # other arguments: rerun
+
+
+def test_a_failing_study_raises_and_leaves_the_cache_alone(tmp_path):
+    study = paper.Study("bad", "refsim", ("--no-such-option",), (), ("refsim.csv",))
+    with pytest.raises(RuntimeError, match="study bad failed"):
+        paper.run_study(study, "quick", tmp_path)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_committed_tables_are_what_the_cached_results_generate():
+    items = report.render(paper.RESULTS_DIR)
+    for study in paper.STUDIES:                                         # every study's results are committed
+        assert paper.cached(study, "quick"), f"{study.name}: run python -m experiments.paper --quick"
+    expected = report.table_files(items)
+    on_disk = {p.name: p.read_text() for p in (report.PAPER_DIR / "tables").glob("*.md")}
+    assert on_disk == expected
+    text = PAPER_MD.read_text()
+    assert report.fill(text, items) == text
+    names = {m.group(3) for m in report.BLOCK.finditer(text)}
+    assert names <= set(items), f"paper.md blocks without a generated item: {sorted(names - set(items))}"
+
+
+def test_the_figures_paper_md_shows_exist():
+    for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", PAPER_MD.read_text()):
+        assert (report.PAPER_DIR / target).is_file(), target
