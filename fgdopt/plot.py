@@ -8,9 +8,17 @@ work under any (or no) display backend and leave pyplot's global state alone.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from fgdopt.model import GPU_MILLI
+
+if TYPE_CHECKING:
+    from fgdopt.state import ClusterState
 
 METRIC_LABELS = {
     "alloc_ratio": "GPU allocation ratio (%)",
@@ -241,3 +249,43 @@ def plot_mig(frame: pd.DataFrame, curves: pd.DataFrame, path: str | Path, title:
     right.legend(fontsize=7)
     fig.suptitle(title or "MIG placement: policies vs the exact optimum", fontsize=9)
     return _save(fig, path)
+
+
+def plot_node_gpus(state: ClusterState, node: int, ax: Axes | None = None, title: str | None = None) -> Axes:
+    """One bar per GPU of ``node`` in ``state`` (:class:`~fgdopt.state.ClusterState`): the milli-GPU each task
+    uses on it, stacked (one segment per task, labelled ``task i``, coloured by task index so that the same task
+    keeps its colour across pictures), and the free part on top (white, hatched, labelled ``free``), up to one GPU
+    (1000 milli-GPU).
+
+    Draws on ``ax`` if given, else on a new :class:`~matplotlib.figure.Figure`; returns the axes. Each task segment
+    is one bar container labelled ``task i`` (its heights: the task's milli-GPU on each GPU it uses), the free part
+    one container labelled ``free`` (heights: ``state.gpu_left[node]``). CPU-only tasks use no GPU: the title lists
+    them, with the node's free CPU (milli-cores).
+    """
+    if ax is None:
+        ax = Figure(figsize=(1.0 + 0.9 * max(int(state.cluster.gpu[node]), 1), 3.2)).subplots()
+    n_gpus = int(state.cluster.gpu[node])
+    xs = np.arange(n_gpus)
+    bottom = np.zeros(n_gpus, dtype=np.int64)
+    cpu_only = []
+    for i in np.flatnonzero(state.node_of == node).tolist():
+        gpus = list(state.gpus_of[i])
+        if not gpus:
+            cpu_only.append(i)
+            continue
+        heights = np.zeros(n_gpus, dtype=np.int64)
+        heights[gpus] = int(state.tasks.gpu_milli[i])
+        bars = ax.bar(xs[gpus], heights[gpus], 0.7, bottom=bottom[gpus], color=f"C{i % 10}", edgecolor="black",
+                      linewidth=0.6, label=f"task {i}")
+        ax.bar_label(bars, labels=[f"{i}"] * len(gpus), label_type="center", fontsize=7)
+        bottom += heights
+    free = state.gpu_left[node, :n_gpus]
+    ax.bar(xs, free, 0.7, bottom=bottom, color="white", edgecolor="0.5", hatch="//", linewidth=0.6, label="free")
+    ax.set_xticks(xs, [f"GPU {g}" for g in xs])
+    ax.set_ylim(0, GPU_MILLI)
+    ax.set_ylabel("milli-GPU")
+    extra = f"; CPU-only tasks {cpu_only}" if cpu_only else ""
+    cpu = f"{int(state.cpu_left[node])}/{int(state.cluster.cpu_milli[node])} milli-cores free"
+    ax.set_title(title if title is not None else f"node {node} ({state.cluster.model[node]}): {cpu}{extra}",
+                 fontsize=8)
+    return ax
