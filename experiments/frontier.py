@@ -4,7 +4,7 @@ same arrived tasks, on the whole openb cluster, at several arrived-workload poin
 Usage::
 
     python -m experiments.frontier --trace default|all|NAME --seeds 42-51 --points 80,90,100,110,120,130 \\
-        [--jobs N] [--time-limit 60] [--tol 0.001] --output DIR
+        [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] --output DIR
 
 For every trace and seed, each policy of :data:`~fgdopt.policies.PAPER_POLICIES` is replayed exactly as in
 ``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
@@ -21,22 +21,22 @@ workload, a line per policy, the optimum as a band from incumbent to bound; the 
 headline: at the last point FGD leaves X GPUs unallocated where no placement of the same tasks leaves fewer
 than Y — only where the bound is below capacity and within the tolerance of the incumbent; otherwise it states
 the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only
-(a quick check).
+(a quick check). ``--jobs N`` runs the replays, then the chains, N at a time in local processes, ``--dask ADDRESS``
+on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.executors import add_dask_option, executor, run_all
 from experiments.openb import parse_seeds, parse_traces
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
@@ -108,38 +108,22 @@ def optimum_chain(trace: str, seed: int, points: list[int], cluster: Cluster, pr
     return out
 
 
-def _run(pool: Executor | None, fn, jobs: list[tuple], bar: tqdm) -> list:
-    """``fn(*job)`` for every job, in the pool if any (results in completion order)."""
-    out = []
-    if pool is None:
-        for job in jobs:
-            out.append(fn(*job))
-            bar.update()
-        return out
-    for future in as_completed([pool.submit(fn, *job) for job in jobs]):
-        out.append(future.result())
-        bar.update()
-    return out
-
-
 def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int = 1, time_limit: float = 60.0,
              tol: float = 0.001, data_dir: str | None = None, threads: int | None = 1,
-             nodes: int | None = None) -> tuple[pd.DataFrame, dict]:
+             nodes: int | None = None, dask: str | None = None) -> tuple[pd.DataFrame, dict]:
     """Run the study; returns the frame of :data:`COLUMNS` (plus ``status`` and ``cpu_s`` of the optima) and the
     capacity of each trace (milli-GPU). ``threads``: HiGHS threads of each optimum; ``nodes``: replay on the
-    trace's first ``nodes`` nodes only (a quick check; None: the whole cluster).
+    trace's first ``nodes`` nodes only (a quick check; None: the whole cluster); ``jobs`` local processes or the
+    Dask cluster at ``dask`` run the replays and the chains (:func:`experiments.executors.executor`).
 
     Raises
     ------
     RuntimeError : two policies' replays of one (trace, seed) do not share their arrival order.
     """
-    pool = (ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-            if jobs > 1 else None)
-    try:
+    with executor(jobs, dask) as pool:
         cells = [(t, s, p, points, data_dir, nodes) for t in traces for s in seeds for p in PAPER_POLICIES]
-        bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
-        replays = _run(pool, replay_cell, cells, bar)
-        bar.close()
+        with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar:
+            replays = run_all(pool, replay_cell, cells, lambda _: bar.update())
         by_cell: dict[tuple[str, int], list[dict]] = {}
         for rep in replays:
             by_cell.setdefault((rep["trace"], rep["seed"]), []).append(rep)
@@ -158,12 +142,8 @@ def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int =
             prefixes = {p: first["prefix"][p][0] for p in points}
             # one warm-started chain per (trace, seed): each point gets one process, and the previous point's pool
             solves.append((trace, seed, points, first["cluster"], prefixes, warms, time_limit, tol, threads))
-        bar = tqdm(total=len(solves), desc="optima", unit="chain", file=sys.stderr)
-        optima = [row for rows_ in _run(pool, optimum_chain, solves, bar) for row in rows_]
-        bar.close()
-    finally:
-        if pool is not None:
-            pool.shutdown()
+        with tqdm(total=len(solves), desc="optima", unit="chain", file=sys.stderr) as bar:
+            optima = [row for rows_ in run_all(pool, optimum_chain, solves, lambda _: bar.update()) for row in rows_]
     bounds = {(o["trace"], o["seed"], o["arrived_pct"]): o["bound_milli"] for o in optima}
     frame = pd.DataFrame(rows + [{k: v for k, v in o.items() if k != "info"} for o in optima])
     frame["bound_milli"] = [bounds[key] for key in zip(frame["trace"], frame["seed"], frame["arrived_pct"],
@@ -220,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tol", type=float, default=0.001,
                         help="stop an optimum once bound - incumbent <= tol x capacity (default: 0.001)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    add_dask_option(parser)
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     parser.add_argument("--threads", type=lambda v: None if v == "default" else int(v), default=1,
                         help="HiGHS threads per optimum, or 'default' for HiGHS's own choice (default: 1)")
@@ -229,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     frame, capacity = frontier(args.trace, args.seeds, args.points, args.jobs, args.time_limit, args.tol,
-                               args.data_dir, args.threads, args.nodes)
+                               args.data_dir, args.threads, args.nodes, args.dask)
     out = args.output
     out.mkdir(parents=True, exist_ok=True)
     frame[list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
@@ -244,4 +225,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.frontier import main as importable_main  # its functions pickle by name (Dask workers)
+
+    sys.exit(importable_main())

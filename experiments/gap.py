@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m experiments.gap --instances small [--methods ...] [--time-limit 10] [--jobs N]
+    python -m experiments.gap --instances small [--methods ...] [--time-limit 10] [--jobs N | --dask ADDRESS]
                               [--output DIR] [--format markdown|csv] [--seed 0]
 
 For each instance of the suite (``small``, ``medium``, ``openb-sample`` or a folder of instance JSON files) it
@@ -21,7 +21,10 @@ MILP (proves in seconds the instances whose nodes run out of CPU before GPU, whe
 weak; ``skipped`` after 2-7.3 s on 8-GPU nodes, which have millions of configurations), then HiGHS.
 ``unified-device`` (its bound is never below capacity on these instances) and ``cpsat`` (much weaker than the
 MILPs beyond 16 nodes) are available through ``--methods``. Every solver run gets ``--time-limit`` seconds of
-wall time.
+wall time. ``--jobs N`` solves N instances side by side in local processes, ``--dask ADDRESS`` on the workers of
+a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same. An instance with no tasks
+(or no nodes) has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no workload to
+measure it against).
 
 ``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown. CSV columns:
 ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the row's placement, empty
@@ -35,16 +38,15 @@ policy and flawed rows: the instance's best proven bound), ``status`` (policies:
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.executors import add_dask_option, executor, run_all
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.policies import POLICY_NAMES
@@ -74,9 +76,12 @@ def _pct(num: float, den: float) -> float:
 
 def instance_rows(instance: Instance, config: Config, progress=None) -> list[dict]:
     """All rows of one instance: the policies, then the solver methods (see the module docstring)."""
-    workload = Workload.from_tasks(instance.tasks)
+    # no tasks: nothing to place, and no workload to score FGD or the fragmentation with
+    workload = Workload.from_tasks(instance.tasks) if len(instance.tasks) else None
 
-    def frag_rate(placement) -> float:
+    def frag_rate(placement) -> float | None:
+        if placement is None or workload is None:
+            return None
         return 100.0 * cluster_fragmentation(validate(instance.cluster, instance.tasks, placement), workload).rate
 
     def tick(method: str) -> None:
@@ -87,11 +92,15 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
     rows: list[dict] = []
     warm, warm_milli, proven = None, -1, False
     for name in config.policies:
-        result = run_online(instance.cluster, instance.tasks, name, seed=config.seed, workload=workload)
-        if result.allocated_milli > warm_milli:
-            warm, warm_milli = result.placement, result.allocated_milli
-        rows.append({"method": name, "kind": "policy", "allocated_milli": result.allocated_milli,
-                     "status": "heuristic", "frag_rate": frag_rate(result.placement), "wall_s": result.wall_s})
+        if workload is None:
+            placement, allocated, wall_s = None, 0, 0.0
+        else:
+            result = run_online(instance.cluster, instance.tasks, name, seed=config.seed, workload=workload)
+            placement, allocated, wall_s = result.placement, result.allocated_milli, result.wall_s
+        if allocated > warm_milli:
+            warm, warm_milli = placement, allocated
+        rows.append({"method": name, "kind": "policy", "allocated_milli": allocated, "status": "heuristic",
+                     "frag_rate": frag_rate(placement), "wall_s": wall_s})
         tick(name)
     for method in config.methods:
         if proven and method in EXACT:  # the portfolio stops at the first proof of optimality
@@ -104,7 +113,7 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
         proven |= sol.kind == "exact" and sol.status == "optimal"
         rows.append({"method": method, "kind": sol.kind, "allocated_milli": sol.objective if has_placement else None,
                      "own_bound": sol.bound, "status": sol.status, "claimed_milli": sol.claimed,
-                     "frag_rate": frag_rate(sol.placement) if has_placement else None, "wall_s": sol.wall_s})
+                     "frag_rate": frag_rate(sol.placement), "wall_s": sol.wall_s})
         tick(method)
 
     incumbent = max((r["allocated_milli"] for r in rows if r["allocated_milli"] is not None), default=0)
@@ -125,26 +134,22 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
     return rows
 
 
-def _run_one(args: tuple[Instance, Config]) -> list[dict]:
-    return instance_rows(*args)
-
-
-def run(instances: list[Instance], config: Config, jobs: int = 1) -> pd.DataFrame:
-    """Rows of every instance as a DataFrame (extra columns beyond :data:`CSV_COLUMNS` feed the tables)."""
-    steps = len(instances) * (len(config.policies) + len(config.methods))
-    rows: list[dict] = []
-    with tqdm(total=steps, desc="gap", unit="run", file=sys.stderr, disable=None) as progress:
-        if jobs <= 1:
-            for inst in instances:
-                rows += instance_rows(inst, config, progress)
+def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | None = None) -> pd.DataFrame:
+    """Rows of every instance as a DataFrame (extra columns beyond :data:`CSV_COLUMNS` feed the tables), in the
+    order of ``instances``: inline, in ``jobs`` local processes or on the Dask cluster at ``dask``
+    (:func:`experiments.executors.executor`)."""
+    per_instance = len(config.policies) + len(config.methods)
+    with (tqdm(total=len(instances) * per_instance, desc="gap", unit="run", file=sys.stderr,
+               disable=None) as progress, executor(jobs, dask) as pool):
+        if pool is None:  # inline: the bar advances per method
+            parts = [instance_rows(inst, config, progress) for inst in instances]
         else:
-            # spawn, not fork: a forked child inherits the solver thread pools of this process and can hang
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                for inst, part in zip(instances, pool.map(_run_one, [(i, config) for i in instances]), strict=True):
-                    rows += part
-                    progress.set_postfix_str(inst.name, refresh=False)
-                    progress.update(len(config.policies) + len(config.methods))
-    return pd.DataFrame(rows)
+            def done(k: int) -> None:
+                progress.set_postfix_str(instances[k].name, refresh=False)
+                progress.update(per_instance)
+
+            parts = run_all(pool, instance_rows, [(inst, config) for inst in instances], done)
+    return pd.DataFrame([row for part in parts for row in part])
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -224,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver run (default: 10)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="instances solved in parallel (default: the number of cores)")
+    add_dask_option(parser)
     parser.add_argument("--threads", type=int, default=None, help="solver threads (default: all cores)")
     parser.add_argument("--seed", type=int, default=0, help="suite and policy seed (default: 0)")
     parser.add_argument("--output", type=Path, default=None, help="write gap.csv and the tables here")
@@ -244,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     config = Config(methods, policies, args.time_limit, args.seed, args.threads)
-    df = run(instances, config, args.jobs)
+    df = run(instances, config, args.jobs, args.dask)
 
     tables = {"instances": instance_table(df), "summary": summary_table(df), "bounds": bounds_table(df),
               "fragmentation": frag_table(df)}
@@ -266,4 +272,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.gap import main as importable_main  # its functions and classes pickle by name (Dask workers)
+
+    sys.exit(importable_main())

@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.openb --trace default --policies fgd,best-fit --seeds 42-51 --ratio 1.3 \\
-        --output DIR [--jobs N]
+        --output DIR [--jobs N | --dask ADDRESS]
 
 ``--trace`` takes variant names separated by commas, ``all`` (the 24 variants) or a family name
 (``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one row per cell,
@@ -13,21 +13,22 @@ one line per policy), ``DIR/bars_<family>.png`` for each trace family present, a
 table (mean and min-max over seeds) on stdout, with the paper's published allocation at 130% beside
 each of its six policies (:func:`fgdopt.refsim.paper_allocation`; at ratio 1.3 only); a progress bar
 goes to stderr. The policies score and break ties as the reference simulator does; ``fgd-exact`` is
-fgdopt's exact-score FGD.
+fgdopt's exact-score FGD. ``--jobs N`` replays N cells side by side in local processes, ``--dask ADDRESS`` on the
+workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker reads the trace from its own
+``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.executors import add_dask_option, executor, run_all
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
 from fgdopt.policies import POLICY_NAMES
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True,
                         help="folder for summary.csv, curves.csv and the figures")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    add_dask_option(parser)
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
     try:
@@ -142,24 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    cells = [(t, p, s) for t in args.trace for p in args.policies for s in args.seeds]
-    rows, curves = [], []
-    bar = tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr)
-    if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(run_cell, *cell, args.ratio, args.data_dir) for cell in cells]
-            for future in as_completed(futures):
-                row, curve = future.result()
-                rows.append(row)
-                curves.append(curve)
-                bar.update()
-    else:
-        for cell in cells:
-            row, curve = run_cell(*cell, args.ratio, args.data_dir)
-            rows.append(row)
-            curves.append(curve)
-            bar.update()
-    bar.close()
+    cells = [(t, p, s, args.ratio, args.data_dir) for t in args.trace for p in args.policies for s in args.seeds]
+    with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar, \
+            executor(args.jobs, args.dask) as pool:
+        results = run_all(pool, run_cell, cells, lambda _: bar.update())
+    rows, curves = [row for row, _ in results], [curve for _, curve in results]
 
     def rank(trace: str, policy: str) -> tuple:
         return args.trace.index(trace), args.policies.index(policy)
@@ -185,4 +174,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.openb import main as importable_main  # its functions pickle by name (Dask workers)
+
+    sys.exit(importable_main())
