@@ -3,7 +3,8 @@ distributed cluster (``--dask ADDRESS``).
 
 The studies hand :func:`run_all` the pool that :func:`executor` yields and get the results in job order, whatever
 the order of completion, so a run gives the same rows wherever it ran. A job is a top-level function of an
-importable module and its arguments: process pools and Dask workers unpickle the function by name. Dask workers
+importable module and its arguments: process pools and Dask workers unpickle the function by name (so a study run
+as ``python -m`` calls the ``main`` of its importable module, not of its ``__main__`` copy). Dask workers
 should run one thread each (``dask worker ADDRESS --nthreads 1``): the solvers are multi-threaded themselves, and
 HiGHS keeps one thread pool per process (:func:`formulations.backends.highs_threads`).
 """
