@@ -66,7 +66,9 @@ def make_solution(instance: Instance, method: str, solver: str, status: str, pla
     """Validate ``placement`` on ``instance``, floor ``bound`` to an integer and assemble the :class:`Solution`.
 
     A bound below the objective by more than :data:`BOUND_TOLERANCE` (relative) is an error
-    (``ValueError``); within it, the bound is raised to the objective. An exact run whose bound
+    (``ValueError``); within it, the bound is raised to the objective. The rounding tolerance never lifts a
+    bound above the trivial one (the cluster's GPU capacity, or the tasks' whole GPU demand if smaller), so a
+    run that places every task, or fills the cluster, is proven by it. An exact run whose bound
     meets its objective is reported ``optimal``; one that claimed optimality but does not is ``feasible``.
     """
     objective = None
@@ -79,7 +81,8 @@ def make_solution(instance: Instance, method: str, solver: str, status: str, pla
         else:
             if objective is not None and bound < objective * (1 - BOUND_TOLERANCE) - 1e-6:
                 raise ValueError(f"{method}: bound {bound} below the objective {objective}")
-            bound = int(math.floor(bound + BOUND_TOLERANCE * max(1.0, abs(bound))))
+            trivial = min(instance.cluster.gpu_capacity_milli, int(instance.tasks.gpu_demand.sum()))
+            bound = min(int(math.floor(bound + BOUND_TOLERANCE * max(1.0, abs(bound)))), trivial)
             if objective is not None:
                 bound = max(bound, objective)
     if kind == "exact" and objective is not None:
