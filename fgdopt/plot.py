@@ -1,7 +1,7 @@
-"""Figures of the online study: the paper's line plots and bar charts.
+"""Figures of the studies: the paper's line plots and bar charts, and pictures of one node's GPUs.
 
-Every function takes the long-format frames written by ``python -m experiments.openb`` and a path,
-and writes one PNG. Figures are built with :class:`matplotlib.figure.Figure`, not pyplot, so they
+The ``plot_*`` functions of a study take the long-format frames its experiment writes and a path, and write
+one PNG; :func:`plot_node_gpus` draws on given (or new) axes and returns them. Figures are built with :class:`matplotlib.figure.Figure`, not pyplot, so they
 work under any (or no) display backend and leave pyplot's global state alone.
 """
 
