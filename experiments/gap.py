@@ -56,7 +56,9 @@ from fgdopt.suites import SUITES, load_suite_dir, suite
 from formulations import EXACT, METHODS, solve
 
 CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "status", "gap_pct", "frag_rate",
-               "wall_s"]
+               "wall_s", "nodes", "gpus", "tasks", "incumbent_milli", "best_bound_milli", "bound_by", "claimed_milli"]
+"""``gap.csv``'s columns: one row per instance and method, with the instance's size, best incumbent and best
+bound repeated on each row so that every table can be rebuilt from the file alone."""
 DEFAULT_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp", "unified-device-milp",
                    "per-gpu-dimension-milp")
 
@@ -135,7 +137,7 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
 
 
 def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | None = None) -> pd.DataFrame:
-    """Rows of every instance as a DataFrame (extra columns beyond :data:`CSV_COLUMNS` feed the tables), in the
+    """Rows of every instance as a DataFrame (columns :data:`CSV_COLUMNS`), in the
     order of ``instances``: inline, in ``jobs`` local processes or on the Dask cluster at ``dask``
     (:func:`experiments.executors.executor`)."""
     per_instance = len(config.policies) + len(config.methods)
@@ -149,7 +151,7 @@ def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | No
                 progress.update(per_instance)
 
             parts = run_all(pool, instance_rows, [(inst, config) for inst in instances], done)
-    return pd.DataFrame([row for part in parts for row in part])
+    return pd.DataFrame([row for part in parts for row in part], columns=CSV_COLUMNS)
 
 
 # -- tables ------------------------------------------------------------------------------------
