@@ -32,12 +32,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from experiments.executors import executor, run_all
 from experiments.openb import parse_seeds, parse_traces
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_topology_misplaced, plot_topology_node
@@ -175,11 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jobs = [(t, s, p, g, args.data, args.mapping) for t in traces for s in seeds for p, g in cells(policies)]
     start = time.perf_counter()
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(run_cell, *zip(*jobs, strict=True)))
-    else:
-        rows = [run_cell(*j) for j in jobs]
+    with executor(args.jobs) as pool:
+        rows = run_all(pool, run_cell, jobs)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame.to_csv(out / "topology.csv", index=False)
     print(f"## Replays ({len(rows)}, {time.perf_counter() - start:.1f} s wall)\n\n{summary_table(frame)}\n")
