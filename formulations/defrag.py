@@ -68,6 +68,8 @@ from formulations.solution import STATUSES
 
 OBJECTIVES = ("a", "b")
 LEAVE_LIMIT = 256   # most leave combinations of one GPU's running groups in a pattern block
+NODE_TIME_LIMIT = 2.0   # seconds per node-value MILP of the envelope rows (its bound is used if it stops)
+ENVELOPE_SHARE = 0.2    # solve_defrag: nodes whose envelope starts after this share of the time limit get none
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +133,7 @@ class DefragModel:
     w: np.ndarray                     # (N, G)
     weight: int                       # (b): multiplier of admitted units
     lam: dict = field(default_factory=dict)  # (n, g) -> (groups on g, [(column, leaving per group, pattern)])
+    touch: dict = field(default_factory=dict)  # node -> its "a running task leaves" binary
 
     @property
     def n_running(self) -> int:
@@ -227,6 +230,10 @@ class DefragModel:
                     values[self.w[m.node, g]] = 1
         for m in plan.admits:
             values[self.a[int(shape_of[m.task])]] += 1
+        for m in plan.moves:
+            n = int(p.placement.node[m.task])
+            if n in self.touch:
+                values[self.touch[n]] = 1
         for (n, g), (on_g, cols) in self.lam.items():
             leave = tuple(len(self.groups[r]) - int(values[self.k[r]]) for r in on_g)
             new = np.array([values[c] if c >= 0 else 0 for c in self.u[n, g]])
@@ -278,8 +285,146 @@ def _gpu_patterns(model: LinearModel, agg: Aggregation, lam: dict, gpu: tuple[in
     return True
 
 
+def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], group_shape: np.ndarray,
+                 group_gpus: list[tuple[int, ...]], pool: np.ndarray, mine: np.ndarray, max_leave: int,
+                 time_limit: float) -> list[int] | None:
+    """``W[m]`` for ``m = 0..min(max_leave, R_n)``: an upper bound (the solver's proven bound, in units) on node
+    ``n``'s *net gain* when at most ``m`` of its running tasks leave: GPU demand of the tasks newly placed on it
+    (moved in or admitted; at most ``pool[s]`` of each shape s in ``mine``) minus that of the tasks that left.
+    Each is a small exact MILP of the node alone (same rows as :func:`build_defrag`: per-GPU capacity with what
+    stays, CPU, memory). ``on_n``, ``sizes``, ``group_gpus``: the node's running groups, their sizes and GPU sets.
+    None if a run fails (then the caller adds no envelope rows)."""
+    cap = agg.capacity
+    cluster = agg.instance.cluster
+    g_n = int(cluster.gpu[n])
+    cpu, mem, num_gpu = agg.column("cpu_milli"), agg.column("memory_mib"), agg.column("num_gpu")
+    r_n = sum(sizes)
+    top = min(max_leave, r_n)
+    share = mine[agg.sharing[mine]]
+    whole = mine[agg.whole[mine]]
+    vals = sorted(set(agg.value_of[share].tolist()))
+    lm = LinearModel(f"node-{n}")
+    lv = lm.add_vars(len(on_n), ub=np.minimum(sizes, top), obj=-agg.demand_units[group_shape[on_n]].astype(float))
+    y = lm.add_vars(len(mine), ub=pool[mine], obj=agg.demand_units[mine].astype(float))
+    col = dict(zip(mine.tolist(), y.tolist(), strict=True))
+    u = {d: lm.add_vars(g_n, ub=cap // int(agg.values[d])) for d in vals}
+    for d in vals:
+        of_d = share[agg.value_of[share] == d]
+        lm.add_row(np.concatenate([[col[s] for s in of_d.tolist()], u[d]]),
+                   np.concatenate([np.ones(len(of_d)), -np.ones(g_n)]), lo=0, hi=0)
+    w = lm.add_vars(g_n, ub=1) if len(whole) and g_n else None
+    if w is not None:
+        lm.add_row(np.concatenate([[col[s] for s in whole.tolist()], w]),
+                   np.concatenate([num_gpu[whole], -np.ones(g_n)]), lo=0, hi=0)
+    for per, hi in ((cpu, cluster.cpu_milli[n]), (mem, cluster.memory_mib[n])):
+        stay = sum(int(per[group_shape[r]]) * size for r, size in zip(on_n, sizes, strict=True))
+        lm.add_row(np.concatenate([lv, y]), np.concatenate([-per[group_shape[on_n]], per[mine]]).astype(float),
+                   hi=int(hi) - stay)
+    for g in range(g_n):
+        on_g = [j for j in range(len(on_n)) if g in group_gpus[j]]
+        load = [cap if agg.whole[group_shape[on_n[j]]] else int(agg.share_units[group_shape[on_n[j]]]) for j in on_g]
+        idx = [lv[j] for j in on_g] + [u[d][g] for d in vals] + ([w[g]] if w is not None else [])
+        coef = [-c for c in load] + [int(agg.values[d]) for d in vals] + ([cap] if w is not None else [])
+        lm.add_row(idx, coef, hi=cap - sum(c * sizes[j] for j, c in zip(on_g, load, strict=True)))
+    empty = [g for g in range(g_n) if not any(g in gpus for gpus in group_gpus)]
+    for g1, g2 in zip(empty[:-1], empty[1:], strict=True):    # empty GPUs are interchangeable: order their loads
+        idx = [u[d][g1] for d in vals] + [u[d][g2] for d in vals] + ([w[g1], w[g2]] if w is not None else [])
+        coef = ([int(agg.values[d]) for d in vals] + [-int(agg.values[d]) for d in vals]
+                + ([cap, -cap] if w is not None else []))
+        lm.add_row(idx, coef, lo=0)
+    budget_row = len(lm.rows)
+    lm.add_row(lv, np.ones(len(on_n)), hi=top)     # the leave budget m, changed per run below
+    highs = _small_highs(lm, time_limit)
+
+    def run(m: int) -> int | None:
+        if on_n:
+            highs.changeRowBounds(budget_row, -highs.inf, float(m))
+        highs.run()
+        return _small_bound(highs)
+
+    best = run(top)
+    out: list[int] = []
+    for m in range(top):              # W is nondecreasing in m and at most W[top]: stop once it gets there
+        value = best if out and out[-1] == best else run(m)
+        if value is None or best is None:
+            return None
+        out.append(min(value, best))
+    return None if best is None else out + [best]
+
+
+def _small_highs(model: LinearModel, time_limit: float):
+    """A HiGHS instance of a small all-integer ``model`` (maximized), silent, one thread, exact gaps."""
+    import highspy
+
+    from formulations.backends import highs_threads
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    threads = highs_threads(1)
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 0.999)
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = model.n_vars, len(model.rows)
+    lp.col_cost_ = np.asarray(model.obj, dtype=float)
+    lp.col_lower_ = np.asarray(model.lb, dtype=float)
+    lp.col_upper_ = np.minimum(np.asarray(model.ub, dtype=float), inf)
+    lo = np.array([r[2] for r in model.rows], dtype=float)
+    hi = np.array([r[3] for r in model.rows], dtype=float)
+    lp.row_lower_, lp.row_upper_ = np.maximum(lo, -inf), np.minimum(hi, inf)
+    rows = np.concatenate([np.full(len(r[0]), j) for j, r in enumerate(model.rows)])
+    cols = np.concatenate([r[0] for r in model.rows])
+    vals = np.concatenate([r[1] for r in model.rows])
+    order = np.lexsort((rows, cols))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=model.n_vars))]).astype(np.int32)
+    lp.a_matrix_.index_ = rows[order].astype(np.int32)
+    lp.a_matrix_.value_ = vals[order]
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * model.n_vars
+    h.passModel(lp)
+    return h
+
+
+def _small_bound(highs) -> int | None:
+    """The proven upper bound (floored) of a finished run of :func:`_small_highs`, or None."""
+    import highspy
+
+    status = highs.getModelStatus()
+    info = highs.getInfo()
+    if status == highspy.HighsModelStatus.kOptimal:
+        value = max(info.objective_function_value, info.mip_dual_bound)
+    elif status == highspy.HighsModelStatus.kTimeLimit and math.isfinite(info.mip_dual_bound):
+        value = info.mip_dual_bound
+    else:
+        return None
+    return math.floor(value + 1e-6)
+
+
+def _envelope_rows(values: list[int]) -> list[tuple[int, int, int, int]]:
+    """The upper concave hull of the points ``(m, values[m])``: per segment ``(m1, v1, m2, v2)``; a valid
+    ``new <= v1 + (v2 - v1) / (m2 - m1) * (L - m1)`` for every integer ``L`` in range; the last, flat piece
+    ``new <= values[-1]`` is ``(m, v, m + 1, v)``."""
+    hull: list[tuple[int, int]] = []
+    for m, v in enumerate(values):
+        while len(hull) >= 2:
+            (m1, v1), (m2, v2) = hull[-2], hull[-1]
+            if (v2 - v1) * (m - m1) <= (v - v1) * (m2 - m1):   # the middle point lies on or below the chord
+                hull.pop()
+            else:
+                break
+        hull.append((m, v))
+    segs = [(m1, v1, m2, v2) for (m1, v1), (m2, v2) in zip(hull[:-1], hull[1:], strict=True)]
+    m, v = hull[-1]
+    return segs + [(m, v, m + 1, v)]
+
+
 def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
-                 symmetry: bool = True, strong: bool = True, patterns: bool = True) -> DefragModel:
+                 symmetry: bool = True, strong: bool = True, patterns: bool = True,
+                 envelope: bool = True, envelope_time: float = math.inf) -> DefragModel:
     """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves);
     ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound); ``patterns``
     replaces each GPU's capacity row by its pattern block (:func:`_gpu_patterns`; the per-GPU hull)."""
@@ -287,6 +432,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if objective == "b" and (budget is None or budget < 0):
         raise ValueError(f"objective 'b' needs a budget >= 0, got {budget}")
+    t_build = time.perf_counter()
     cluster, tasks, placement = problem.cluster, problem.tasks, problem.placement
     agg = aggregate(Instance("defrag", cluster, tasks), include_cpu_only=True)
     cap = agg.capacity
@@ -296,6 +442,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     n_nodes, n_shapes, n_gpus, n_values = cluster.n_nodes, agg.n_shapes, cluster.max_gpus, len(agg.values)
     model = LinearModel(f"defrag-{objective}")
     lam: dict = {}
+    touch: dict[int, int] = {}
     max_leave = budget if objective == "b" else len(problem.running)
     # running groups
     keyed: dict[tuple, list[int]] = {}
@@ -351,6 +498,28 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
             idx = np.concatenate([np.array([c for c, _ in rows_], dtype=np.int64), y[n, mine]])
             coef = np.concatenate([np.array([x for _, x in rows_], dtype=float), per[mine].astype(float)])
             model.add_row(idx, coef, hi=int(hi))
+        r_n = sum(len(groups[r]) for r in on_n)
+        if envelope and len(mine) and time.perf_counter() - t_build < envelope_time:
+            # net gain of node n <= the concave envelope of W[moves out of n]
+            values = _node_values(agg, n, on_n, [len(groups[r]) for r in on_n], group_shape,
+                                  [keys[r][1] for r in on_n], pool, mine, max_leave, NODE_TIME_LIMIT)
+            if values is not None:
+                dem_r = agg.demand_units[group_shape[on_n]]
+                held = int(sum(int(d) * len(groups[r]) for r, d in zip(on_n, dem_r, strict=True)))
+                for m1, v1, m2, v2 in _envelope_rows(values):
+                    # (m2 - m1) (new - left) <= (m2 - m1) v1 + (v2 - v1) (L_n - m1), L_n = R_n - sum k,
+                    # left = held - sum dem_r k_r
+                    dm, dv = m2 - m1, v2 - v1
+                    model.add_row(np.concatenate([y[n, mine], [k[r] for r in on_n]]).astype(np.int64),
+                                  np.concatenate([dm * agg.demand_units[mine], dm * dem_r + dv]).astype(float),
+                                  hi=dm * v1 + dv * (r_n - m1) + dm * held)
+        if on_n and objective == "b" and budget < n_running:   # t_n: some running task leaves node n
+            t_n = int(model.add_vars(1, ub=1)[0])
+            touch[n] = t_n
+            model.add_row([k[r] for r in on_n] + [t_n], [1] * len(on_n) + [min(max_leave, r_n)], lo=r_n)
+            model.add_row([k[r] for r in on_n] + [t_n], [1] * len(on_n) + [1], hi=r_n)
+            for r in on_n:
+                model.add_row([k[r], t_n], [1, min(len(groups[r]), max_leave)], lo=len(groups[r]))
         starts_empty = []
         caps_n = np.where(np.isin(np.arange(n_values), vals), agg.caps(n), 0)
         for g in range(g_n):
@@ -405,13 +574,15 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         model.add_row(idx, coef, lo=int(running_s[s]), hi=int(running_s[s]))
     if objective == "b" and budget < n_running:
         model.add_row(k, np.ones(len(k)), lo=n_running - budget)
-    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight, lam)
+        if touch:
+            model.add_row(list(touch.values()), np.ones(len(touch)), hi=budget)
+    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight, lam, touch)
 
 
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
                  time_limit: float = 60.0, threads: int | None = 1, warm_start: Plan | None = None,
                  workload: Workload | None = None, options: dict | None = None,
-                 patterns: bool = True) -> DefragSolution:
+                 patterns: bool = True, envelope: bool = True) -> DefragSolution:
     """Solve objective (a) or (b) exactly and return a checked :class:`DefragSolution`.
 
     Parameters
@@ -443,7 +614,8 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     ('optimal', 1, 1)
     """
     t0 = time.perf_counter()
-    dm = build_defrag(problem, objective, budget, patterns=patterns)
+    dm = build_defrag(problem, objective, budget, patterns=patterns, envelope=envelope,
+                      envelope_time=ENVELOPE_SHARE * time_limit)
     workload = workload if workload is not None else Workload.from_tasks(problem.tasks)
     start = None
     if warm_start is not None:

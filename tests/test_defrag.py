@@ -197,7 +197,7 @@ def sliver() -> DefragProblem:
 @pytest.mark.parametrize(("patterns", "lp_milli"), [(True, 300), (False, 400)])
 def test_gpu_patterns_tighten_the_lp_bound(patterns, lp_milli):
     p = sliver()
-    dm = build_defrag(p, "b", 0, patterns=patterns)
+    dm = build_defrag(p, "b", 0, patterns=patterns, envelope=False)
     raw = solve_model(dm.model.relaxed(), "highs", 10, 1)
     assert raw.status == "optimal"
     assert int(raw.bound + 1e-6) // dm.weight * dm.agg.unit == lp_milli
@@ -230,3 +230,72 @@ def test_warm_start_is_relabelled_for_the_symmetry_rows():
     dm.model.check(dm.encode(plan))
     sol = solve_defrag(p, "b", 0, warm_start=plan)
     assert (sol.status, sol.admitted_milli, sol.moves) == ("optimal", 500, 0)
+
+
+def two_blocked() -> DefragProblem:
+    """Nodes 0 and 1: 8000 milli-cores and one free T4 each, but a CPU-only task of 7000 (tasks 0, 1) leaves
+    1000 cores; node 2: 16000 cores, no GPU, empty. Waiting: two whole-GPU tasks of 4000 cores (2, 3).
+    With K = 1, one CPU-only task moves to node 2 and one waiting task is admitted: 1000 milli-GPU. The LP
+    relaxation without the envelope rows moves 3/7 of each CPU-only task (6/7 <= 1 move; 3000 cores freed on
+    each node) and admits both: 2000. Each node's net gain is W = [0, 1000] (one move frees its GPU's CPU), so
+    the envelope rows give net_n <= 1000 * (moves out of n) and the LP bound drops to 1000."""
+    c = Cluster([8000, 8000, 16000], [4096, 4096, 4096], [1, 1, 0], ["T4", "T4", "T4"])
+    t = TaskSet([7000, 7000, 4000, 4000], [0, 0, 0, 0], [0, 0, 1, 1], [0, 0, 1000, 1000])
+    return DefragProblem(c, t, Placement([0, 1, -1, -1], [(), (), (), ()]))
+
+
+@pytest.mark.parametrize(("envelope", "lp_milli"), [(False, 2000), (True, 1000)])
+def test_node_envelope_tightens_the_lp_bound(envelope, lp_milli):
+    p = two_blocked()
+    dm = build_defrag(p, "b", 1, envelope=envelope)
+    raw = solve_model(dm.model.relaxed(), "highs", 10, 1)
+    assert raw.status == "optimal"
+    assert int(raw.bound + 1e-6) // dm.weight * dm.agg.unit == lp_milli
+    sol = solve_defrag(p, "b", 1, envelope=envelope)
+    assert (sol.status, sol.admitted_milli, sol.bound_milli, sol.moves) == ("optimal", 1000, 1000, 1)
+    assert sol.plan.moves[0].node == 2 and len(sol.plan.admits) == 1
+
+
+def test_node_values_of_a_blocked_node():
+    """Node 0 of :func:`two_blocked`: no move gains nothing (1000 cores fit no waiting task), one move (its only
+    task) frees 8000 cores and admits one whole-GPU task: W = [0, 1000 milli] in units."""
+    from formulations.defrag import _node_values
+
+    p = two_blocked()
+    dm = build_defrag(p, "b", 1)
+    agg = dm.agg
+    on_0 = [r for r, g in enumerate(dm.groups) if p.placement.node[g[0]] == 0]
+    mine = np.flatnonzero(agg.allowed[0])
+    pool = agg.count
+    values = _node_values(agg, 0, on_0, [1], dm.group_shape, [()], pool, mine, 1, 10.0)
+    assert [v * agg.unit for v in values] == [0, 1000]
+
+
+@pytest.mark.parametrize(("values", "segments"), [
+    ([0, 5, 6, 6], [(0, 0, 1, 5), (1, 5, 2, 6), (2, 6, 3, 6), (3, 6, 4, 6)]),
+    ([3, 3, 10], [(0, 3, 2, 10), (2, 10, 3, 10)]),         # (1, 3) lies below the chord: dropped
+    ([7], [(0, 7, 1, 7)]),
+])
+def test_envelope_rows_are_the_upper_concave_hull(values, segments):
+    from formulations.defrag import _envelope_rows
+
+    rows = _envelope_rows(values)
+    assert rows == segments
+    for m, v in enumerate(values):                          # every point lies under every segment's line
+        for m1, v1, m2, v2 in rows:
+            assert (m2 - m1) * v <= (m2 - m1) * v1 + (v2 - v1) * (m - m1)
+
+
+def test_touch_binaries_and_envelope_keep_the_optimal_plan():
+    """The optimal plan of every brute-forced tiny instance satisfies the touch and envelope rows (encode/check)
+    at every budget, and the model with them proves the same optimum as without."""
+    for seed in range(6):
+        p = random_problem(seed)
+        for budget in (1, 2):
+            with_rows = solve_defrag(p, "b", budget)
+            without = solve_defrag(p, "b", budget, envelope=False)
+            assert (with_rows.status, without.status) == ("optimal", "optimal")
+            assert (with_rows.admitted_milli, with_rows.moves) == (without.admitted_milli, without.moves)
+            dm = build_defrag(p, "b", budget, symmetry=False)
+            assert bool(dm.touch) == (budget < len(p.running))
+            dm.model.check(dm.encode(without.plan))
