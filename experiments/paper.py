@@ -76,7 +76,7 @@ STUDIES: tuple[Study, ...] = (
           ("--trace", "default", "--seeds", "42-51", "--points", "80,90,100,110,120,130", "--jobs", "2"),
           ("frontier.csv",)),
     Study("defrag", "defrag",
-          ("--suite", "small", "--policies", "fgd", "--budgets", "0,1,2,5", "--time-limit", "20"),
+          ("--suite", "small", "--policies", "fgd", "--budgets", "1,2", "--time-limit", "5"),
           ("--trace", "default", "--seeds", "42", "--at", "100", "--budgets", "0,10,50,100,500"),
           ("defrag.csv",)),
     Study("mig", "mig", ("--quick", "--nodes", "16"), ("--nodes", "16,64"), ("mig.csv", "mig_curves.csv")),
