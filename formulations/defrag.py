@@ -37,6 +37,22 @@ the GPU's free units if everything stays; valid since ``floor(x + y) <= floor(x)
 shape taking all ``G_n`` GPUs of node n has ``y[n,s] <= w[n,g]`` for every g, and shapes taking more than half
 of them sum to at most 1 (without these the LP admits half of an 8-GPU task by freeing 4 GPUs).
 
+Node rows (the escape the per-GPU blocks leave: a fraction of a move frees the same fraction of a node's CPU and
+memory, enough for a whole waiting task; the LP spreads K moves over many CPU-blocked nodes):
+
+* touch binaries ((b) with ``K < R``): ``t[n]`` = "some running task leaves node n", ``t[n] <= L_n <=
+  min(K, R_n) t[n]`` (``L_n = sum_{r on n} (|r| - k[r])``, ``R_n`` its running tasks), ``|r| - k[r] <=
+  min(|r|, K) t[n]``, ``sum_n t[n] <= K`` (each touched node costs a move). They do not move the LP bound; they
+  give the branch-and-bound 16-odd binaries that decide which nodes are opened, instead of fractional ``k``.
+* net-gain envelope (``envelope=True``): ``W_n[m]``, ``m = 0..min(K, R_n)``, is the solver's proven bound on node
+  n's *net gain* (GPU demand of the tasks newly placed on n minus that of the tasks that left n) when at most m
+  of its running tasks leave: a small exact MILP of the node alone (:func:`_node_values`; CPU, memory, GPUs,
+  any new task from the pool). Every plan has ``net_n <= W_n[L_n]``, hence ``net_n <=`` the upper concave hull
+  of ``W_n`` at ``L_n`` (one row per hull segment, integer coefficients, :func:`_envelope_rows`). A node whose
+  one CPU-only task blocks its free GPU has ``W = [0, 1000 milli]``: half a move buys half a GPU, not a whole
+  one. The node MILPs get :data:`NODE_TIME_LIMIT` each and, in :func:`solve_defrag`, :data:`ENVELOPE_SHARE` of
+  the time limit in total (nodes after that get no rows; a stopped node MILP gives its bound, still valid).
+
 Objectives (maximized, integer): (a) ``a[s] = waiting_s`` fixed, maximize ``sum k`` (the solver's bound
 B gives moves ``>= R - B``, R = running tasks); (b) maximize ``(R + 1) * sum_s demand_s a[s] + sum k``:
 one more unit of admitted demand outweighs every move, so the optimum admits the most demand and, among
@@ -287,13 +303,14 @@ def _gpu_patterns(model: LinearModel, agg: Aggregation, lam: dict, gpu: tuple[in
 
 def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], group_shape: np.ndarray,
                  group_gpus: list[tuple[int, ...]], pool: np.ndarray, mine: np.ndarray, max_leave: int,
-                 time_limit: float) -> list[int] | None:
+                 time_limit: float, deadline: float = math.inf) -> list[int] | None:
     """``W[m]`` for ``m = 0..min(max_leave, R_n)``: an upper bound (the solver's proven bound, in units) on node
     ``n``'s *net gain* when at most ``m`` of its running tasks leave: GPU demand of the tasks newly placed on it
     (moved in or admitted; at most ``pool[s]`` of each shape s in ``mine``) minus that of the tasks that left.
     Each is a small exact MILP of the node alone (same rows as :func:`build_defrag`: per-GPU capacity with what
     stays, CPU, memory). ``on_n``, ``sizes``, ``group_gpus``: the node's running groups, their sizes and GPU sets.
-    None if a run fails (then the caller adds no envelope rows)."""
+    None if a run fails or the clock passes ``deadline`` (``time.perf_counter()``; then the caller adds no
+    envelope rows)."""
     cap = agg.capacity
     cluster = agg.instance.cluster
     g_n = int(cluster.gpu[n])
@@ -337,6 +354,10 @@ def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], gr
     highs = _small_highs(lm, time_limit)
 
     def run(m: int) -> int | None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        highs.setOptionValue("time_limit", float(min(time_limit, left)))
         if on_n:
             highs.changeRowBounds(budget_row, -highs.inf, float(m))
         highs.run()
@@ -502,7 +523,8 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         if envelope and len(mine) and time.perf_counter() - t_build < envelope_time:
             # net gain of node n <= the concave envelope of W[moves out of n]
             values = _node_values(agg, n, on_n, [len(groups[r]) for r in on_n], group_shape,
-                                  [keys[r][1] for r in on_n], pool, mine, max_leave, NODE_TIME_LIMIT)
+                                  [keys[r][1] for r in on_n], pool, mine, max_leave, NODE_TIME_LIMIT,
+                                  t_build + envelope_time)
             if values is not None:
                 dem_r = agg.demand_units[group_shape[on_n]]
                 held = int(sum(int(d) * len(groups[r]) for r, d in zip(on_n, dem_r, strict=True)))
