@@ -1,8 +1,9 @@
 """Figures of the studies: the paper's line plots and bar charts, and pictures of one node's GPUs.
 
 The ``plot_*`` functions of a study take the long-format frames its experiment writes and a path, and write
-one PNG; :func:`plot_node_gpus` draws on given (or new) axes and returns them. Figures are built with :class:`matplotlib.figure.Figure`, not pyplot, so they
-work under any (or no) display backend and leave pyplot's global state alone.
+one PNG; :func:`plot_node_gpus` draws on given (or new) axes and returns them. Figures are built with
+:class:`matplotlib.figure.Figure`, not pyplot, so they work under any (or no) display backend and leave
+pyplot's global state alone.
 """
 
 from __future__ import annotations
