@@ -197,13 +197,18 @@ heuristic
 # Its plan with a budget of 4:
 
 # %%
+def show_plan(plan):
+    """Print a plan's moves (from where to where) and admissions."""
+    for move in plan.moves:
+        print(f"  move task {move.task}: node {problem.placement.node[move.task]} "
+              f"GPUs {problem.placement.gpus[move.task]} -> node {move.node} GPUs {move.gpus}")
+    for admit in plan.admits:
+        print(f"  admit task {admit.task} on node {admit.node} GPUs {admit.gpus}")
+
+
 report = defrag(problem, "fgd-guided", 4, workload)
 print(f"fgd-guided, budget 4: {report.moves} moves, admitted {report.admitted_milli} milli-GPU")
-for move in report.plan.moves:
-    print(f"  move task {move.task}: node {problem.placement.node[move.task]} GPUs {problem.placement.gpus[move.task]}"
-          f" -> node {move.node} GPUs {move.gpus}")
-for admit in report.plan.admits:
-    print(f"  admit task {admit.task} on node {admit.node} GPUs {admit.gpus}")
+show_plan(report.plan)
 after_heuristic = apply_plan(problem, report.plan)
 assert after_heuristic.node_of[8] >= 0
 
@@ -216,11 +221,7 @@ assert after_heuristic.node_of[8] >= 0
 # %%
 exact = solve_defrag(problem, "a", time_limit=30)
 print(f"exact (a): status {exact.status}, {exact.moves} moves, proven lower bound {exact.moves_bound} moves")
-for move in exact.plan.moves:
-    print(f"  move task {move.task}: node {problem.placement.node[move.task]} GPUs {problem.placement.gpus[move.task]}"
-          f" -> node {move.node} GPUs {move.gpus}")
-for admit in exact.plan.admits:
-    print(f"  admit task {admit.task} on node {admit.node} GPUs {admit.gpus}")
+show_plan(exact.plan)
 after_exact = apply_plan(problem, exact.plan)
 assert exact.status == "optimal" and exact.moves == exact.moves_bound == 2
 assert report.moves >= exact.moves
