@@ -19,15 +19,17 @@ a staying whole-GPU task counts ``C`` on each of its GPUs, so a new whole-GPU ta
 that ends up completely free); per node, CPU and memory of staying plus new tasks; (b) moves ``<= K``.
 GPUs that start empty on a node are interchangeable: their new loads are ordered (symmetry breaking).
 
-GPU pattern blocks (``patterns=True``, the default) replace each GPU's capacity row by the GPU's hull: one
-binary column per (``l_r`` tasks of each running group r on the GPU leave, a maximal per-GPU pattern of new
-sharing tasks, from :mod:`formulations.aggregate`, fitting the room this leaves), plus "everything left, a new
-whole-GPU task takes the GPU"; exactly one column per GPU; per group r on the GPU, ``sum l_r * column =
-|r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column. (b) keeps only the
-combinations with ``sum_r l_r <= K``. A GPU whose leave combinations exceed :data:`LEAVE_LIMIT` keeps the
-capacity row. With the plain row, a fraction of a move makes a GPU's whole free sliver usable (a 400 milli
-room takes a 250 and half a 300); with the blocks a fraction f of a leave combination only buys f of a
-pattern that fits its room.
+GPU pattern blocks (``patterns=True``; by default only when all blocks together hold at most
+:data:`PATTERN_COLUMNS` columns: a 16-node openb-mix state needs 2,000–5,700, a 64-node openb slice with 15
+sharing values 86,000–88,000, which leaves HiGHS no time to search) replace each GPU's capacity row by the
+GPU's hull: one binary column per (``l_r`` tasks of each running group r on the GPU leave, a maximal per-GPU
+pattern of new sharing tasks, from :mod:`formulations.aggregate`, fitting the room this leaves), plus
+"everything left, a new whole-GPU task takes the GPU"; exactly one column per GPU; per group r on the GPU,
+``sum l_r * column = |r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column.
+(b) keeps only the combinations with ``sum_r l_r <= K``. A GPU whose leave combinations exceed
+:data:`LEAVE_LIMIT` keeps the capacity row. With the plain row, a fraction of a move makes a GPU's whole free
+sliver usable (a 400 milli room takes a 250 and half a 300); with the blocks a fraction f of a leave
+combination only buys f of a pattern that fits its room.
 
 Valid inequalities (``strong=True``; for GPUs without a pattern block, and the node-level ones) close the
 LP's cheapest escape, fractional moves: per GPU g and running
@@ -84,6 +86,7 @@ from formulations.solution import STATUSES
 
 OBJECTIVES = ("a", "b")
 LEAVE_LIMIT = 256   # most leave combinations of one GPU's running groups in a pattern block
+PATTERN_COLUMNS = 20_000   # patterns=None: the most pattern-block columns a model gets (else plain rows)
 NODE_TIME_LIMIT = 2.0   # seconds per node-value MILP of the envelope rows (its bound is used if it stops)
 ENVELOPE_SHARE = 0.2    # solve_defrag: nodes whose envelope starts after this share of the time limit get none
 
@@ -261,44 +264,49 @@ class DefragModel:
         return values
 
 
-def _gpu_patterns(model: LinearModel, agg: Aggregation, lam: dict, gpu: tuple[int, int], on_g: list[int],
-                  sizes: list[int], load: list[int], k: np.ndarray, caps: np.ndarray, u_g: np.ndarray, w_g: int,
-                  max_leave: int) -> bool:
-    """Add the pattern block of GPU ``gpu`` = (node, g): one binary column per (how many of each running group
-    ``on_g`` leave, maximal pattern of new sharing tasks in the freed room) plus, if ``w_g >= 0``, a column
-    "everything left, a new whole-GPU task takes it". ``sizes`` and ``load`` (units per task on g) are the
-    groups'; ``u_g`` the node's new-sharing columns of g per value. False (nothing added) if the leave
-    combinations exceed :data:`LEAVE_LIMIT`; the caller then adds the plain capacity row."""
-    n_values = len(agg.values)
-    vals = [d for d in range(n_values) if u_g[d] >= 0]
-    if not vals and w_g < 0:
-        return True
+def _gpu_block(agg: Aggregation, sizes: list[int], load: list[int], caps: np.ndarray, vals: list[int],
+               whole: bool, max_leave: int) -> list[tuple[tuple[int, ...], np.ndarray | None]] | None:
+    """The columns of one GPU's pattern block: per (how many of each running group on the GPU leave, at most
+    ``max_leave`` in all) a maximal pattern of new sharing tasks (values ``vals``, counts within ``caps``) fitting
+    the room this leaves, plus, if ``whole``, "everything left, a new whole-GPU task takes it" (pattern None).
+    ``sizes`` and ``load`` (units per task on the GPU) are the groups'. None if the leave combinations exceed
+    :data:`LEAVE_LIMIT` (the GPU keeps the plain capacity row); empty if nothing new can go on the GPU."""
+    if not vals and not whole:
+        return []
     ranges = [range(min(size, max_leave) + 1) for size in sizes]
     if math.prod(len(r) for r in ranges) > LEAVE_LIMIT:
-        return False
-    cols: list[tuple[int, tuple[int, ...], np.ndarray | None]] = []
+        return None
+    empty = np.zeros((1, len(agg.values)), dtype=np.int64)
+    cols: list[tuple[tuple[int, ...], np.ndarray | None]] = []
     for leave in itertools.product(*ranges):
         if sum(leave) > max_leave:
             continue
         room = agg.capacity - sum(c * (size - lv) for c, size, lv in zip(load, sizes, leave, strict=True))
         if room < 0:
             continue
-        pats = _patterns(tuple(agg.values.tolist()), tuple(caps.tolist()), room, True) if vals else \
-            np.zeros((1, n_values), dtype=np.int64)
-        ids = model.add_vars(len(pats), ub=1)
-        cols += [(int(c), leave, q) for c, q in zip(ids.tolist(), pats, strict=True)]
-        if w_g >= 0 and room == agg.capacity:
-            cols.append((int(model.add_vars(1, ub=1)[0]), leave, None))
-    ids = np.array([c for c, _, _ in cols], dtype=np.int64)
+        pats = _patterns(tuple(agg.values.tolist()), tuple(caps.tolist()), room, True) if vals else empty
+        cols += [(leave, q) for q in pats]
+        if whole and room == agg.capacity:
+            cols.append((leave, None))
+    return cols
+
+
+def _add_gpu_block(model: LinearModel, lam: dict, gpu: tuple[int, int], on_g: list[int], sizes: list[int],
+                   block: list[tuple[tuple[int, ...], np.ndarray | None]], k: np.ndarray, u_g: np.ndarray,
+                   w_g: int) -> None:
+    """Add GPU ``gpu`` = (node, g)'s pattern ``block`` (:func:`_gpu_block`): one binary per column, exactly one
+    chosen, linked to the stay counts ``k`` of the groups ``on_g`` (sizes ``sizes``), the node's new-sharing
+    columns ``u_g`` of g per value and its whole-GPU column ``w_g``."""
+    ids = model.add_vars(len(block), ub=1)
+    cols = [(int(c), leave, q) for c, (leave, q) in zip(ids.tolist(), block, strict=True)]
     model.add_row(ids, np.ones(len(ids)), lo=1, hi=1)
     for j, r in enumerate(on_g):                    # leaving tasks of group r: |r| - k[r]
         model.add_row(np.append(ids, k[r]), [lv[j] for _, lv, _ in cols] + [1], lo=sizes[j], hi=sizes[j])
-    for d in vals:
+    for d in np.flatnonzero(u_g >= 0).tolist():
         model.add_row(np.append(ids, u_g[d]), [-(0 if q is None else int(q[d])) for _, _, q in cols] + [1], hi=0)
     if w_g >= 0:
         model.add_row(np.append(ids, w_g), [-(q is None) for _, _, q in cols] + [1], hi=0)
     lam[gpu] = (on_g, cols)
-    return True
 
 
 def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], group_shape: np.ndarray,
@@ -444,11 +452,12 @@ def _envelope_rows(values: list[int]) -> list[tuple[int, int, int, int]]:
 
 
 def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
-                 symmetry: bool = True, strong: bool = True, patterns: bool = True,
+                 symmetry: bool = True, strong: bool = True, patterns: bool | None = None,
                  envelope: bool = True, envelope_time: float = math.inf) -> DefragModel:
     """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves);
     ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound); ``patterns``
-    replaces each GPU's capacity row by its pattern block (:func:`_gpu_patterns`; the per-GPU hull)."""
+    replaces each GPU's capacity row by its pattern block (:func:`_gpu_block`; the per-GPU hull): True always,
+    False never, None (default) when the blocks hold at most :data:`PATTERN_COLUMNS` columns in all."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if objective == "b" and (budget is None or budget < 0):
@@ -496,11 +505,34 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     w = np.full((n_nodes, n_gpus), -1, dtype=np.int64)
     num_gpu, cpu, mem = agg.column("num_gpu"), agg.column("cpu_milli"), agg.column("memory_mib")
     g_of_node = cluster.gpu
-    for n in range(n_nodes):
+
+    def node_shapes(n: int) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+        """Shapes that may newly go on n: all, sharing ones, their values, and the per-GPU caps per value."""
         mine = np.flatnonzero(y[n] >= 0)
-        g_n = int(g_of_node[n])
         share = mine[agg.sharing[mine]]
         vals = sorted(set(agg.value_of[share].tolist()))
+        return mine, share, vals, np.where(np.isin(np.arange(n_values), vals), agg.caps(n), 0)
+
+    def gpu_groups(n: int, g: int) -> tuple[list[int], list[int]]:
+        """The running groups on GPU g of n and their load on it (units per task)."""
+        on_g = [r for r in groups_on[n] if g in keys[r][1]]
+        return on_g, [cap if agg.whole[group_shape[r]] else int(agg.share_units[group_shape[r]]) for r in on_g]
+
+    blocks: dict[tuple[int, int], list] = {}
+    if patterns is not False:
+        for n in range(n_nodes):
+            mine, _, vals, caps_n = node_shapes(n)
+            whole_n = bool(agg.whole[mine].any())
+            for g in range(int(g_of_node[n])):
+                on_g, load = gpu_groups(n, g)
+                block = _gpu_block(agg, [len(groups[r]) for r in on_g], load, caps_n, vals, whole_n, max_leave)
+                if block is not None:
+                    blocks[n, g] = block
+        if patterns is None and sum(len(b) for b in blocks.values()) > PATTERN_COLUMNS:
+            blocks = {}
+    for n in range(n_nodes):
+        mine, share, vals, _ = node_shapes(n)
+        g_n = int(g_of_node[n])
         for d in vals:
             u[n, :g_n, d] = model.add_vars(g_n, ub=cap // int(agg.values[d]))
             of_d = share[agg.value_of[share] == d]
@@ -543,14 +575,14 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
             for r in on_n:
                 model.add_row([k[r], t_n], [1, min(len(groups[r]), max_leave)], lo=len(groups[r]))
         starts_empty = []
-        caps_n = np.where(np.isin(np.arange(n_values), vals), agg.caps(n), 0)
         for g in range(g_n):
-            on_g = [r for r in on_n if g in keys[r][1]]
+            on_g, load = gpu_groups(n, g)
             if not on_g:
                 starts_empty.append(g)
-            load = [cap if agg.whole[group_shape[r]] else int(agg.share_units[group_shape[r]]) for r in on_g]
-            if patterns and _gpu_patterns(model, agg, lam, (n, g), on_g, [len(groups[r]) for r in on_g], load,
-                                          k, caps_n, u[n, g], w[n, g], max_leave):
+            if (n, g) in blocks:
+                if blocks[n, g]:
+                    _add_gpu_block(model, lam, (n, g), on_g, [len(groups[r]) for r in on_g], blocks[n, g], k,
+                                   u[n, g], w[n, g])
                 continue
             idx, coef = [k[r] for r in on_g], list(load)
             staying = list(zip(on_g, load, strict=True))
@@ -604,7 +636,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
                  time_limit: float = 60.0, threads: int | None = 1, warm_start: Plan | None = None,
                  workload: Workload | None = None, options: dict | None = None,
-                 patterns: bool = True, envelope: bool = True) -> DefragSolution:
+                 patterns: bool | None = None, envelope: bool = True) -> DefragSolution:
     """Solve objective (a) or (b) exactly and return a checked :class:`DefragSolution`.
 
     Parameters
@@ -618,7 +650,8 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         incumbent if the solver returns nothing better.
     workload : target workload of the reported F(M); default ``Workload.from_tasks(problem.tasks)``.
     options : solver parameters by name (HiGHS default: ``EXACT_HIGHS_OPTIONS``).
-    patterns : per-GPU pattern blocks (default) or the plain capacity rows (see :func:`build_defrag`).
+    patterns : per-GPU pattern blocks (True), the plain capacity rows (False), or (None, the default) the
+        blocks when they hold at most :data:`PATTERN_COLUMNS` columns (see :func:`build_defrag`).
 
     Raises
     ------

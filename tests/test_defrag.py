@@ -205,6 +205,16 @@ def test_gpu_patterns_tighten_the_lp_bound(patterns, lp_milli):
     assert (sol.status, sol.admitted_milli, sol.bound_milli, sol.moves) == ("optimal", 300, 300, 0)
 
 
+def test_pattern_blocks_by_default_only_below_the_column_limit(monkeypatch):
+    import formulations.defrag as fd
+
+    p = sliver()   # one GPU, room 400 and nothing leaves at K = 0: its block holds {250} and {300}
+    assert [len(cols) for _, cols in build_defrag(p, "b", 0, envelope=False).lam.values()] == [2]
+    monkeypatch.setattr(fd, "PATTERN_COLUMNS", 1)
+    assert build_defrag(p, "b", 0, envelope=False).lam == {}
+    assert build_defrag(p, "b", 0, patterns=True, envelope=False).lam != {}
+
+
 def test_online_problem_waits_the_failed_tasks():
     from experiments.defrag import online_problem
     from fgdopt.simulate import run_online
