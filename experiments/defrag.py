@@ -27,11 +27,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
+from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import TaskSet
@@ -39,6 +40,9 @@ from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
 from fgdopt.suites import suite
 from fgdopt.traces import load_openb
+
+if TYPE_CHECKING:
+    from formulations.defrag import DefragSolution
 
 COLUMNS = ("trace", "seed", "at_pct", "method", "kind", "budget", "moves", "admitted_milli", "bound_milli",
            "status", "wall_s", "policy", "nodes")
@@ -77,6 +81,11 @@ def _row(trace, seed, at, method, kind, budget, moves, admitted, bound, status, 
                               policy, nodes), strict=True))
 
 
+def better(a: PlanReport | DefragSolution | None, b: PlanReport | DefragSolution) -> bool:
+    """Whether plan report ``b`` beats ``a`` (None loses) on objective (b): more admitted, then fewer moves."""
+    return a is None or (b.admitted_milli, -b.moves) > (a.admitted_milli, -a.moves)
+
+
 def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], label: str, seed: int, at: float,
                 policy: str, exact: bool, time_limit: float, threads: int, solver: str) -> list[dict]:
     """Rows of every heuristic (and, if ``exact``, the exact model) at every budget on one problem."""
@@ -89,7 +98,7 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
             rep = defrag(problem, method, budget, workload, seed=seed)
             rows.append(_row(label, seed, at, method, "heuristic", budget, rep.moves, rep.admitted_milli, None,
                              "feasible", rep.wall_s, policy, n))
-            if best is None or (rep.admitted_milli, -rep.moves) > (best.admitted_milli, -best.moves):
+            if better(best, rep):
                 best = rep
             print(f"[defrag] {label} seed={seed} {policy} K={budget} {method}: {rep.moves} moves, "
                   f"{rep.admitted_milli / 1000:.2f} GPUs ({rep.wall_s:.1f} s)", file=sys.stderr, flush=True)

@@ -21,15 +21,16 @@ GPUs that start empty on a node are interchangeable: their new loads are ordered
 
 GPU pattern blocks (``patterns=True``; by default only when all blocks together hold at most
 :data:`PATTERN_COLUMNS` columns: a 16-node openb-mix state needs 2,000–5,700, a 64-node openb slice with 15
-sharing values 86,000–88,000, which leaves HiGHS no time to search) replace each GPU's capacity row by the
-GPU's hull: one binary column per (``l_r`` tasks of each running group r on the GPU leave, a maximal per-GPU
-pattern of new sharing tasks, from :mod:`formulations.aggregate`, fitting the room this leaves), plus
-"everything left, a new whole-GPU task takes the GPU"; exactly one column per GPU; per group r on the GPU,
-``sum l_r * column = |r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU column.
-(b) keeps only the combinations with ``sum_r l_r <= K``. A GPU whose leave combinations exceed
+sharing values 86,000–88,000, which leaves HiGHS no time to search; there the search runs on the plain rows and
+the blocks' LP relaxation, 7–11 s on such a slice, gives a second bound, in :func:`solve_defrag`) replace each
+GPU's capacity row by the GPU's hull: one binary column per (``l_r`` tasks of each running group r on the GPU
+leave, a maximal per-GPU pattern of new sharing tasks, from :mod:`formulations.aggregate`, fitting the room this
+leaves), plus "everything left, a new whole-GPU task takes the GPU"; exactly one column per GPU; per group r on
+the GPU, ``sum l_r * column = |r| - k[r]``; ``u[n,g,d] <= sum q_d * column`` and ``w[n,g] <=`` the whole-GPU
+column. (b) keeps only the combinations with ``sum_r l_r <= K``. A GPU whose leave combinations exceed
 :data:`LEAVE_LIMIT` keeps the capacity row. With the plain row, a fraction of a move makes a GPU's whole free
-sliver usable (a 400 milli room takes a 250 and half a 300); with the blocks a fraction f of a leave
-combination only buys f of a pattern that fits its room.
+sliver usable (a 400 milli room takes a 250 and half a 300); with the blocks a fraction f of a leave combination
+only buys f of a pattern that fits its room.
 
 Valid inequalities (``strong=True``; for GPUs without a pattern block, and the node-level ones) close the
 LP's cheapest escape, fractional moves: per GPU g and running
@@ -89,6 +90,7 @@ LEAVE_LIMIT = 256   # most leave combinations of one GPU's running groups in a p
 PATTERN_COLUMNS = 20_000   # patterns=None: the most pattern-block columns a model gets (else plain rows)
 NODE_TIME_LIMIT = 2.0   # seconds per node-value MILP of the envelope rows (its bound is used if it stops)
 ENVELOPE_SHARE = 0.2    # solve_defrag: nodes whose envelope starts after this share of the time limit get none
+HULL_LP_SHARE = 0.25    # solve_defrag: the most of the time limit the pattern-block LP bound may take
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,6 +155,7 @@ class DefragModel:
     weight: int                       # (b): multiplier of admitted units
     lam: dict = field(default_factory=dict)  # (n, g) -> (groups on g, [(column, leaving per group, pattern)])
     touch: dict = field(default_factory=dict)  # node -> its "a running task leaves" binary
+    blocks_dropped: bool = False      # patterns=None and the pattern blocks were over PATTERN_COLUMNS
 
     @property
     def n_running(self) -> int:
@@ -519,6 +522,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         return on_g, [cap if agg.whole[group_shape[r]] else int(agg.share_units[group_shape[r]]) for r in on_g]
 
     blocks: dict[tuple[int, int], list] = {}
+    dropped = False
     if patterns is not False:
         for n in range(n_nodes):
             mine, _, vals, caps_n = node_shapes(n)
@@ -529,7 +533,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
                 if block is not None:
                     blocks[n, g] = block
         if patterns is None and sum(len(b) for b in blocks.values()) > PATTERN_COLUMNS:
-            blocks = {}
+            blocks, dropped = {}, True
     for n in range(n_nodes):
         mine, share, vals, _ = node_shapes(n)
         g_n = int(g_of_node[n])
@@ -630,7 +634,8 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
         model.add_row(k, np.ones(len(k)), lo=n_running - budget)
         if touch:
             model.add_row(list(touch.values()), np.ones(len(touch)), hi=budget)
-    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight, lam, touch)
+    return DefragModel(problem, objective, agg, model, groups, group_shape, k, y, a, u, w, weight, lam, touch,
+                       dropped)
 
 
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
@@ -651,7 +656,9 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     workload : target workload of the reported F(M); default ``Workload.from_tasks(problem.tasks)``.
     options : solver parameters by name (HiGHS default: ``EXACT_HIGHS_OPTIONS``).
     patterns : per-GPU pattern blocks (True), the plain capacity rows (False), or (None, the default) the
-        blocks when they hold at most :data:`PATTERN_COLUMNS` columns (see :func:`build_defrag`).
+        blocks when they hold at most :data:`PATTERN_COLUMNS` columns (see :func:`build_defrag`); when they
+        hold more, the search runs on the plain rows and the LP relaxation of the model with the blocks
+        (at most :data:`HULL_LP_SHARE` of ``time_limit``) gives a second bound: the smaller one is reported.
 
     Raises
     ------
@@ -679,6 +686,15 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
             dm.model.check(start)
         except ValueError:
             start = None
+    info = {"n_vars": dm.model.n_vars, "n_rows": len(dm.model.rows), "unit": dm.agg.unit,
+            "n_running": dm.n_running, "n_waiting": len(problem.waiting)}
+    hull_bound = None
+    if dm.blocks_dropped:           # the search runs on plain rows; the pattern blocks' LP still bounds it
+        hull = build_defrag(problem, objective, budget, patterns=True, envelope=False).model.relaxed()
+        lp = solve_model(hull, "highs", HULL_LP_SHARE * time_limit, threads)
+        info.update(hull_lp_status=lp.status, hull_lp_s=lp.wall_s, hull_lp_vars=hull.n_vars)
+        if lp.status == "optimal" and lp.bound is not None:
+            hull_bound = info["hull_lp_bound"] = lp.bound
     if options is None and solver == "highs":
         options = EXACT_HIGHS_OPTIONS
     remaining = max(time_limit - (time.perf_counter() - t0), 0.5)
@@ -686,10 +702,10 @@ def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = No
     plan = dm.decode(raw.values) if raw.values is not None else None
     if warm_start is not None and (plan is None or _key(dm, warm_start) > _key(dm, plan)):
         plan = warm_start
-    info = {"n_vars": dm.model.n_vars, "n_rows": len(dm.model.rows), "solver_status": raw.status,
-            "solver_wall_s": raw.wall_s, "unit": dm.agg.unit, "n_running": dm.n_running,
-            "n_waiting": len(problem.waiting)}
-    return _solution(dm, objective, budget, solver, raw.status, raw.bound, plan, workload, t0, info)
+    info.update(solver_status=raw.status, solver_wall_s=raw.wall_s, solver_bound=raw.bound)
+    bounds = [b for b in (raw.bound, hull_bound) if b is not None]
+    bound = min(bounds) if bounds else None
+    return _solution(dm, objective, budget, solver, raw.status, bound, plan, workload, t0, info)
 
 
 def _key(dm: DefragModel, plan: Plan) -> int:

@@ -154,9 +154,12 @@ def brute_force(p: DefragProblem) -> dict[tuple[int, int], int]:
     return found
 
 
-@pytest.mark.parametrize("patterns", [True, False])
+@pytest.mark.parametrize("patterns", [True, False, None])
 @pytest.mark.parametrize("seed", range(12))
-def test_exact_matches_brute_force(seed, patterns):
+def test_exact_matches_brute_force(seed, patterns, monkeypatch):
+    import formulations.defrag as fd
+
+    monkeypatch.setattr(fd, "PATTERN_COLUMNS", 0)   # None: plain rows searched, the blocks' LP as second bound
     p = random_problem(seed)
     reachable = brute_force(p)
     total = p.waiting_milli()
@@ -167,6 +170,7 @@ def test_exact_matches_brute_force(seed, patterns):
         assert sol.status == "optimal"
         assert (sol.admitted_milli, -sol.moves) == best, (seed, budget)
         assert sol.bound_milli == sol.admitted_milli
+        assert ("hull_lp_bound" in sol.info) == (patterns is None and build_defrag(p, "b", budget).blocks_dropped)
         if not patterns:
             continue
         dm = build_defrag(p, "b", budget, symmetry=False)   # the optimal plan encodes to a feasible column vector
@@ -213,6 +217,9 @@ def test_pattern_blocks_by_default_only_below_the_column_limit(monkeypatch):
     monkeypatch.setattr(fd, "PATTERN_COLUMNS", 1)
     assert build_defrag(p, "b", 0, envelope=False).lam == {}
     assert build_defrag(p, "b", 0, patterns=True, envelope=False).lam != {}
+    sol = solve_defrag(p, "b", 0, envelope=False)   # the search on plain rows, the blocks' LP bound beside it
+    assert int(sol.info["hull_lp_bound"] + 1e-6) // (len(p.running) + 1) * sol.info["unit"] == 300
+    assert (sol.status, sol.admitted_milli, sol.bound_milli) == ("optimal", 300, 300)
 
 
 def test_online_problem_waits_the_failed_tasks():
