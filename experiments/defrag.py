@@ -8,8 +8,9 @@ as the waiting list (:class:`fgdopt.defrag.DefragProblem`), then for every budge
 :data:`fgdopt.defrag.HEURISTICS` (objective (b), FGD re-placement) on the whole cluster. On
 ``--slices`` seeded random slices of ``--slice-nodes`` nodes (the running tasks of those nodes, and the
 waiting tasks that fit one of them), the heuristics and the exact model (:func:`formulations.defrag.solve_defrag`,
-objective (b), warm-started from the best of the heuristic plans and the exact plan of the previous, smaller
-budget) run side by side.
+objective (b), warm-started from the best of: the heuristic plans, the exact plan of the previous, smaller
+budget, and that plan extended by each heuristic with the moves left, :func:`fgdopt.defrag.extend_plan`) run
+side by side.
 
 With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag
+from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag, extend_plan
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import TaskSet
@@ -102,6 +103,11 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
                 best = rep
             print(f"[defrag] {label} seed={seed} {policy} K={budget} {method}: {rep.moves} moves, "
                   f"{rep.admitted_milli / 1000:.2f} GPUs ({rep.wall_s:.1f} s)", file=sys.stderr, flush=True)
+        if exact and previous is not None and previous.moves < budget:
+            for method in HEURISTICS:         # the last exact plan, then each heuristic with the moves left
+                rep = extend_plan(problem, previous.plan, method, budget, workload, seed=seed)
+                if better(best, rep):
+                    best = rep
         start = best.plan if best is not None else None
         if exact:
             from formulations.defrag import solve_defrag

@@ -62,7 +62,8 @@ victim the policy cannot place goes back to its own node and GPUs if they are st
 fits nowhere, the victims are offered first instead; if one still fits nowhere, the last victim is kept in
 place (dropped from the list) and the re-placement is retried. The plan never loses a
 running task. A victim the policy puts back on its own node and GPUs is not counted as a move. ``none``
-is the budget-0 baseline: offer the waiting tasks without evicting anything.
+is the budget-0 baseline: offer the waiting tasks without evicting anything. :func:`extend_plan` runs a
+heuristic after a given plan (e.g. an exact plan of a smaller budget) with the moves left.
 
 Examples
 --------
@@ -479,3 +480,23 @@ def defrag(problem: DefragProblem, method: str, budget: int, workload: Workload,
     final = replace_victims(base, victims, gpu_waiting, make_policy(policy, seed=seed, workload=workload))
     plan = plan_between(problem, final)
     return report_plan(problem, plan, workload, method, budget, time.perf_counter() - start)
+
+
+def extend_plan(problem: DefragProblem, plan: Plan, method: str, budget: int, workload: Workload, *,
+                seed: int = 0, policy: str = "fgd") -> PlanReport:
+    """``plan``, then heuristic ``method`` on the state it leaves with the moves left of ``budget``, as one plan
+    from the problem's placement (a task moved by both counts once, so moves <= ``budget``).
+
+    Raises
+    ------
+    InfeasiblePlacement : ``plan`` is invalid or makes more than ``budget`` moves.
+    """
+    if plan.n_moves > budget:
+        raise InfeasiblePlacement(f"plan makes {plan.n_moves} moves, budget {budget}")
+    start = time.perf_counter()
+    middle = apply_plan(problem, plan)
+    rest = DefragProblem.from_state(middle, [i for i in problem.waiting.tolist() if middle.node_of[i] == UNPLACED])
+    then = defrag(rest, method, budget - plan.n_moves, workload, seed=seed, policy=policy)
+    combined = plan_between(problem, apply_plan(rest, then.plan))
+    return report_plan(problem, combined, workload, f"plan+{method}", budget, time.perf_counter() - start)
+

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, defrag
+from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, defrag, extend_plan
 from fgdopt.frag import Workload
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import UNPLACED, ClusterState, InfeasiblePlacement, Placement
@@ -60,6 +60,29 @@ def test_cpu_only_move_admits_whole_gpu_task():
     assert (a.status, a.moves, a.admitted_milli) == ("optimal", 1, 1000)
     assert a.plan.moves == (Move(0, 1, ()),)
     assert defrag(p, "fgd-guided", 1, Workload.from_tasks(p.tasks)).admitted_milli in (0, 1000)
+
+
+def test_extend_plan_continues_a_plan_with_the_moves_left():
+    p = two_halves()
+    wl = Workload.from_tasks(p.tasks)
+    first = Plan(moves=(Move(1, 0, (0,)),))        # task 1 joins task 0: node 1's GPU is free, nothing admitted
+    rep = extend_plan(p, first, "none", 1, wl)     # no move left; offering the waiting tasks admits one
+    assert (rep.moves, rep.admitted_milli) == (1, 1000)
+    assert rep.plan.moves == first.moves and len(rep.plan.admits) == 1
+    back = extend_plan(p, Plan(), "fgd-guided", 1, wl)   # from the empty plan: the heuristic alone
+    assert (back.moves, back.admitted_milli) == (1, 1000) == (defrag(p, "fgd-guided", 1, wl).moves, 1000)
+    with pytest.raises(InfeasiblePlacement, match="budget 0"):
+        extend_plan(p, first, "none", 0, wl)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_extended_exact_plans_stay_valid_and_below_the_optimum(seed):
+    p = random_problem(seed)
+    wl = Workload.from_tasks(p.tasks)
+    one, three = solve_defrag(p, "b", 1, workload=wl), solve_defrag(p, "b", 3, workload=wl)
+    for method in HEURISTICS:
+        rep = extend_plan(p, one.plan, method, 3, wl, seed=seed)
+        assert rep.moves <= 3 and one.admitted_milli <= rep.admitted_milli <= three.admitted_milli
 
 
 # -- validation -------------------------------------------------------------------------------------
