@@ -1,6 +1,7 @@
 """Defragmentation study: how many waiting GPUs a few moves admit, by heuristic and exactly.
 
-``python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 --output DIR``
+``python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 [--jobs N |
+--dask ADDRESS] --output DIR``
 
 For every seed and replay policy (``--policies``, default ``fgd,best-fit``): replay the trace to ``--at``
 percent arrived GPU demand (:func:`fgdopt.simulate.replay`, ratio 1.3), take the state and its failed tasks
@@ -11,6 +12,9 @@ waiting tasks that fit one of them), the heuristics and the exact model (:func:`
 objective (b), warm-started from the best of: the heuristic plans, the exact plan of the previous, smaller
 budget, and that plan extended by each heuristic with the moves left, :func:`fgdopt.defrag.extend_plan`) run
 side by side.
+
+``--jobs N`` runs the (seed, replay policy) pairs N at a time in local processes, ``--dask ADDRESS`` on a Dask
+cluster (:mod:`experiments.executors`); the rows come back in the same order either way.
 
 With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from experiments.executors import add_dask_option, executor, run_all
 from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag, extend_plan
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
@@ -170,33 +175,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--solver", default="highs")
     ap.add_argument("--output", default=None)
     ap.add_argument("--suite", default=None, help="instead of the trace: run_online states of this suite")
+    ap.add_argument("--jobs", type=int, default=1, help="(seed, policy) pairs run side by side (trace study)")
+    add_dask_option(ap)
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.suite:
         rows = run_suite(args.suite, args.policies.split(","), budgets, args.time_limit, args.threads, args.solver)
         return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
-    cluster, tasks = load_openb(args.trace, args.data)
-    workload = Workload.from_tasks(tasks)
-    rows: list[dict] = []
-    for seed in parse_seeds(args.seeds):
-        for policy in args.policies.split(","):
-            t0 = time.perf_counter()
-            result = replay(cluster, tasks, policy, seed, 1.3, workload)
-            tasks_p, placement_p = result.prefix(args.at)
-            validate(cluster, tasks_p, placement_p)
-            problem = DefragProblem(cluster, tasks_p, placement_p)
-            print(f"[defrag] seed={seed} {policy}: replay {time.perf_counter() - t0:.1f} s, "
-                  f"{len(problem.running)} running, {len(problem.waiting)} waiting "
-                  f"({problem.waiting_milli() / 1000:.1f} GPUs)", file=sys.stderr, flush=True)
-            rows += run_problem(problem, workload, budgets, args.trace, seed, args.at, policy, False,
-                                args.time_limit, args.threads, args.solver)
-            rng = np.random.default_rng(seed)
-            for j in range(args.slices):
-                nodes = np.sort(rng.choice(cluster.n_nodes, size=args.slice_nodes, replace=False))
-                sub = slice_problem(problem, nodes)
-                rows += run_problem(sub, workload, budgets, f"{args.trace}/slice{j}", seed, args.at, policy, True,
-                                    args.time_limit, args.threads, args.solver)
+    jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
+             args.threads, args.solver) for seed in parse_seeds(args.seeds) for policy in args.policies.split(",")]
+    with executor(args.jobs, args.dask) as pool:
+        rows = [row for rows_ in run_all(pool, trace_rows, jobs) for row in rows_]
     return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived")
+
+
+def trace_rows(trace: str, data: str | None, seed: int, policy: str, at: float, budgets: list[int], slices: int,
+               slice_nodes: int, time_limit: float, threads: int, solver: str) -> list[dict]:
+    """Rows of one (seed, replay policy) of the trace study: the heuristics on the whole cluster, then the
+    heuristics and the exact model on ``slices`` random slices of ``slice_nodes`` nodes (module docstring)."""
+    cluster, tasks = load_openb(trace, data)
+    workload = Workload.from_tasks(tasks)
+    t0 = time.perf_counter()
+    result = replay(cluster, tasks, policy, seed, 1.3, workload)
+    tasks_p, placement_p = result.prefix(at)
+    validate(cluster, tasks_p, placement_p)
+    problem = DefragProblem(cluster, tasks_p, placement_p)
+    print(f"[defrag] seed={seed} {policy}: replay {time.perf_counter() - t0:.1f} s, {len(problem.running)} running, "
+          f"{len(problem.waiting)} waiting ({problem.waiting_milli() / 1000:.1f} GPUs)", file=sys.stderr, flush=True)
+    rows = run_problem(problem, workload, budgets, trace, seed, at, policy, False, time_limit, threads, solver)
+    rng = np.random.default_rng(seed)
+    for j in range(slices):
+        nodes = np.sort(rng.choice(cluster.n_nodes, size=slice_nodes, replace=False))
+        rows += run_problem(slice_problem(problem, nodes), workload, budgets, f"{trace}/slice{j}", seed, at, policy,
+                            True, time_limit, threads, solver)
+    return rows
 
 
 def _write(frame: pd.DataFrame, output: str | None, title: str) -> int:

@@ -339,3 +339,23 @@ def test_touch_binaries_and_envelope_keep_the_optimal_plan():
             dm = build_defrag(p, "b", budget, symmetry=False)
             assert bool(dm.touch) == (budget < len(p.running))
             dm.model.check(dm.encode(without.plan))
+
+
+def test_trace_study_runs_heuristics_whole_and_exact_on_slices(openb_dir, tmp_path):
+    import pandas as pd
+
+    from experiments.defrag import main
+
+    argv = ["--data", str(openb_dir), "--seeds", "42", "--policies", "best-fit", "--budgets", "0,2",
+            "--slice-nodes", "8", "--time-limit", "10", "--output", str(tmp_path)]
+    assert main(argv) == 0
+    frame = pd.read_csv(tmp_path / "defrag.csv")
+    whole, part = frame[frame.trace == "default"], frame[frame.trace == "default/slice0"]
+    assert set(whole.kind) == {"heuristic"} and set(whole.nodes) == {1213}
+    assert set(part.nodes) == {8} and len(part[part.kind == "exact"]) == 2
+    assert (whole.moves <= whole.budget).all() and (part.moves <= part.budget).all()
+    for _, rows in part.groupby("budget"):
+        exact = rows[rows.kind == "exact"].iloc[0]
+        assert rows[rows.kind == "heuristic"].admitted_milli.max() <= exact.admitted_milli <= exact.bound_milli
+    assert (whole[whole.budget == 0].admitted_milli == 0).all()   # the failed tasks fit nowhere without moves
+    assert (tmp_path / "defrag.png").is_file() and (tmp_path / "defrag.md").is_file()
