@@ -26,7 +26,7 @@ from formulations.defrag import solve_defrag
 
 
 def bench(problem: DefragProblem, objective: str, budget: int | None, time_limit: float,
-          workload: Workload) -> dict:
+          workload: Workload, envelope: bool = False) -> dict:
     """One exact run ((b) warm-started from the best heuristic) and its figures."""
     start = None
     if objective == "b":
@@ -35,7 +35,7 @@ def bench(problem: DefragProblem, objective: str, budget: int | None, time_limit
             start = rep if better(start, rep) else start
     cpu = time.process_time()
     sol = solve_defrag(problem, objective, budget, time_limit=time_limit, threads=1,
-                       warm_start=None if start is None else start.plan, workload=workload)
+                       warm_start=None if start is None else start.plan, workload=workload, envelope=envelope)
     return {"objective": objective, "budget": budget, "waiting": len(problem.waiting), "status": sol.status,
             "moves": sol.moves, "moves_bound": sol.moves_bound, "admitted_milli": sol.admitted_milli,
             "bound_milli": sol.bound_milli, "heuristic_milli": None if start is None else start.admitted_milli,
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="3,5,10", help="objective (b) budgets (default: 3,5,10)")
     ap.add_argument("--first", default="4,6,8", help="objective (a): admit the first j waiting tasks (default: 4,6,8)")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact run (default: 60)")
+    ap.add_argument("--envelope", action="store_true", help="add the net-gain envelope rows (solve_defrag)")
     ap.add_argument("--output", type=Path, default=None, help="folder for bench_defrag.csv")
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",") if b]
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                  for j in firsts]
         for objective, budget, p in runs:
             row = {"seed": seed, "nodes": args.nodes, "running": len(p.running),
-                   **bench(p, objective, budget, args.time_limit, workload)}
+                   **bench(p, objective, budget, args.time_limit, workload, args.envelope)}
             rows.append(row)
             what = f"(b) K={budget}" if objective == "b" else f"(a) first {row['waiting']}"
             bound = row["bound_milli"] if objective == "b" else row["moves_bound"]

@@ -47,14 +47,18 @@ memory, enough for a whole waiting task; the LP spreads K moves over many CPU-bl
   min(K, R_n) t[n]`` (``L_n = sum_{r on n} (|r| - k[r])``, ``R_n`` its running tasks), ``|r| - k[r] <=
   min(|r|, K) t[n]``, ``sum_n t[n] <= K`` (each touched node costs a move). They do not move the LP bound; they
   give the branch-and-bound 16-odd binaries that decide which nodes are opened, instead of fractional ``k``.
-* net-gain envelope (``envelope=True``): ``W_n[m]``, ``m = 0..min(K, R_n)``, is the solver's proven bound on node
-  n's *net gain* (GPU demand of the tasks newly placed on n minus that of the tasks that left n) when at most m
-  of its running tasks leave: a small exact MILP of the node alone (:func:`_node_values`; CPU, memory, GPUs,
-  any new task from the pool). Every plan has ``net_n <= W_n[L_n]``, hence ``net_n <=`` the upper concave hull
-  of ``W_n`` at ``L_n`` (one row per hull segment, integer coefficients, :func:`_envelope_rows`). A node whose
-  one CPU-only task blocks its free GPU has ``W = [0, 1000 milli]``: half a move buys half a GPU, not a whole
-  one. The node MILPs get :data:`NODE_TIME_LIMIT` each and, in :func:`solve_defrag`, :data:`ENVELOPE_SHARE` of
-  the time limit in total (nodes after that get no rows; a stopped node MILP gives its bound, still valid).
+* net-gain envelope (``envelope=True``; off by default, see below): ``W_n[m]``, ``m = 0..min(K, R_n)``, is the
+  solver's proven bound on node n's *net gain* (GPU demand of the tasks newly placed on n minus that of the tasks
+  that left n) when at most m of its running tasks leave: a small exact MILP of the node alone
+  (:func:`_node_values`; CPU, memory, GPUs, any new task from the pool). Every plan has ``net_n <= W_n[L_n]``,
+  hence ``net_n <=`` the upper concave hull of ``W_n`` at ``L_n`` (one row per hull segment, integer coefficients,
+  :func:`_envelope_rows`). A node whose one CPU-only task blocks its free GPU has ``W = [0, 1000 milli]``: half a
+  move buys half a GPU, not a whole one. The node MILPs get :data:`NODE_TIME_LIMIT` each and, in
+  :func:`solve_defrag`, :data:`ENVELOPE_SHARE` of the time limit in total (nodes after that get no rows; a stopped
+  node MILP gives its bound, still valid). Off by default: it lowers the root bound (7950 -> 7760 milli on a
+  16-node state) but on a quiet machine every 16-node (a) and (b) run of :mod:`experiments.bench_defrag` is proven
+  faster without it (all 18 in at most 40 s against 17 of 18 with it; the missing one, 6790 <= 6820 at 60 s, is
+  proven in 27 s without), and without it the model does not depend on the clock.
 
 Objectives (maximized, integer): (a) ``a[s] = waiting_s`` fixed, maximize ``sum k`` (the solver's bound
 B gives moves ``>= R - B``, R = running tasks); (b) maximize ``(R + 1) * sum_s demand_s a[s] + sum k``:
@@ -456,7 +460,7 @@ def _envelope_rows(values: list[int]) -> list[tuple[int, int, int, int]]:
 
 def build_defrag(problem: DefragProblem, objective: str, budget: int | None = None,
                  symmetry: bool = True, strong: bool = True, patterns: bool | None = None,
-                 envelope: bool = True, envelope_time: float = math.inf) -> DefragModel:
+                 envelope: bool = False, envelope_time: float = math.inf) -> DefragModel:
     """Build the model of the module docstring for ``objective`` (``"a"`` or ``"b"`` with ``budget`` moves);
     ``strong`` adds the valid inequalities of the module docstring (they tighten the LP bound); ``patterns``
     replaces each GPU's capacity row by its pattern block (:func:`_gpu_block`; the per-GPU hull): True always,
@@ -641,7 +645,7 @@ def build_defrag(problem: DefragProblem, objective: str, budget: int | None = No
 def solve_defrag(problem: DefragProblem, objective: str, budget: int | None = None, *, solver: str = "highs",
                  time_limit: float = 60.0, threads: int | None = 1, warm_start: Plan | None = None,
                  workload: Workload | None = None, options: dict | None = None,
-                 patterns: bool | None = None, envelope: bool = True) -> DefragSolution:
+                 patterns: bool | None = None, envelope: bool = False) -> DefragSolution:
     """Solve objective (a) or (b) exactly and return a checked :class:`DefragSolution`.
 
     Parameters

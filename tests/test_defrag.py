@@ -183,20 +183,21 @@ def test_exact_matches_brute_force(seed, patterns, monkeypatch):
     import formulations.defrag as fd
 
     monkeypatch.setattr(fd, "PATTERN_COLUMNS", 0)   # None: plain rows searched, the blocks' LP as second bound
+    envelope = patterns is True                     # the envelope rows with the blocks
     p = random_problem(seed)
     reachable = brute_force(p)
     total = p.waiting_milli()
     wl = Workload.from_tasks(p.tasks)
     for budget in (0, 1, 2, 6):
         best = max((adm, -mv) for adm, mv in reachable if mv <= budget)
-        sol = solve_defrag(p, "b", budget, workload=wl, patterns=patterns)
+        sol = solve_defrag(p, "b", budget, workload=wl, patterns=patterns, envelope=envelope)
         assert sol.status == "optimal"
         assert (sol.admitted_milli, -sol.moves) == best, (seed, budget)
         assert sol.bound_milli == sol.admitted_milli
         assert ("hull_lp_bound" in sol.info) == (patterns is None and build_defrag(p, "b", budget).blocks_dropped)
         if not patterns:
             continue
-        dm = build_defrag(p, "b", budget, symmetry=False)   # the optimal plan encodes to a feasible column vector
+        dm = build_defrag(p, "b", budget, symmetry=False, envelope=True)   # the optimum encodes to a feasible vector
         dm.model.check(dm.encode(sol.plan))
         for method in HEURISTICS:                     # heuristics: valid, within budget, never above optimum
             rep = defrag(p, method, budget, wl, seed=seed)
@@ -204,7 +205,7 @@ def test_exact_matches_brute_force(seed, patterns, monkeypatch):
     full = [mv for adm, mv in reachable if adm == total]
     cpu_only_waiting = any(p.tasks.num_gpu[i] == 0 for i in p.waiting)
     if not cpu_only_waiting:
-        a = solve_defrag(p, "a", workload=wl, patterns=patterns)
+        a = solve_defrag(p, "a", workload=wl, patterns=patterns, envelope=envelope)
         if full:
             assert (a.status, a.moves) == ("optimal", min(full))
         else:
@@ -332,11 +333,11 @@ def test_touch_binaries_and_envelope_keep_the_optimal_plan():
     for seed in range(6):
         p = random_problem(seed)
         for budget in (1, 2):
-            with_rows = solve_defrag(p, "b", budget)
-            without = solve_defrag(p, "b", budget, envelope=False)
+            with_rows = solve_defrag(p, "b", budget, envelope=True)
+            without = solve_defrag(p, "b", budget)
             assert (with_rows.status, without.status) == ("optimal", "optimal")
             assert (with_rows.admitted_milli, with_rows.moves) == (without.admitted_milli, without.moves)
-            dm = build_defrag(p, "b", budget, symmetry=False)
+            dm = build_defrag(p, "b", budget, symmetry=False, envelope=True)
             assert bool(dm.touch) == (budget < len(p.running))
             dm.model.check(dm.encode(without.plan))
 
