@@ -57,7 +57,7 @@ memory, enough for a whole waiting task; the LP spreads K moves over many CPU-bl
   :func:`solve_defrag`, :data:`ENVELOPE_SHARE` of the time limit in total (nodes after that get no rows; a stopped
   node MILP gives its bound, still valid). Off by default: it lowers the root bound (7950 -> 7760 milli on a
   16-node state) but on a quiet machine every 16-node (a) and (b) run of :mod:`experiments.bench_defrag` is proven
-  faster without it (all 18 in at most 40 s against 17 of 18 with it; the missing one, 6790 <= 6820 at 60 s, is
+  faster without it (all 18 in at most 46 s against 17 of 18 with it; the missing one, 6790 <= 6820 at 60 s, is
   proven in 27 s without), and without it the model does not depend on the clock.
 
 Objectives (maximized, integer): (a) ``a[s] = waiting_s`` fixed, maximize ``sum k`` (the solver's bound
