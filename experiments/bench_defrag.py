@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.defrag import better, online_problem, parse_seeds
+from experiments.defrag import best_report, online_problem, parse_seeds
 from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
 from fgdopt.frag import Workload
 from fgdopt.suites import random_instance
@@ -28,11 +28,8 @@ from formulations.defrag import solve_defrag
 def bench(problem: DefragProblem, objective: str, budget: int | None, time_limit: float,
           workload: Workload, envelope: bool = False) -> dict:
     """One exact run ((b) warm-started from the best heuristic) and its figures."""
-    start = None
-    if objective == "b":
-        for method in HEURISTICS:
-            rep = defrag(problem, method, budget, workload)
-            start = rep if better(start, rep) else start
+    heuristics = [defrag(problem, method, budget, workload) for method in HEURISTICS] if objective == "b" else []
+    start = best_report(heuristics)
     cpu = time.process_time()
     sol = solve_defrag(problem, objective, budget, time_limit=time_limit, threads=1,
                        warm_start=None if start is None else start.plan, workload=workload, envelope=envelope)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,9 +88,10 @@ def _row(trace, seed, at, method, kind, budget, moves, admitted, bound, status, 
                               policy, nodes), strict=True))
 
 
-def better(a: PlanReport | DefragSolution | None, b: PlanReport | DefragSolution) -> bool:
-    """Whether plan report ``b`` beats ``a`` (None loses) on objective (b): more admitted, then fewer moves."""
-    return a is None or (b.admitted_milli, -b.moves) > (a.admitted_milli, -a.moves)
+def best_report(candidates: Iterable[PlanReport | DefragSolution | None]) -> PlanReport | DefragSolution | None:
+    """The candidate best on objective (b): most admitted milli-GPU, then fewest moves; the first of equals
+    (None entries are skipped; None if nothing is left)."""
+    return max((c for c in candidates if c is not None), key=lambda c: (c.admitted_milli, -c.moves), default=None)
 
 
 def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], label: str, seed: int, at: float,
@@ -99,20 +101,18 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
     n = problem.cluster.n_nodes
     previous = None                                       # the exact plan of the last (smaller) budget
     for budget in sorted(budgets):
-        best = previous
+        reports = []
         for method in HEURISTICS:
             rep = defrag(problem, method, budget, workload, seed=seed)
+            reports.append(rep)
             rows.append(_row(label, seed, at, method, "heuristic", budget, rep.moves, rep.admitted_milli, None,
                              "feasible", rep.wall_s, policy, n))
-            if better(best, rep):
-                best = rep
             print(f"[defrag] {label} seed={seed} {policy} K={budget} {method}: {rep.moves} moves, "
                   f"{rep.admitted_milli / 1000:.2f} GPUs ({rep.wall_s:.1f} s)", file=sys.stderr, flush=True)
-        if exact and previous is not None and previous.moves < budget:
-            for method in HEURISTICS:         # the last exact plan, then each heuristic with the moves left
-                rep = extend_plan(problem, previous.plan, method, budget, workload, seed=seed)
-                if better(best, rep):
-                    best = rep
+        if exact and previous is not None and previous.moves < budget:   # the last exact plan, then each heuristic
+            reports += [extend_plan(problem, previous.plan, method, budget, workload, seed=seed)
+                        for method in HEURISTICS]
+        best = best_report([previous, *reports])
         start = best.plan if best is not None else None
         if exact:
             from formulations.defrag import solve_defrag
