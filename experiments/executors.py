@@ -7,18 +7,42 @@ importable module and its arguments: process pools and Dask workers unpickle the
 as ``python -m`` calls the ``main`` of its importable module, not of its ``__main__`` copy). Dask workers
 should run one thread each (``dask worker ADDRESS --nthreads 1``): the solvers are multi-threaded themselves, and
 HiGHS keeps one thread pool per process (:func:`formulations.backends.highs_threads`).
+
+Resumable sweeps. A :class:`RunJournal` keeps each finished run's result in the output folder as it completes
+(``DIR/.runs/STUDY/KEY.pkl``, written atomically; KEY hashes the run's inputs, which the study states as a
+JSON-able value). Given a journal, :func:`run_all` loads the runs already there instead of running them (the
+study's ``--resume``), saves the others as they finish, and when a run fails or the sweep is interrupted (Ctrl-C,
+a killed worker) raises :class:`SweepInterrupted` holding the results that did finish, so that the study writes
+valid CSVs of those before it stops (:func:`stop_message`). A study adopts it in three steps::
+
+    journal = RunJournal.for_study(args.output, "openb", resume=args.resume)    # add_resume_option(parser)
+    try:
+        results = run_all(pool, run_cell, cells, done, journal=journal, keys=cells)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished())
+        return stop_message(stop)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
+import json
 import multiprocessing
+import os
+import pickle
+import shutil
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+from fgdopt.plugins import SpecError
+from fgdopt.policies import PolicyError
 
 DASK_MISSING = "--dask needs the 'distributed' package: pip install fgdopt[dask]"
 
@@ -79,8 +103,133 @@ def executor(jobs: int = 1, dask: str | None = None) -> Iterator[Executor | None
         yield None
 
 
+class RunJournal:
+    """The finished runs of one study's sweep in its output folder: one pickle per run, keyed by its inputs.
+
+    Parameters
+    ----------
+    folder : where the results go, normally ``OUTPUT/.runs/STUDY`` (:meth:`for_study`).
+    resume : keep the runs already in ``folder`` (``--resume``); otherwise they are deleted first, so a sweep
+        without ``--resume`` starts afresh.
+
+    Notes
+    -----
+    A run's key is the SHA-256 of its inputs as canonical JSON (:meth:`key`): the study passes, per job, every
+    input that changes its result (the job's arguments, its parameters; not the worker count). Results are
+    pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
+    killed while writing leaves no half file; a file that does not unpickle (written by another version of the
+    code) counts as not finished.
+    """
+
+    def __init__(self, folder: str | os.PathLike, *, resume: bool = False):
+        self.folder = Path(folder)
+        if not resume and self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def for_study(cls, output: str | os.PathLike | None, study: str, *, resume: bool = False) -> RunJournal | None:
+        """The journal of ``study`` in the output folder ``output`` (``OUTPUT/.runs/STUDY``); None without one."""
+        return None if output is None else cls(Path(output) / ".runs" / study, resume=resume)
+
+    @staticmethod
+    def key(inputs: Any) -> str:
+        """The hex SHA-256 of ``inputs`` as JSON (sorted keys; tuples as lists, paths and other objects as str)."""
+        text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, inputs: Any) -> Path:
+        return self.folder / f"{self.key(inputs)}.pkl"
+
+    def load(self, inputs: Any) -> tuple[bool, Any]:
+        """``(True, result)`` for a finished run with these inputs, else ``(False, None)``."""
+        path = self._path(inputs)
+        try:
+            with path.open("rb") as f:
+                return True, pickle.load(f)
+        except FileNotFoundError:
+            return False, None
+        except Exception:                       # unreadable (another code version): run it again
+            return False, None
+
+    def save(self, inputs: Any, result: Any) -> None:
+        """Keep ``result`` as the finished run with these inputs (atomic: a temporary file renamed into place)."""
+        path = self._path(inputs)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with tmp.open("wb") as f:
+            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.folder.glob("*.pkl"))
+
+
+class SweepInterrupted(Exception):
+    """A sweep stopped before its end: a run failed, or it was interrupted (Ctrl-C, a killed worker).
+
+    Its ``__cause__`` is the original exception and its message the cause's one line.
+
+    Attributes
+    ----------
+    results : list
+        One entry per job, in job order: the result of every job that finished (run now or loaded from the
+        journal), None for the others.
+    done : list of bool
+        Which jobs finished.
+    partial : Any
+        Free for the study to attach what it built from the finished results (e.g. a frame), before re-raising.
+    """
+
+    def __init__(self, results: list, done: list[bool], cause: BaseException):
+        super().__init__(f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__)
+        self.results, self.done, self.partial = results, done, None
+
+    def finished(self) -> list:
+        """The results of the finished jobs, in job order."""
+        return [r for r, ok in zip(self.results, self.done, strict=True) if ok]
+
+
+USER_ERRORS = (PolicyError, SpecError, KeyboardInterrupt)
+"""Causes a study reports in one line (:func:`stop_message`); any other failure keeps its traceback."""
+
+
+def stop_message(error: BaseException, prog: str = "error") -> int:
+    """Report a stopped study: one line on stderr for a :data:`USER_ERRORS` cause, and the exit code.
+
+    Parameters
+    ----------
+    error : a :class:`SweepInterrupted`, or a :data:`USER_ERRORS` instance raised outside a journaled sweep.
+    prog : the line's prefix.
+
+    Returns
+    -------
+    130 after Ctrl-C, 2 after a policy or spec error.
+
+    Raises
+    ------
+    BaseException : the cause itself when it is not one of :data:`USER_ERRORS` (a bug keeps its traceback).
+    """
+    cause = error.__cause__ if isinstance(error, SweepInterrupted) and error.__cause__ is not None else error
+    if not isinstance(cause, USER_ERRORS):
+        raise cause
+    if isinstance(cause, KeyboardInterrupt):
+        print(f"{prog}: interrupted; the finished runs are written (rerun with --resume to continue)",
+              file=sys.stderr)
+        return 130
+    print(f"{prog}: {cause}", file=sys.stderr)
+    return 2
+
+
+def add_resume_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--resume``: keep the runs already finished in the output folder (same inputs) and run the rest."""
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the runs already finished in the output folder with the same inputs "
+                        "(kept in OUTPUT/.runs/); without it the sweep starts afresh")
+
+
 def run_all(pool: Executor | None, fn: Callable[..., Any], jobs: Sequence[tuple],
-            done: Callable[[int], None] | None = None) -> list:
+            done: Callable[[int], None] | None = None, *, journal: RunJournal | None = None,
+            keys: Sequence[Any] | None = None) -> list:
     """``[fn(*job) for job in jobs]``, run in ``pool`` (all submitted at once) or inline when it is None.
 
     Parameters
@@ -88,29 +237,56 @@ def run_all(pool: Executor | None, fn: Callable[..., Any], jobs: Sequence[tuple]
     pool : from :func:`executor`.
     fn : a top-level function of an importable module.
     jobs : the argument tuples.
-    done : called with a job's index as it completes (progress bars); in completion order in a pool.
+    done : called with a job's index as it completes (progress bars); in completion order in a pool, and for the
+        jobs loaded from the journal first.
+    journal : keeps each finished job's result as it completes, and gives back those already there
+        (:class:`RunJournal`).
+    keys : with ``journal``: per job, the JSON-able inputs its result depends on (default: the job tuple itself,
+        when its arguments are plain values).
 
     Returns
     -------
-    The results in the order of ``jobs``. The first job to fail raises its exception here, and the jobs not yet
-    started are cancelled.
+    The results in the order of ``jobs``.
+
+    Raises
+    ------
+    SweepInterrupted : with a journal, when a job fails or the sweep is interrupted (``__cause__``: the original
+        exception; the finished results attached). The jobs not yet started are cancelled.
+    BaseException : without a journal, the first job to fail raises its exception here, and the jobs not yet
+        started are cancelled.
     """
     results: list = [None] * len(jobs)
-    if pool is None:
-        for k, job in enumerate(jobs):
-            results[k] = fn(*job)
-            if done is not None:
+    finished = [False] * len(jobs)
+    if journal is not None:
+        keys = list(jobs) if keys is None else list(keys)
+        if len(keys) != len(jobs):
+            raise ValueError(f"{len(keys)} keys for {len(jobs)} jobs")
+        for k in range(len(jobs)):
+            finished[k], results[k] = journal.load(keys[k])
+            if finished[k] and done is not None:
                 done(k)
-        return results
-    futures = {pool.submit(fn, *job): k for k, job in enumerate(jobs)}
+
+    def complete(k: int, result: Any) -> None:
+        results[k], finished[k] = result, True
+        if journal is not None:
+            journal.save(keys[k], result)
+        if done is not None:
+            done(k)
+
+    todo = [k for k in range(len(jobs)) if not finished[k]]
+    futures: dict = {}
     try:
-        for future in as_completed(futures):
-            k = futures[future]
-            results[k] = future.result()
-            if done is not None:
-                done(k)
-    except BaseException:
+        if pool is None:
+            for k in todo:
+                complete(k, fn(*jobs[k]))
+        else:
+            futures = {pool.submit(fn, *jobs[k]): k for k in todo}
+            for future in as_completed(futures):
+                complete(futures[future], future.result())
+    except BaseException as exc:
         for future in futures:
             future.cancel()
-        raise
+        if journal is None:
+            raise
+        raise SweepInterrupted(results, finished, exc) from exc
     return results

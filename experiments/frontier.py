@@ -4,9 +4,10 @@ same arrived tasks, on the whole openb cluster, at several arrived-workload poin
 Usage::
 
     python -m experiments.frontier --trace default|all|NAME --seeds 42-51 --points 80,90,100,110,120,130 \\
-        [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] --output DIR
+        [--policies fgd,best-fit,mypkg.mymod:MyPolicy] [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] \
+        --output DIR [--resume]
 
-For every trace and seed, each policy of :data:`~fgdopt.policies.PAPER_POLICIES` is replayed exactly as in
+For every trace and seed, each policy (default :data:`~fgdopt.policies.PAPER_POLICIES`) is replayed exactly as in
 ``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
 tasks for every policy: the arrival order depends on the seed only, which is checked) is an offline instance,
 solved by ``config-types`` (:mod:`formulations.typeconfig`). The points of one (trace, seed) run in increasing
@@ -23,6 +24,10 @@ than Y — only where the bound is below capacity and within the tolerance of th
 the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only
 (a quick check). ``--jobs N`` runs the replays, then the chains, N at a time in local processes, ``--dask ADDRESS``
 on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same.
+``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own (:mod:`fgdopt.policies`,
+"Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each (trace, seed) is kept
+in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`): ``--resume`` skips
+those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished.
 """
 
 from __future__ import annotations
@@ -30,19 +35,29 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from experiments.executors import add_dask_option, executor, run_all
-from experiments.openb import parse_seeds, parse_traces
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    executor,
+    run_all,
+    stop_message,
+)
+from experiments.openb import parse_policies, parse_seeds, parse_traces
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.plot import plot_frontier
-from fgdopt.policies import PAPER_POLICIES
+from fgdopt.policies import PAPER_POLICIES, PolicyError, SpecError
 from fgdopt.simulate import replay
 from fgdopt.state import Placement
 from fgdopt.traces import load_openb
@@ -108,49 +123,89 @@ def optimum_chain(trace: str, seed: int, points: list[int], cluster: Cluster, pr
     return out
 
 
+def group_rows(policy_rows: list[dict], capacity: int, *chain: Any) -> dict:
+    """One (trace, seed) of the study, finished: its policy rows (passed through), the capacity of its cluster
+    (milli-GPU) and the optimum rows of :func:`optimum_chain` ``(*chain)``; the unit the journal keeps."""
+    return {"policy_rows": policy_rows, "capacity": capacity, "optima": optimum_chain(*chain)}
+
+
 def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int = 1, time_limit: float = 60.0,
              tol: float = 0.001, data_dir: str | None = None, threads: int | None = 1,
-             nodes: int | None = None, dask: str | None = None) -> tuple[pd.DataFrame, dict]:
+             nodes: int | None = None, dask: str | None = None, policies: Sequence[str] = PAPER_POLICIES,
+             journal: RunJournal | None = None) -> tuple[pd.DataFrame, dict]:
     """Run the study; returns the frame of :data:`COLUMNS` (plus ``status`` and ``cpu_s`` of the optima) and the
     capacity of each trace (milli-GPU). ``threads``: HiGHS threads of each optimum; ``nodes``: replay on the
     trace's first ``nodes`` nodes only (a quick check; None: the whole cluster); ``jobs`` local processes or the
-    Dask cluster at ``dask`` run the replays and the chains (:func:`experiments.executors.executor`).
+    Dask cluster at ``dask`` run the replays and the chains (:func:`experiments.executors.executor`);
+    ``policies``: names or ``module:attribute`` specs (default: the paper's six). With a ``journal``, each
+    (trace, seed) is kept as its chain finishes, and those already there are neither replayed nor solved again.
 
     Raises
     ------
     RuntimeError : two policies' replays of one (trace, seed) do not share their arrival order.
+    SweepInterrupted : with a journal, a run failed or was interrupted; ``partial`` holds ``(frame, capacity)``
+        of the (trace, seed) pairs that finished.
     """
+    policies = tuple(policies)
+    groups = [(t, s) for t in traces for s in seeds]
+    keys = {g: {"trace": g[0], "seed": g[1], "points": points, "time_limit": time_limit, "tol": tol,
+                "data_dir": data_dir, "threads": threads, "nodes": nodes, "policies": policies} for g in groups}
+    finished = {g: journal.load(keys[g]) for g in groups} if journal is not None else {}
+    todo = [g for g in groups if not finished.get(g, (False, None))[0]]
+    previously = [finished[g][1] for g in groups if g not in todo]
     with executor(jobs, dask) as pool:
-        cells = [(t, s, p, points, data_dir, nodes) for t in traces for s in seeds for p in PAPER_POLICIES]
+        cells = [(t, s, p, points, data_dir, nodes) for t, s in todo for p in policies]
         with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar:
-            replays = run_all(pool, replay_cell, cells, lambda _: bar.update())
+            try:
+                replays = run_all(pool, replay_cell, cells, lambda _: bar.update())
+            except BaseException as exc:
+                if journal is None:
+                    raise
+                stop = SweepInterrupted([None] * len(todo), [False] * len(todo), exc)
+                stop.partial = study_frame(previously, policies)
+                raise stop from exc
         by_cell: dict[tuple[str, int], list[dict]] = {}
         for rep in replays:
             by_cell.setdefault((rep["trace"], rep["seed"]), []).append(rep)
-        rows, solves, capacity = [], [], {}
+        solves = []
         for (trace, seed), reps in by_cell.items():
             first = reps[0]
-            capacity[trace] = first["cluster"].gpu_capacity_milli
             for rep in reps[1:]:
                 if not np.array_equal(rep["source"], first["source"]):
                     raise RuntimeError(f"{trace} seed {seed}: {rep['policy']} and {first['policy']} replay "
                                        "different arrival orders; the arrived prefix is not policy-independent")
-            for rep in reps:
-                rows += [{"trace": trace, "seed": seed, "arrived_pct": p, "method": rep["policy"], "kind": "policy",
-                          "allocated_milli": rep["alloc"][p], "wall_s": rep["wall_s"]} for p in points]
+            rows = [{"trace": trace, "seed": seed, "arrived_pct": p, "method": rep["policy"], "kind": "policy",
+                     "allocated_milli": rep["alloc"][p], "wall_s": rep["wall_s"]} for rep in reps for p in points]
             warms = {p: max(reps, key=lambda r: r["alloc"][p])["prefix"][p][1] for p in points}
             prefixes = {p: first["prefix"][p][0] for p in points}
             # one warm-started chain per (trace, seed): each point gets one process, and the previous point's pool
-            solves.append((trace, seed, points, first["cluster"], prefixes, warms, time_limit, tol, threads))
+            solves.append((rows, first["cluster"].gpu_capacity_milli, trace, seed, points, first["cluster"], prefixes,
+                           warms, time_limit, tol, threads))
         with tqdm(total=len(solves), desc="optima", unit="chain", file=sys.stderr) as bar:
-            optima = [row for rows_ in run_all(pool, optimum_chain, solves, lambda _: bar.update()) for row in rows_]
+            try:
+                done = run_all(pool, group_rows, solves, lambda _: bar.update(), journal=journal,
+                               keys=[keys[(job[2], job[3])] for job in solves])
+            except SweepInterrupted as stop:
+                stop.partial = study_frame(previously + stop.finished(), policies)
+                raise
+    results = {g: finished[g][1] for g in groups if g not in todo}
+    results.update({(job[2], job[3]): r for job, r in zip(solves, done, strict=True)})
+    return study_frame([results[g] for g in groups], policies)
+
+
+def study_frame(results: list[dict], policies: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+    """The study's frame and capacities (as :func:`frontier` returns them) from finished :func:`group_rows`."""
+    rows = [row for r in results for row in r["policy_rows"]]
+    optima = [o for r in results for o in r["optima"]]
+    capacity = {o["trace"]: r["capacity"] for r in results for o in r["optima"]}
     bounds = {(o["trace"], o["seed"], o["arrived_pct"]): o["bound_milli"] for o in optima}
-    frame = pd.DataFrame(rows + [{k: v for k, v in o.items() if k != "info"} for o in optima])
+    frame = pd.DataFrame(rows + [{k: v for k, v in o.items() if k != "info"} for o in optima],
+                         columns=[*COLUMNS, "status", "cpu_s"])
     frame["bound_milli"] = [bounds[key] for key in zip(frame["trace"], frame["seed"], frame["arrived_pct"],
                                                         strict=True)]
     cap = frame["trace"].map(capacity)
     frame["gap_pct"] = 100.0 * (frame["bound_milli"] - frame["allocated_milli"]) / cap
-    order = {m: k for k, m in enumerate((*PAPER_POLICIES, METHOD))}
+    order = {m: k for k, m in enumerate((*policies, METHOD))}
     frame = frame.assign(_m=frame["method"].map(order)).sort_values(["trace", "seed", "arrived_pct", "_m"])
     return frame.drop(columns="_m").reset_index(drop=True)[[*COLUMNS, "status", "cpu_s"]], capacity
 
@@ -206,13 +261,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="HiGHS threads per optimum, or 'default' for HiGHS's own choice (default: 1)")
     parser.add_argument("--nodes", type=int, default=None,
                         help="replay on the cluster's first NODES nodes only (a quick check; default: all)")
+    parser.add_argument("--policies", type=parse_policies, default=list(PAPER_POLICIES),
+                        help="comma-separated policies: names or module:attribute specs of your own "
+                        "(default: the paper's six)")
     parser.add_argument("--output", type=Path, required=True, help="folder for frontier.csv and frontier.png")
+    add_resume_option(parser)
     args = parser.parse_args(argv)
 
-    frame, capacity = frontier(args.trace, args.seeds, args.points, args.jobs, args.time_limit, args.tol,
-                               args.data_dir, args.threads, args.nodes, args.dask)
+    journal = RunJournal.for_study(args.output, "frontier", resume=args.resume)
     out = args.output
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        frame, capacity = frontier(args.trace, args.seeds, args.points, args.jobs, args.time_limit, args.tol,
+                                   args.data_dir, args.threads, args.nodes, args.dask, args.policies, journal)
+    except SweepInterrupted as stop:
+        stop.partial[0][list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
+        return stop_message(stop, parser.prog)
+    except (PolicyError, SpecError) as exc:
+        return stop_message(exc, parser.prog)
     frame[list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
     trace = args.trace[0]
     plot_frontier(frame[frame["trace"] == trace], capacity[trace], out / "frontier.png",
@@ -220,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     opt = frame[frame["kind"] == "optimum"]
     print(opt[["trace", "seed", "arrived_pct", "allocated_milli", "bound_milli", "gap_pct", "wall_s", "cpu_s",
                "status"]].to_string(index=False))
-    print("\n".join(headline(frame, capacity, args.tol)))
+    lead = "fgd" if "fgd" in args.policies else args.policies[0]
+    print("\n".join(headline(frame, capacity, args.tol, lead)))
     return 0
 
 

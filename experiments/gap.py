@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.gap --instances small [--methods ...] [--time-limit 10] [--jobs N | --dask ADDRESS]
-                              [--output DIR] [--format markdown|csv] [--seed 0]
+                              [--output DIR [--resume]] [--format markdown|csv] [--seed 0]
 
 For each instance of the suite (``small``, ``medium``, ``openb-sample`` or a folder of instance JSON files) it
 places the tasks in arrival order with every policy, solves the offline problem exactly and with every
@@ -26,7 +26,13 @@ a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same
 (or no nodes) has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no workload to
 measure it against).
 
-``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown. CSV columns:
+``--policies`` also takes ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own
+policy"): the fastest way to your policy's certified gap table.
+
+``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown; each instance's
+rows are kept in ``DIR/.runs/gap`` as they finish (:class:`experiments.executors.RunJournal`), ``--resume`` solves
+only the instances not yet there with the same inputs, and a run stopped early writes ``gap.csv`` of the
+instances that finished. CSV columns:
 ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the row's placement, empty
 for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven bound, empty if it has none;
 policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
@@ -40,16 +46,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
-from experiments.executors import add_dask_option, executor, run_all
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    executor,
+    run_all,
+    stop_message,
+)
+from experiments.openb import parse_policies
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
-from fgdopt.policies import POLICY_NAMES
+from fgdopt.policies import POLICY_NAMES, PolicyError, SpecError
 from fgdopt.simulate import run_online
 from fgdopt.state import validate
 from fgdopt.suites import SUITES, load_suite_dir, suite
@@ -97,7 +112,10 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
         if workload is None:
             placement, allocated, wall_s = None, 0, 0.0
         else:
-            result = run_online(instance.cluster, instance.tasks, name, seed=config.seed, workload=workload)
+            try:
+                result = run_online(instance.cluster, instance.tasks, name, seed=config.seed, workload=workload)
+            except PolicyError as exc:
+                raise PolicyError(f"instance {instance.name}: {exc}") from exc
             placement, allocated, wall_s = result.placement, result.allocated_milli, result.wall_s
         if allocated > warm_milli:
             warm, warm_milli = placement, allocated
@@ -136,21 +154,46 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
     return rows
 
 
-def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | None = None) -> pd.DataFrame:
+def run_key(instance: Instance, config: Config) -> dict:
+    """The inputs of one instance's rows (its content and the study's parameters): its :class:`RunJournal` key."""
+    return {"instance": instance.to_dict(), "config": asdict(config)}
+
+
+def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | None = None,
+        journal: RunJournal | None = None) -> pd.DataFrame:
     """Rows of every instance as a DataFrame (columns :data:`CSV_COLUMNS`), in the
     order of ``instances``: inline, in ``jobs`` local processes or on the Dask cluster at ``dask``
-    (:func:`experiments.executors.executor`)."""
+    (:func:`experiments.executors.executor`). With a ``journal``, each instance's rows are kept as they finish and
+    the instances already there are not solved again.
+
+    Raises
+    ------
+    SweepInterrupted : with a journal, a run failed or was interrupted; ``partial`` holds the frame of the
+        instances that finished.
+    """
     per_instance = len(config.policies) + len(config.methods)
+    keys = [run_key(inst, config) for inst in instances]
     with (tqdm(total=len(instances) * per_instance, desc="gap", unit="run", file=sys.stderr,
                disable=None) as progress, executor(jobs, dask) as pool):
-        if pool is None:  # inline: the bar advances per method
-            parts = [instance_rows(inst, config, progress) for inst in instances]
-        else:
-            def done(k: int) -> None:
+        inline = pool is None                     # inline: the bar advances per method of the runs it solves
+        reused = {k for k in range(len(instances)) if journal is not None and journal.load(keys[k])[0]}
+
+        def done(k: int) -> None:
+            if not inline or k in reused:
                 progress.set_postfix_str(instances[k].name, refresh=False)
                 progress.update(per_instance)
 
-            parts = run_all(pool, instance_rows, [(inst, config) for inst in instances], done)
+        calls = [(inst, config, progress if inline else None) for inst in instances]
+        try:
+            parts = run_all(pool, instance_rows, calls, done, journal=journal, keys=keys)
+        except SweepInterrupted as stop:
+            stop.partial = frame(stop.finished())
+            raise
+    return frame(parts)
+
+
+def frame(parts: list[list[dict]]) -> pd.DataFrame:
+    """The rows of the instances' results ``parts`` (each from :func:`instance_rows`) as one frame."""
     return pd.DataFrame([row for part in parts for row in part], columns=CSV_COLUMNS)
 
 
@@ -227,11 +270,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                         help=f"comma-separated solver methods from {', '.join(METHODS)} (default: %(default)s)")
-    parser.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma-separated online policies")
+    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
+                        help="comma-separated online policies: names or module:attribute specs of your own "
+                        "(default: all built-in)")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver run (default: 10)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="instances solved in parallel (default: the number of cores)")
     add_dask_option(parser)
+    add_resume_option(parser)
     parser.add_argument("--threads", type=int, default=None, help="solver threads (default: all cores)")
     parser.add_argument("--seed", type=int, default=0, help="suite and policy seed (default: 0)")
     parser.add_argument("--output", type=Path, default=None, help="write gap.csv and the tables here")
@@ -239,20 +285,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     methods = tuple(m for m in args.methods.split(",") if m)
-    policies = tuple(p for p in args.policies.split(",") if p)
+    policies = tuple(args.policies)
     for m in methods:
         if m not in METHODS:
             parser.error(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
-    for p in policies:
-        if p not in POLICY_NAMES:
-            parser.error(f"unknown policy {p!r}; choose from {', '.join(POLICY_NAMES)}")
+    if args.resume and args.output is None:
+        parser.error("--resume needs --output (the folder of the finished runs)")
     try:
         instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
             load_suite_dir(args.instances)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     config = Config(methods, policies, args.time_limit, args.seed, args.threads)
-    df = run(instances, config, args.jobs, args.dask)
+    journal = RunJournal.for_study(args.output, "gap", resume=args.resume)
+    try:
+        df = run(instances, config, args.jobs, args.dask, journal)
+    except SweepInterrupted as stop:
+        args.output.mkdir(parents=True, exist_ok=True)
+        stop.partial.to_csv(args.output / "gap.csv", index=False)
+        return stop_message(stop, parser.prog)
+    except (PolicyError, SpecError) as exc:   # without --output: nothing was kept
+        return stop_message(exc, parser.prog)
 
     tables = {"instances": instance_table(df), "summary": summary_table(df), "bounds": bounds_table(df),
               "fragmentation": frag_table(df)}

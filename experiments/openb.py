@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.openb --trace default --policies fgd,best-fit --seeds 42-51 --ratio 1.3 \\
-        --output DIR [--jobs N | --dask ADDRESS]
+        --output DIR [--jobs N | --dask ADDRESS] [--resume]
 
 ``--trace`` takes variant names separated by commas, ``all`` (the 24 variants) or a family name
 (``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one row per cell,
@@ -15,7 +15,12 @@ each of its six policies (:func:`fgdopt.refsim.paper_allocation`; at ratio 1.3 o
 goes to stderr. The policies score and break ties as the reference simulator does; ``fgd-exact`` is
 fgdopt's exact-score FGD. ``--jobs N`` replays N cells side by side in local processes, ``--dask ADDRESS`` on the
 workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker reads the trace from its own
-``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same.
+``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same. ``--policies`` also takes
+``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy").
+
+Each finished cell is kept in ``DIR/.runs/openb`` as it completes (:class:`experiments.executors.RunJournal`);
+``--resume`` replays only the cells not yet there with the same inputs. A run stopped early (Ctrl-C, a failing
+policy, a killed worker) writes ``summary.csv`` and ``curves.csv`` of the cells that finished.
 """
 
 from __future__ import annotations
@@ -28,12 +33,20 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from experiments.executors import add_dask_option, executor, run_all
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    executor,
+    run_all,
+    stop_message,
+)
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
-from fgdopt.policies import POLICY_NAMES
+from fgdopt.policies import POLICY_NAMES, PolicyError, parse_policy_names
 from fgdopt.refsim import paper_allocation
-from fgdopt.simulate import replay
+from fgdopt.simulate import CURVE_COLUMNS, replay
 from fgdopt.traces import VARIANTS, load_openb
 
 SUMMARY_COLUMNS = ("trace", "policy", "seed", "alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130",
@@ -62,11 +75,17 @@ def parse_traces(text: str) -> list[str]:
 
 
 def parse_policies(text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    bad = [p for p in names if p not in POLICY_NAMES]
-    if bad:
-        raise argparse.ArgumentTypeError(f"unknown policies {bad}; valid names: {', '.join(POLICY_NAMES)}")
-    return names
+    """The ``--policies`` argument type of every study: comma-separated names or ``module:attribute`` specs,
+    each checked (specs imported) by :func:`fgdopt.policies.parse_policy_names`.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError : an unknown name or a bad spec; one line naming it.
+    """
+    try:
+        return parse_policy_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -88,7 +107,10 @@ def run_cell(trace: str, policy: str, seed: int, ratio: float,
              data_dir: str | None = None) -> tuple[dict, pd.DataFrame]:
     """Replay one (trace, policy, seed) cell; returns its summary row and its curves."""
     cluster, tasks, workload = _load(trace, data_dir)
-    result = replay(cluster, tasks, policy, seed, ratio, workload)
+    try:
+        result = replay(cluster, tasks, policy, seed, ratio, workload)
+    except PolicyError as exc:
+        raise PolicyError(f"openb {trace} seed {seed}: {exc}") from exc
     last = result.curves.iloc[-1]
     row = {"trace": trace, "policy": policy, "seed": seed,
            "alloc_ratio_100": result.at(min(100, len(result.curves) - 1)).alloc_ratio,
@@ -126,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                         "gpuspec) "
                         "or all (default: default)")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
-                        help=f"comma-separated policies (default: all {len(POLICY_NAMES)})")
+                        help=f"comma-separated policies: names or module:attribute specs of your own "
+                        f"(default: all {len(POLICY_NAMES)} built-in)")
     parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
                         help="seeds as a range A-B or a list a,b,c (default: 42-51, as in the paper)")
     parser.add_argument("--ratio", type=float, default=1.3,
@@ -135,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for summary.csv, curves.csv and the figures")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
+    add_resume_option(parser)
     parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
     try:
@@ -145,21 +169,38 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     cells = [(t, p, s, args.ratio, args.data_dir) for t in args.trace for p in args.policies for s in args.seeds]
-    with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar, \
-            executor(args.jobs, args.dask) as pool:
-        results = run_all(pool, run_cell, cells, lambda _: bar.update())
+    journal = RunJournal.for_study(args.output, "openb", resume=args.resume)
+    try:
+        with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar, \
+                executor(args.jobs, args.dask) as pool:
+            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished(), args, plots=False)
+        return stop_message(stop, parser.prog)
+    summary = write_outputs(results, args)
+    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None))
+    return 0
+
+
+def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Namespace,
+                  plots: bool = True) -> pd.DataFrame:
+    """Write ``summary.csv``, ``curves.csv`` (and with ``plots`` the figures) of the finished cells ``results``
+    to ``args.output``, rows in command-line order; returns the summary."""
     rows, curves = [row for row, _ in results], [curve for _, curve in results]
 
     def rank(trace: str, policy: str) -> tuple:
         return args.trace.index(trace), args.policies.index(policy)
 
     summary = sort_cells(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)), rank, ["seed"])
-    curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"])
+    curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"]) if curves else \
+        pd.DataFrame(columns=["trace", "policy", "seed", *CURVE_COLUMNS])
 
     out = args.output
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     curves_df.to_csv(out / "curves.csv", index=False)
+    if not plots:
+        return summary
     main_trace = "default" if "default" in args.trace else args.trace[0]
     main_curves = curves_df[curves_df["trace"] == main_trace]
     plot_curves(main_curves, "alloc_ratio", out / "alloc.png", f"openb {main_trace}: GPU allocation",
@@ -169,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         traces = [t for t in args.trace if family(t) == fam]
         if traces:
             plot_family_bars(summary, traces, out / f"bars_{fam}.png", f"openb {fam}* traces at 130% arrival")
-    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None))
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import pandas as pd
 
 from experiments import frontier, gap, topology
 from fgdopt.model import GPU_MILLI
-from fgdopt.plot import plot_curves, plot_defrag, plot_family_bars, plot_frontier, plot_mig, plot_topology_misplaced
+from fgdopt.plot import plot_curves, plot_defrag, plot_frontier, plot_mig, plot_topology_misplaced, plot_variant_grid
 from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES
 from fgdopt.refsim import paper_allocation
 from fgdopt.suites import openb_node_types
@@ -284,8 +284,7 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
                                  "openb default, ratio 1.3: GPU allocation", zoom=(100, 130)))
     variants = _csv(results, "replay-variants", "summary.csv")
     if variants is not None:
-        drawn.append(plot_family_bars(variants, list(dict.fromkeys(variants["trace"])), figures / "variants.png",
-                                      "GPU allocation at 130% per trace variant"))
+        drawn.append(plot_variant_grid(variants, figures / "variants.png", "GPU allocation at 130% per trace variant"))
     front = _csv(results, "frontier", "frontier.csv")
     if front is not None:
         drawn.append(plot_frontier(front, openb_capacity_milli(), figures / "frontier.png",

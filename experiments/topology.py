@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.executors import executor, run_all
-from experiments.openb import parse_seeds, parse_traces
+from experiments.openb import parse_policies, parse_seeds, parse_traces
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_topology_misplaced, plot_topology_node
 from fgdopt.policies import PAPER_POLICIES
@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default="default,multigpu50")
     ap.add_argument("--seeds", default="42-44")
-    ap.add_argument("--policies", default=None, help="comma-separated (default: the paper's six; --quick: three)")
+    ap.add_argument("--policies", type=parse_policies, default=None,
+                    help="comma-separated names or module:attribute specs (default: the paper's six; --quick: three)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--mapping", default=None, help="JSON model -> topology name (default: the shipped assumption)")
     ap.add_argument("--exact-nodes", default=None, help="node counts of the exact instances (default 2-4; quick 2)")
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     traces, seeds = parse_traces(args.trace), parse_seeds(args.seeds)
-    policies = args.policies.split(",") if args.policies else list(QUICK_POLICIES if args.quick else PAPER_POLICIES)
+    policies = args.policies if args.policies else list(QUICK_POLICIES if args.quick else PAPER_POLICIES)
     if args.bench:
         table = bench(traces, seeds[0], policies, args.bench, args.data)
         table.to_csv(out / "topology_bench.csv", index=False)

@@ -18,7 +18,16 @@ from fgdopt.frag import (
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
-from fgdopt.traces import load_openb
+
+
+def __getattr__(name: str):
+    # load_openb is imported on first use: `python -m fgdopt.traces` must not find fgdopt.traces already imported
+    if name == "load_openb":
+        from fgdopt.traces import load_openb
+
+        return load_openb
+    raise AttributeError(f"module 'fgdopt' has no attribute {name!r}")
+
 
 __all__ = [
     "CATEGORIES", "GPU_MILLI", "Cluster", "ClusterState", "FragmentationReport", "InfeasiblePlacement",

@@ -8,12 +8,14 @@ pyplot's global state alone.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fgdopt.model import GPU_MILLI
@@ -30,11 +32,46 @@ METRIC_LABELS = {
 }
 
 
+DPI = 130
+"""Resolution of every figure (dots per inch)."""
+
+
+def overflow_px(fig: Figure) -> float:
+    """How far (pixels at :data:`DPI`) the drawn content of ``fig`` (titles, labels, legends, axes) reaches past
+    the canvas' edges: 0 when nothing is cut, e.g. a title longer than its figure is wide.
+
+    Parameters
+    ----------
+    fig : a laid-out figure.
+
+    Returns
+    -------
+    The largest overflow over the four edges, in pixels (0 if none).
+    """
+    FigureCanvasAgg(fig)                      # a renderer to measure texts with, as savefig draws them
+    fig.set_dpi(DPI)
+    tight = fig.get_tightbbox(fig.canvas.get_renderer())      # inches
+    width, height = fig.get_size_inches()
+    over = max(-tight.x0, -tight.y0, tight.x1 - width, tight.y1 - height, 0.0)
+    return float(over * DPI)
+
+
 def _save(fig: Figure, path: str | Path) -> Path:
-    """Lay out ``fig``, write it to ``path`` (PNG at 130 dpi) and return the path."""
+    """Lay out ``fig``, write it to ``path`` (PNG at :data:`DPI`) and return the path.
+
+    Warns (``UserWarning``) when content is cut at the figure's edge (more than 1 pixel, :func:`overflow_px`).
+    """
     fig.tight_layout()
+    return _save_laid_out(fig, path)
+
+
+def _save_laid_out(fig: Figure, path: str | Path) -> Path:
+    """:func:`_save` of a figure already laid out."""
     path = Path(path)
-    fig.savefig(path, dpi=130)
+    over = overflow_px(fig)
+    if over > 1.0:
+        warnings.warn(f"{path.name}: content reaches {over:.0f} px past the figure's edge (cut)", stacklevel=3)
+    fig.savefig(path, dpi=DPI)
     return path
 
 
@@ -69,15 +106,8 @@ def plot_curves(curves: pd.DataFrame, metric: str, path: str | Path, title: str 
     return _save(fig, path)
 
 
-def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path, title: str = "",
-                     metric: str = "alloc_ratio_130") -> Path:
-    """Grouped bars: one group per trace of ``traces``, one bar per policy, mean of ``metric`` over
-    seeds with min-max whiskers (``summary`` has columns ``trace, policy, seed`` and ``metric``).
-
-    The y axis starts a little below the lowest mean that is not an outlier (more than 30 points
-    under the median), so close policies stay distinguishable; an outlier's bar is cut at the
-    bottom and its value written on it.
-    """
+def _bars(ax: Axes, summary: pd.DataFrame, traces: list[str], metric: str) -> None:
+    """Grouped bars of ``metric`` on ``ax`` (see :func:`plot_family_bars`)."""
     frame = summary[summary["trace"].isin(traces)]
     stats = frame.groupby(["trace", "policy"], sort=False)[metric].agg(["mean", "min", "max"])
     policies = list(dict.fromkeys(frame["policy"]))
@@ -85,8 +115,6 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
     regular = means[means >= means.median() - 30]
     bottom = max(0.0, float(regular.min()) - 3) if len(regular) else 0.0
     width = 0.8 / max(1, len(policies))
-    fig = Figure(figsize=(max(6.0, 1.3 * len(traces) + 3), 4.5))
-    ax = fig.subplots()
     for j, policy in enumerate(policies):
         xs, heights, lo, hi = [], [], [], []
         for i, trace in enumerate(traces):
@@ -99,14 +127,59 @@ def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path,
                 if row["mean"] < bottom:
                     ax.text(xs[-1], bottom + 0.3, f"{row['mean']:.0f}", rotation=90, ha="center", va="bottom",
                             fontsize=7)
-        ax.bar(xs, heights, width, yerr=[lo, hi], capsize=2, label=policy)
+        ax.bar(xs, heights, width, yerr=[lo, hi], capsize=2, label=policy, color=f"C{j}")
     ax.set_xticks(range(len(traces)), traces)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.set_ylim(bottom, min(100.0, float(stats["max"].max()) + 1))
     ax.grid(axis="y", alpha=0.3)
+
+
+def plot_family_bars(summary: pd.DataFrame, traces: list[str], path: str | Path, title: str = "",
+                     metric: str = "alloc_ratio_130") -> Path:
+    """Grouped bars: one group per trace of ``traces``, one bar per policy, mean of ``metric`` over
+    seeds with min-max whiskers (``summary`` has columns ``trace, policy, seed`` and ``metric``).
+
+    The y axis starts a little below the lowest mean that is not an outlier (more than 30 points
+    under the median), so close policies stay distinguishable; an outlier's bar is cut at the
+    bottom and its value written on it.
+    """
+    fig = Figure(figsize=(max(6.0, 1.3 * len(traces) + 3), 4.5))
+    ax = fig.subplots()
+    _bars(ax, summary, traces, metric)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title)
     return _save(fig, path)
+
+
+def plot_variant_grid(summary: pd.DataFrame, path: str | Path, title: str = "", metric: str = "alloc_ratio_130",
+                      families: tuple[str, ...] = ("cpu", "gpushare", "multigpu", "gpuspec")) -> Path:
+    """The trace variants at page width: a 2 x 2 grid, one panel per family of ``families`` (its variants after
+    ``default``, the reference, where present), grouped bars as in :func:`plot_family_bars` and one legend.
+
+    ``summary`` has columns ``trace, policy, seed`` and ``metric`` (``summary.csv`` of ``experiments.openb``);
+    a variant belongs to the family its name starts with; families without a variant are left out.
+    """
+    traces = list(dict.fromkeys(summary["trace"]))
+    head = ["default"] if "default" in traces else []
+    panels = [(fam, head + [t for t in traces if t.startswith(fam)]) for fam in families]
+    panels = [(fam, group) for fam, group in panels if len(group) > len(head)]
+    cols = 2 if len(panels) > 1 else 1
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=(6.5 * cols, 3.4 * rows + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    for ax, (fam, group) in zip(axes, panels, strict=False):
+        _bars(ax, summary, group, metric)
+        ax.set_title(f"{fam}* variants" + (" (default first)" if head else ""), fontsize=10)
+        ax.tick_params(axis="x", labelsize=8, rotation=30)
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, bbox_to_anchor=(0.5, 0.95),
+               frameon=False)
+    fig.suptitle(title, y=0.995)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return _save_laid_out(fig, path)
 
 
 def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -137,7 +210,7 @@ def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
         ax.set_xlabel("Moved tasks")
         ax.set_ylabel("Admitted waiting GPUs")
         ax.grid(alpha=0.3)
-        ax.set_title(f"{title} — {trace}" if title else trace)
+        ax.set_title(f"{title}\n{trace}" if title else trace, fontsize=10)
         ax.legend(fontsize=7)
     return _save(fig, path)
 
@@ -149,7 +222,7 @@ def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, ti
     ``frame`` needs columns ``seed, arrived_pct, method, kind, allocated_milli, bound_milli`` (``kind`` is
     ``policy`` or ``optimum``); allocations are drawn in percent of ``capacity_milli`` (milli-GPU).
     """
-    fig = Figure(figsize=(7, 4.5))
+    fig = Figure(figsize=(8.5, 4.5))
     ax = fig.subplots()
     scale = 100.0 / capacity_milli
     for method, sub in frame[frame["kind"] == "policy"].groupby("method", sort=False):
@@ -158,12 +231,13 @@ def plot_frontier(frame: pd.DataFrame, capacity_milli: int, path: str | Path, ti
     opt = frame[frame["kind"] == "optimum"].groupby("arrived_pct")[["allocated_milli", "bound_milli"]].mean() * scale
     if len(opt):
         ax.fill_between(opt.index, opt["allocated_milli"], opt["bound_milli"], color="black", alpha=0.25,
-                        linewidth=0, label="optimum (incumbent to bound)")
-        ax.plot(opt.index, opt["bound_milli"], color="black", linewidth=1.0, linestyle="--")
+                        linewidth=0, label="optimum: incumbent to bound")
+        ax.plot(opt.index, opt["bound_milli"], color="black", linewidth=1.0, linestyle="--",
+                label="optimum: proven bound")
     ax.set_xlabel("Arrived workload (% of cluster GPU capacity)")
     ax.set_ylabel("GPU allocation (% of capacity)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title)
     return _save(fig, path)
 
@@ -183,8 +257,10 @@ def plot_topology_misplaced(frame: pd.DataFrame, path: str | Path, title: str = 
         part = frame[frame["trace"] == trace]
         for (policy, choice), sub in part.groupby(["policy", "gpu_choice"], sort=False):
             share = 100 * sub["misplaced_tasks"].sum() / max(int(sub["multi_gpu_tasks"].sum()), 1)
-            ax.scatter(sub["alloc_ratio_130"].mean(), share, color=colours[policy],
-                       marker=markers.get(choice, "x"), s=50, label=f"{policy} / {choice}")
+            hollow = choice == "best-ring"          # topo-fgd often lands on the same point: keep it visible
+            ax.scatter(sub["alloc_ratio_130"].mean(), share, marker=markers.get(choice, "x"),
+                       s=90 if hollow else 45, label=f"{policy} / {choice}", linewidths=1.5,
+                       facecolors="none" if hollow else colours[policy], edgecolors=colours[policy])
         ax.set_xlabel(METRIC_LABELS["alloc_ratio_130"])
         ax.set_ylabel("Misplaced multi-GPU tasks (%)")
         ax.grid(alpha=0.3)
@@ -242,13 +318,14 @@ def plot_mig(frame: pd.DataFrame, curves: pd.DataFrame, path: str | Path, title:
     left.set_xlabel("arrived slices (% of capacity)")
     left.set_ylabel("accepted slices (% of exact optimum)")
     left.legend(fontsize=7)
-    for method, grp in curves.groupby("method"):
-        right.plot(grp["arrived_pct"], grp["accepted_pct"], label=method)
+    for k, (method, grp) in enumerate(curves.groupby("method")):   # styles: equal curves stay visible
+        right.plot(grp["arrived_pct"], grp["accepted_pct"], label=method, linestyle=("-", "--", "-.", ":")[k % 4],
+                   linewidth=1.6)
     right.plot([0, 130], [0, 130], ":", color="0.6", lw=0.8)
     right.set_xlabel("arrived slices (% of capacity)")
     right.set_ylabel("accepted slices (% of capacity)")
     right.legend(fontsize=7)
-    fig.suptitle(title or "MIG placement: policies vs the exact optimum", fontsize=9)
+    fig.suptitle(title or "MIG placement: policies vs the exact optimum", fontsize=11)
     return _save(fig, path)
 
 

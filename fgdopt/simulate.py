@@ -40,8 +40,8 @@ import pandas as pd
 from fgdopt.frag import CATEGORIES, FragmentationReport, Workload, fragmentation_by_category
 from fgdopt.inflation import arrived_count, draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
-from fgdopt.policies import WORKLOAD_POLICIES, Policy, make_policy
-from fgdopt.state import ClusterState, Placement
+from fgdopt.policies import Policy, PolicyError, make_policy, needs_workload
+from fgdopt.state import ClusterState, InfeasiblePlacement, Placement
 from fgdopt.topology import TopologyMap
 
 CURVE_COLUMNS = ("arrived_pct", "arrived_milli", "tasks_arrived", "tasks_failed", "alloc_milli", "alloc_ratio",
@@ -124,15 +124,35 @@ def arrival_order(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.ran
     return np.concatenate([shuffled, by_name[drawn]])
 
 
-def _place_all(state: ClusterState, policy: Policy, on_task=None) -> None:
-    """Offer every task of ``state.tasks`` in order; ``on_task(i)`` after each one."""
+def _place_all(state: ClusterState, policy: Policy, on_task=None, label: str | None = None) -> None:
+    """Offer every task of ``state.tasks`` in order; ``on_task(i)`` after each one.
+
+    Raises
+    ------
+    PolicyError : the policy raised, or chose where the task does not fit (one line naming ``label``, else the
+        policy's ``name``, and the task).
+    """
     tasks = state.tasks
     for i in range(len(tasks)):
-        choice = policy(state, tasks[i])
+        task = tasks[i]
+        try:
+            choice = policy(state, task)
+        except Exception as exc:
+            raise PolicyError(f"policy {_label(policy, label)!r} raised {type(exc).__name__} on task {i} "
+                              f"({tasks.names[i]}): {exc}") from exc
         if choice is not None:
-            state.place(i, *choice)
+            try:
+                node, gpus = choice
+                state.place(i, int(node), tuple(int(g) for g in gpus))
+            except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+                raise PolicyError(f"policy {_label(policy, label)!r} chose {choice!r} for task {i} "
+                                  f"({tasks.names[i]}), where it does not fit: {exc}") from None
         if on_task is not None:
             on_task(i)
+
+
+def _label(policy: Policy, label: str | None) -> str:
+    return label if label is not None else getattr(policy, "name", type(policy).__name__)
 
 
 def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int = 0,
@@ -145,12 +165,12 @@ def run_online(cluster: Cluster, tasks: TaskSet, policy_name: str, *, seed: int 
     ``topology`` are :func:`~fgdopt.policies.make_policy`'s GPU-choice options.
     """
     start = time.perf_counter()
-    if workload is None and policy_name in WORKLOAD_POLICIES:
+    if workload is None and needs_workload(policy_name):
         workload = Workload.from_tasks(tasks)
     policy = make_policy(policy_name, seed=seed, workload=workload, ranks=ranks, gpu_choice=gpu_choice,
                          topology=topology)
     state = ClusterState(cluster, tasks)
-    _place_all(state, policy)
+    _place_all(state, policy, label=policy_name)
     return OnlineResult(state.placement(), state, state.allocated_milli, time.perf_counter() - start)
 
 
@@ -172,8 +192,9 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     Parameters
     ----------
     cluster, tasks : the cluster and the trace's task list.
-    policy : a name from :data:`~fgdopt.policies.POLICY_NAMES` (built with ``seed``, ``workload`` and
-        the node ranks) or a ready policy object (which keeps its own ranks).
+    policy : a name from :data:`~fgdopt.policies.POLICY_NAMES`, a registered name or a ``module:attribute``
+        spec (built by :func:`~fgdopt.policies.make_policy` with ``seed``, ``workload`` and the node ranks), or
+        a ready policy object (which keeps its own ranks).
     seed : seeds the arrival order and the node ranks, and the policy when given by name.
     ratio : target arrived GPU demand as a fraction of capacity (paper: 1.3).
     workload : target workload M for fragmentation (curves and FGD); default
@@ -185,6 +206,10 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     Returns
     -------
     ReplayResult with curves at every integer percentage 0..round(100 * ratio).
+
+    Raises
+    ------
+    PolicyError : the policy raised, or chose a node where the task does not fit (one line naming both).
     """
     start = time.perf_counter()
     workload = Workload.from_tasks(tasks) if workload is None else workload
@@ -193,6 +218,7 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     source = arrival_order(tasks, cap, ratio, rng)
     if ranks is None:
         ranks = rng.permutation(cluster.n_nodes)
+    label = policy if isinstance(policy, str) else None
     if isinstance(policy, str):
         policy = make_policy(policy, seed=seed, workload=workload, ranks=ranks, gpu_choice=gpu_choice,
                              topology=topology)
@@ -223,7 +249,7 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
         sample_until(i + 1)
 
     sample_until(0)
-    _place_all(state, policy, on_task)
+    _place_all(state, policy, on_task, label)
     placement = state.placement()
     alloc_after = np.cumsum(np.where(placement.placed, run.gpu_demand, 0))   # tasks never leave
     log = pd.DataFrame({
@@ -232,5 +258,5 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
         "gpus": [",".join(map(str, g)) for g in placement.gpus], "arrived_milli": arrived, "alloc_milli": alloc_after,
     })
     curves = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
-    return ReplayResult(cluster, run, source, placement, curves, log, getattr(policy, "name", str(policy)), seed, ratio,
+    return ReplayResult(cluster, run, source, placement, curves, log, _label(policy, label), seed, ratio,
                         time.perf_counter() - start)

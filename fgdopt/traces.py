@@ -147,12 +147,32 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+class DownloadError(OSError):
+    """The trace could not be fetched; the message (one line) names the URL tried and how to place the files by
+    hand (``FGDOPT_DATA``)."""
+
+
 def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, files: list[str] | None = None,
              progress: bool = True) -> Path:
     """Fetch the openb CSVs into ``dest`` (default :func:`data_dir`), verifying each SHA-256.
 
-    Files already present with the right checksum are skipped. A file with a wrong checksum is
-    rejected (``ValueError``) and not left behind.
+    Files already present with the right checksum are skipped.
+
+    Parameters
+    ----------
+    dest : target folder (default: ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``).
+    base_url : where the CSVs are served (default: GitHub ``alibaba/clusterdata`` at the pinned commit).
+    files : the file names to fetch (default: every file of the trace).
+    progress : show a progress bar on stderr.
+
+    Returns
+    -------
+    The folder holding the files.
+
+    Raises
+    ------
+    DownloadError : a file could not be fetched (no network, HTTP error); nothing partial is left behind.
+    ValueError : an unknown file name, or a file with a wrong checksum (rejected, not left behind).
     """
     from tqdm import tqdm
 
@@ -165,9 +185,19 @@ def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, fi
         path = target / name
         if path.is_file() and sha256_of(path) == SHA256[name]:
             continue
-        with (tempfile.NamedTemporaryFile(dir=target, delete=False, suffix=".part") as tmp,
-              urllib.request.urlopen(f"{base_url}/{name}", timeout=60) as response):
-            shutil.copyfileobj(response, tmp)
+        url = f"{base_url}/{name}"
+        try:
+            with (tempfile.NamedTemporaryFile(dir=target, delete=False, suffix=".part") as tmp,
+                  urllib.request.urlopen(url, timeout=60) as response):
+                shutil.copyfileobj(response, tmp)
+        except OSError as exc:          # urllib.error.URLError (no network, DNS, HTTP error), timeouts
+            if "tmp" in locals():
+                Path(tmp.name).unlink(missing_ok=True)
+            reason = getattr(exc, "reason", exc)
+            raise DownloadError(f"could not download {url} ({reason}); place the openb CSVs "
+                                f"({', '.join(sorted(SHA256)[:2])}, ...) by hand in a folder and point FGDOPT_DATA "
+                                f"at it (export FGDOPT_DATA=/path/to/openb), or in {target}; "
+                                "`python -m fgdopt.traces verify` checks them") from exc
         got = sha256_of(Path(tmp.name))
         if got != SHA256[name]:
             os.unlink(tmp.name)
@@ -185,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("verify", help="check the SHA-256 of the local CSVs")
     args = parser.parse_args(argv)
     if args.command == "download":
-        print(download(args.dest, args.base_url))
+        try:
+            print(download(args.dest, args.base_url))
+        except DownloadError as exc:
+            print(f"{parser.prog} download: {exc}", file=sys.stderr)
+            return 2
         return 0
     bad = 0
     for name, digest in sorted(SHA256.items()):

@@ -61,3 +61,33 @@ def test_the_committed_tables_are_what_the_cached_results_generate():
 def test_the_figures_paper_md_shows_exist():
     for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", PAPER_MD.read_text()):
         assert (report.PAPER_DIR / target).is_file(), target
+
+
+FIGURE_LIMITS = {"max_width_px": 1820, "max_height_px": 1300, "aspect": (0.75, 3.2)}
+"""Every figure of the paper at the size a reader sees it (page width, 130 dpi): at most 14 inches wide (a
+two-panel figure), no taller than 10 inches, width / height within ``aspect``; nothing cut at the edges."""
+
+
+def test_every_paper_figure_is_readable_at_page_width(tmp_path, recwarn):
+    from PIL import Image
+
+    from fgdopt.plot import overflow_px
+
+    drawn = report.draw_figures(paper.RESULTS_DIR, tmp_path)
+    shown = {m.group(1) for m in re.finditer(r"!\[[^]]*\]\(figures/([^)]+)\)", PAPER_MD.read_text())}
+    assert shown == {p.name for p in drawn}                      # the report draws every figure the paper shows
+    assert not [w for w in recwarn.list if "past the figure's edge" in str(w.message)]
+    lo, hi = FIGURE_LIMITS["aspect"]
+    for path in drawn:
+        width, height = Image.open(path).size
+        assert width <= FIGURE_LIMITS["max_width_px"] and height <= FIGURE_LIMITS["max_height_px"], (path, width)
+        assert lo <= width / height <= hi, (path.name, width, height)
+        committed = report.PAPER_DIR / "figures" / path.name
+        assert Image.open(committed).size == (width, height), f"{path.name}: rerun python -m experiments.paper"
+    # the check itself: a title longer than its figure is wide is caught
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4.5))
+    fig.subplots().set_title("Admitted GPUs against moves — small suite, mean over instances / fgd, 16 nodes")
+    fig.tight_layout()
+    assert overflow_px(fig) > 10

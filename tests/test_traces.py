@@ -113,3 +113,20 @@ def test_download_rejects_bad_checksum(http_server, tmp_path):
 def test_every_published_file_has_a_checksum():
     assert len(SHA256) == 26
     assert {f"openb_pod_list_{v}.csv" for v in VARIANTS} < set(SHA256)
+
+
+def test_download_without_network_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    import urllib.error
+
+    from fgdopt import traces
+
+    def offline(url, timeout=None):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(traces.urllib.request, "urlopen", offline)
+    assert traces.main(["download", "--dest", str(tmp_path)]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"python -m fgdopt.traces download: could not download {traces.BASE_URL}/openb_")
+    assert "Temporary failure in name resolution" in line and "by hand" in line
+    assert "FGDOPT_DATA" in line and str(tmp_path) in line
+    assert list(tmp_path.iterdir()) == []                                   # no partial file left behind

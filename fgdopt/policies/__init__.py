@@ -16,14 +16,64 @@ nodes as the reference simulator's Kubernetes plugins of the same name do (integ
 ``unified-device``     best-fit on pooled GPUs (:mod:`~fgdopt.policies.unified_device`)
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
+
+Your own policy
+---------------
+A policy is any object built by a *factory* (a class or a function) that :func:`make_policy` calls with the
+keyword arguments ``seed``, ``workload``, ``ranks``, ``gpu_choice`` and ``topology`` (below; a factory may take
+``**options`` for those it ignores). The object is called once per arriving task::
+
+    policy(state, task) -> (node, gpu_ids) | None
+
+* ``state`` is the :class:`~fgdopt.state.ClusterState` of the run; a policy reads it and never mutates it. What
+  it may read: ``state.cpu_left`` (milli-cores), ``state.mem_left`` (MiB) and ``state.gpu_left`` (milli-GPU,
+  one row per node, one column per GPU slot) of every node, ``state.cluster`` (capacities and GPU models),
+  ``state.feasible_nodes(task)`` (the one feasibility rule of SPEC "Feasibility", a boolean mask over nodes) and
+  ``state.fits(task, node)``.
+* ``task`` is a :class:`~fgdopt.model.Task` (``cpu_milli``, ``memory_mib``, ``num_gpu``, ``gpu_milli``,
+  ``gpu_spec``).
+* It returns the node index and the ids of the GPUs that each receive ``task.gpu_milli`` (``()`` for a
+  CPU-only task; one GPU for a sharing task; ``num_gpu`` completely free GPUs for a whole-GPU task), or
+  ``None`` to leave the task unallocated. A choice where the task does not fit stops the run with a
+  :class:`PolicyError` naming the policy and the task.
+
+The factory's keyword arguments: ``seed`` (int) seeds the policy's own random draws; ``workload`` is the target
+workload M (:class:`~fgdopt.frag.Workload`, built from the trace before inflation), the input of the one
+evaluator (:func:`fgdopt.frag.fragmentation_delta`, :func:`~fgdopt.frag.fragmentation_after`,
+:func:`~fgdopt.frag.node_fragmentations`); ``ranks`` (an int array or None) are the node ranks of the tie rule
+(:mod:`fgdopt.policies.base`: :func:`~fgdopt.policies.base.pick`, :class:`~fgdopt.policies.base.RankedPolicy`,
+whose subclasses only implement ``score(state, task, nodes)``); ``gpu_choice`` and ``topology`` pick the GPUs of
+a whole-GPU task (:data:`GPU_CHOICES`; a policy without that choice should raise ``ValueError`` for any
+``gpu_choice`` but ``"lowest-index"``).
+
+A policy is named either by its registered name (:data:`POLICY_NAMES`, or one added in this process with
+:func:`register_policy`) or by a ``module:attribute`` spec (:mod:`fgdopt.plugins`), ``"mypkg.mymod:MyPolicy"``
+or ``"path/to/mine.py:MyPolicy"``: every study that takes ``--policies`` accepts specs, and since the spec
+string is what travels to ``--jobs`` processes and ``--dask`` workers, each worker imports the module itself.
+Rows name the policy by the string given. A minimal policy, the most-loaded feasible node::
+
+    import numpy as np
+    from fgdopt.policies.base import RankedPolicy, best_fit_gpus
+
+    class MostLoaded(RankedPolicy):
+        name = "most-loaded"
+
+        def __init__(self, *, workload=None, **options):   # seed, ranks, gpu_choice, topology
+            super().__init__(**options)
+
+        def score(self, state, task, nodes):                 # higher is better; ties go to the lowest rank
+            return -state.gpu_left[nodes].sum(axis=1)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from fgdopt.frag import Workload
-from fgdopt.policies.base import GPU_CHOICES, Choice, Policy
+from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
+from fgdopt.policies.base import GPU_CHOICES, Choice, Policy, PolicyError
 from fgdopt.policies.best_fit import BestFit
 from fgdopt.policies.dot_product import DotProduct
 from fgdopt.policies.fgd import FGD, FGDExact
@@ -52,6 +102,83 @@ WORKLOAD_POLICIES = tuple(_NEEDS_WORKLOAD)
 """The policies that need the target workload M (``make_policy(..., workload=...)``)."""
 
 
+FACTORY_KEYWORDS = ("seed", "workload", "ranks", "gpu_choice", "topology")
+"""The keyword arguments :func:`make_policy` passes to a policy factory (a registered or ``module:attribute`` one)."""
+
+_REGISTERED: dict[str, Callable[..., Policy]] = {}
+
+
+def register_policy(name: str, factory: Callable[..., Policy]) -> None:
+    """Make ``factory`` available as policy ``name`` in this process (e.g. ``make_policy(name)``).
+
+    Parameters
+    ----------
+    name : a new name without a colon (colons mark ``module:attribute`` specs).
+    factory : a class or function called with the keywords of :data:`FACTORY_KEYWORDS`, returning a policy.
+
+    Raises
+    ------
+    ValueError : the name is built in or holds a colon; the factory's signature does not take the keywords.
+
+    Notes
+    -----
+    The registration lives in this process only: local worker processes (``--jobs``) and Dask workers do not see
+    it. A study run with workers names the policy by its ``module:attribute`` spec instead.
+    """
+    if is_spec(name) or name in _CLASSES or name in _NEEDS_WORKLOAD:
+        raise ValueError(f"cannot register policy {name!r}: built-in names and names with ':' are reserved")
+    _REGISTERED[name] = check_call(factory, name, FACTORY_KEYWORDS, kind="policy")
+
+
+def unregister_policy(name: str) -> None:
+    """Remove a policy added by :func:`register_policy` (no error if it is not registered)."""
+    _REGISTERED.pop(name, None)
+
+
+def policy_factory(name: str) -> Callable[..., Policy]:
+    """The factory of a registered name or a ``module:attribute`` spec, imported and checked now.
+
+    Raises
+    ------
+    SpecError : a spec that cannot be imported or whose factory does not take :data:`FACTORY_KEYWORDS`.
+    ValueError : an unknown name (the message lists the valid ones).
+    """
+    if is_spec(name):
+        return check_call(resolve_spec(name, kind="policy"), name, FACTORY_KEYWORDS, kind="policy")
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name in _NEEDS_WORKLOAD or name in _CLASSES:
+        return _make_builtin
+    raise ValueError(f"unknown policy {name!r}; valid names: {', '.join((*POLICY_NAMES, *_REGISTERED))}, "
+                     "or a module:attribute spec")
+
+
+def needs_workload(name: str) -> bool:
+    """Whether policy ``name`` may read the target workload M: the FGD policies, and every policy that is not
+    built in (it cannot be known, so callers build M for it)."""
+    return name in _NEEDS_WORKLOAD or (name not in _CLASSES)
+
+
+def parse_policy_names(text: str) -> list[str]:
+    """The policies of a comma-separated list, each checked by :func:`policy_factory` (specs imported now).
+
+    Examples
+    --------
+    >>> parse_policy_names("fgd, best-fit")
+    ['fgd', 'best-fit']
+
+    Raises
+    ------
+    ValueError : an unknown name or a bad spec (:class:`~fgdopt.plugins.SpecError`); one line naming it.
+    """
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise ValueError("no policy given")
+    for name in names:
+        policy_factory(name)
+    return names
+
+
 def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
                 ranks: np.ndarray | None = None, gpu_choice: str = "lowest-index",
                 topology: TopologyMap | None = None) -> Policy:
@@ -59,11 +186,13 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
 
     Parameters
     ----------
-    name : one of :data:`POLICY_NAMES`.
+    name : one of :data:`POLICY_NAMES`, a name added by :func:`register_policy`, or a ``module:attribute``
+        spec (:mod:`fgdopt.plugins`) of a factory taking the keyword arguments below (see "Your own policy" in
+        this module's docstring).
     seed : seeds the policy's random draws and, unless ``ranks`` is given, the node ranks of its tie
         rule (drawn once, at the first call).
     workload : the target workload M; required by ``fgd`` and ``fgd-exact`` (build it from the task
-        list before inflation: ``Workload.from_tasks(tasks)``), ignored by the others.
+        list before inflation: ``Workload.from_tasks(tasks)``), ignored by the other built-in policies.
     ranks : explicit node ranks (a permutation of ``0..n_nodes-1``; ties go to the lowest).
     gpu_choice : the GPUs a whole-GPU task takes inside the chosen node, one of :data:`GPU_CHOICES`
         (``lowest-index``, the reference's, by default; ``topo-fgd`` for ``fgd`` / ``fgd-exact`` only;
@@ -75,16 +204,30 @@ def make_policy(name: str, *, seed: int = 0, workload: Workload | None = None,
     ------
     ValueError : unknown name (the message lists the valid ones), FGD without a workload, ranks that
         are not a permutation, or a GPU choice the policy does not have.
+    SpecError : a ``module:attribute`` spec that does not import, or whose factory does not take the keyword
+        arguments above, or does not return a callable (a :class:`ValueError` too).
     """
+    options = {"seed": seed, "workload": workload, "ranks": ranks, "gpu_choice": gpu_choice, "topology": topology}
+    factory = policy_factory(name)
+    if factory is _make_builtin:
+        return _make_builtin(name, **options)
+    policy = factory(**options)
+    if not callable(policy):
+        raise SpecError(f"policy {name!r}: the factory returned a {type(policy).__name__}, not a callable "
+                        "policy(state, task)")
+    return policy
+
+
+def _make_builtin(name: str, *, seed: int, workload: Workload | None, ranks: np.ndarray | None, gpu_choice: str,
+                  topology: TopologyMap | None) -> Policy:
     options = {"gpu_choice": gpu_choice, "topology": topology}
     if name in _NEEDS_WORKLOAD:
         if workload is None:
             raise ValueError(f"policy {name!r} needs the target workload (Workload.from_tasks of the trace)")
         return _NEEDS_WORKLOAD[name](workload, seed=seed, ranks=ranks, **options)
-    if name not in _CLASSES:
-        raise ValueError(f"unknown policy {name!r}; valid names: {', '.join(POLICY_NAMES)}")
     return _CLASSES[name](seed=seed, ranks=ranks, **options)
 
 
-__all__ = ["GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES", "Choice", "Policy",
-           "make_policy"]
+__all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES",
+           "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload", "parse_policy_names",
+           "policy_factory", "register_policy", "unregister_policy"]

@@ -57,6 +57,11 @@ GPU_CHOICES = ("lowest-index", "best-ring", "topo-fgd")
 """GPU choices inside the chosen node (see module docstring); ``topo-fgd`` applies to FGD only."""
 
 
+class PolicyError(RuntimeError):
+    """A policy failed on a task: it raised, or chose a node and GPUs where the task does not fit. The message is
+    one line naming the policy and the task (index in the run and name)."""
+
+
 class Policy(Protocol):
     """An online placement policy (see module docstring)."""
 

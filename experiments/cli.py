@@ -1,0 +1,89 @@
+"""The ``fgdopt`` command: one subcommand per study, each the very parser of its ``python -m experiments.X``.
+
+Usage::
+
+    fgdopt --help                      # the subcommands, each with the first line of its module's docstring
+    fgdopt gap --instances small       # = python -m experiments.gap --instances small
+    fgdopt replay --seeds 42-51 --output out/
+
+A subcommand is one entry of :data:`COMMANDS` (name -> module with a ``main(argv) -> int | None``): adding a
+study is one line there. The modules are imported only when their subcommand runs, and ``--help`` reads their
+docstrings from the source without importing them (the solvers load in seconds). As under ``python -m``, the
+current directory comes first on ``sys.path``, so ``--policies mymod:MyPolicy`` finds ``./mymod.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+import textwrap
+
+COMMANDS: dict[str, str] = {
+    "gap": "experiments.gap",
+    "replay": "experiments.openb",
+    "openb": "experiments.openb",
+    "frontier": "experiments.frontier",
+    "topology": "experiments.topology",
+    "defrag": "experiments.defrag",
+    "mig": "experiments.mig",
+    "refsim": "experiments.refsim",
+    "paper": "experiments.paper",
+    "trace-stats": "experiments.trace_stats",
+    "bench-replay": "experiments.bench_replay",
+    "bench-formulations": "experiments.bench_formulations",
+    "bench-defrag": "experiments.bench_defrag",
+    "make-shape-table": "experiments.make_shape_table",
+    "traces": "fgdopt.traces",
+}
+"""Subcommand -> module whose ``main(argv)`` it runs (``replay`` and ``openb`` are the same study)."""
+
+
+def summary(module: str) -> str:
+    """The first line of ``module``'s docstring, read from its source without importing it ("" if none)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    with open(spec.origin, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    return doc.split("\n\n")[0].replace("\n", " ").strip()
+
+
+def usage() -> str:
+    """The text of ``fgdopt --help``: the subcommands and what each runs."""
+    width = max(map(len, COMMANDS))
+    lines = ["usage: fgdopt COMMAND [ARGS ...]", "",
+             "GPU-cluster placement studies: FGD, packing heuristics and certified optima. Each command is the",
+             "study `python -m MODULE` with the same options: `fgdopt COMMAND --help` lists them.", "", "commands:"]
+    for name, module in COMMANDS.items():
+        lines.append(f"  {name:<{width}}  {textwrap.shorten(summary(module), 76, placeholder=' ...')}")
+        lines.append(f"  {'':<{width}}  (python -m {module})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``fgdopt COMMAND ARGS``: the study's own ``main(ARGS)``; its exit code (0 when it returns None).
+
+    Returns
+    -------
+    The study's exit code; 2 for an unknown command (with the list of commands on stderr), 0 for ``--help``.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"fgdopt: unknown command {command!r}; choose from {', '.join(COMMANDS)} (fgdopt --help)",
+              file=sys.stderr)
+        return 2
+    if os.getcwd() not in sys.path:             # as `python -m`: modules of the current directory import
+        sys.path.insert(0, os.getcwd())
+    code = importlib.import_module(COMMANDS[command]).main(rest)
+    return 0 if code is None else int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Resumable sweeps: a sweep killed midway (Ctrl-C) leaves a valid CSV of the runs that finished, and ``--resume``
+completes it to the CSV of an uninterrupted run without redoing them; the journal's own contract."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from experiments import frontier, gap, openb
+from experiments.executors import RunJournal, SweepInterrupted, run_all
+from fgdopt.suites import adversarial_instances
+from tests.test_plugins import MODULE, untimed, user_dir  # noqa: F401  (the fixture)
+
+
+def _square(x: int) -> int:
+    if x == 3:
+        raise KeyboardInterrupt
+    return x * x
+
+
+def test_the_journal_keeps_finished_runs_and_reports_an_interruption(tmp_path):
+    journal = RunJournal(tmp_path / "j")
+    with pytest.raises(SweepInterrupted) as stop:
+        run_all(None, _square, [(1,), (2,), (3,), (4,)], journal=journal)
+    assert stop.value.finished() == [1, 4] and stop.value.done == [True, True, False, False]
+    assert isinstance(stop.value.__cause__, KeyboardInterrupt) and len(journal) == 2
+    calls = []
+    resumed = run_all(None, lambda x: calls.append(x) or -x, [(1,), (2,), (3,), (4,)],
+                      journal=RunJournal(tmp_path / "j", resume=True))
+    assert resumed == [1, 4, -3, -4] and calls == [3, 4]
+    assert len(RunJournal(tmp_path / "j")) == 0                   # without resume: a fresh sweep
+    assert RunJournal.key({"a": (1, 2), "b": None}) == RunJournal.key({"b": None, "a": [1, 2]})
+
+
+def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path, monkeypatch):  # noqa: F811
+    folder = tmp_path / "instances"
+    folder.mkdir()
+    for inst in adversarial_instances()[:4]:
+        inst.save(folder / f"{inst.name}.json")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    argv = ["--instances", str(folder), "--methods", "milp-cbc,lp", "--jobs", "1",
+            "--policies", f"best-fit,{MODULE}:gate", "--format", "csv"]
+    monkeypatch.setenv("GATE_DIR", str(gate))
+    env = dict(os.environ)
+    # the gate policy (one construction per instance) waits from its third on: Ctrl-C there, two instances done
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.gap", *argv, "--output", str(tmp_path / "out")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (gate / "waiting").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)                                   # Ctrl-C
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].endswith("interrupted; the finished runs are written "
+                                                 "(rerun with --resume to continue)")
+    partial = pd.read_csv(tmp_path / "out" / "gap.csv")
+    names = sorted(p.stem for p in folder.glob("*.json"))
+    assert list(partial.columns) == gap.CSV_COLUMNS and partial["instance"].unique().tolist() == names[:2]
+
+    (gate / "go").touch()
+    constructions = len((gate / "count").read_text().split())
+    assert gap.main([*argv, "--output", str(tmp_path / "out"), "--resume"]) == 0
+    assert len((gate / "count").read_text().split()) == constructions + 2     # only the last two instances ran
+    assert gap.main([*argv, "--output", str(tmp_path / "whole")]) == 0
+    resumed, whole = (pd.read_csv(tmp_path / run / "gap.csv") for run in ("out", "whole"))
+    assert len(whole) == 4 * 4
+    pd.testing.assert_frame_equal(untimed(resumed), untimed(whole))
+
+
+def _refuse(*args):
+    raise AssertionError("a finished run ran again")
+
+
+@pytest.mark.trace
+def test_openb_resume_reuses_the_finished_cells(openb_dir, tmp_path, monkeypatch):
+    argv = ["--policies", "best-fit,random", "--seeds", "42", "--data-dir", str(openb_dir), "--output", str(tmp_path)]
+    assert openb.main(argv) == 0
+    summary, curves = pd.read_csv(tmp_path / "summary.csv"), pd.read_csv(tmp_path / "curves.csv")
+    monkeypatch.setattr(openb, "run_cell", _refuse)
+    assert openb.main([*argv, "--resume"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "summary.csv"), summary)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "curves.csv"), curves)
+    with pytest.raises(AssertionError, match="ran again"):          # another input (the ratio): runs again
+        openb.main([*argv, "--resume", "--ratio", "1.2"])
+
+
+@pytest.mark.trace
+def test_frontier_resume_reuses_the_finished_seeds(openb_dir, tmp_path, monkeypatch):
+    argv = ["--seeds", "42,43", "--points", "80,90", "--nodes", "12", "--time-limit", "10", "--policies",
+            "fgd,best-fit", "--data-dir", str(openb_dir), "--output", str(tmp_path)]
+    assert frontier.main(argv) == 0
+    first = pd.read_csv(tmp_path / "frontier.csv")
+    monkeypatch.setattr(frontier, "replay_cell", _refuse)
+    monkeypatch.setattr(frontier, "optimum_chain", _refuse)
+    assert frontier.main([*argv, "--resume"]) == 0
+    pd.testing.assert_frame_equal(untimed(pd.read_csv(tmp_path / "frontier.csv")), untimed(first))
+    assert set(first["seed"]) == {42, 43} and len(first) == 2 * 2 * 3
