@@ -57,6 +57,16 @@ PRICING_OPTIONS = {"mip_rel_gap": 1e-6, "mip_abs_gap": 1e-6, "presolve": "off"}
 """HiGHS options of the pricing MILPs. Presolve off: measured at 130 % arrival (openb default, seed 42), one pricing
 call per type took 0.7-2.6 s with presolve (nearly all of it HiGHS's presolve of the pattern columns) and
 0.08-0.75 s without, same proven prices."""
+PRICING_GAP_SHARE = 0.25
+"""Share of the stopping tolerance the pricing MILPs of a first pass may leave open: type t's MILP stops within
+``share x tol / (T x N_t)`` units of its proven bound, so the Farley bound is at most ``share x tol`` above the one of
+exact prices (a type of few nodes prices coarsely, the 549 G2 nodes of openb almost exactly)."""
+DUAL_CUTS = True
+"""Exchange columns of :func:`dominance_pairs` in the master (dual-optimal inequalities)."""
+FIXED_SHARE = 0.5
+"""Share of an integer step's seconds for the configuration MILP with every column fixed at least at its LP value
+rounded down (a small residual problem: the nodes the rounding leaves free); the rest goes to the MILP over all
+columns from the best placement, if still needed."""
 MORE_COLUMNS = 4
 """Improving solutions of a pricing search offered as columns besides its best one."""
 QUICK_S = 1.0
@@ -211,7 +221,8 @@ class TypePricer:
                 mem -= fit.mem[s]
         return counts, slots
 
-    def price(self, profit: np.ndarray, time_limit: float) -> tuple[float, list[tuple[np.ndarray, list]], bool]:
+    def price(self, profit: np.ndarray, time_limit: float,
+              abs_gap: float = 0.0) -> tuple[float, list[tuple[np.ndarray, list]], bool]:
         """The pricing MILP: (proven upper bound on the best content's profit, the contents found with their
         packings, best last: every improving solution of the search, so several columns per call; whether the
         bound is proven optimal).
@@ -234,7 +245,10 @@ class TypePricer:
         em.model.obj = np.zeros(em.model.n_vars).tolist()
         for j in np.flatnonzero(ok).tolist():
             em.model.obj[xcols[j]] = float(profit[back[j]])
-        h = to_highs(em.model, self.threads, {**PRICING_OPTIONS, "mip_improving_solution_save": True})
+        options = {**PRICING_OPTIONS, "mip_improving_solution_save": True}
+        if abs_gap > 0:  # the bound returned is the search's proven one, so a looser stop keeps it a bound
+            options.update(mip_abs_gap=float(abs_gap), mip_rel_gap=0.0)
+        h = to_highs(em.model, self.threads, options)
         status, objective, bound, values = _run(h, time_limit, mip=True)
         self.calls += 1
         self.seconds += time.perf_counter() - t0
@@ -264,17 +278,22 @@ class Master:
     (``sum a y - z <= count_s``); columns ``z`` (S) first, configuration columns ``y`` appended.
     """
 
-    def __init__(self, agg: Aggregation, threads: int | None = None) -> None:
+    def __init__(self, agg: Aggregation, threads: int | None = None, dual_cuts: bool = True) -> None:
         self.agg = agg
         self.demand = agg.demand_units.astype(float)
         self.n_types = len(agg.node_types)
         self.sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
         empty = master_model(agg, np.zeros(0, dtype=np.int64), np.zeros((0, agg.n_shapes), dtype=np.int64), False)
         self.h = to_highs(empty, threads)
+        self.exchanges = dominance_pairs(agg) if dual_cuts else np.zeros((0, 2), dtype=np.int64)
+        for i, j in self.exchanges.tolist():  # exchange column: +1 in shape row i, -1 in shape row j, value 0
+            self.h.addCol(0.0, 0.0, INF, 2, np.array([self.n_types + i, self.n_types + j], dtype=np.int32),
+                          np.array([1.0, -1.0]))
         self.kinds: list[int] = []
         self.rows: list[np.ndarray] = []
         self.packings: list[list[np.ndarray]] = []
         self.seen: set[tuple[int, bytes]] = set()
+        self.y = np.zeros(0)
 
     def add(self, t: int, content: np.ndarray, packing: list[np.ndarray]) -> bool:
         """Add the column (type ``t``, shape counts ``content``, its sharing GPUs' slot vectors ``packing``)
@@ -305,13 +324,47 @@ class Master:
             return None
         if status != "optimal":
             raise RuntimeError(f"configuration master LP: {status}")
-        duals = np.abs(np.array(self.h.getSolution().row_dual))
+        solution = self.h.getSolution()
+        self.y = np.array(solution.col_value)[self.agg.n_shapes + len(self.exchanges):]
+        duals = np.abs(np.array(solution.row_dual))
         return objective, duals[: self.n_types], np.minimum(duals[self.n_types:], self.demand)
+
+    def values(self) -> np.ndarray:
+        """The configuration columns' values (C,) at the last LP solved (0 for columns added since)."""
+        return np.concatenate([self.y, np.zeros(len(self.kinds) - len(self.y))])
 
     @property
     def columns(self) -> Columns:
         return Columns(np.array(self.kinds, dtype=np.int64),
                        np.array(self.rows, dtype=np.int64).reshape(len(self.rows), self.agg.n_shapes))
+
+
+def dominance_pairs(agg: Aggregation) -> np.ndarray:
+    """Pairs (i, j) (K, 2) of shapes where a task of shape i fits wherever one of shape j does and is worth as much:
+    same GPU demand (``num_gpu``, ``gpu_milli``), CPU and memory at most j's, allowed on every node type j is
+    allowed on (e.g. an unpinned shape and the same shape pinned to GPU models). The transitive reduction of that
+    order (equal shapes ordered by index).
+
+    Each pair is a dual-optimal inequality ``pi_i >= pi_j`` of the configuration LP (Ben Amor, Desrosiers and
+    Valerio de Carvalho, 2006): the master gets an exchange column (+1 in row i, -1 in row j, value 0). Any LP
+    solution using it becomes one without it, of the same value, by putting tasks of i in place of the tasks of j
+    beyond j's count, so the master's optimum over all configurations is unchanged (the bound stays a bound), while
+    the duals are kept inside the dual-optimal region (less oscillation between rounds)."""
+    shapes = agg.shapes
+    if not shapes:
+        return np.zeros((0, 2), dtype=np.int64)
+    first = np.array([int(nodes[0]) for nodes in agg.node_types], dtype=np.int64)
+    allowed = agg.allowed[first]  # (T, S)
+    cpu, mem = agg.column("cpu_milli"), agg.column("memory_mib")
+    gpu = agg.column("num_gpu") * 10_000 + agg.column("gpu_milli")
+    same = gpu[:, None] == gpu[None, :]
+    covers = ~np.any(allowed[:, None, :] & ~allowed[:, :, None], axis=0)  # [i, j]: i allowed wherever j is
+    dom = same & (cpu[:, None] <= cpu[None, :]) & (mem[:, None] <= mem[None, :]) & covers
+    index = np.arange(len(shapes))
+    strict = dom & (~dom.T | (index[:, None] < index[None, :]))
+    np.fill_diagonal(strict, False)
+    through = (strict.astype(np.int32) @ strict.astype(np.int32)) > 0  # i > k > j for some k
+    return np.argwhere(strict & ~through).astype(np.int64)
 
 
 # -- columns carried between instances on one cluster ------------------------------------------------
@@ -394,6 +447,7 @@ class TypeConfigRun:
     lp: float
     converged: bool
     info: dict = field(default_factory=dict)
+    y: np.ndarray | None = None
 
 
 def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
@@ -404,19 +458,25 @@ def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
 
 
 def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
-                 stop=lambda columns, packings, bound, lp: False, initial: list[Column] = ()) -> TypeConfigRun:
+                 stop=lambda columns, packings, bound, lp, y: False, initial: list[Column] = (),
+                 gap_budget: float = 0.0, dual_cuts: bool = True) -> TypeConfigRun:
     """Column generation for the configuration LP over node types, until convergence, the wall-clock
-    ``deadline`` (a ``time.perf_counter()`` value), or ``stop(columns, packings, bound, lp)`` returns True (called
-    after each exact round with the columns and their packings so far, the best Farley bound and the master LP
-    value, both in units). The master starts from the ``initial`` columns (e.g. a :class:`ColumnPool` of an
-    earlier run on the same cluster, a warm start's node contents) plus two greedy ones per type.
+    ``deadline`` (a ``time.perf_counter()`` value), or ``stop(columns, packings, bound, lp, y)`` returns True
+    (called after each exact round with the columns and their packings so far, the best Farley bound and the
+    master LP value, both in units, and the columns' values in the last LP). The master starts from the
+    ``initial`` columns (e.g. a :class:`ColumnPool` of an earlier run on the same cluster, a warm start's node
+    contents) plus two greedy ones per type. ``gap_budget`` (units): how far the first-pass pricing MILPs may stop
+    from their proven bounds in all (:data:`PRICING_GAP_SHARE`); ``dual_cuts``: the exchange columns of
+    :func:`dominance_pairs` in the master.
 
     Rounds price greedily at the master duals; only when the greedy adds nothing does an exact round price
     every type with its MILP at Wentges-smoothed duals (which yields the Farley bound), falling back to the
     master duals when the smoothed point prices nothing out (a mis-price).
     """
     t_start = time.perf_counter()
-    master = Master(agg, threads)
+    master = Master(agg, threads, dual_cuts)
+    sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
+    gaps = gap_budget / (len(sizes) * sizes)  # sum_t N_t gap_t = gap_budget: the Farley bound's slack
     pricers = [TypePricer(agg, int(nodes[0]), threads) for nodes in agg.node_types]
     for t, content, packing in initial:
         master.add(t, content, packing)
@@ -455,8 +515,9 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
                         proven = False
                         break
                     limit = min(left, QUICK_S) if quick else left
-                    prices[t], columns, optimal = pricer.price(master.demand - sep, limit)
-                    proven &= optimal
+                    prices[t], columns, optimal = pricer.price(master.demand - sep, limit, gaps[t] if quick else 0.0)
+                    # within a loose gap a price above the type dual may hide a column: not proven then
+                    proven &= optimal and (not quick or gaps[t] <= 0 or prices[t] <= mu[t] + RC_TOL)
                     for column in columns:
                         if (master.demand - pi) @ column[0] - mu[t] > RC_TOL:
                             added += master.add(t, *column)
@@ -470,25 +531,30 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
             if added:
                 break
         if not added:
-            converged = proven and alpha == 0.0
+            # converged only where every type's proven price is within the master's type dual (a stop within the
+            # pricing gaps is not convergence; the Farley bound of that round is the bound then)
+            converged = proven and alpha == 0.0 and bool(np.all(prices <= mu + RC_TOL))
             if converged:
                 best_bound = min(best_bound, lp)
             break
-        if math.isfinite(best_bound) and stop(master.columns, master.packings, best_bound, lp):
+        if math.isfinite(best_bound) and stop(master.columns, master.packings, best_bound, lp, master.values()):
             break
     info = {"rounds": rounds, "exact_rounds": exact_rounds, "columns": len(master.kinds),
             "pricing_calls": sum(p.calls for p in pricers), "pricing_s": round(sum(p.seconds for p in pricers), 3)}
     bound = best_bound if math.isfinite(best_bound) else None
-    return TypeConfigRun(master.columns, master.packings, bound, lp, converged, info)
+    return TypeConfigRun(master.columns, master.packings, bound, lp, converged, info, master.values())
 
 
 def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int | None = None,
-                      abs_gap: float = 0.999, start: np.ndarray | None = None) -> tuple[RawResult, Placement | None]:
+                      abs_gap: float = 0.999, start: np.ndarray | None = None,
+                      lower: np.ndarray | None = None) -> tuple[RawResult, Placement | None]:
     """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound; MIP start:
     the column counts ``start`` (C,) of a feasible placement, if given) and its placement decoded with the
     columns' ``packings`` (None if no integer solution was found)."""
     t0 = time.perf_counter()
     model = master_model(agg, columns.kind, columns.mat, integer=True)
+    if lower is not None:  # columns fixed at least at these counts (the LP's rounded-down solution)
+        model.lb[: len(columns.mat)] = np.asarray(lower, dtype=float).tolist()
     h = to_highs(model, threads, {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
     if start is not None:
         set_start(h, np.concatenate([start, np.maximum(start @ columns.mat - agg.count, 0)]))
@@ -626,36 +692,51 @@ def solve_type_configs(instance: Instance, method: str = "config-types", time_li
         warm_columns = placement_columns(agg, warm_start)
     pooled = pool.columns(agg) if pool is not None else []
 
-    def incumbent(columns: Columns, packings: list, bound: float, lp: float, seconds: float) -> None:
-        t1 = time.perf_counter()
-        gap = max(0.999, 0.5 * (target - (bound - lp)))  # the MILP's own bound is at most the LP
-        start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
-        columns_, packings_ = with_columns(columns, packings, start_from)
-        start = column_counts(columns_, start_from) if start_from else None
-        _, decoded = integer_placement(agg, columns_, packings_, seconds, threads, gap, start)
-        best["mip_calls"] += 1
+    def consider(decoded: Placement | None) -> None:
         if decoded is not None:
             placement = fill_greedy(instance, decoded)
             value = placement.allocated_milli(instance.tasks) / unit
             if value > best["value"] or best["placement"] is None:
                 best["value"], best["placement"] = value, placement
+
+    def incumbent(columns: Columns, packings: list, bound: float, lp: float, seconds: float,
+                  y: np.ndarray | None = None) -> None:
+        t1 = time.perf_counter()
+        gap = max(0.999, 0.5 * (target - (bound - lp)))  # the MILP's own bound is at most the LP
+        start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
+        columns_, packings_ = with_columns(columns, packings, start_from)
+        if y is not None and y.any():  # first the MILP with every column fixed at least at its LP value rounded down
+            lower = np.concatenate([np.floor(y + 1e-9), np.zeros(len(columns_.mat) - len(y))]).astype(np.int64)
+            _, decoded = integer_placement(agg, columns_, packings_, FIXED_SHARE * seconds, threads, gap, lower,
+                                           lower)
+            best["mip_calls"] += 1
+            consider(decoded)
+        left = seconds - (time.perf_counter() - t1)
+        if bound - best["value"] > target and left > 0.5:  # then over all columns from the best placement
+            start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
+            columns_, packings_ = with_columns(columns, packings, start_from)
+            start = column_counts(columns_, start_from) if start_from else None
+            _, decoded = integer_placement(agg, columns_, packings_, left, threads, gap, start)
+            best["mip_calls"] += 1
+            consider(decoded)
         best["mip_s"] += time.perf_counter() - t1
         best["tried"] = len(columns.mat)
 
-    def stop(columns: Columns, packings: list, bound: float, lp: float) -> bool:
+    def stop(columns: Columns, packings: list, bound: float, lp: float, y: np.ndarray) -> bool:
         if bound - best["value"] <= target:
             return True
         if bound - lp > target / 2 or best["tried"] == len(columns.mat):
             return False
-        incumbent(columns, packings, bound, lp, min(max(deadline - time.perf_counter(), 0.5), 0.25 * time_limit))
+        incumbent(columns, packings, bound, lp, min(max(deadline - time.perf_counter(), 0.5), 0.25 * time_limit), y)
         return bound - best["value"] <= target
 
     run = None
     if agg.n_shapes:
-        run = type_columns(agg, deadline - 0.1 * time_limit, threads, stop, pooled + warm_columns)
+        run = type_columns(agg, deadline - 0.1 * time_limit, threads, stop, pooled + warm_columns,
+                           PRICING_GAP_SHARE * target, DUAL_CUTS)
         if run.bound is None or run.bound - best["value"] > target:  # the MILP again, then the LNS
             lp = run.lp if run.bound is None else run.bound
-            incumbent(run.columns, run.packings, lp, run.lp, max(0.5 * (deadline - time.perf_counter()), 0.5))
+            incumbent(run.columns, run.packings, lp, run.lp, max(0.5 * (deadline - time.perf_counter()), 0.5), run.y)
             if best["placement"] is not None and lp - best["value"] > target:
                 goal = (math.floor(lp + 1e-6) - target) * unit
                 best["placement"], best["lns"] = improve(instance, best["placement"], deadline, threads, goal)
