@@ -314,10 +314,12 @@ def encode(agg: Aggregation, columns: Columns, placement: Placement) -> np.ndarr
 
 
 def decode(agg: Aggregation, columns: Columns, y: np.ndarray,
-           packings: list[list[np.ndarray]] | None = None) -> Placement:
+           packings: list[list[np.ndarray]] | None = None, adjust=None) -> Placement:
     """The placement of the configuration counts ``y`` (C,): configurations handed to the nodes of their type in
     order, tasks beyond availability dropped (from the last nodes), sharing tasks packed by :func:`pack_sharing`,
-    or, if ``packings`` is given, by each configuration's own packing (its sharing GPUs' slot vectors (D,))."""
+    or, if ``packings`` is given, by each configuration's own packing (its sharing GPUs' slot vectors (D,)).
+    ``adjust`` (optional) maps the per-node shape counts (N, S) before the drop (e.g. exchanges of shapes used
+    beyond their count for interchangeable ones, keeping each GPU's packing)."""
     n_nodes = agg.instance.cluster.n_nodes
     counts = np.zeros((n_nodes, agg.n_shapes), dtype=np.int64)
     column_of = np.full(n_nodes, -1, dtype=np.int64)
@@ -328,6 +330,8 @@ def decode(agg: Aggregation, columns: Columns, y: np.ndarray,
             for _ in range(int(y[c])):
                 n = next(free)
                 counts[n], column_of[n] = columns.mat[c], c
+    if adjust is not None:
+        counts = adjust(counts)
     for s in range(agg.n_shapes):
         over = int(counts[:, s].sum() - agg.count[s])
         for n in range(n_nodes - 1, -1, -1):

@@ -64,9 +64,9 @@ exact prices (a type of few nodes prices coarsely, the 549 G2 nodes of openb alm
 DUAL_CUTS = True
 """Exchange columns of :func:`dominance_pairs` in the master (dual-optimal inequalities)."""
 FIXED_SHARE = 0.5
-"""Share of an integer step's seconds for the configuration MILP with every column fixed at least at its LP value
-rounded down (a small residual problem: the nodes the rounding leaves free); the rest goes to the MILP over all
-columns from the best placement, if still needed."""
+"""Share of an integer step's seconds for the rounding MILP (every column between its LP value rounded down and
+up, exchange columns free: a small problem, the nodes the rounding leaves free); the rest goes to the MILP over
+all columns from the best placement, if still needed."""
 MORE_COLUMNS = 4
 """Improving solutions of a pricing search offered as columns besides its best one."""
 QUICK_S = 1.0
@@ -339,20 +339,13 @@ class Master:
                        np.array(self.rows, dtype=np.int64).reshape(len(self.rows), self.agg.n_shapes))
 
 
-def dominance_pairs(agg: Aggregation) -> np.ndarray:
-    """Pairs (i, j) (K, 2) of shapes where a task of shape i fits wherever one of shape j does and is worth as much:
-    same GPU demand (``num_gpu``, ``gpu_milli``), CPU and memory at most j's, allowed on every node type j is
-    allowed on (e.g. an unpinned shape and the same shape pinned to GPU models). The transitive reduction of that
-    order (equal shapes ordered by index).
-
-    Each pair is a dual-optimal inequality ``pi_i >= pi_j`` of the configuration LP (Ben Amor, Desrosiers and
-    Valerio de Carvalho, 2006): the master gets an exchange column (+1 in row i, -1 in row j, value 0). Any LP
-    solution using it becomes one without it, of the same value, by putting tasks of i in place of the tasks of j
-    beyond j's count, so the master's optimum over all configurations is unchanged (the bound stays a bound), while
-    the duals are kept inside the dual-optimal region (less oscillation between rounds)."""
-    shapes = agg.shapes
-    if not shapes:
-        return np.zeros((0, 2), dtype=np.int64)
+def dominance(agg: Aggregation) -> np.ndarray:
+    """``dom[i, j]`` (S, S): a task of shape i fits wherever one of shape j does and is worth as much (same GPU
+    demand ``num_gpu`` and ``gpu_milli``, CPU and memory at most j's, allowed on every node type j is allowed on),
+    i != j; of two equal shapes (e.g. GPU-model lists naming the same models) only the lower index dominates."""
+    n = len(agg.shapes)
+    if not n:
+        return np.zeros((0, 0), dtype=bool)
     first = np.array([int(nodes[0]) for nodes in agg.node_types], dtype=np.int64)
     allowed = agg.allowed[first]  # (T, S)
     cpu, mem = agg.column("cpu_milli"), agg.column("memory_mib")
@@ -360,11 +353,62 @@ def dominance_pairs(agg: Aggregation) -> np.ndarray:
     same = gpu[:, None] == gpu[None, :]
     covers = ~np.any(allowed[:, None, :] & ~allowed[:, :, None], axis=0)  # [i, j]: i allowed wherever j is
     dom = same & (cpu[:, None] <= cpu[None, :]) & (mem[:, None] <= mem[None, :]) & covers
-    index = np.arange(len(shapes))
+    index = np.arange(n)
     strict = dom & (~dom.T | (index[:, None] < index[None, :]))
     np.fill_diagonal(strict, False)
+    return strict
+
+
+def dominance_pairs(agg: Aggregation) -> np.ndarray:
+    """Pairs (i, j) (K, 2) of shapes where i dominates j (:func:`dominance`: fits wherever j does, worth as much;
+    e.g. an unpinned shape and the same shape pinned to GPU models): the transitive reduction of that order.
+
+    Each pair is a dual-optimal inequality ``pi_i >= pi_j`` of the configuration LP (Ben Amor, Desrosiers and
+    Valerio de Carvalho, 2006): the master gets an exchange column (+1 in row i, -1 in row j, value 0). Any LP
+    solution using it becomes one without it, of the same value, by putting tasks of i in place of the tasks of j
+    beyond j's count, so the master's optimum over all configurations is unchanged (the bound stays a bound), while
+    the duals are kept inside the dual-optimal region (less oscillation between rounds)."""
+    strict = dominance(agg)
+    if not strict.size:
+        return np.zeros((0, 2), dtype=np.int64)
     through = (strict.astype(np.int32) @ strict.astype(np.int32)) > 0  # i > k > j for some k
     return np.argwhere(strict & ~through).astype(np.int64)
+
+
+def exchange(agg: Aggregation, counts: np.ndarray, dom: np.ndarray) -> np.ndarray:
+    """Per-node shape counts (N, S) with tasks of shapes used beyond their count replaced, as far as possible, by
+    tasks of shapes that dominate them (``dom``, :func:`dominance`) and have tasks to spare: what the exchange
+    columns of an LP or MILP solution stand for (the GPU packing is unchanged: same per-GPU demand). Which shape
+    takes which overflow is a maximum flow (networkx) from the over-used shapes to the spare ones."""
+    import networkx as nx
+
+    counts = counts.copy()
+    used = counts.sum(axis=0)
+    over = np.maximum(used - agg.count, 0)
+    spare = np.maximum(agg.count - used, 0)
+    if not over.any() or not spare.any():
+        return counts
+    graph = nx.DiGraph()
+    for j in np.flatnonzero(over).tolist():
+        graph.add_edge("source", ("j", j), capacity=int(over[j]))
+        for i in np.flatnonzero(dom[:, j] & (spare > 0)).tolist():
+            graph.add_edge(("j", j), ("i", i), capacity=int(over[j]))
+    for i in np.flatnonzero(spare).tolist():
+        if graph.has_node(("i", i)):
+            graph.add_edge(("i", i), "sink", capacity=int(spare[i]))
+    if not graph.has_node("sink"):
+        return counts
+    _, flow = nx.maximum_flow(graph, "source", "sink")
+    for j in np.flatnonzero(over).tolist():
+        for (_, i), k in flow.get(("j", j), {}).items():
+            for n in np.flatnonzero(counts[:, j]).tolist():
+                if k <= 0:
+                    break
+                moved = min(k, int(counts[n, j]))
+                counts[n, j] -= moved
+                counts[n, i] += moved
+                k -= moved
+    return counts
 
 
 # -- columns carried between instances on one cluster ------------------------------------------------
@@ -547,7 +591,9 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
 
 def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_limit: float, threads: int | None = None,
                       abs_gap: float = 0.999, start: np.ndarray | None = None,
-                      lower: np.ndarray | None = None) -> tuple[RawResult, Placement | None]:
+                      lower: np.ndarray | None = None,
+                      dom: np.ndarray | None = None,
+                      upper: np.ndarray | None = None) -> tuple[RawResult, Placement | None]:
     """The configuration MILP over ``columns`` (HiGHS, stops within ``abs_gap`` units of its own bound; MIP start:
     the column counts ``start`` (C,) of a feasible placement, if given) and its placement decoded with the
     columns' ``packings`` (None if no integer solution was found)."""
@@ -555,14 +601,30 @@ def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_l
     model = master_model(agg, columns.kind, columns.mat, integer=True)
     if lower is not None:  # columns fixed at least at these counts (the LP's rounded-down solution)
         model.lb[: len(columns.mat)] = np.asarray(lower, dtype=float).tolist()
+    if upper is not None:  # and at most these
+        model.ub[: len(columns.mat)] = np.minimum(np.asarray(upper, dtype=float), model.ub[: len(columns.mat)]).tolist()
+    pairs = (np.argwhere(dom & ~((dom.astype(np.int32) @ dom.astype(np.int32)) > 0)) if dom is not None and dom.size
+             else np.zeros((0, 2), dtype=np.int64))  # the transitive reduction, as in the master
+    if len(pairs):  # exchange columns (+1 in shape row i, -1 in row j): decoded by :func:`exchange`
+        w = model.add_vars(len(pairs), ub=math.inf, integer=True, obj=0.0)
+        n_types = len(agg.node_types)
+        extra: dict[int, list[tuple[int, float]]] = {}
+        for col, (i, j) in zip(w.tolist(), pairs.tolist(), strict=True):
+            extra.setdefault(i, []).append((col, 1.0))
+            extra.setdefault(j, []).append((col, -1.0))
+        for s_, more in extra.items():
+            idx, coef, lo, hi = model.rows[n_types + s_]
+            model.rows[n_types + s_] = (np.append(idx, [c for c, _ in more]), np.append(coef, [v for _, v in more]),
+                                        lo, hi)
     h = to_highs(model, threads, {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
     if start is not None:
-        set_start(h, np.concatenate([start, np.maximum(start @ columns.mat - agg.count, 0)]))
+        set_start(h, np.concatenate([start, np.maximum(start @ columns.mat - agg.count, 0), np.zeros(len(pairs))]))
     status, objective, bound, values = _run(h, time_limit, mip=True)
     raw = RawResult(status, values, objective, bound, time.perf_counter() - t0)
     if values is None:
         return raw, None
-    return raw, decode(agg, columns, values[: len(columns.mat)], packings)
+    adjust = (lambda counts: exchange(agg, counts, dom)) if len(pairs) else None
+    return raw, decode(agg, columns, values[: len(columns.mat)], packings, adjust)
 
 
 def with_columns(columns: Columns, packings: list, more: list[Column]) -> tuple[Columns, list]:
@@ -691,6 +753,7 @@ def solve_type_configs(instance: Instance, method: str = "config-types", time_li
         best["value"] = warm_start.allocated_milli(instance.tasks) / unit
         warm_columns = placement_columns(agg, warm_start)
     pooled = pool.columns(agg) if pool is not None else []
+    dom = dominance(agg) if DUAL_CUTS else None
 
     def consider(decoded: Placement | None) -> None:
         if decoded is not None:
@@ -705,10 +768,11 @@ def solve_type_configs(instance: Instance, method: str = "config-types", time_li
         gap = max(0.999, 0.5 * (target - (bound - lp)))  # the MILP's own bound is at most the LP
         start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
         columns_, packings_ = with_columns(columns, packings, start_from)
-        if y is not None and y.any():  # first the MILP with every column fixed at least at its LP value rounded down
+        if y is not None and y.any():  # first the rounding MILP: each column between its LP value's floor and ceil
             lower = np.concatenate([np.floor(y + 1e-9), np.zeros(len(columns_.mat) - len(y))]).astype(np.int64)
+            upper = np.concatenate([np.ceil(y - 1e-9), np.zeros(len(columns_.mat) - len(y))])
             _, decoded = integer_placement(agg, columns_, packings_, FIXED_SHARE * seconds, threads, gap, lower,
-                                           lower)
+                                           lower, dom, upper)
             best["mip_calls"] += 1
             consider(decoded)
         left = seconds - (time.perf_counter() - t1)
@@ -716,7 +780,7 @@ def solve_type_configs(instance: Instance, method: str = "config-types", time_li
             start_from = placement_columns(agg, best["placement"]) if best["placement"] is not None else warm_columns
             columns_, packings_ = with_columns(columns, packings, start_from)
             start = column_counts(columns_, start_from) if start_from else None
-            _, decoded = integer_placement(agg, columns_, packings_, left, threads, gap, start)
+            _, decoded = integer_placement(agg, columns_, packings_, left, threads, gap, start, dom=dom)
             best["mip_calls"] += 1
             consider(decoded)
         best["mip_s"] += time.perf_counter() - t1
