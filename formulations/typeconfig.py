@@ -67,6 +67,8 @@ FIXED_SHARE = 0.5
 """Share of an integer step's seconds for the rounding MILP (every column between its LP value rounded down and
 up, exchange columns free: a small problem, the nodes the rounding leaves free); the rest goes to the MILP over
 all columns from the best placement, if still needed."""
+PRICING_DOMINANCE = True
+"""Pricing leaves out the shapes another shape replaces in a node at no less profit (:class:`TypePricer`)."""
 MORE_COLUMNS = 4
 """Improving solutions of a pricing search offered as columns besides its best one."""
 QUICK_S = 1.0
@@ -167,6 +169,17 @@ class TypePricer:
                        + agg.column("cpu_milli") / max(int(cluster.cpu_milli[node]), 1)
                        + agg.column("memory_mib") / max(int(cluster.memory_mib[node]), 1))
         self.most = self._most(agg, node)
+        # shapes of this type interchangeable in one node: dom[a, b] (over self.shapes) when a's task fits wherever
+        # b's does (same GPU demand, CPU and memory at most b's; equal shapes: the lower index) and a's count never
+        # limits one node (a node holds at most as many of a as it has of a: the replacement always exists)
+        cpu, mem = agg.column("cpu_milli")[self.shapes], agg.column("memory_mib")[self.shapes]
+        gpu = (agg.column("num_gpu") * 10_000 + agg.column("gpu_milli"))[self.shapes]
+        within = (gpu[:, None] == gpu[None, :]) & (cpu[:, None] <= cpu[None, :]) & (mem[:, None] <= mem[None, :])
+        order = np.arange(len(self.shapes))
+        strict = within & (~within.T | (order[:, None] < order[None, :]))
+        np.fill_diagonal(strict, False)
+        unlimited = self.most[self.shapes] < agg.count[self.shapes]  # the node's resources bind, not the count
+        self.replaces = strict & unlimited[:, None]
         self.value_index = {int(v) * agg.unit: d for d, v in enumerate(agg.values.tolist())}
         self.shape_index = {shape: s for s, shape in enumerate(agg.shapes)}
 
@@ -233,7 +246,12 @@ class TypePricer:
         """
         t0 = time.perf_counter()
         agg = self.agg
-        pos = self.shapes[profit[self.shapes] > RC_TOL]
+        mine = profit[self.shapes]
+        keep = mine > RC_TOL
+        if PRICING_DOMINANCE:  # leave out a shape another one replaces at no less profit (never in a best content)
+            better = self.replaces & (mine[:, None] >= mine[None, :] - 1e-9) & keep[:, None]
+            keep &= ~better.any(axis=0)
+        pos = self.shapes[keep]
         if not pos.size:
             return 0.0, [], True
         rows = np.concatenate([agg.rows[s][: self.most[s]] for s in pos.tolist()])
