@@ -6,25 +6,53 @@ types and task shapes, not on the number of nodes or tasks (openb default: 15 ty
 This module prices its columns instead of enumerating them, and turns the result into a certified placement:
 
 * **master** — the LP of :func:`~formulations.configs.master_model`, kept in one HiGHS instance that gains
-  columns and re-solves from its basis;
+  columns and re-solves from its basis, with an exchange column per pair of :func:`dominance_pairs` (a shape that
+  fits wherever another does at the same GPU demand: dual-optimal inequalities ``pi_i >= pi_j``);
 * **columns to start from** — a :class:`ColumnPool` of an earlier run on the same cluster (the previous, shorter
   arrived prefix: its columns stay valid), the node contents of the warm start, and greedy ones;
 * **pricing** — per node type, a content of one node maximizing ``sum_s (demand_s - pi_s) a_s``: first greedily
   (:class:`~formulations.configs._NodeFit`, two orders, so several columns per round), then exactly with the
   exact model of one node (:func:`~formulations.exact.build_exact`: per-GPU patterns of the sharing tasks,
-  whole GPUs, CPU, memory, GPU-model access; at most as many tasks per shape as one node holds) solved by HiGHS
-  without presolve, every improving solution of its search offered as a column;
+  whole GPUs, CPU, memory, GPU-model access; only the shapes allowed on the type, of positive profit, and not
+  replaced at no less profit by another shape; at most as many tasks per shape as one node holds) solved by HiGHS
+  without presolve, every improving solution of its search offered as a column; a first pass stops each MILP
+  within ``PRICING_GAP_SHARE x tol / (T x N_t)`` of its proven bound;
 * **bound** — the Lagrangian (Farley) bound ``sum_s pi_s count_s + sum_t N_t max(0, price_t)`` with each
   ``price_t`` the pricing MILP's proven dual bound, valid at every exact round, so also when stopped early;
   exact rounds use Wentges-smoothed duals (a convex combination with the duals of the best bound so far);
-* **placement** — the configuration MILP over the generated columns (HiGHS; MIP start: the best placement so
-  far), decoded to concrete nodes and GPUs by :func:`~formulations.configs.decode`, completed by
+* **placement** — the rounding MILP (each column between its LP value rounded down and up), then, if needed, the
+  configuration MILP over all generated columns (HiGHS; MIP start: the best placement so far), both with the
+  exchange columns, decoded to concrete nodes and GPUs by :func:`~formulations.configs.decode` after
+  :func:`exchange` (a maximum flow puts spare dominating tasks in place of over-used ones), completed by
   :func:`~formulations.aggregate.fill_greedy`, then, if still outside the tolerance, improved by a
   large-neighbourhood search (:func:`improve`: the exact model on a dozen nodes at a time) and validated
   (:func:`~formulations.exact.exact_solution`).
 
 The run stops as soon as bound - incumbent <= ``tol`` x GPU capacity (``optimal`` only when they are equal).
 GPU quantities inside are in the aggregation's units (:attr:`~formulations.aggregate.Aggregation.unit` milli-GPU).
+
+What each piece bought (issue 21; openb seed 42, one process, HiGHS 1 thread, on the shared 2-core machine with
+other engineers' jobs running: load average in brackets; CPU s are the process's own):
+
+* before (the code as of the issue): gpuspec25 at 130 % from a cold start stopped at 60 s with the Farley bound
+  above capacity and the incumbent at 5989.2 GPUs (3.59 % of capacity) [2.6]; run for 400 s, column generation
+  converged after 220 s (86 exact rounds, 1290 pricing calls, 206 s of pricing; LP 6204.74) and the MILP over the
+  columns then took 90 s to reach 6199.34 (0.087 %) [2.5-3.3]. gpuspec25 at 100 %: 37.8 s, of which the MILP
+  22.8 s [1.4].
+* exchange columns (:func:`dominance_pairs`; 790 pairs among gpuspec25's 402 shapes at 130 %, 149 among
+  default's 126): the same column generation converged in 22 exact rounds and 53.6 CPU s instead of 86 rounds
+  and about 200 s.
+* pricing gaps (:data:`PRICING_GAP_SHARE` 0.25): with the exchange columns, converged in 23 exact rounds and
+  30.7 CPU s (60 s wall) [4.8]. A share of 0.5 did not do better on gpuspec33 at 130 % (one run each).
+* pricing dominance filter (:data:`PRICING_DOMINANCE`): gpuspec33 at 130 %, cold, 60 s: 29 exact rounds and a
+  Farley bound of 6199.1 GPUs (LP 6198.0) instead of 22 rounds and 6230.2 [3.7-4.6].
+* integer step, on gpuspec25 at 130 % with the converged columns: the LP rounded down, decoded and filled
+  greedily leaves 6127.9 GPUs; the MILPs' solutions use the exchange columns (6202.9 GPUs by their objective)
+  and decoded with a greedy exchange still only 6121-6155; with the max-flow :func:`exchange` the rounding MILP
+  places 6203.79 in 2.2 CPU s and the MILP over all columns 6202.93 in 6.1 CPU s (it took 90 s to 6199.34
+  before).
+* Wentges smoothing 0.3 instead of 0.5: no better (gpuspec33 at 130 %, one run each). Not built: a DP pricing,
+  partial or Gauss-Seidel pricing rounds, warm pools across seeds.
 """
 
 from __future__ import annotations
