@@ -616,6 +616,8 @@ def type_columns(agg: Aggregation, deadline: float, threads: int | None = None,
                     best_bound, best_pi = bound, sep.copy()
                 LOG.debug("round %d exact (alpha %.2f, quick %s): lp %.1f farley %.1f best %.1f added %d, %.1f s",
                           rounds, alpha, quick, lp, bound, best_bound, added, time.perf_counter() - t_start)
+                LOG.debug("  N_t (price_t - mu_t) by type: %s; (sep - pi) . count %.1f",
+                          np.round(sizes * (np.maximum(prices, 0) - mu), 1).tolist(), float((sep - pi) @ agg.count))
                 if added or proven:
                     break
             if added:
