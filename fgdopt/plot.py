@@ -367,3 +367,49 @@ def plot_node_gpus(state: ClusterState, node: int, ax: Axes | None = None, title
     ax.set_title(title if title is not None else f"node {node} ({state.cluster.model[node]}): {cpu}{extra}",
                  fontsize=8)
     return ax
+
+
+def plot_timeline(series: pd.DataFrame, jobs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
+                  path: str | Path, title: str = "") -> Path:
+    """Over time (the frames of ``python -m experiments.timeline`` for one job set): left, GPU allocation and
+    pending GPU demand (% of capacity) against time, one colour per (policy, queue), with the optimum of the jobs
+    present at the sampled instants as bars from incumbent to proven bound; right, the CDF of job completion time
+    of the measured jobs (all jobs if ``jobs`` has no ``measured`` column).
+
+    ``series`` needs ``policy, queue, time_s, alloc_milli, pending_milli``; ``jobs`` ``policy, queue, submit_s,
+    finish_s``; ``optimum`` ``policy, queue, time_s, question, incumbent_milli, bound_milli`` (milli-GPU, seconds).
+    """
+    fig = Figure(figsize=(12, 4.6))
+    ax, cdf = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    scale = 100.0 / capacity_milli
+    runs = list(dict.fromkeys(zip(series["policy"], series["queue"], strict=True)))
+    for k, (policy, queue) in enumerate(runs):
+        colour, label = f"C{k}", f"{policy} / {queue}"
+        sub = series[(series["policy"] == policy) & (series["queue"] == queue)]
+        hours = sub["time_s"] / 3600
+        ax.plot(hours, sub["alloc_milli"] * scale, color=colour, linewidth=1.2, label=f"{label}: allocated")
+        ax.plot(hours, sub["pending_milli"] * scale, color=colour, linewidth=1.0, linestyle=":",
+                label=f"{label}: pending demand")
+        opt = optimum[(optimum["policy"] == policy) & (optimum["queue"] == queue)
+                      & (optimum["question"] == "placement")]
+        if len(opt):
+            lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
+            ax.errorbar(opt["time_s"] / 3600, (lo + hi) / 2, yerr=(hi - lo) / 2, fmt="_", color=colour, capsize=5,
+                        markersize=10, label=f"{label}: optimum of the jobs present (incumbent to bound)")
+        part = jobs[(jobs["policy"] == policy) & (jobs["queue"] == queue)]
+        part = part[part["measured"]] if "measured" in part else part
+        jct = np.sort((part["finish_s"] - part["submit_s"]).dropna().to_numpy())
+        if len(jct):
+            cdf.plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), color=colour, label=label)
+    ax.set_xlabel("Time (hours)")
+    ax.set_ylabel("% of GPU capacity")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.set_title(title, fontsize=10)
+    cdf.set_xscale("log")
+    cdf.set_xlabel("Job completion time (s, log scale)")
+    cdf.set_ylabel("Fraction of jobs")
+    cdf.grid(alpha=0.3)
+    cdf.legend(fontsize=7, loc="lower right")
+    cdf.set_title("JCT CDF (the measured jobs)", fontsize=10)
+    return _save(fig, path)
