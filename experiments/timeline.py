@@ -149,7 +149,7 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
     optimum.to_csv(out / "optimum.csv", index=False)
     first = results[0]["row"]
     sel = {k: first[k] for k in ("trace", "seed", "load")}
-    pick = [r for r in results if all(r["row"][k] == v for k, v in sel.items())]
+    pick = [r for r in results if all(str(r["row"][k]) == str(v) for k, v in sel.items())]   # NaN loads too
     jobs = pd.concat([r["jobs"] for r in pick])
     plot_timeline(pd.concat([r["series"] for r in pick]), jobs, optimum.merge(pd.DataFrame([sel])),
                   results[0]["capacity"], out / "timeline.png",
@@ -206,9 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         args.time_limit = min(args.time_limit, 30.0)
         args.policies, args.queue = ["fgd", "best-fit"], ["backfill"]
     if args.workload is not None:
-        for path, what in ((args.workload, "workload"), (args.cluster, "cluster")):
-            if not Path(path).is_file():
-                parser.error(f"{what} file {path} not found")
+        try:                                               # bad files stop here, in one line, before any run
+            load_cluster(args.cluster)
+            read_workload(args.workload)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
         traces, loads = [Path(args.workload).stem], [float("nan")]
     else:
         traces, loads = args.trace, args.load

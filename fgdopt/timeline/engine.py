@@ -42,7 +42,7 @@ import pandas as pd
 
 from fgdopt.frag import Workload, node_fragmentations
 from fgdopt.model import Cluster, TaskSet
-from fgdopt.policies import WORKLOAD_POLICIES, Policy, make_policy
+from fgdopt.policies import Policy, PolicyError, make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.queues import Discipline, make_discipline
@@ -156,15 +156,6 @@ class _Shapes:
         return len(self.task)
 
 
-def _make_policy(policy: str | Policy, jobs: JobSet, seed: int, workload: Workload | None,
-                 ranks: np.ndarray | None) -> Policy:
-    if not isinstance(policy, str):
-        return policy
-    if workload is None and policy in WORKLOAD_POLICIES:
-        workload = Workload.from_tasks(jobs.tasks)
-    return make_policy(policy, seed=seed, workload=workload, ranks=ranks)
-
-
 def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue: str | Discipline = "backfill", *,
              seed: int = 0, workload: Workload | None = None, ranks: np.ndarray | None = None,
              snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True) -> TimelineResult:
@@ -190,8 +181,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     Raises
     ------
-    InfeasiblePlacement : the policy returned a node or GPUs where the job does not fit (the message names the
-        policy and the job).
+    PolicyError : the policy raised, or chose a node or GPUs where the job does not fit (one line naming the
+        policy, the job and the time).
 
     Examples
     --------
@@ -206,8 +197,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     discipline = make_discipline(queue) if isinstance(queue, str) else queue
     if workload is None:
         workload = Workload.from_tasks(jobs.tasks)
-    pol = _make_policy(policy, jobs, seed, workload, ranks)
+    pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
     policy_name = getattr(pol, "name", type(pol).__name__)
+    label = policy if isinstance(policy, str) else policy_name
     tasks = jobs.tasks
     n = len(tasks)
     state = ClusterState(cluster, tasks)
@@ -241,13 +233,23 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     snap_times = sorted(float(s) for s in snapshots)
     events = instants = 0
 
+    def ask(j: int):
+        """The policy's choice for job ``j`` (None: it fits nowhere)."""
+        try:
+            return pol(state, tasks[j] if discipline.drops else shapes.task[shapes.of[j]])
+        except Exception as exc:
+            raise PolicyError(f"policy {label!r} raised {type(exc).__name__} on job {j} ({tasks.names[j]}) at "
+                              f"{now} s: {exc}") from exc
+
     def start(j: int, choice) -> None:
         nonlocal alloc, running, seq
         try:
+            node, gpus = choice
+            choice = (int(node), tuple(int(g) for g in gpus))
             state.place(j, *choice)
-        except InfeasiblePlacement as exc:
-            raise InfeasiblePlacement(f"policy {policy_name!r} chose an infeasible place for job "
-                                      f"{tasks.names[j]!r}: {exc}") from None
+        except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+            raise PolicyError(f"policy {label!r} chose {choice!r} for job {j} ({tasks.names[j]}) at {now} s, "
+                              f"where it does not fit: {exc}") from None
         status[j] = RUNNING
         start_s[j] = now
         node_of[j] = choice[0]
@@ -280,7 +282,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         heapq.heapify(heap)
         while heap:
             (_, _, j), s = heapq.heappop(heap)
-            choice = pol(state, shapes.task[s])
+            choice = ask(j)
             if choice is None:
                 set_unfit(s)
                 continue
@@ -294,7 +296,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             (_, _, j), s = min((b[0], s) for s, b in buckets.items())
             if fit[s] == _UNFIT:
                 return
-            choice = pol(state, shapes.task[s])
+            choice = ask(j)
             if choice is None:
                 set_unfit(s)
                 return
@@ -364,7 +366,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                     cands.add(s)
         if discipline.drops:                                            # 3. the pass
             for j in sorted(new_jobs, key=lambda j: (qkey[j], j)):
-                choice = pol(state, tasks[j])
+                choice = ask(j)
                 if choice is None:
                     status[j] = DROPPED
                 else:

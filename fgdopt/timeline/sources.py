@@ -30,9 +30,10 @@ an infinite-server queue with these arrivals (M/G/inf): a Poisson number ``lambd
 probability proportional to their lifetime, each with a remaining lifetime uniform on (0, d), submitted at time 0.
 The offered load is then rho from the first second (in expectation) instead of ramping up over a day.
 
-Measurement. Services and warm-start jobs are not measured. The measurement window is ``[warmup H, H]``
-(``warmup`` default 0.1): time averages are taken over it, and the stream jobs submitted in it are the measured
-jobs. With nothing queued, the time-averaged allocation over the window is the load (checked in the tests).
+Measurement. Services and warm-start jobs are not measured. The measurement window is ``[warmup T, T]``, T the last
+stream arrival (about H; ``warmup`` default 0.1): time averages are taken over it, and the stream jobs submitted in
+it are the measured jobs. With nothing queued, the time-averaged allocation over the window is the load (checked in
+the tests).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     arrivals : ``"poisson"`` or ``"trace"`` (the trace's creation-time pattern, compressed).
     service_s : pods living longer than this are the background services.
     warm : start from the stationary population (module docstring); False starts empty.
-    warmup : the measurement window starts at ``warmup x H``.
+    warmup : the measurement window starts at ``warmup`` times the last arrival.
     data_dir : the openb folder (default ``$FGDOPT_DATA``).
 
     Returns
@@ -140,7 +141,7 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     names = tuple(f"{prefix}{k}:{tasks.names[r]}" if prefix else tasks.names[r]
                   for rows_, _, _, prefix in parts for k, r in enumerate(rows_))
     shapes = tasks.take(idx)
-    window = (warmup * horizon, float(submit[-1]))
+    window = (warmup * float(submit[-1]), float(submit[-1]))
     measured = np.zeros(len(idx), dtype=bool)
     measured[len(idx) - n_jobs:] = (submit >= window[0]) & (submit <= window[1])
     jobs = JobSet(TaskSet(shapes.cpu_milli, shapes.memory_mib, shapes.num_gpu, shapes.gpu_milli, shapes.gpu_spec,
