@@ -148,12 +148,10 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
                                     "status", "wall_s"])
     optimum.to_csv(out / "optimum.csv", index=False)
     first = results[0]["row"]
-    sel = {k: first[k] for k in ("trace", "seed", "load")}
-    pick = [r for r in results if all(str(r["row"][k]) == str(v) for k, v in sel.items())]   # NaN loads too
-    jobs = pd.concat([r["jobs"] for r in pick])
-    plot_timeline(pd.concat([r["series"] for r in pick]), jobs, optimum.merge(pd.DataFrame([sel])),
-                  results[0]["capacity"], out / "timeline.png",
-                  f"{sel['trace']}, load {sel['load']}, seed {sel['seed']}")
+    pick = [r for r in results if all(str(r["row"][k]) == str(first[k]) for k in ("trace", "seed", "load"))]
+    plot_timeline(series, runs, optimum, results[0]["capacity"], out / "timeline.png",
+                  f"{first['trace']}, load {first['load']}, seed {first['seed']}",
+                  jobs=pd.concat([r["jobs"] for r in pick]))
     return runs
 
 
