@@ -236,7 +236,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     def ask(j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere)."""
         try:
-            return pol(state, tasks[j] if discipline.drops else shapes.task[shapes.of[j]])
+            return pol(state, shapes.task[shapes.of[j]])
         except Exception as exc:
             raise PolicyError(f"policy {label!r} raised {type(exc).__name__} on job {j} ({tasks.names[j]}) at "
                               f"{now} s: {exc}") from exc
@@ -305,7 +305,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
-        pend_ids = np.array([e[2] for s in buckets for e in sorted(buckets[s])], dtype=np.int64)
+        pend_ids = np.array([e[2] for bucket in buckets.values() for e in bucket], dtype=np.int64)
         if len(pend_ids):
             pend_ids = pend_ids[np.lexsort((pend_ids, submit[pend_ids], qkey[pend_ids]))]
         ids = np.concatenate([run_ids, pend_ids]).astype(np.int64)
@@ -365,7 +365,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 if fit[s] != _UNFIT:
                     cands.add(s)
         if discipline.drops:                                            # 3. the pass
-            for j in sorted(new_jobs, key=lambda j: (qkey[j], j)):
+            for j in sorted(new_jobs, key=lambda j: qkey[j]):            # stable: input order among equals
                 choice = ask(j)
                 if choice is None:
                     status[j] = DROPPED
