@@ -3,11 +3,11 @@
 Per job: wait = start - submit, JCT = finish - submit (SPEC "Time"). The statistics cover the *measured* jobs
 (:attr:`JobSet.measured`): the mean and the 50th / 95th / 99th percentiles (numpy's linear interpolation) of wait
 over the measured jobs that started and of JCT over those that finished, overall and per size class
-(:data:`SIZE_CLASSES`: CPU-only, sharing, one whole GPU, several GPUs). Time averages are integrals of the
-per-instant series (a value holds from its instant to the next; the empty cluster before the first) over the
-job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
-fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one
-never finishes).
+(:data:`SIZE_CLASSES`: CPU-only, sharing, one whole GPU, several GPUs; mean and 99th percentile). Time averages are
+integrals of the per-instant series (a value holds from its instant to the next; the empty cluster before the first)
+over the job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
+fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one never
+finishes).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ STATS_COLUMNS = ("jobs", "measured", "rejected", "dropped", "unfinished", "mean_
                  "p99_wait_s", "mean_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s",
                  "alloc_time_avg_pct", "frag_time_avg", "pending_time_avg", "blocked_time_avg_milli",
                  "blocked_job_hours", "events", "wall_s", "cpu_s",
-                 *(f"mean_{m}_s_{c}" for m in ("wait", "jct") for c in SIZE_CLASSES))
+                 *(f"{q}_{m}_s_{c}" for q in ("mean", "p99") for m in ("wait", "jct") for c in SIZE_CLASSES))
 """Keys of :func:`run_stats`, in order."""
 
 
@@ -98,6 +98,7 @@ def run_stats(result: TimelineResult) -> dict:
         for c in SIZE_CLASSES:
             sel = mask & (classes == c)
             stats[f"mean_{metric}_s_{c}"] = float(values[sel].mean()) if sel.any() else np.nan
+            stats[f"p99_{metric}_s_{c}"] = float(np.percentile(values[sel], 99)) if sel.any() else np.nan
     return {k: stats[k] for k in STATS_COLUMNS}
 
 
