@@ -165,14 +165,15 @@ def test_the_engine_reproduces_the_openb_replay_bit_for_bit(openb_dir):
 def test_blocked_by_fragmentation_is_pending_demand_the_free_total_could_hold():
     # two 1-GPU nodes, each half used by a 500-milli job for 10 s (20,000 milli-cores each: one per 32,000-core
     # node); a 1-GPU job arrives at t=1: 1000 milli free in total but no node has a free GPU -> blocked by
-    # fragmentation (1 job, 1000 milli) from t=1 to t=10
+    # fragmentation (1 job, 1000 milli) from t=1 to t=10. A second such job at t=1 waits too, but the free total
+    # holds only one of them: still 1 blocked job, 1000 milli
     c = Cluster([32000, 32000], [1024, 1024], [1, 1], ["T4", "T4"])
-    t = TaskSet([20000, 20000, 1000], [0] * 3, [1, 1, 1], [500, 500, 1000])
-    r = simulate(c, JobSet(t, [0.0, 0.0, 1.0], [10.0, 10.0, 1.0]), "gpu-packing", "backfill")
+    t = TaskSet([20000, 20000, 1000, 1000], [0] * 4, [1, 1, 1, 1], [500, 500, 1000, 1000])
+    r = simulate(c, JobSet(t, [0.0, 0.0, 1.0, 1.0], [10.0, 10.0, 1.0, 1.0]), "gpu-packing", "backfill")
     assert sorted(r.node[:2].tolist()) == [0, 1]
     row = r.series[r.series["time_s"] == 1.0].iloc[0]
-    assert (row["pending"], row["blocked_jobs"], row["blocked_milli"]) == (1, 1, 1000)
-    assert r.start_s[2] == 10.0
+    assert (row["pending"], row["pending_milli"], row["blocked_jobs"], row["blocked_milli"]) == (2, 2000, 1, 1000)
+    assert r.start_s[2:].tolist() == [10.0, 10.0]                     # both start when the half jobs leave
     assert run_stats(r)["blocked_job_hours"] == pytest.approx(9 / 3600)   # one job blocked for 9 s
 
 

@@ -22,11 +22,11 @@ the next pass costs nothing until something leaves or arrives.
 
 Recorded at every instant (the :attr:`TimelineResult.series`): allocated milli-GPU, running and pending jobs,
 pending GPU demand, F(M) of the one evaluator (:mod:`fgdopt.frag`, per-node values refreshed on the touched nodes
-only), and what is **blocked by fragmentation**: the pending jobs with GPU demand that fit no node although their
-demand is at most the cluster's total free milli-GPU (``blocked_jobs``), and their demand, capped at the total
-free milli-GPU (``blocked_milli``). :func:`fgdopt.timeline.metrics.run_stats` turns a result into the per-run
-statistics; :func:`simulate` can also copy out the state at chosen instants (:class:`Snapshot`) for the certified
-optimum of the jobs present (:mod:`formulations.timeline`).
+only), and what is **blocked by fragmentation**: of the pending jobs with GPU demand that fit no node, the most that
+the cluster's total free milli-GPU could hold together, taken smallest demand first (``blocked_jobs``), and their
+demand (``blocked_milli``, at most the total free milli-GPU). :func:`fgdopt.timeline.metrics.run_stats` turns a
+result into the per-run statistics; :func:`simulate` can also copy out the state at chosen instants
+(:class:`Snapshot`) for the certified optimum of the jobs present (:mod:`formulations.timeline`).
 """
 
 from __future__ import annotations
@@ -391,14 +391,14 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             frag_total = float(node_frag.sum())
         free = capacity - alloc
         blocked_jobs = blocked_milli = 0
-        for s in unfit:
-            d = int(shapes.demand[s])
-            if 0 < d <= free:
-                k = len(buckets[s])
-                blocked_jobs += k
-                blocked_milli += k * d
+        for d, s in sorted((int(shapes.demand[s]), s) for s in unfit if shapes.demand[s] > 0):
+            k = min(len(buckets[s]), (free - blocked_milli) // d)       # smallest first, within the free total
+            if k == 0:
+                break
+            blocked_jobs += k
+            blocked_milli += k * d
         rows.append((now, alloc, running, pending, pending_milli,
-                     blocked_jobs, min(blocked_milli, free), frag_total))
+                     blocked_jobs, blocked_milli, frag_total))
     for at in snap_times:
         snaps.append(snapshot(at))
     series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
