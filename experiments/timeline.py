@@ -4,8 +4,9 @@ certified optimum of the jobs present at sampled instants.
 Usage::
 
     python -m experiments.timeline --trace default --load 0.7,0.9,1.1 --policies fgd,best-fit,random \\
-        --queue fifo,backfill --seeds 42-44 [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] \\
-        [--time-limit 60] [--sample 60] [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
+        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode] [--checkpoint-s 1800] \\
+        [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
+        [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.timeline --workload FILE.csv --cluster FILE.json --policies fgd --queue backfill ...
 
 With ``--trace``, each (trace, seed, load) is one job set of :func:`fgdopt.timeline.sources.openb_jobs` (the
@@ -54,8 +55,9 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
+from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism
 
-KEYS = ("trace", "seed", "load", "policy", "queue")
+KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism")
 """The columns that name a run in every output file."""
 JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured")
 
@@ -82,6 +84,15 @@ def parse_queues(text: str) -> list[str]:
     return names
 
 
+def parse_mechanisms(text: str) -> list[str]:
+    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`)."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in MECHANISM_NAMES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}")
+    return names
+
+
 def load_cluster(path: str | Path) -> Cluster:
     """The nodes of an instance file (its ``tasks`` may be empty or absent); one-line errors name the file."""
     import json
@@ -104,17 +115,18 @@ def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data
     return openb_jobs(trace, load, n_jobs, seed=seed, arrivals=arrivals, data_dir=data_dir)
 
 
-def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, n_jobs: int, arrivals: str, instants: int,
-             time_limit: float, sample_s: float, data_dir: str | None = None, workload: str | None = None,
-             cluster: str | None = None) -> dict:
+def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechanism: str, checkpoint_s: float,
+             n_jobs: int, arrivals: str, instants: int, time_limit: float, sample_s: float, data_dir: str | None = None,
+             workload: str | None = None, cluster: str | None = None) -> dict:
     """One run: simulate, its statistics, its jobs and sampled series, and the optimum at ``instants`` instants."""
     from formulations.timeline import admission_optimum, placement_optimum
 
     nodes, jobs = job_set(trace, seed, load, n_jobs, arrivals, data_dir, workload, cluster)
     w0, w1 = jobs.window_s
     at = [w0 + (k + 1) * (w1 - w0) / (instants + 1) for k in range(instants)]
-    result = simulate(nodes, jobs, policy, queue, seed=seed, snapshots=at)
-    keys = dict(zip(KEYS, (trace, seed, load, policy, queue), strict=True))
+    result = simulate(nodes, jobs, policy, queue, seed=seed, snapshots=at,
+                      mechanism=make_mechanism(mechanism, checkpoint_s=checkpoint_s))
+    keys = dict(zip(KEYS, (trace, seed, load, policy, queue, mechanism), strict=True))
     counts = result.counts()
     if sum(counts.values()) != len(jobs):                                   # every job in exactly one status
         raise AssertionError(f"{keys}: job statuses {counts} do not cover {len(jobs)} jobs")
@@ -161,10 +173,10 @@ def idle_lines(results: list[dict]) -> list[str]:
     if frame.empty:
         return []
     lines = []
-    for (policy, queue), g in frame.groupby(["policy", "queue"], sort=False):
+    for (policy, queue, mechanism), g in frame.groupby(["policy", "queue", "mechanism"], sort=False):
         lo = ((g["incumbent_milli"] - g["current_milli"]) / GPU_MILLI).mean()
         hi = ((g["bound_milli"] - g["current_milli"]) / GPU_MILLI).mean()
-        lines.append(f"{policy} / {queue}: placement leaves [{lo:.1f}, {hi:.1f}] GPUs idle on average at "
+        lines.append(f"{policy} / {queue} / {mechanism}: placement leaves [{lo:.1f}, {hi:.1f}] GPUs idle on average at "
                      f"{len(g)} instant(s) (optimum of the same jobs present: incumbent, bound)")
     return lines
 
@@ -180,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue", type=parse_queues, default=["fifo", "backfill"],
                         help=f"queue disciplines among {', '.join(QUEUE_NAMES)} or module:attribute specs "
                         "(default: fifo,backfill)")
+    parser.add_argument("--mechanism", type=parse_mechanisms, default=["none"],
+                        help=f"what may evict running jobs, among {', '.join(MECHANISM_NAMES)} (default: none)")
+    parser.add_argument("--checkpoint-s", type=float, default=1800.0,
+                        help="checkpoint interval of the priority mechanism, seconds of progress (default: 1800)")
     parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
     parser.add_argument("--n-jobs", type=int, default=20_000, help="stream jobs per run (default: 20000)")
     parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
@@ -212,11 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         traces, loads = [Path(args.workload).stem], [float("nan")]
     else:
         traces, loads = args.trace, args.load
-    cells = [(t, s, ld, p, q, args.n_jobs, args.arrivals, args.instants, args.time_limit, args.sample,
-              args.data_dir, args.workload, args.cluster)
-             for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue]
-    keys = [(*c[:10], None if c[11] is None else str(Path(c[11]).resolve()),
-             None if c[12] is None else str(Path(c[12]).resolve())) for c in cells]
+    cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
+              args.sample, args.data_dir, args.workload, args.cluster)
+             for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
+             for m in args.mechanism]
+    keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:])) for c in cells]
     journal = RunJournal.for_study(args.output, "timeline", resume=args.resume)
     with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
                                                        file=sys.stderr) as bar:
@@ -228,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = write_outputs(results, args.output)
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]
+    if set(args.mechanism) != {"none"}:
+        show[-1:-1] = ["preemptions", "suspensions", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs"]
     print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("\n".join(idle_lines(results)))
     return 0

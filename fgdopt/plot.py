@@ -394,27 +394,31 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     ax, waits = axes[0], axes[-1]
     scale = 100.0 / capacity_milli
     part, opt_part = same(series), same(optimum)
-    colours = {run: f"C{k}" for k, run in enumerate(dict.fromkeys(zip(runs["policy"], runs["queue"], strict=True)))}
-    for (policy, queue), colour in colours.items():
-        label = f"{policy} / {queue}"
-        sub = part[(part["policy"] == policy) & (part["queue"] == queue)]
+    by = [k for k in ("policy", "queue", "mechanism") if k in runs and (k != "mechanism" or runs[k].nunique() > 1)]
+    colours = {run: f"C{k}" for k, run in enumerate(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))}
+
+    def of(frame: pd.DataFrame, run: tuple) -> pd.DataFrame:
+        return frame[np.logical_and.reduce([frame[k] == v for k, v in zip(by, run, strict=True)])]
+
+    for run, colour in colours.items():
+        label = " / ".join(map(str, run))
+        sub = of(part, run)
         hours = sub["time_s"] / 3600
         ax.plot(hours, sub["alloc_milli"] * scale, color=colour, linewidth=1.2, label=label)
         ax.plot(hours, sub["pending_milli"] * scale, color=colour, linewidth=1.0, linestyle=":")
-        opt = opt_part[(opt_part["policy"] == policy) & (opt_part["queue"] == queue)
-                       & (opt_part["question"] == "placement")]
+        opt = of(opt_part, run)
+        opt = opt[opt["question"] == "placement"]
         if len(opt):
             lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
             ax.errorbar(opt["time_s"] / 3600, (lo + hi) / 2, yerr=(hi - lo) / 2 + 0.3, fmt="none", ecolor=colour,
                         elinewidth=2.5, capsize=4)
         if jobs is not None:
-            mine = same(jobs)
-            mine = mine[(mine["policy"] == policy) & (mine["queue"] == queue)]
+            mine = of(same(jobs), run)
             mine = mine[mine["measured"].astype(bool)] if "measured" in mine else mine
             jct = np.sort((mine["finish_s"] - mine["submit_s"]).dropna().to_numpy())
             if len(jct):
                 axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), color=colour)
-        mean = runs[(runs["policy"] == policy) & (runs["queue"] == queue)].groupby("load")["mean_wait_s"].mean()
+        mean = of(runs, run).groupby("load")["mean_wait_s"].mean()
         waits.plot(mean.index, np.maximum(mean.to_numpy(), 0.1), marker="o", color=colour, label=label)
     ax.set_xlabel("Time (hours)")
     ax.set_ylabel("% of GPU capacity")
