@@ -67,9 +67,6 @@ class PackAndProtect(RankedPolicy):
 
     name = "pack-and-protect"
 
-    def __init__(self, *, workload=None, **options):   # seed, ranks, gpu_choice, topology: the tie rule's
-        super().__init__(**options)
-
     def score(self, state, task, nodes):               # higher is better; ties go to the lowest node rank
         gpu_left = state.gpu_left[nodes]                # milli-GPU free on each GPU of each feasible node
         free_gpus = (gpu_left == GPU_MILLI).sum(axis=1)
