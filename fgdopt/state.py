@@ -138,6 +138,19 @@ class ClusterState:
                 ok &= gpu_fits(self.gpu_left, task.num_gpu, task.gpu_milli)
         return ok
 
+    def shapes_fit_node(self, shapes: TaskSet, rows: np.ndarray, node: int) -> np.ndarray:
+        """Boolean mask: does each task ``shapes[rows]`` fit ``node`` now (the rule of :meth:`feasible_nodes`,
+        vectorized over tasks instead of nodes)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.mig is not None:
+            return np.array([self.fits(shapes[int(r)], node) for r in rows], dtype=bool)
+        num_gpu = shapes.num_gpu[rows]
+        ok = (self.cpu_left[node] >= shapes.cpu_milli[rows]) & (self.mem_left[node] >= shapes.memory_mib[rows])
+        ok &= gpu_fits(self.gpu_left[node][None, :], num_gpu, shapes.gpu_milli[rows][:, None])
+        model = self.cluster.model[node]
+        specs = shapes.gpu_spec[rows]
+        return ok & ((num_gpu == 0) | np.array([spec_allows(s, model) for s in specs], dtype=bool))
+
     def fits(self, task: Task, node: int) -> bool:
         """Whether ``task`` fits ``node`` now (some choice of GPUs exists)."""
         return self.check(task, node) is None

@@ -1,0 +1,406 @@
+"""The event-driven cluster simulation (SPEC "Time"): jobs arrive, wait, run on the one ``ClusterState``, leave.
+
+The loop is a heap of finish events ``(time, seq, job)`` beside the submissions in submission order; there is
+no fixed time step. One *instant* t is processed as SPEC fixes it:
+
+1. every job finishing at t leaves (:meth:`~fgdopt.state.ClusterState.remove`);
+2. every job submitted at t arrives, in input order: a job whose shape fits no *empty* node of the cluster is
+   **rejected** (counted, never queued); the others join the pending queue;
+3. one scheduling pass offers pending jobs to the policy in the discipline's order
+   (:mod:`fgdopt.timeline.queues`); a started job takes the policy's node and GPUs
+   (:meth:`~fgdopt.state.ClusterState.place`, the one feasibility rule) and finishes at ``t + duration_s``.
+
+A zero-duration job started at t finishes at t: its finish is processed right after the pass that started it, as
+a further instant at the same time (finishes, then a pass). A job with ``duration_s = inf`` never leaves.
+
+Pending jobs are indexed by *shape* (CPU, memory, GPU count, milli-GPU, ``gpu_spec``); the pass never rescans
+every pending job. A shape the policy could not place is marked *unfit*; placements only take capacity away, so it
+stays unfit until a job leaves, and then it can only fit on the node that job left: after the finishes of an
+instant the unfit shapes are tested against the freed nodes only (:meth:`ClusterState.shapes_fit_node`), and only
+the shapes that fit there are offered again. A backfilling pass therefore ends with every pending shape unfit, and
+the next pass costs nothing until something leaves or arrives.
+
+Recorded at every instant (the :attr:`TimelineResult.series`): allocated milli-GPU, running and pending jobs,
+pending GPU demand, F(M) of the one evaluator (:mod:`fgdopt.frag`, per-node values refreshed on the touched nodes
+only), and what is **blocked by fragmentation**: of the pending jobs with GPU demand that fit no node, the most that
+the cluster's total free milli-GPU could hold together, taken smallest demand first (``blocked_jobs``), and their
+demand (``blocked_milli``, at most the total free milli-GPU). :func:`fgdopt.timeline.metrics.run_stats` turns a
+result into the per-run statistics; :func:`simulate` can also copy out the state at chosen instants
+(:class:`Snapshot`) for the certified optimum of the jobs present (:mod:`formulations.timeline`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fgdopt.frag import Workload, node_fragmentations
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.policies import Policy, PolicyError, make_policy
+from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
+from fgdopt.timeline.jobs import JobSet
+from fgdopt.timeline.queues import Discipline, make_discipline
+
+STATUSES = ("finished", "running", "pending", "rejected", "dropped")
+"""How a job ends a run: ``dropped`` only under the ``none`` discipline (no queue)."""
+FINISHED, RUNNING, PENDING, REJECTED, DROPPED = range(len(STATUSES))
+
+SERIES_COLUMNS = ("time_s", "alloc_milli", "running", "pending", "pending_milli", "blocked_jobs", "blocked_milli",
+                  "frag_milli")
+"""Columns of :attr:`TimelineResult.series`: one row per instant, values *after* the instant (milli-GPU, jobs)."""
+
+_UNKNOWN, _FIT, _UNFIT = range(3)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """The jobs present at ``time_s`` (running and pending) as an offline instance.
+
+    Attributes
+    ----------
+    time_s : the instant (the state after every event at or before it).
+    cluster : the cluster.
+    tasks : the present jobs' shapes (running first, in input order, then pending in queue order).
+    placement : where the running ones are (the pending ones unplaced).
+    jobs : int64, the index in the run's :class:`JobSet` of every row of ``tasks``.
+    running : how many of the rows are running (the first ``running``).
+    """
+
+    time_s: float
+    cluster: Cluster
+    tasks: TaskSet
+    placement: Placement
+    jobs: np.ndarray
+    running: int
+
+    @property
+    def allocated_milli(self) -> int:
+        return self.placement.allocated_milli(self.tasks)
+
+    @property
+    def pending(self) -> np.ndarray:
+        """Row indices of the pending jobs in :attr:`tasks`."""
+        return np.arange(self.running, len(self.tasks))
+
+
+@dataclass(frozen=True, eq=False)
+class TimelineResult:
+    """Outcome of :func:`simulate`.
+
+    Attributes
+    ----------
+    jobs : the simulated jobs. status : int8 per job, an index into :data:`STATUSES`.
+    start_s, finish_s : float64 per job (NaN where the job never started / never finished).
+    node : int64 per job, the node it ran on (-1 if it never started).
+    series : DataFrame, one row per instant, :data:`SERIES_COLUMNS`.
+    snapshots : the :class:`Snapshot` taken at the requested instants.
+    state : the final :class:`~fgdopt.state.ClusterState` (the running jobs still placed).
+    policy, queue : names; events : finish + submission events processed; instants : instants processed;
+    wall_s, cpu_s : wall and CPU seconds of the simulation.
+    """
+
+    jobs: JobSet
+    status: np.ndarray
+    start_s: np.ndarray
+    finish_s: np.ndarray
+    node: np.ndarray
+    series: pd.DataFrame
+    snapshots: list[Snapshot]
+    state: ClusterState
+    policy: str
+    queue: str
+    events: int
+    instants: int
+    wall_s: float
+    cpu_s: float
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.state.cluster
+
+    def counts(self) -> dict[str, int]:
+        """How many jobs end in each of :data:`STATUSES`."""
+        return {name: int((self.status == k).sum()) for k, name in enumerate(STATUSES)}
+
+    def job_frame(self) -> pd.DataFrame:
+        """One row per job: ``name, submit_s, duration_s, start_s, finish_s, wait_s, jct_s, node, status,
+        measured`` (times in seconds, NaN where they do not exist)."""
+        return pd.DataFrame({
+            "name": self.jobs.tasks.names, "submit_s": self.jobs.submit_s, "duration_s": self.jobs.duration_s,
+            "start_s": self.start_s, "finish_s": self.finish_s, "wait_s": self.start_s - self.jobs.submit_s,
+            "jct_s": self.finish_s - self.jobs.submit_s, "node": self.node,
+            "status": np.array(STATUSES, dtype=object)[self.status], "measured": self.jobs.measured})
+
+
+class _Shapes:
+    """The distinct job shapes of a :class:`JobSet` (the pending queue's index)."""
+
+    def __init__(self, tasks: TaskSet):
+        key = pd.MultiIndex.from_arrays([tasks.cpu_milli, tasks.memory_mib, tasks.num_gpu, tasks.gpu_milli,
+                                         tasks.gpu_spec])
+        codes, uniques = pd.factorize(key, sort=False)
+        self.of = codes.astype(np.int64)                            # shape id of every job
+        first = np.full(len(uniques), -1, dtype=np.int64)
+        first[self.of[::-1]] = np.arange(len(tasks))[::-1]          # the first job of every shape
+        self.tasks = tasks.take(first)                              # one row per shape
+        self.task = list(self.tasks)
+        self.demand = self.tasks.gpu_demand.astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+
+def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue: str | Discipline = "backfill", *,
+             seed: int = 0, workload: Workload | None = None, ranks: np.ndarray | None = None,
+             snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True) -> TimelineResult:
+    """Run ``jobs`` on ``cluster`` over time (module docstring) and return what happened.
+
+    Parameters
+    ----------
+    cluster, jobs : the cluster and the jobs (:class:`~fgdopt.timeline.jobs.JobSet`).
+    policy : a policy name (:func:`~fgdopt.policies.make_policy`, built with ``seed``, ``workload``, ``ranks``)
+        or a ready policy object.
+    queue : a discipline name (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or object.
+    seed : seeds a policy given by name (its node ranks and random draws).
+    workload : FGD's target workload M and the workload of the recorded F(M); default
+        ``Workload.from_tasks(jobs.tasks)`` (the job shapes).
+    ranks : explicit node ranks for a policy given by name.
+    snapshots : instants (seconds) at which to copy out the jobs present (:class:`Snapshot`).
+    until_s : stop after the last instant at or before this time (jobs may then end running or pending).
+    frag : record F(M) at every instant (False: ``frag_milli`` is NaN; faster).
+
+    Returns
+    -------
+    TimelineResult
+
+    Raises
+    ------
+    PolicyError : the policy raised, or chose a node or GPUs where the job does not fit (one line naming the
+        policy, the job and the time).
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> c = Cluster([8000], [1024], [1], ["T4"])
+    >>> jobs = JobSet(TaskSet([1000] * 2, [0] * 2, [1] * 2, [1000] * 2), [0.0, 0.0], [10.0, 5.0])
+    >>> r = simulate(c, jobs, "best-fit", "fifo")
+    >>> r.start_s.tolist(), r.finish_s.tolist()
+    ([0.0, 10.0], [10.0, 15.0])
+    """
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    discipline = make_discipline(queue) if isinstance(queue, str) else queue
+    if workload is None:
+        workload = Workload.from_tasks(jobs.tasks)
+    pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
+    policy_name = getattr(pol, "name", type(pol).__name__)
+    label = policy if isinstance(policy, str) else policy_name
+    tasks = jobs.tasks
+    n = len(tasks)
+    state = ClusterState(cluster, tasks)
+    shapes = _Shapes(tasks)
+    empty = ClusterState(cluster, shapes.tasks)
+    admissible = np.array([empty.feasible_nodes(t).any() for t in shapes.task], dtype=bool)
+    qkey = np.asarray(discipline.keys(jobs), dtype=np.float64)
+    if qkey.shape != (n,):
+        raise ValueError(f"queue discipline {discipline.name!r}: keys() gave shape {qkey.shape}, expected ({n},)")
+    submit, duration = jobs.submit_s, jobs.duration_s
+    arrivals = np.lexsort((np.arange(n), submit))                  # submission order, ties in input order
+    demand = tasks.gpu_demand
+
+    status = np.full(n, PENDING, dtype=np.int8)
+    start_s = np.full(n, np.nan)
+    finish_s = np.full(n, np.nan)
+    node_of = np.full(n, -1, dtype=np.int64)
+    finishes: list[tuple[float, int, int]] = []                    # heap of (time, seq, job)
+    seq = 0
+    buckets: dict[int, list[tuple[float, float, int]]] = {}        # shape -> heap of (key, submit, job)
+    fit = np.full(len(shapes), _UNKNOWN, dtype=np.int8)
+    witness = np.full(len(shapes), -1, dtype=np.int64)             # a node where a _FIT shape fits
+    cands: set[int] = set()                                        # pending shapes that may fit
+    unfit: set[int] = set()                                        # pending shapes that fit no node
+    alloc = running = pending = pending_milli = 0
+    node_frag = node_fragmentations(state, workload) if frag else None
+    frag_total = float(node_frag.sum()) if frag else math.nan
+    capacity = cluster.gpu_capacity_milli
+    rows: list[tuple] = []
+    snaps: list[Snapshot] = []
+    snap_times = sorted(float(s) for s in snapshots)
+    events = instants = 0
+
+    def ask(j: int):
+        """The policy's choice for job ``j`` (None: it fits nowhere)."""
+        try:
+            return pol(state, shapes.task[shapes.of[j]])
+        except Exception as exc:
+            raise PolicyError(f"policy {label!r} raised {type(exc).__name__} on job {j} ({tasks.names[j]}) at "
+                              f"{now} s: {exc}") from exc
+
+    def start(j: int, choice) -> None:
+        nonlocal alloc, running, seq
+        try:
+            node, gpus = choice
+            choice = (int(node), tuple(int(g) for g in gpus))
+            state.place(j, *choice)
+        except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+            raise PolicyError(f"policy {label!r} chose {choice!r} for job {j} ({tasks.names[j]}) at {now} s, "
+                              f"where it does not fit: {exc}") from None
+        status[j] = RUNNING
+        start_s[j] = now
+        node_of[j] = choice[0]
+        alloc += int(demand[j])
+        running += 1
+        touched.add(int(choice[0]))
+        if math.isfinite(duration[j]):
+            heapq.heappush(finishes, (now + float(duration[j]), seq, j))
+            seq += 1
+
+    def set_unfit(s: int) -> None:
+        fit[s] = _UNFIT
+        cands.discard(s)
+        unfit.add(s)
+
+    def take(s: int) -> None:
+        """The head of bucket ``s`` leaves the queue."""
+        nonlocal pending, pending_milli
+        j = heapq.heappop(buckets[s])[2]
+        pending -= 1
+        pending_milli -= int(demand[j])
+        if not buckets[s]:
+            del buckets[s]
+            fit[s] = _UNKNOWN
+            cands.discard(s)
+            unfit.discard(s)
+
+    def backfill_pass() -> None:
+        heap = [(buckets[s][0], s) for s in cands]
+        heapq.heapify(heap)
+        while heap:
+            (_, _, j), s = heapq.heappop(heap)
+            choice = ask(j)
+            if choice is None:
+                set_unfit(s)
+                continue
+            take(s)
+            start(j, choice)
+            if s in buckets:
+                heapq.heappush(heap, (buckets[s][0], s))
+
+    def fifo_pass() -> None:
+        while buckets:
+            (_, _, j), s = min((b[0], s) for s, b in buckets.items())
+            if fit[s] == _UNFIT:
+                return
+            choice = ask(j)
+            if choice is None:
+                set_unfit(s)
+                return
+            take(s)
+            start(j, choice)
+
+    def snapshot(at: float) -> Snapshot:
+        run_ids = np.flatnonzero(status == RUNNING)
+        pend_ids = np.array([e[2] for bucket in buckets.values() for e in bucket], dtype=np.int64)
+        if len(pend_ids):
+            pend_ids = pend_ids[np.lexsort((pend_ids, submit[pend_ids], qkey[pend_ids]))]
+        ids = np.concatenate([run_ids, pend_ids]).astype(np.int64)
+        placement = Placement(np.concatenate([state.node_of[run_ids], np.full(len(pend_ids), -1)]),
+                              (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)))
+        snap = Snapshot(at, cluster, tasks.take(ids), placement, ids, len(run_ids))
+        if validate(cluster, snap.tasks, placement).allocated_milli != alloc:      # the state validates
+            raise AssertionError(f"snapshot at {at} s: allocation does not match the running jobs")
+        return snap
+
+    next_arrival = 0
+    now = 0.0
+    while next_arrival < n or finishes:
+        t_sub = float(submit[arrivals[next_arrival]]) if next_arrival < n else math.inf
+        now = min(t_sub, finishes[0][0] if finishes else math.inf)
+        if now > until_s:
+            break
+        while snap_times and snap_times[0] < now:
+            snaps.append(snapshot(snap_times.pop(0)))
+        instants += 1
+        touched: set[int] = set()
+        freed: set[int] = set()
+        while finishes and finishes[0][0] == now:                    # 1. every finish
+            _, _, j = heapq.heappop(finishes)
+            node = int(state.node_of[j])
+            state.remove(j)
+            status[j] = FINISHED
+            finish_s[j] = now
+            alloc -= int(demand[j])
+            running -= 1
+            freed.add(node)
+            events += 1
+        touched |= freed
+        if freed and unfit:                                            # unfit shapes can only fit where jobs left
+            ids = np.fromiter(unfit, dtype=np.int64)
+            ok = np.zeros(len(ids), dtype=bool)
+            for node in freed:
+                ok |= state.shapes_fit_node(shapes.tasks, ids, node)
+            for s in ids[ok].tolist():
+                unfit.discard(s)
+                fit[s] = _UNKNOWN
+                cands.add(s)
+        new_jobs = []
+        while next_arrival < n and submit[arrivals[next_arrival]] == now:   # 2. every submission
+            j = int(arrivals[next_arrival])
+            next_arrival += 1
+            events += 1
+            s = int(shapes.of[j])
+            if not admissible[s]:
+                status[j] = REJECTED
+            elif discipline.drops:
+                new_jobs.append(j)
+            else:
+                heapq.heappush(buckets.setdefault(s, []), (qkey[j], float(submit[j]), j))
+                pending += 1
+                pending_milli += int(demand[j])
+                if fit[s] != _UNFIT:
+                    cands.add(s)
+        if discipline.drops:                                            # 3. the pass
+            for j in sorted(new_jobs, key=lambda j: qkey[j]):            # stable: input order among equals
+                choice = ask(j)
+                if choice is None:
+                    status[j] = DROPPED
+                else:
+                    start(j, choice)
+        elif discipline.blocking:
+            if buckets:
+                fifo_pass()
+        elif cands:
+            backfill_pass()
+        for s in list(cands):                                           # shapes nobody tried (behind a FIFO head)
+            w = int(witness[s])
+            if fit[s] == _FIT and (w not in touched or state.shapes_fit_node(shapes.tasks, [s], w)[0]):
+                continue
+            where = np.flatnonzero(state.feasible_nodes(shapes.task[s]))
+            if len(where):
+                fit[s], witness[s] = _FIT, where[0]
+            else:
+                set_unfit(s)
+        if frag and touched:
+            rows_ = np.fromiter(touched, dtype=np.int64)
+            node_frag[rows_] = node_fragmentations(state, workload, rows_)
+            frag_total = float(node_frag.sum())
+        free = capacity - alloc
+        blocked_jobs = blocked_milli = 0
+        for d, s in sorted((int(shapes.demand[s]), s) for s in unfit if shapes.demand[s] > 0):
+            k = min(len(buckets[s]), (free - blocked_milli) // d)       # smallest first, within the free total
+            if k == 0:
+                break
+            blocked_jobs += k
+            blocked_milli += k * d
+        rows.append((now, alloc, running, pending, pending_milli,
+                     blocked_jobs, blocked_milli, frag_total))
+    for at in snap_times:
+        snaps.append(snapshot(at))
+    series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
+    return TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
+                          discipline.name, events, instants, time.perf_counter() - wall0, time.process_time() - cpu0)

@@ -1,0 +1,119 @@
+"""Queue disciplines: the order in which pending jobs are offered to the placement policy.
+
+The engine (:mod:`fgdopt.timeline.engine`) splits scheduling as Blox does: *admission* (a job that fits no
+empty node is rejected at submission; the engine's rule), *order* (this module) and *placement* (the policy,
+:func:`fgdopt.policies.make_policy`). A discipline is a small object with
+
+``name``
+    how studies and CSVs call it;
+``keys(jobs) -> float64 array``
+    one sort key per job of a :class:`~fgdopt.timeline.jobs.JobSet`; pending jobs are offered in increasing
+    key, equal keys in submission order (then input order);
+``blocking``
+    if True, only the head of the queue may start: when it does not fit, nothing behind it starts (strict
+    FIFO); if False, every pending job that fits starts, in key order (backfilling);
+``drops``
+    if True there is no queue: a job that does not fit at its submission is dropped (the paper's online
+    protocol: a task that fits nowhere is unallocated).
+
+=============  ==========================================================================================
+``fifo``       submission order, blocking: the head that does not fit blocks the rest
+``backfill``   submission order, every job that fits starts
+``sjf``        shortest ``duration_s`` first (oracle durations), every job that fits starts
+``smallest``   least GPU demand (``num_gpu x gpu_milli``) first, then least CPU, every job that fits starts
+``none``       no queue: placed at submission or dropped
+=============  ==========================================================================================
+
+A discipline of one's own is any object with these three attributes and the method; studies take it as a
+``module:attribute`` spec (``--queue backfill,mypkg.queues:Oldest``; :func:`fgdopt.plugins.resolve_spec`), the
+attribute a discipline object or a class called without arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from fgdopt.plugins import SpecError, is_spec, resolve_spec
+from fgdopt.timeline.jobs import JobSet
+
+
+class Discipline(Protocol):
+    """A queue discipline (see module docstring)."""
+
+    name: str
+    blocking: bool
+    drops: bool
+
+    def keys(self, jobs: JobSet) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class SubmissionOrder:
+    """Pending jobs in submission order; ``blocking`` makes it strict FIFO, else backfilling."""
+
+    name: str
+    blocking: bool
+    drops: bool = False
+
+    def keys(self, jobs: JobSet) -> np.ndarray:
+        return np.zeros(len(jobs))
+
+
+@dataclass(frozen=True)
+class ShortestFirst:
+    """Shortest job (oracle ``duration_s``) first, backfilling."""
+
+    name: str = "sjf"
+    blocking: bool = False
+    drops: bool = False
+
+    def keys(self, jobs: JobSet) -> np.ndarray:
+        return np.asarray(jobs.duration_s, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class SmallestFirst:
+    """Least GPU demand first (milli-GPU; ties: least CPU), backfilling."""
+
+    name: str = "smallest"
+    blocking: bool = False
+    drops: bool = False
+
+    def keys(self, jobs: JobSet) -> np.ndarray:
+        # CPU (< 10^6 milli-cores on any node) breaks GPU-demand ties inside one float key
+        return jobs.tasks.gpu_demand * 1e6 + jobs.tasks.cpu_milli.astype(np.float64)
+
+
+DISCIPLINES = {
+    "fifo": SubmissionOrder("fifo", blocking=True),
+    "backfill": SubmissionOrder("backfill", blocking=False),
+    "sjf": ShortestFirst(),
+    "smallest": SmallestFirst(),
+    "none": SubmissionOrder("none", blocking=False, drops=True),
+}
+"""The built-in disciplines by name."""
+
+QUEUE_NAMES = tuple(DISCIPLINES)
+
+
+def make_discipline(name: str) -> Discipline:
+    """The discipline called ``name`` (one of :data:`QUEUE_NAMES`, or a ``module:attribute`` spec).
+
+    Raises
+    ------
+    ValueError : unknown name (the message lists the valid ones); :class:`~fgdopt.plugins.SpecError` for a spec
+        that does not import or names no discipline.
+    """
+    if is_spec(name):
+        obj = resolve_spec(name, kind="queue discipline")
+        obj = obj() if isinstance(obj, type) else obj
+        missing = [a for a in ("name", "blocking", "drops", "keys") if not hasattr(obj, a)]
+        if missing:
+            raise SpecError(f"queue discipline {name!r} has no {', '.join(missing)} (see fgdopt.timeline.queues)")
+        return obj
+    if name not in DISCIPLINES:
+        raise ValueError(f"unknown queue discipline {name!r}; valid names: {', '.join(QUEUE_NAMES)}")
+    return DISCIPLINES[name]
