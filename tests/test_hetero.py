@@ -65,6 +65,18 @@ def test_table_coverage(gavel_table):
         gavel_table.gpu_index(["a100"])
 
 
+def test_missing_data_skips_unless_required(monkeypatch, tmp_path):
+    from conftest import _find, _require
+
+    assert _find((tmp_path,), tp.FILE) is None
+    monkeypatch.setenv("FGDOPT_REQUIRE_DATA", "1")
+    with pytest.raises(pytest.fail.Exception, match="FGDOPT_REQUIRE_DATA=1 but Gavel's throughput table"):
+        _require(None, "Gavel's throughput table", "FGDOPT_GAVEL")
+    monkeypatch.delenv("FGDOPT_REQUIRE_DATA")
+    with pytest.raises(pytest.skip.Exception, match="set FGDOPT_GAVEL"):
+        _require(None, "Gavel's throughput table", "FGDOPT_GAVEL")
+
+
 def test_loader_reports_bad_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="python -m fgdopt.hetero download"):
         read_throughputs(tmp_path / tp.FILE)
