@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "bench-formulations": "experiments.bench_formulations",
     "bench-defrag": "experiments.bench_defrag",
     "bench-timeline": "experiments.bench_timeline",
+    "bench-hetero": "experiments.bench_hetero",
     "make-shape-table": "experiments.make_shape_table",
     "traces": "fgdopt.traces",
 }
