@@ -1,10 +1,13 @@
 """Shared fixtures. Tests that need the openb trace use ``openb_dir``: it skips when the CSVs are
-missing, unless ``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing trace is a failure."""
+missing, unless ``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing trace is a failure. Tests that need an
+optional module use :func:`require_module` (the same rule: skip, or fail under ``FGDOPT_REQUIRE_DATA=1``)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +19,17 @@ DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "open
 def _find_openb() -> Path | None:
     """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo."""
     return next((c for c in (data_dir(), DEFAULT_SHARED) if (c / NODE_FILE).is_file()), None)
+
+
+def require_module(name: str) -> ModuleType:
+    """``import name``; if that fails, skip the calling test, or fail it under ``FGDOPT_REQUIRE_DATA=1`` (as in CI,
+    where the dev extra installs every optional module and a broken import must not turn into a green skip)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail(f"FGDOPT_REQUIRE_DATA=1 but {name} cannot be imported: {exc}", pytrace=False)
+        pytest.skip(f"{name} not available: {exc}")
 
 
 @pytest.fixture(scope="session")
