@@ -11,14 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from fgdopt.traces import NODE_FILE, data_dir
-
-DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
-
-
-def _find_openb() -> Path | None:
-    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo."""
-    return next((c for c in (data_dir(), DEFAULT_SHARED) if (c / NODE_FILE).is_file()), None)
+from fgdopt.traces import find_openb
 
 
 def require_module(name: str) -> ModuleType:
@@ -34,7 +27,9 @@ def require_module(name: str) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def openb_dir() -> Path:
-    found = _find_openb()
+    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo:
+    :func:`fgdopt.traces.find_openb`, the lookup the notebooks use too."""
+    found = find_openb()
     if found is None:
         if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
             pytest.fail("FGDOPT_REQUIRE_DATA=1 but the openb trace was not found (set FGDOPT_DATA)")
