@@ -154,6 +154,12 @@ def test_topo_fgd_is_valid_and_gpu_choice_is_checked():
     inst = _multi_instance()
     res = run_online(inst.cluster, inst.tasks, "fgd", seed=2, gpu_choice="topo-fgd")
     validate(inst.cluster, inst.tasks, res.placement)
+    low = run_online(inst.cluster, inst.tasks, "fgd", seed=2)
+    topo = TopologyMap.default().for_cluster(inst.cluster)
+    # regression pins (seed-fixed run): lowest-index leaves 2 of the 6 multi-GPU tasks on a slower ring than the best
+    # of their size, topo-fgd none
+    assert ring_report(topo, inst.tasks.num_gpu, low.placement.node, low.placement.gpus).n_misplaced == 2
+    assert ring_report(topo, inst.tasks.num_gpu, res.placement.node, res.placement.gpus).n_misplaced == 0
     with pytest.raises(ValueError):
         make_policy("best-fit", gpu_choice="topo-fgd")
     with pytest.raises(ValueError):
