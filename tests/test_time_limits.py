@@ -52,9 +52,9 @@ def test_a_time_limited_stop_reports_time_limit_and_a_true_bound(hard, method):
 
 
 def test_cbc_without_a_start_still_reports_its_bound(hard):
-    # no warm start and 1 s: CBC may stop with or without an incumbent; either way its log's bound is parsed
+    # no warm start and the same limit: CBC may stop with or without an incumbent; either way its log's bound is parsed
     inst, optimum, _ = hard
-    sol = solve(inst, "milp-cbc", time_limit=1.0)
+    sol = solve(inst, "milp-cbc", time_limit=LIMIT_S)
     assert sol.status == "time_limit" and sol.bound is not None and sol.bound >= optimum
     assert sol.objective is None or sol.objective <= optimum
 
