@@ -90,6 +90,16 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
     return cache_dir(path, "FGDOPT_DATA", "openb")
 
 
+SHARED_OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+"""The openb folder of the development layout: ``shared/data/openb`` beside the source checkout."""
+
+
+def find_openb() -> Path | None:
+    """The openb folder as the tests and the notebooks look it up: :func:`data_dir` (``$FGDOPT_DATA``, else the
+    download cache) if it holds the node list, else :data:`SHARED_OPENB` if that does, else ``None``."""
+    return next((c for c in (data_dir(), SHARED_OPENB) if (c / NODE_FILE).is_file()), None)
+
+
 def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> pd.DataFrame:
     """Read a trace CSV, checking its columns; an absent ``gpu_spec`` column (multigpu*) means "any"."""
     if not path.is_file():

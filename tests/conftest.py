@@ -1,18 +1,19 @@
 """Shared fixtures. Tests that need the openb trace use ``openb_dir``, those that need Gavel's throughput table
-``gavel_table``: they skip when the data is missing, unless ``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing
-data set is a failure."""
+``gavel_table``, those that need an optional module :func:`require_module`: they skip when it is missing, unless
+``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing data set or module is a failure."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from fgdopt.traces import NODE_FILE, data_dir
+from fgdopt.traces import find_openb
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_SHARED = SHARED / "openb"
 
 
 def _find(candidates, marker: str) -> Path | None:
@@ -29,14 +30,22 @@ def _require(found: Path | None, what: str, env: str) -> Path:
     return found
 
 
-def _find_openb() -> Path | None:
-    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo."""
-    return _find((data_dir(), DEFAULT_SHARED), NODE_FILE)
+def require_module(name: str) -> ModuleType:
+    """``import name``; if that fails, skip the calling test, or fail it under ``FGDOPT_REQUIRE_DATA=1`` (as in CI,
+    where the dev extra installs every optional module and a broken import must not turn into a green skip)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail(f"FGDOPT_REQUIRE_DATA=1 but {name} cannot be imported: {exc}", pytrace=False)
+        pytest.skip(f"{name} not available: {exc}")
 
 
 @pytest.fixture(scope="session")
 def openb_dir() -> Path:
-    return _require(_find_openb(), "the openb trace", "FGDOPT_DATA")
+    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo:
+    :func:`fgdopt.traces.find_openb`, the lookup the notebooks use too."""
+    return _require(find_openb(), "the openb trace", "FGDOPT_DATA")
 
 
 @pytest.fixture(scope="session")
