@@ -35,6 +35,7 @@ from IPython.display import display
 from fgdopt import Cluster, TaskSet
 from fgdopt.suites import random_instance
 from fgdopt.timeline import JobSet, openb_jobs, run_stats, simulate
+from fgdopt.traces import find_openb
 from formulations.timeline import admission_optimum, placement_optimum
 
 # %% [markdown]
@@ -144,7 +145,7 @@ assert placed.current <= placed.incumbent <= placed.bound and admit.incumbent <=
 
 # %%
 try:
-    cluster, stream = openb_jobs("default", load=0.8, n_jobs=3000, seed=42)
+    cluster, stream = openb_jobs("default", load=0.8, n_jobs=3000, seed=42, data_dir=find_openb())
 except FileNotFoundError as exc:
     if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
         raise RuntimeError(f"FGDOPT_REQUIRE_DATA=1 but the openb trace is missing: {exc}") from exc

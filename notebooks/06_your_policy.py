@@ -43,7 +43,7 @@ from experiments import gap
 from fgdopt.frag import Workload
 from fgdopt.simulate import replay
 from fgdopt.suites import suite
-from fgdopt.traces import load_openb
+from fgdopt.traces import find_openb, load_openb
 
 # %% [markdown]
 # ## The policy: pack sharing tasks, protect idle GPUs
@@ -125,7 +125,7 @@ table
 # inflated to 130% of the cluster's GPU capacity, placed task by task. The same spec goes into `replay`.
 
 # %%
-cluster, tasks = load_openb("default")
+cluster, tasks = load_openb("default", find_openb())
 workload = Workload.from_tasks(tasks)
 curves = {name: replay(cluster, tasks, name, seed=42, workload=workload).curves for name in ("fgd", MINE)}
 at = pd.DataFrame({name: c.set_index("arrived_pct").loc[[80, 90, 100, 110, 130], "alloc_ratio"]

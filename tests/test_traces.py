@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -149,8 +150,8 @@ def test_find_openb_takes_the_environment_then_the_shared_folder(openb_dir, tmp_
 def test_notebooks_look_for_the_trace_as_the_tests_do():
     # the openb_dir fixture (conftest) uses fgdopt.traces.find_openb; so does every notebook that loads the trace
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
-    loading = [p for p in sorted(notebooks.glob("*.py")) if "load_openb(" in p.read_text()]
-    assert [p.stem for p in loading] == ["01_fragmentation", "04_defragmentation_and_scale"]
+    loading = [p for p in sorted(notebooks.glob("*.py")) if re.search(r"(load_openb|openb_jobs)\(", p.read_text())]
+    assert {"01_fragmentation", "04_defragmentation_and_scale", "05_over_time"} <= {p.stem for p in loading}
     for path in loading:
-        calls = [line for line in path.read_text().splitlines() if "load_openb(" in line]
+        calls = [line for line in path.read_text().splitlines() if re.search(r"(load_openb|openb_jobs)\(", line)]
         assert calls and all("find_openb()" in line for line in calls), path.name
