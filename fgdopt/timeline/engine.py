@@ -58,7 +58,7 @@ SERIES_COLUMNS = ("time_s", "alloc_milli", "running", "pending", "pending_milli"
 
 _UNKNOWN, _FIT, _UNFIT = range(3)
 
-SCAN = 200
+SCAN = 32
 """A mechanism sees the first this many pending jobs that fit no node, in queue order."""
 
 

@@ -21,15 +21,19 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     :data:`fgdopt.timeline.sources.QOS_PRIORITY`). For the first pending job, in queue order, that fits no node
     and has lower-priority jobs running: on every node where evicting lower-priority jobs can make it fit, the
     fewest such jobs that do (exact over subsets of up to :data:`EXACT_VICTIMS` jobs, ties: the least progress
-    lost, in milli-GPU seconds), and the node of fewest victims (ties: least lost, then lowest index).
+    lost, in milli-GPU seconds; at most :data:`MAX_SUBSETS` subsets of a size per node), and the node of fewest
+    victims (ties: least lost, then lowest index).
     Checkpoints every 30 minutes of progress by default.
 ``transparent``
     ``priority`` with transparent checkpoints (Singularity): preemption loses no progress.
 ``affinode``
     Affinode-style suspension: for the first pending whole-GPU job, in queue order, that is blocked by
     fragmentation (it fits no node although its GPU demand is at most the cluster's free total), suspend sharing
-    jobs (a fraction of one GPU) on one node so that it fits: the node and jobs that suspend the least GPU share
-    (milli-GPU; ties: fewer jobs, then lowest node index), exact over subsets of up to :data:`EXACT_VICTIMS` jobs.
+    jobs (a fraction of one GPU) on one node so that it fits. A GPU is freed only by suspending every job on it,
+    and only GPUs holding nothing but sharing jobs can be; on each node the cheapest such GPUs (least milli-GPU in
+    use) that complete the job's count of free GPUs are exactly the least GPU share to suspend there. The node of
+    least suspended share wins (ties: lowest index) among those where the job then also fits CPU and memory
+    (checked on the :data:`EXACT_NODES` cheapest nodes).
     A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
     fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
     one-GPU checkpoint time each way).
@@ -50,7 +54,11 @@ from fgdopt.state import ClusterState
 MAX_PLANS = 64
 """At most this many plans per instant."""
 EXACT_VICTIMS = 4
-"""Victim sets are searched exactly up to this size per node; beyond it, every eligible job of the node."""
+"""``priority``: victim sets are searched exactly up to this size per node; beyond it, every eligible job of it."""
+MAX_SUBSETS = 256
+"""``priority``: at most this many subsets of one size are tried on one node."""
+EXACT_NODES = 8
+"""``affinode``: the cheapest this many nodes are checked against CPU and memory."""
 
 
 def helios_restart_s(num_gpu: int) -> float:
@@ -156,7 +164,8 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: n
     best = None
     for n in np.flatnonzero(hopeful).tolist():
         on = candidates[nodes == n].tolist()
-        subsets = [list(itertools.combinations(on, k)) for k in range(1, min(len(on), EXACT_VICTIMS) + 1)]
+        subsets = [list(itertools.islice(itertools.combinations(on, k), MAX_SUBSETS))
+                   for k in range(1, min(len(on), EXACT_VICTIMS) + 1)]
         if len(on) > EXACT_VICTIMS:
             subsets.append([tuple(on)])
         for group in subsets:
@@ -229,13 +238,30 @@ class AffinodeSuspension:
         sharing = running[(tasks.num_gpu[running] == 1) & (tasks.gpu_milli[running] < GPU_MILLI)]
         if not len(sharing):
             return None
-        free = int(state.gpu_left.sum())
+        # per GPU: the sharing demand on it; a GPU can be cleared when sharing jobs are all it holds
+        gpu_of = np.array([state.gpus_of[v][0] for v in sharing], dtype=np.int64)
+        shared = np.zeros_like(state.gpu_left)
+        np.add.at(shared, (state.node_of[sharing], gpu_of), tasks.gpu_demand[sharing])
+        used = GPU_MILLI - state.gpu_left
+        exists = np.arange(state.gpu_left.shape[1])[None, :] < state.cluster.gpu[:, None]
+        cost = np.where(exists & (used > 0) & (shared == used), used, np.inf)   # milli-GPU to suspend per GPU
+        prefix = np.cumsum(np.sort(cost, axis=1), axis=1)
+        free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
+        total_free = int(state.gpu_left.sum())
         for j in view.pending():
-            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > free or view.fits_somewhere(j):
+            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free or view.fits_somewhere(j):
                 continue
-            found = _fewest_victims(state, j, sharing, tasks.gpu_demand.astype(np.float64))
-            if found is not None:
-                return Plan(j, found[3], "suspend")
+            need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
+            ok = (need >= 1) & (need <= state.cluster.gpu) & state.spec_mask(tasks.gpu_spec[j])
+            price = np.where(ok, np.take_along_axis(prefix, np.clip(need - 1, 0, None)[:, None], axis=1)[:, 0], np.inf)
+            for n in np.argsort(price, kind="stable")[:EXACT_NODES].tolist():
+                if not np.isfinite(price[n]):
+                    break
+                cleared = set(np.argsort(cost[n], kind="stable")[:need[n]].tolist())
+                victims = tuple(int(v) for v, g in zip(sharing, gpu_of, strict=True)
+                                if state.node_of[v] == n and g in cleared)
+                if _fits_without(state, j, n, victims):                 # CPU and memory too (the one rule)
+                    return Plan(j, victims, "suspend")
         return None
 
 
