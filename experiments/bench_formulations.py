@@ -1,5 +1,7 @@
 """Benchmark of the formulations: time to proven optimality (or remaining gap) and bound tightness.
 
+Usage::
+
     python -m experiments.bench_formulations [--sizes 4 8 16 32 64] [--seeds 0] [--time-limit 60]
         [--methods ...] [--no-warm-start] [--csv out.csv]
     python -m experiments.bench_formulations --ideas [--sizes 16 32]

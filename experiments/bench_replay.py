@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.openb import parse_policies
 from fgdopt.frag import Workload
 from fgdopt.policies import POLICY_NAMES
 from fgdopt.simulate import replay
@@ -25,7 +26,8 @@ from fgdopt.traces import load_openb
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench_replay", description=__doc__.split("\n\n")[0])
     parser.add_argument("--trace", default="default", help="openb variant (default: default)")
-    parser.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma-separated (default: all)")
+    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
+                        help="comma-separated names or module:attribute specs (default: all built-in)")
     parser.add_argument("--ratio", type=float, default=1.3, help="inflation ratio (default: 1.3)")
     parser.add_argument("--seed", type=int, default=42, help="replay seed (default: 42)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per policy (default: 1)")
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"openb {args.trace}: {cluster.n_nodes} nodes, {len(tasks)} trace tasks, ratio {args.ratio}")
     print("| policy | tasks | wall_s | cpu_s | tasks/s (wall) | alloc_130 (%) |\n|---|---|---|---|---|---|")
     rows = []
-    for name in args.policies.split(","):
+    for name in args.policies:
         for _ in range(args.repeats):
             cpu = time.process_time()
             result = replay(cluster, tasks, name, args.seed, args.ratio, workload)

@@ -84,6 +84,15 @@ STUDIES: tuple[Study, ...] = (
           ("--quick", "--trace", "default,multigpu50", "--seeds", "42", "--jobs", "2"),
           ("--trace", "default,multigpu50", "--seeds", "42-44", "--jobs", "2"),
           ("topology.csv", "topology_exact.csv")),
+    Study("timeline", "timeline",
+          ("--trace", "default", "--load", "0.7,0.9,1.1", "--policies", "fgd,best-fit,random", "--queue",
+           "fifo,backfill", "--seeds", "42", "--n-jobs", "10000", "--instants", "2", "--time-limit", "30",
+           "--jobs", "2"),
+          ("--trace", "default", "--load", "0.7,0.9,1.1", "--policies", "fgd,best-fit,random", "--queue",
+           "fifo,backfill", "--seeds", "42-44", "--n-jobs", "20000", "--instants", "3", "--time-limit", "60",
+           "--jobs", "2"),
+          ("timeline.csv", "optimum.csv", "series.csv")),
+    Study("bench-timeline", "bench_timeline", (), (), ("bench_timeline.csv",)),
 )
 """The studies of the paper, in the order they run."""
 

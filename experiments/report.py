@@ -30,6 +30,7 @@ from fgdopt.plot import (
     plot_frontier,
     plot_frontier_variants,
     plot_mig,
+    plot_timeline,
     plot_topology_misplaced,
     plot_variant_grid,
 )
@@ -279,10 +280,83 @@ def topology_tables(results: Path) -> dict[str, str]:
     return {"topology": topology.summary_table(replays), "topology_exact": topology.exact_table(exact)}
 
 
+# -- over time ------------------------------------------------------------------------------------------------
+
+def timeline_tables(results: Path) -> dict[str, str]:
+    """Per offered load, policy and queue (means over seeds): time-averaged allocation, wait, JCT, job-hours blocked
+    by fragmentation, and at the sampled instants the GPUs placement leaves idle and the pending GPUs admissible
+    without moving, each as [against the incumbent, against the bound] of the certified optimum."""
+    runs = _csv(results, "timeline", "timeline.csv")
+    optimum = _csv(results, "timeline", "optimum.csv")
+    if runs is None or optimum is None:
+        return {}
+    keys = ["load", "policy", "queue"]
+    gap_ = optimum.assign(lo=(optimum["incumbent_milli"] - optimum["current_milli"]) / GPU_MILLI,
+                          hi=(optimum["bound_milli"] - optimum["current_milli"]) / GPU_MILLI)
+    per = gap_.groupby([*keys, "question"])[["lo", "hi"]].mean()
+    lines = ["| load | policy | queue | allocation % (time avg) | mean wait s | p99 wait s | mean JCT s | "
+             "blocked job-hours | GPUs idle by placement | pending GPUs admissible without moves |",
+             "|--:|:--|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    for (load, policy, queue), part in runs.groupby(keys, sort=True):
+        cells = []
+        for question in ("placement", "admission"):
+            lo, hi = per.loc[(load, policy, queue, question)] if (load, policy, queue, question) in per.index \
+                else (float("nan"), float("nan"))
+            cells.append(f"[{lo:.1f}, {hi:.1f}]")
+        lines.append(f"| {load:g} | {policy} | {queue} | {part['alloc_time_avg_pct'].mean():.2f} | "
+                     f"{part['mean_wait_s'].mean():,.1f} | {part['p99_wait_s'].mean():,.0f} | "
+                     f"{part['mean_jct_s'].mean():,.0f} | {part['blocked_job_hours'].mean():,.1f} | "
+                     + " | ".join(cells) + " |")
+    proven = optimum[optimum["question"] == "placement"]
+    gap_gpus = (proven["bound_milli"] - proven["incumbent_milli"]) / GPU_MILLI
+    items = {"timeline": "\n".join(lines), "timeline_runs": str(len(runs)),
+             "timeline_seeds": _seeds(runs["seed"]), "timeline_measured": f"{int(runs['measured'].max()):,}",
+             "timeline_instants": str(len(proven)), "timeline_opt_gap_max": f"{gap_gpus.max():.1f}",
+             "timeline_certified": str(int((gap_gpus <= 0.001 * openb_capacity_milli() / GPU_MILLI).sum())),
+             "timeline_opt_wall_max": f"{optimum['wall_s'].max():.0f}",
+             "timeline_top_load": f"{runs['load'].max():g}"}
+    # the comparisons the prose quotes: backfill at the highest load, FIFO at load 0.9 (means over seeds)
+    mean = runs.groupby(keys).mean(numeric_only=True)
+    calm = mean[(mean["pending_time_avg"] == 0) & (mean.index.get_level_values("load") < 1)]
+    items["timeline_knob"] = ", ".join(f"{row.alloc_time_avg_pct:.2f}% at load {load:g} ({policy}, {queue})"
+                                       for (load, policy, queue), row in calm.groupby(level="load").head(1).iterrows())
+    idle = per.xs("placement", level="question")
+    top = runs["load"].max()
+    for policy in ("fgd", "best-fit", "random"):
+        name = policy.replace("-", "_")
+        for key, (load, queue, column, fmt) in {
+                "alloc": (top, "backfill", "alloc_time_avg_pct", "{:.2f}"),
+                "multi_wait": (top, "backfill", "mean_wait_s_multi", "{:,.0f}"),
+                "sharing_wait": (top, "backfill", "mean_wait_s_sharing", "{:,.0f}"),
+                "wait": (top, "backfill", "mean_wait_s", "{:,.0f}"),
+                "fifo09_wait": (0.9, "fifo", "mean_wait_s", "{:,.0f}")}.items():
+            if (load, policy, queue) in mean.index:
+                items[f"timeline_{key}_{name}"] = fmt.format(mean.loc[(load, policy, queue), column])
+        if (top, policy, "backfill") in idle.index:
+            lo, hi = idle.loc[(top, policy, "backfill")]
+            items[f"timeline_idle_{name}"] = f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}"
+    return items
+
+
+def bench_timeline_values(results: Path) -> dict[str, str]:
+    """The time engine's speed on the whole openb cluster (FGD and best-fit, backfill, load 0.9)."""
+    frame = _csv(results, "bench-timeline", "bench_timeline.csv")
+    if frame is None:
+        return {}
+    lines = ["| stream jobs | jobs | policy | events | CPU s | wall s | events per CPU second | CPU µs per job |",
+             "|--:|--:|:--|--:|--:|--:|--:|--:|"]
+    for row in frame.itertuples():
+        lines.append(f"| {row.stream_jobs:,} | {row.jobs:,} | {row.policy} | {row.events:,} | {row.cpu_s:.2f} | "
+                     f"{row.wall_s:.2f} | {row.events_per_s:,.0f} | {row.us_per_job:.0f} |")
+    fgd = frame[frame["policy"] == "fgd"].set_index("stream_jobs")
+    return {"bench_timeline": "\n".join(lines), "bench_timeline_fgd_20k": f"{fgd.loc[20000, 'cpu_s']:.1f}"
+            if 20000 in fgd.index else "n/a"}
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
-    frontier_table, defrag_table, mig_table, topology_tables)
+    frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values)
 """Every generator of generated items, in paper order."""
 
 
@@ -343,6 +417,12 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
     topo = _csv(results, "topology", "topology.csv")
     if topo is not None:
         drawn.append(plot_topology_misplaced(topo, figures / "topology.png", "openb, ratio 1.3"))
+    runs, series, optimum = (_csv(results, "timeline", name) for name in ("timeline.csv", "series.csv", "optimum.csv"))
+    if runs is not None and series is not None and optimum is not None:
+        top = series[series["load"] == series["load"].max()]               # the left panel: the highest load
+        first = top.iloc[0]
+        drawn.append(plot_timeline(top, runs, optimum, openb_capacity_milli(), figures / "timeline.png",
+                                   f"openb {first['trace']}, load {first['load']:g}, seed {first['seed']}"))
     return drawn
 
 

@@ -56,7 +56,7 @@ N_SLICES = {"A100-40GB": 8, "A100-80GB": 8, "H100-80GB": 8, "A30-24GB": 4}
 
 
 def slice_mask(start: int, size: int) -> int:
-    """Bit mask of memory slices ``start .. start + size - 1``.
+    """Bit mask of the memory slices ``start`` to ``start + size - 1`` (inclusive).
 
     >>> bin(slice_mask(4, 4))
     '0b11110000'

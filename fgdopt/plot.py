@@ -424,3 +424,74 @@ def plot_node_gpus(state: ClusterState, node: int, ax: Axes | None = None, title
     ax.set_title(title if title is not None else f"node {node} ({state.cluster.model[node]}): {cpu}{extra}",
                  fontsize=8)
     return ax
+
+
+def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
+                  path: str | Path, title: str = "", jobs: pd.DataFrame | None = None) -> Path:
+    """Over time (the frames of ``python -m experiments.timeline``).
+
+    Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
+    in % of capacity against time, one colour per (policy, queue), and the optimum of the jobs present at the
+    sampled instants as bars from incumbent to proven bound. Middle (when ``jobs`` is given): the CDF of the
+    measured jobs' completion times for the same job set. Right: mean wait against offered load, one line per
+    (policy, queue), means over seeds (from ``runs``).
+
+    ``series`` needs ``trace, seed, load, policy, queue, time_s, alloc_milli, pending_milli``; ``runs`` the run
+    keys and ``mean_wait_s``; ``optimum`` the run keys, ``time_s, question, incumbent_milli, bound_milli``;
+    ``jobs`` the run keys, ``submit_s, finish_s`` and optionally ``measured`` (milli-GPU, seconds).
+    """
+    keys = ["trace", "seed", "load"]
+    first = series.iloc[0][keys]
+    def same(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[np.logical_and.reduce([frame[k].astype(str) == str(first[k]) for k in keys])]
+
+    panels = 3 if jobs is not None else 2
+    fig = Figure(figsize=(5.2 * panels + 1, 4.8))
+    axes = fig.subplots(1, panels, gridspec_kw={"width_ratios": [1.5] + [1] * (panels - 1)})
+    ax, waits = axes[0], axes[-1]
+    scale = 100.0 / capacity_milli
+    part, opt_part = same(series), same(optimum)
+    by = [k for k in ("policy", "queue", "mechanism") if k in runs and (k != "mechanism" or runs[k].nunique() > 1)]
+    colours = {run: f"C{k}" for k, run in enumerate(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))}
+
+    def of(frame: pd.DataFrame, run: tuple) -> pd.DataFrame:
+        return frame[np.logical_and.reduce([frame[k] == v for k, v in zip(by, run, strict=True)])]
+
+    for run, colour in colours.items():
+        label = " / ".join(map(str, run))
+        sub = of(part, run)
+        hours = sub["time_s"] / 3600
+        ax.plot(hours, sub["alloc_milli"] * scale, color=colour, linewidth=1.2, label=label)
+        ax.plot(hours, sub["pending_milli"] * scale, color=colour, linewidth=1.0, linestyle=":")
+        opt = of(opt_part, run)
+        opt = opt[opt["question"] == "placement"]
+        if len(opt):
+            lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
+            ax.errorbar(opt["time_s"] / 3600, (lo + hi) / 2, yerr=(hi - lo) / 2 + 0.3, fmt="none", ecolor=colour,
+                        elinewidth=2.5, capsize=4)
+        if jobs is not None:
+            mine = of(same(jobs), run)
+            mine = mine[mine["measured"].astype(bool)] if "measured" in mine else mine
+            jct = np.sort((mine["finish_s"] - mine["submit_s"]).dropna().to_numpy())
+            if len(jct):
+                axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), color=colour)
+        mean = of(runs, run).groupby("load")["mean_wait_s"].mean()
+        waits.plot(mean.index, np.maximum(mean.to_numpy(), 0.1), marker="o", color=colour, label=label)
+    ax.set_xlabel("Time (hours)")
+    ax.set_ylabel("% of GPU capacity")
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{title}\nallocated (solid), pending demand (dotted),\noptimum of the jobs present (bars: "
+                 "incumbent to bound); colours as on the right", fontsize=9)
+    if jobs is not None:
+        axes[1].set_xscale("log")
+        axes[1].set_xlabel("Job completion time (s, log scale)")
+        axes[1].set_ylabel("Fraction of measured jobs")
+        axes[1].grid(alpha=0.3)
+        axes[1].set_title("JCT CDF", fontsize=9)
+    waits.set_yscale("log")
+    waits.set_xlabel("Offered load (fraction of GPU capacity)")
+    waits.set_ylabel("Mean wait (s, log scale; 0 drawn at 0.1)")
+    waits.grid(alpha=0.3)
+    waits.set_title("Mean wait of the measured jobs", fontsize=9)
+    waits.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)

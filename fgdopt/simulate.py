@@ -142,8 +142,7 @@ def _place_all(state: ClusterState, policy: Policy, on_task=None, label: str | N
                               f"({tasks.names[i]}): {exc}") from exc
         if choice is not None:
             try:
-                node, gpus = choice
-                state.place(i, int(node), tuple(int(g) for g in gpus))
+                state.place(i, *choice)       # (node, gpus), or (node, gpus, starts) on MIG clusters
             except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
                 raise PolicyError(f"policy {_label(policy, label)!r} chose {choice!r} for task {i} "
                                   f"({tasks.names[i]}), where it does not fit: {exc}") from None

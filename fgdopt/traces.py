@@ -77,12 +77,27 @@ def pod_file(variant: str) -> str:
     return f"openb_pod_list_{variant}.csv"
 
 
-def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The openb directory: ``path``, else ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``."""
+def cache_dir(path: str | os.PathLike | None, env: str, name: str) -> Path:
+    """A data set's folder: ``path``, else the environment variable ``env``, else ``~/.cache/fgdopt/<name>``."""
     if path is not None:
         return Path(path)
-    env = os.environ.get("FGDOPT_DATA")
-    return Path(env) if env else Path.home() / ".cache" / "fgdopt" / "openb"
+    value = os.environ.get(env)
+    return Path(value) if value else Path.home() / ".cache" / "fgdopt" / name
+
+
+def data_dir(path: str | os.PathLike | None = None) -> Path:
+    """The openb directory: ``path``, else ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``."""
+    return cache_dir(path, "FGDOPT_DATA", "openb")
+
+
+SHARED_OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+"""The openb folder of the development layout: ``shared/data/openb`` beside the source checkout."""
+
+
+def find_openb() -> Path | None:
+    """The openb folder as the tests and the notebooks look it up: :func:`data_dir` (``$FGDOPT_DATA``, else the
+    download cache) if it holds the node list, else :data:`SHARED_OPENB` if that does, else ``None``."""
+    return next((c for c in (data_dir(), SHARED_OPENB) if (c / NODE_FILE).is_file()), None)
 
 
 def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> pd.DataFrame:
@@ -152,6 +167,32 @@ class DownloadError(OSError):
     hand (``FGDOPT_DATA``)."""
 
 
+def fetch_file(url: str, path: Path, sha256: str, hint: str) -> Path:
+    """Download ``url`` to ``path`` through a temporary file beside it, keeping it only if its SHA-256 is ``sha256``.
+
+    Raises
+    ------
+    DownloadError : ``url`` could not be fetched (no network, HTTP error); the one-line message names the URL,
+        the reason and then ``hint`` (how to place the file by hand). Nothing partial is left behind.
+    ValueError : the file's checksum is wrong (it is deleted).
+    """
+    try:
+        with (tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as tmp,
+              urllib.request.urlopen(url, timeout=60) as response):
+            shutil.copyfileobj(response, tmp)
+    except OSError as exc:          # urllib.error.URLError (no network, DNS, HTTP error), timeouts
+        if "tmp" in locals():
+            Path(tmp.name).unlink(missing_ok=True)
+        reason = getattr(exc, "reason", exc)
+        raise DownloadError(f"could not download {url} ({reason}); {hint}") from exc
+    got = sha256_of(Path(tmp.name))
+    if got != sha256:
+        os.unlink(tmp.name)
+        raise ValueError(f"{path.name}: checksum mismatch (got {got}, expected {sha256})")
+    os.replace(tmp.name, path)
+    return path
+
+
 def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, files: list[str] | None = None,
              progress: bool = True) -> Path:
     """Fetch the openb CSVs into ``dest`` (default :func:`data_dir`), verifying each SHA-256.
@@ -185,24 +226,10 @@ def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, fi
         path = target / name
         if path.is_file() and sha256_of(path) == SHA256[name]:
             continue
-        url = f"{base_url}/{name}"
-        try:
-            with (tempfile.NamedTemporaryFile(dir=target, delete=False, suffix=".part") as tmp,
-                  urllib.request.urlopen(url, timeout=60) as response):
-                shutil.copyfileobj(response, tmp)
-        except OSError as exc:          # urllib.error.URLError (no network, DNS, HTTP error), timeouts
-            if "tmp" in locals():
-                Path(tmp.name).unlink(missing_ok=True)
-            reason = getattr(exc, "reason", exc)
-            raise DownloadError(f"could not download {url} ({reason}); place the openb CSVs "
-                                f"({', '.join(sorted(SHA256)[:2])}, ...) by hand in a folder and point FGDOPT_DATA "
-                                f"at it (export FGDOPT_DATA=/path/to/openb), or in {target}; "
-                                "`python -m fgdopt.traces verify` checks them") from exc
-        got = sha256_of(Path(tmp.name))
-        if got != SHA256[name]:
-            os.unlink(tmp.name)
-            raise ValueError(f"{name}: checksum mismatch (got {got}, expected {SHA256[name]})")
-        os.replace(tmp.name, path)
+        fetch_file(f"{base_url}/{name}", path, SHA256[name],
+                   f"place the openb CSVs ({', '.join(sorted(SHA256)[:2])}, ...) by hand in a folder and point "
+                   f"FGDOPT_DATA at it (export FGDOPT_DATA=/path/to/openb), or in {target}; "
+                   "`python -m fgdopt.traces verify` checks them")
     return target
 
 

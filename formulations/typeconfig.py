@@ -556,7 +556,8 @@ class TypeConfigRun:
 
 def farley_bound(pi: np.ndarray, prices: np.ndarray, agg: Aggregation) -> float:
     """``sum_s pi_s count_s + sum_t N_t max(0, price_t)`` (units): an upper bound on the configuration LP for any
-    ``0 <= pi <= demand`` when ``price_t`` bounds the best content's profit ``(demand - pi) . a`` of type t."""
+    ``0 <= pi <= demand`` when ``price_t`` bounds the best content's profit ``sum_s (demand_s - pi_s) a_s`` of
+    type t."""
     sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
     return float(pi @ agg.count + sizes @ np.maximum(prices, 0.0))
 

@@ -103,7 +103,8 @@ assert [round(at[u], 6) for u in (0, 10, 500, 510, 1000)] == [400, 695, 450, 690
 # %% [markdown]
 # ## The openb trace
 #
-# With the Alibaba PAI trace available (`python -m fgdopt.traces download`, or `FGDOPT_DATA`), the workload M is
+# With the Alibaba PAI trace available (`python -m fgdopt.traces download`, `FGDOPT_DATA`, or `shared/data/openb`
+# beside the checkout: `find_openb` looks where the tests look), the workload M is
 # the trace's most popular task shapes, and the *empty* openb cluster is already about 14% fragmented (the cell
 # prints the exact figure): CPU-only tasks and nodes short of CPU see GPUs they cannot use. Without the trace the
 # cell says so and stops there, unless `FGDOPT_REQUIRE_DATA=1` (as in CI), where a missing trace is an error.
@@ -111,10 +112,10 @@ assert [round(at[u], 6) for u in (0, 10, 500, 510, 1000)] == [400, 695, 450, 690
 # %%
 import os
 
-from fgdopt import load_openb
+from fgdopt.traces import find_openb, load_openb
 
 try:
-    cluster, tasks = load_openb("default")
+    cluster, tasks = load_openb("default", find_openb())   # None (not found): the error names where to put it
 except FileNotFoundError as exc:
     if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
         raise RuntimeError(f"FGDOPT_REQUIRE_DATA=1 but the openb trace is missing: {exc}") from exc

@@ -40,20 +40,21 @@ from fgdopt.defrag import HEURISTICS, DefragProblem, apply_plan, defrag
 from fgdopt.plot import plot_node_gpus
 from fgdopt.simulate import replay
 from fgdopt.state import validate
-from fgdopt.traces import load_openb
+from fgdopt.traces import find_openb, load_openb
 from formulations import solve
 from formulations.defrag import solve_defrag
 
 # %% [markdown]
 # ## A. FGD against the optimum on the whole openb cluster
 #
-# Part A needs the openb trace (`python -m fgdopt.traces download`, or `FGDOPT_DATA`). Without it the part is skipped
+# Part A needs the openb trace (`python -m fgdopt.traces download`, `FGDOPT_DATA`, or `shared/data/openb` beside the
+# checkout: `find_openb` looks where the tests look). Without it the part is skipped
 # with a message, unless `FGDOPT_REQUIRE_DATA=1` (as in CI), where a missing trace is an error. Part B needs no
 # trace.
 
 # %%
 try:
-    cluster, tasks = load_openb("default")
+    cluster, tasks = load_openb("default", find_openb())   # None (not found): the error names where to put it
 except FileNotFoundError as exc:
     if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
         raise RuntimeError(f"FGDOPT_REQUIRE_DATA=1 but the openb trace is missing: {exc}") from exc

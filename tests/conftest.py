@@ -1,31 +1,60 @@
-"""Shared fixtures. Tests that need the openb trace use ``openb_dir``: it skips when the CSVs are
-missing, unless ``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing trace is a failure."""
+"""Shared fixtures. Tests that need the openb trace use ``openb_dir``, those that need Gavel's throughput table
+``gavel_table``, those that need an optional module :func:`require_module`: they skip when it is missing, unless
+``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing data set or module is a failure."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from fgdopt.traces import NODE_FILE, data_dir
+from fgdopt.traces import find_openb
 
-DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def _find_openb() -> Path | None:
-    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo."""
-    return next((c for c in (data_dir(), DEFAULT_SHARED) if (c / NODE_FILE).is_file()), None)
+def _find(candidates, marker: str) -> Path | None:
+    """The first folder of ``candidates`` (the configured one, then ``../shared/data/...``) holding ``marker``."""
+    return next((c for c in candidates if (c / marker).is_file()), None)
+
+
+def _require(found: Path | None, what: str, env: str) -> Path:
+    """``found``, else skip the test (fail it under ``FGDOPT_REQUIRE_DATA=1``)."""
+    if found is None:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail(f"FGDOPT_REQUIRE_DATA=1 but {what} was not found (set {env})")
+        pytest.skip(f"{what} not available (set {env})")
+    return found
+
+
+def require_module(name: str) -> ModuleType:
+    """``import name``; if that fails, skip the calling test, or fail it under ``FGDOPT_REQUIRE_DATA=1`` (as in CI,
+    where the dev extra installs every optional module and a broken import must not turn into a green skip)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
+            pytest.fail(f"FGDOPT_REQUIRE_DATA=1 but {name} cannot be imported: {exc}", pytrace=False)
+        pytest.skip(f"{name} not available: {exc}")
 
 
 @pytest.fixture(scope="session")
 def openb_dir() -> Path:
-    found = _find_openb()
-    if found is None:
-        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
-            pytest.fail("FGDOPT_REQUIRE_DATA=1 but the openb trace was not found (set FGDOPT_DATA)")
-        pytest.skip("openb trace not available (set FGDOPT_DATA)")
-    return found
+    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo:
+    :func:`fgdopt.traces.find_openb`, the lookup the notebooks use too."""
+    return _require(find_openb(), "the openb trace", "FGDOPT_DATA")
+
+
+@pytest.fixture(scope="session")
+def gavel_table():
+    """Gavel's throughput table: ``$FGDOPT_GAVEL`` (or the download cache), else ``../shared/data/gavel``."""
+    from fgdopt.hetero.throughputs import FILE, gavel_dir, read_throughputs
+
+    found = _require(_find((gavel_dir(), SHARED / "gavel"), FILE), "Gavel's throughput table", "FGDOPT_GAVEL")
+    return read_throughputs(found / FILE)
 
 
 @pytest.fixture(scope="session")
@@ -33,12 +62,8 @@ def refsim_path(openb_dir) -> Path:
     """The reference simulator's logged run: ``$FGDOPT_REFSIM``, else ``refsim/`` beside the openb folder."""
     from fgdopt.refsim import LOG_FILE, refsim_dir
 
-    found = next((c for c in (refsim_dir(), openb_dir.parent / "refsim") if (c / LOG_FILE).is_file()), None)
-    if found is None:
-        if os.environ.get("FGDOPT_REQUIRE_DATA") == "1":
-            pytest.fail("FGDOPT_REQUIRE_DATA=1 but the reference run was not found (set FGDOPT_REFSIM)")
-        pytest.skip("reference run not available (set FGDOPT_REFSIM)")
-    return found
+    return _require(_find((refsim_dir(), openb_dir.parent / "refsim"), LOG_FILE), "the reference run",
+                    "FGDOPT_REFSIM")
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,13 @@ from io import StringIO
 
 import pandas as pd
 import pytest
+from conftest import require_module
 
 from experiments import frontier, gap, openb
 from experiments.executors import DASK_MISSING, executor
+from fgdopt.simulate import replay
 from fgdopt.suites import adversarial_instances
-
-distributed = pytest.importorskip("distributed")
+from fgdopt.traces import load_openb
 
 TIMES = ["wall_s", "cpu_s"]
 GAP_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp")
@@ -22,6 +23,7 @@ GAP_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp")
 
 @pytest.fixture(scope="module")
 def address():
+    distributed = require_module("distributed")      # missing: skip, or fail under FGDOPT_REQUIRE_DATA=1 (CI)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         yield cluster.scheduler_address
 
@@ -69,7 +71,11 @@ def test_the_openb_command_on_dask_equals_the_local_run(address, openb_dir, tmp_
     summary = pd.read_csv(tmp_path / "dask" / "summary.csv")
     assert list(zip(summary["policy"], summary["seed"], strict=True)) == [
         ("random", 42), ("random", 43), ("best-fit", 42), ("best-fit", 43)]
-    assert summary.loc[0, "unallocated_gpus_130"] == pytest.approx(784.18)  # random, seed 42
+    # the figure itself, independently of the command: the library's replay of (random, seed 42)
+    cluster, tasks = load_openb("default", openb_dir)
+    last = replay(cluster, tasks, "random", seed=42).at(130)
+    assert summary.loc[0, "unallocated_gpus_130"] == pytest.approx(last.unallocated_gpus)
+    assert last.unallocated_gpus == pytest.approx((cluster.gpu_capacity_milli - last.alloc_milli) / 1000)
 
 
 @pytest.mark.trace
@@ -81,6 +87,14 @@ def test_frontier_on_dask_equals_the_local_run(address, openb_dir):
     assert remote_capacity == capacity == {"default": 24000}
     assert (local.loc[local["kind"] == "optimum", "status"] == "optimal").all()
     pd.testing.assert_frame_equal(untimed(remote), untimed(local))
+
+
+@pytest.mark.parametrize(("required", "outcome"), [("1", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_a_missing_distributed_fails_in_ci_and_skips_elsewhere(monkeypatch, required, outcome):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed now raises ImportError
+    monkeypatch.setenv("FGDOPT_REQUIRE_DATA", required)
+    with pytest.raises(outcome, match="distributed"):
+        require_module("distributed")
 
 
 def test_without_distributed_the_option_fails_in_one_line(monkeypatch, capsys):

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, defrag, extend_plan
-from fgdopt.frag import Workload
+from fgdopt.defrag import HEURISTICS, DefragProblem, Move, Plan, apply_plan, defrag, extend_plan, select_victims
+from fgdopt.frag import Workload, node_fragmentations
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import UNPLACED, ClusterState, InfeasiblePlacement, Placement
 from formulations.backends import solve_model
@@ -59,7 +59,80 @@ def test_cpu_only_move_admits_whole_gpu_task():
     a = solve_defrag(p, "a")
     assert (a.status, a.moves, a.admitted_milli) == ("optimal", 1, 1000)
     assert a.plan.moves == (Move(0, 1, ()),)
-    assert defrag(p, "fgd-guided", 1, Workload.from_tasks(p.tasks)).admitted_milli in (0, 1000)
+
+
+@pytest.mark.parametrize(("method", "moves", "admitted"), [
+    ("none", 0, 0),              # nothing moves: node 0 keeps 2000 cores < 4000
+    ("cos-sim", 0, 0),           # node 0's free CPU is 2000, not < COS_SIM_CPU_BAR = 2000: no candidate node
+    # M = {(6000, 0, 0): 0.5, (4000, 1, 1000): 0.5}. F_0 = 0.5 * 1000 (CPU-only: idle) + 0.5 * 1000 (q4: the GPU
+    # fits, 4000 > 2000 cores) = 1000; without task 0 the whole-GPU shape is q3 with no partly used GPU: F_0 = 500.
+    # The gain 500 > 0 makes task 0 the victim; FGD re-places the waiting task 1 on node 0 (the only GPU), then
+    # task 0 on node 1 (8000 >= 6000; node 0 has 4000 left): one move, 1000 milli-GPU admitted.
+    ("frag-one-pod", 1, 1000),
+    ("frag-multi-pod", 1, 1000),
+    ("fgd-guided", 1, 1000),
+])
+def test_each_heuristic_on_the_cpu_blocked_node(method, moves, admitted):
+    p = cpu_blocked()
+    rep = defrag(p, method, 1, Workload.from_tasks(p.tasks))
+    assert (rep.moves, rep.admitted_milli) == (moves, admitted)
+    if moves:
+        assert rep.plan.moves == (Move(0, 1, ()),) and rep.plan.admits == (Move(1, 0, (0,)),)
+
+
+def victims_state() -> DefragProblem:
+    """Three T4 nodes, nothing waiting; M = one whole-GPU shape (1000 milli-cores, 1 GPU), p = 1.
+
+    ====  =====  ====  ===========================  ============  =========  ===========================
+    node  cores  GPUs  running (cores, milli-GPU)   free cores    GPU left   F_n(M) (SPEC)
+    ====  =====  ====  ===========================  ============  =========  ===========================
+    0     8000   2     task 0 (4000, 400) on GPU 1  1000          700, 600   no free GPU: idle = 1300
+                       task 1 (3000, 300) on GPU 0
+    1     8000   2     task 2 (1000, 100) on GPU 1  7000          1000, 900  q3: partly used GPUs = 900
+    2     4000   1     task 3 (2500, 450) on GPU 0  1500          550        no free GPU: idle = 550
+    ====  =====  ====  ===========================  ============  =========  ===========================
+
+    F_n(M) after removing one task (its gain): task 0 -> [700, 1000], F 700 (600); task 1 -> [1000, 600], F 600
+    (700); task 2 -> F 0 (900); task 3 -> F 0 (550). After task 1 leaves node 0, task 0's removal gains 600 - 0.
+    """
+    c = Cluster([8000, 8000, 4000], [4096] * 3, [2, 2, 1], ["T4"] * 3)
+    t = TaskSet([4000, 3000, 1000, 2500], [0] * 4, [1] * 4, [400, 300, 100, 450])
+    return DefragProblem(c, t, Placement([0, 0, 1, 2], [(1,), (0,), (1,), (0,)]))
+
+
+VICTIMS_M = Workload.from_shapes([(1000, 1, 1000, 1.0)])
+
+
+@pytest.mark.parametrize(("method", "budget", "victims"), [
+    # cos-sim: candidates have < 2000 free cores and a GPU with > 500 free: nodes 0 (1000; 700) and 2 (1500; 550),
+    # not node 1 (7000 cores), visited by free milli-GPU descending (1300, then 550). Cosine of the node's free
+    # (cores, milli-GPU) after the removal with the task's (cores, milli-GPU): node 0, task 0: (5000, 1700).(4000,
+    # 400) -> 0.9741; task 1: (4000, 1600).(3000, 300) -> 0.9608, the least: task 1 (not the first arrived).
+    # Node 2, task 3: (4000, 1000).(2500, 450) -> 0.9978 < 1 qualifies. One victim per node, one pass.
+    ("cos-sim", 1, [1]),
+    ("cos-sim", 4, [1, 3]),
+    # frag-one-pod: nodes by F_n(M) descending (1300, 900, 550), each its largest gain: 1 (700), 2 (900), 3 (550)
+    ("frag-one-pod", 2, [1, 2]),
+    ("frag-one-pod", 4, [1, 2, 3]),
+    # frag-multi-pod: pop node 0 (1300): task 1, node 0 back at 600; pop node 1 (900): task 2, back at 0; pop
+    # node 0 (600 > 550): task 0 (gain 600); pop node 2 (550): task 3
+    ("frag-multi-pod", 3, [1, 2, 0]),
+    ("frag-multi-pod", 4, [1, 2, 0, 3]),
+    # fgd-guided: largest gain anywhere: task 2 (900), task 1 (700), then task 0 (600 > 550), then task 3
+    ("fgd-guided", 1, [2]),
+    ("fgd-guided", 4, [2, 1, 0, 3]),
+])
+def test_each_heuristic_picks_the_hand_worked_victims(method, budget, victims):
+    p = victims_state()
+    state = p.state()
+    assert select_victims(state, method, budget, VICTIMS_M) == victims
+    assert all(state.node_of[v] == UNPLACED for v in victims)      # evicted from the state, in that order
+    assert sorted(np.flatnonzero(state.node_of != UNPLACED).tolist()) == sorted(set(range(4)) - set(victims))
+
+
+def test_hand_worked_victim_state_fragmentation():
+    # the F_n(M) column of victims_state's table, by the shared evaluator
+    assert node_fragmentations(victims_state().state(), VICTIMS_M).tolist() == [1300, 900, 550]
 
 
 def test_extend_plan_continues_a_plan_with_the_moves_left():

@@ -34,14 +34,20 @@ def test_every_point_brackets_every_policy(study, openb_dir):
         assert opt["bound_milli"] >= opt["allocated_milli"] >= policies["allocated_milli"].max()
         assert opt["bound_milli"] <= capacity["default"]
         assert (at["bound_milli"] == opt["bound_milli"]).all()
-        assert opt["status"] in ("optimal", "feasible", "time_limit")
-        if opt["status"] == "optimal":
-            assert opt["bound_milli"] == opt["allocated_milli"]
+        # config-types stops on a proof or within tol = 0.1 % of capacity (174 milli-GPU here), never on the 20 s
+        # limit (measured: <= 4 s per point on 2 shared cores); optimal exactly when the bound meets the incumbent
+        assert opt["bound_milli"] - opt["allocated_milli"] <= 0.001 * capacity["default"]
+        assert opt["status"] == ("optimal" if opt["bound_milli"] == opt["allocated_milli"] else "feasible")
     # the arrived tasks grow with the point, so neither the optimum nor its bound can fall
     opt = frame[frame["kind"] == "optimum"].sort_values("arrived_pct")
     assert opt["allocated_milli"].is_monotonic_increasing
-    # 80 % of 40 nodes' GPUs: everything arrived fits, the optimum takes it all and proves it
+    # 80 % of 40 nodes' GPUs: everything arrived fits, the optimum takes it all and proves it; at 100 % the bound is
+    # the optimum, 169,770 (an earlier run placed it; since issue 21 the rounding MILP may stop within the
+    # tolerance first, measured 169,660); at 130 % the bound is the capacity, 174,000 (regression pins)
     assert opt.iloc[0]["status"] == "optimal"
+    assert opt.iloc[1]["bound_milli"] == 169_770
+    assert opt.iloc[0]["allocated_milli"] == opt.iloc[0]["bound_milli"]
+    assert opt.iloc[2]["bound_milli"] == capacity["default"] == 174_000
 
 
 def test_gap_pct_is_bound_minus_allocation_over_capacity(study):

@@ -134,3 +134,67 @@ def test_tasks_objective_and_study_instance():
     fgd = run_online(inst.cluster, inst.tasks, "mig-fgd", workload=w)
     exact = solve_mig(inst, "cpsat", time_limit=10, warm_start=fgd.placement, proven_bound=config_bound(inst).bound)
     assert np.sum(task_slices(inst.cluster, inst.tasks)[fgd.placement.placed]) <= exact.objective <= exact.bound
+
+
+# -- the MIG mapping and the instance builders (fgdopt.migsuites) ------------------------------------------------
+# Compute codes floor(1000 * g / max_g): A100 (max 7g) 1g 142, 2g 285, 3g 428, 4g 571, 7g 1000; A30 (max 4g) 1g 250,
+# 2g 500, 4g 1000. A demand maps to the smallest code >= it.
+@pytest.mark.parametrize(("model", "demands", "codes"), [
+    ("A100-40GB", [1, 142, 143, 285, 286, 428, 429, 571, 572, 999],
+                  [142, 142, 285, 285, 428, 428, 571, 571, 1000, 1000]),
+    ("A30-24GB", [1, 250, 251, 500, 501, 999], [250, 250, 500, 500, 1000, 1000]),
+])
+def test_map_to_profiles_takes_the_smallest_covering_profile(model, demands, codes):
+    from fgdopt.migsuites import map_to_profiles
+
+    n = len(demands) + 3
+    # the sharing demands, then a CPU-only task, a whole-GPU task and a 2-GPU task, some with a GPU-type constraint
+    tasks = TaskSet(list(range(1000, 1000 + n)), [64] * n, [1] * len(demands) + [0, 1, 2], [*demands, 0, 1000, 1000],
+                    ["T4"] * (n - 1) + ["V100M16|G2"], names=tuple(f"t{i}" for i in range(n)))
+    mapped = map_to_profiles(tasks, model)
+    assert mapped.gpu_milli.tolist() == [*codes, 0, 1000, 1000]    # CPU-only stays 0, whole GPUs the full profile
+    assert mapped.gpu_spec.tolist() == [""] * n                    # every GPU of a MIG cluster is the one model
+    for field in ("cpu_milli", "memory_mib", "num_gpu"):
+        assert getattr(mapped, field).tolist() == getattr(tasks, field).tolist()
+    assert mapped.names == tasks.names
+
+
+def test_mig_cluster_keeps_the_openb_node_mix():
+    from fgdopt.migsuites import mig_cluster
+
+    # openb's node types by count: G2x8-96c 549, T4x2-104c 387, P100x2-16c 107, then 39 and fewer of 1213 nodes.
+    # 8 nodes: quotas 3.62, 2.55, 0.71, 0.26, ...; floors 3 + 2 + 0 = 5; the 3 left go to the largest fractions
+    # (0.71, 0.62, 0.55): 4 G2x8-96c, 3 T4x2-104c, 1 P100x2-16c, each keeping its cores, memory and GPU count.
+    c = mig_cluster(8)
+    assert c.gpu.tolist() == [8] * 4 + [2] * 3 + [2]
+    assert c.cpu_milli.tolist() == [96000] * 4 + [104000] * 3 + [16000]
+    assert c.memory_mib.tolist() == [393216] * 4 + [524288] * 3 + [122880]
+    assert set(c.models) == {"A100-40GB"} and c.names[0] == "G2x8-96c-A100-40GB-0"
+    assert set(mig_cluster(3, "A30-24GB").models) == {"A30-24GB"}
+    with pytest.raises(ValueError, match="unknown MIG model"):
+        mig_cluster(4, "T4")
+
+
+@pytest.mark.parametrize("model", ["A100-40GB", "A30-24GB"])
+def test_mig_instance_draws_up_to_the_ratio(model):
+    from fgdopt.migsuites import capacity_slices, mig_shapes
+
+    inst = mig_instance(4, seed=3, model=model)
+    assert inst.name == f"mig-{model}-n4-r1.3-s3"
+    assert inst.to_dict() == mig_instance(4, seed=3, model=model).to_dict()          # seeded: the same instance
+    assert inst.to_dict() != mig_instance(4, seed=4, model=model).to_dict()
+    mig = MIG_MODELS[model]
+    codes = {p.milli for p in mig.profiles if p.requestable}
+    assert set(inst.tasks.gpu_milli[inst.tasks.num_gpu > 0].tolist()) <= codes
+    assert set(inst.tasks.gpu_spec.tolist()) == {""}
+    # every task is one of the mapped shapes that fit an empty node
+    table = mig_shapes(inst.cluster, model)
+    shapes = {tuple(r) for r in table[["cpu_milli", "memory_mib", "num_gpu", "gpu_milli"]].itertuples(index=False)}
+    biggest = int(task_slices(inst.cluster, TaskSet(*(table[k].to_numpy() for k in ("cpu_milli", "memory_mib",
+                                                                                     "num_gpu", "gpu_milli")))).max())
+    assert {t for t in zip(inst.tasks.cpu_milli.tolist(), inst.tasks.memory_mib.tolist(), inst.tasks.num_gpu.tolist(),
+                           inst.tasks.gpu_milli.tolist(), strict=True)} <= shapes
+    # the stop rule: at most 1.3 x the slices, and the dropped next draw (at most the biggest shape) would pass it
+    total, limit = int(task_slices(inst.cluster, inst.tasks).sum()), 1.3 * capacity_slices(inst.cluster)
+    assert capacity_slices(inst.cluster) == mig.n_slices * inst.cluster.total_gpus
+    assert limit - biggest < total <= limit

@@ -33,9 +33,6 @@ SOURCE = textwrap.dedent('''
 
         name = "most-loaded"
 
-        def __init__(self, *, workload=None, **options):
-            super().__init__(**options)
-
         def score(self, state, task, nodes):
             return -state.gpu_left[nodes].sum(axis=1)
 
@@ -120,6 +117,15 @@ def test_gap_runs_a_spec_inline_and_in_processes_with_the_registered_rows(regist
     assert set(by_spec["method"]) >= {"fgd", SPEC}
     pd.testing.assert_frame_equal(renamed(by_spec, "method"), untimed(local))
     pd.testing.assert_frame_equal(untimed(in_pool), untimed(by_spec))
+
+
+def test_a_built_in_class_by_spec_gives_the_built_in_rows():
+    instances = adversarial_instances()
+    builtin = gap.run(instances, gap.Config(policies=("best-fit", "random"), **CONFIG), jobs=1)
+    specs = ("fgdopt.policies.best_fit:BestFit", "fgdopt.policies.random_choice:RandomFit")
+    by_spec = gap.run(instances, gap.Config(policies=specs, **CONFIG), jobs=1)
+    names = dict(zip(specs, ("best-fit", "random"), strict=True))
+    pd.testing.assert_frame_equal(untimed(by_spec).replace({"method": names}), untimed(builtin))
 
 
 def test_gap_runs_a_spec_on_dask_with_the_registered_rows(registered):

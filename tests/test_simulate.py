@@ -89,6 +89,37 @@ def test_curves_sample_every_percentage_by_arrived_prefix():
     assert set(log["source"]) == {0, 1}
 
 
+def test_prefix_is_the_replay_state_at_a_point():
+    # Two T4x2 nodes (capacity 4000 milli-GPU); trace: tasks of 1000, 1000, 700 (whole, whole, sharing) and a
+    # CPU-only one; ratio 1.3 appends clones up to 5200. The prefix at p is the longest run of arrivals whose
+    # cumulative demand is <= p % of 4000, with the replay's own nodes and GPUs for them.
+    from fgdopt.suites import random_instance
+
+    c = Cluster([16000, 16000], [MEM, MEM], [2, 2], ["T4", "T4"])
+    tasks = TaskSet([2000, 2000, 2000, 1000], [0] * 4, [1, 1, 1, 0], [1000, 1000, 700, 0])
+    result = replay(c, tasks, "fgd", seed=5)
+    cumulative = np.cumsum(result.tasks.gpu_demand)
+    for pct in (0, 25, 50, 70, 100, 130):
+        arrived, placement = result.prefix(pct)
+        n = len(arrived)
+        assert np.all(cumulative[:n] * 100 <= pct * 4000)
+        assert n == len(cumulative) or cumulative[n] * 100 > pct * 4000          # the next arrival is past p %
+        for field in ("cpu_milli", "num_gpu", "gpu_milli", "names"):                 # the first n, in order
+            assert np.array_equal(getattr(arrived, field), getattr(result.tasks, field)[:n])
+        assert placement.node.tolist() == result.placement.node[:n].tolist()
+        assert placement.gpus == result.placement.gpus[:n]
+        state = validate(c, arrived, placement)
+        # the state at p: what the curve reports there (tasks never leave)
+        assert state.allocated_milli == result.at(pct).alloc_milli and n == result.at(pct).tasks_arrived
+    assert len(result.prefix(0)[0]) == int(np.sum(cumulative == 0))                 # only the CPU-only arrivals
+    # a trace-like instance: at 100 % the arrived demand fits the capacity and the prefix is the curve's state
+    inst = random_instance(4, 2)
+    big = replay(inst.cluster, inst.tasks, "best-fit", seed=1)
+    arrived, placement = big.prefix(100)
+    assert int(arrived.gpu_demand.sum()) <= inst.cluster.gpu_capacity_milli
+    assert validate(inst.cluster, arrived, placement).allocated_milli == big.at(100).alloc_milli
+
+
 def test_run_online_keeps_order_and_reports_allocation():
     # 3 tasks of 600 on one 2-GPU node: the third fits nowhere (each GPU has 400 left)
     c = Cluster([64000], [MEM], [2], ["T4"])

@@ -108,15 +108,58 @@ def test_best_ring_on_nvswitch_equals_lowest_index_and_improves_dgx1():
     before = ring_report(topo, inst.tasks.num_gpu, low.placement.node, low.placement.gpus)
     after = ring_report(topo, inst.tasks.num_gpu, ring.placement.node, ring.placement.gpus)
     assert np.array_equal(low.placement.node, ring.placement.node)      # node choice unchanged
+    assert ring.placement.gpus != low.placement.gpus                    # ... the GPU choice is not
     assert before.n_tasks == after.n_tasks == 6
-    assert after.mean_ring_gbps >= before.mean_ring_gbps and after.n_misplaced <= before.n_misplaced
+    # regression pins (seed-fixed run): lowest-index gives the 2-GPU tasks 20 and 24 an NV1 pair (25 GB/s) where an
+    # NV2 pair (50) was free; best-ring gives every multi-GPU task the best ring of its size
+    assert before.task[before.misplaced].tolist() == [20, 24] and after.n_misplaced == 0
+    assert after.mean_ring_gbps > before.mean_ring_gbps
     validate(inst.cluster, inst.tasks, ring.placement)
+
+
+def _dgx_with_free(free: tuple[int, ...], policy: str, gpu_choice: str) -> tuple[int, ...]:
+    """The GPUs a 2-GPU task gets from ``policy`` on one DGX-1 node whose only free GPUs are ``free`` (the others
+    each hold a whole-GPU task); M = {2 whole GPUs: 0.5, 4 whole GPUs: 0.5}."""
+    used = [g for g in range(8) if g not in free]
+    n = len(used) + 1
+    cluster = Cluster([96000], [393216], [8], ["G2"])
+    tasks = TaskSet([1000] * n, [1024] * n, [1] * len(used) + [2], [1000] * n)
+    state = ClusterState(cluster, tasks)
+    for i, g in enumerate(used):
+        state.place(i, 0, (g,))
+    workload = Workload.from_shapes([(1000, 2, 1000, 0.5), (1000, 4, 1000, 0.5)])
+    node, gpus = make_policy(policy, workload=workload, gpu_choice=gpu_choice)(state, tasks[len(used)])
+    assert node == 0
+    return gpus
+
+
+def test_gpu_choices_pick_different_sets_hand_worked():
+    # Free GPUs 0, 1, 3, 4 of a DGX-1. Their pairs: 0-3 and 0-4 NV2 (50 GB/s), 0-1 and 1-3 NV1 (25), 1-4, 3-4 SYS (8).
+    free = (0, 1, 3, 4)
+    assert [DGX.ring_of(p) for p in ((0, 1), (0, 3), (0, 4), (1, 3), (1, 4), (3, 4))] == [25, 50, 50, 25, 8, 8]
+    for policy in ("fgd", "best-fit", "gpu-packing"):
+        assert _dgx_with_free(free, policy, "lowest-index") == (0, 1)   # the two lowest free GPUs
+        assert _dgx_with_free(free, policy, "best-ring") == (0, 3)      # 50 GB/s: (0, 3), (0, 4); lowest ids
+    # topo-fgd: F_n(m) is idle when no free set reaches the best ring of m's size (2 GPUs: 50, 4 GPUs: 25), else the
+    # partly used GPUs' free milli-GPU (none here). Before: (0, 3) serves the 2-GPU shape (0); the only 4-set
+    # {0, 1, 3, 4} has ring 8 (GPU 4 has one non-SYS neighbour) -> 4000. F = 0.5 * 0 + 0.5 * 4000 = 2000.
+    # After a pair, 2 GPUs are left (2000 idle): the 4-GPU shape cannot fit (2000), the 2-GPU shape is served only
+    # if the two left form an NV2 pair. Left {0, 4} after (1, 3) and {0, 3} after (1, 4): F = 1000 (delta -1000);
+    # every other pair leaves an NV1 or SYS pair: F = 2000 (delta 0). Tie (1, 3) / (1, 4): the better ring, 25 > 8.
+    assert _dgx_with_free(free, "fgd", "topo-fgd") == (1, 3)
+    assert _dgx_with_free(free, "fgd-exact", "topo-fgd") == (1, 3)
 
 
 def test_topo_fgd_is_valid_and_gpu_choice_is_checked():
     inst = _multi_instance()
     res = run_online(inst.cluster, inst.tasks, "fgd", seed=2, gpu_choice="topo-fgd")
     validate(inst.cluster, inst.tasks, res.placement)
+    low = run_online(inst.cluster, inst.tasks, "fgd", seed=2)
+    topo = TopologyMap.default().for_cluster(inst.cluster)
+    # regression pins (seed-fixed run): lowest-index leaves 2 of the 6 multi-GPU tasks on a slower ring than the best
+    # of their size, topo-fgd none
+    assert ring_report(topo, inst.tasks.num_gpu, low.placement.node, low.placement.gpus).n_misplaced == 2
+    assert ring_report(topo, inst.tasks.num_gpu, res.placement.node, res.placement.gpus).n_misplaced == 0
     with pytest.raises(ValueError):
         make_policy("best-fit", gpu_choice="topo-fgd")
     with pytest.raises(ValueError):
@@ -128,6 +171,7 @@ def test_replay_threads_gpu_choice():
     a = replay(inst.cluster, inst.tasks, "best-fit", seed=4)
     b = replay(inst.cluster, inst.tasks, "best-fit", seed=4, gpu_choice="best-ring")
     assert np.array_equal(a.placement.node, b.placement.node)
+    assert a.placement.gpus != b.placement.gpus          # the option reached the policy's GPU choice
 
 
 # -- topology fragmentation ----------------------------------------------------------------------------
@@ -199,5 +243,10 @@ def test_exact_rule_on_a_dgx1_instance():
     topo = TopologyMap.default().for_cluster(small.cluster)
     free = solve_topology(small, topo, best_ring=False, time_limit=20)
     rule = solve_topology(small, topo, best_ring=True, time_limit=20)
-    assert rule.objective <= free.bound
+    # the 18 tasks ask 24,810 milli-GPU of one 8-GPU node, among them two 4-GPU whole tasks (8000 cores each of 96000);
+    # on the 4-cycles 0-1-2-3 and 4-5-6-7 (rings 25 GB/s = the best 4-ring) they fill the node: 8000 with the rule too
+    assert sorted(small.tasks.num_gpu[small.tasks.gpu_milli == 1000].tolist())[-2:] == [4, 4]
+    assert DGX.ring_of((0, 1, 2, 3)) == DGX.ring_of((4, 5, 6, 7)) == DGX.best_ring(4) == 25
+    assert (free.status, free.objective, free.bound) == ("optimal", 8000, 8000)
+    assert (rule.status, rule.objective, rule.bound) == ("optimal", 8000, 8000)
     assert ring_report(topo, small.tasks.num_gpu, rule.placement.node, rule.placement.gpus).n_misplaced == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -130,3 +131,27 @@ def test_download_without_network_is_one_line_and_exit_2(tmp_path, monkeypatch, 
     assert "Temporary failure in name resolution" in line and "by hand" in line
     assert "FGDOPT_DATA" in line and str(tmp_path) in line
     assert list(tmp_path.iterdir()) == []                                   # no partial file left behind
+
+
+def test_find_openb_takes_the_environment_then_the_shared_folder(openb_dir, tmp_path, monkeypatch):
+    import fgdopt.traces as traces
+
+    monkeypatch.setenv("FGDOPT_DATA", str(openb_dir))
+    assert traces.find_openb() == openb_dir                     # $FGDOPT_DATA holds the node list: taken first
+    monkeypatch.setenv("FGDOPT_DATA", str(tmp_path))            # an empty $FGDOPT_DATA: the shared folder
+    monkeypatch.setattr(traces, "SHARED_OPENB", openb_dir)
+    assert traces.find_openb() == openb_dir
+    monkeypatch.setattr(traces, "SHARED_OPENB", tmp_path / "nowhere")
+    assert traces.find_openb() is None                          # neither holds it
+    shutil.copy(openb_dir / NODE_FILE, tmp_path / NODE_FILE)
+    assert traces.find_openb() == tmp_path
+
+
+def test_notebooks_look_for_the_trace_as_the_tests_do():
+    # the openb_dir fixture (conftest) uses fgdopt.traces.find_openb; so does every notebook that loads the trace
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    loading = [p for p in sorted(notebooks.glob("*.py")) if re.search(r"(load_openb|openb_jobs)\(", p.read_text())]
+    assert {"01_fragmentation", "04_defragmentation_and_scale", "05_over_time"} <= {p.stem for p in loading}
+    for path in loading:
+        calls = [line for line in path.read_text().splitlines() if re.search(r"(load_openb|openb_jobs)\(", line)]
+        assert calls and all("find_openb()" in line for line in calls), path.name

@@ -16,10 +16,11 @@ from formulations import solve
 from formulations.aggregate import aggregate
 from formulations.typeconfig import TypePricer, dominance_pairs, farley_bound, run_type_configs, type_columns
 
-MEDIUM_OPTIMA = {
-    # proven optima of the medium suite (seed 0), milli-GPU: `experiments.gap --instances medium --time-limit 300`
-    "rand-openb-n32": 160_500, "rand-openb-n64": 326_570, "rand-openb-n128": 655_870, "rand-G2x8-n32": 255_610,
-    "rand-G2x8-n64": 511_550, "rand-T4x2-n64": 127_510, "rand-T4x2-n128": 255_660, "rand-G2x8+T4x2-n96": 479_640,
+MEDIUM_PINS = {
+    # regression pins of the proven optima of three medium instances (seed 0), milli-GPU: first proven by
+    # `experiments.gap --instances medium --time-limit 300`; each test below proves its own again (the run's own
+    # optimal status, bound == objective) before comparing
+    "rand-openb-n32": 160_500, "rand-T4x2-n64": 127_510, "rand-G2x8+T4x2-n96": 479_640,
 }
 
 
@@ -76,17 +77,32 @@ def test_small_suite_bound_and_placement_bracket_the_proven_optimum(name):
         assert sol.status == "feasible" and sol.bound > sol.objective
 
 
+def _medium(name: str) -> Instance:
+    return next(i for i in suite("medium") if i.name.startswith(name + "-"))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rand-T4x2-n64", "rand-openb-n32", "rand-G2x8+T4x2-n96"])
-def test_medium_suite_bound_meets_the_proven_optimum(name):
-    instance = next(i for i in suite("medium") if i.name.startswith(name + "-"))
-    optimum = MEDIUM_OPTIMA[name]
+def test_medium_suite_bound_is_proven_optimal(name):
+    """With ``tol=0`` the run asks for a proof: the type-level configuration LP bound meets the placement (measured on
+    2 shared cores: 2.3, 16.5 and 11.5 s; the 60 s limit leaves room for a loaded machine)."""
+    instance = _medium(name)
+    sol = run_type_configs(instance, time_limit=60, tol=0.0)
+    validate(instance.cluster, instance.tasks, sol.placement)
+    assert sol.status == "optimal" and sol.bound == sol.objective == sol.placement.allocated_milli(instance.tasks)
+    assert sol.objective == MEDIUM_PINS[name]
+
+
+def test_medium_tolerance_stops_within_it_at_the_proven_bound():
+    """The default ``tol=0.001``: the run may stop before the proof, within 0.1 % of capacity, with the same bound."""
+    instance = _medium("rand-T4x2-n64")
+    proof = run_type_configs(instance, time_limit=60, tol=0.0)
+    assert (proof.status, proof.bound) == ("optimal", proof.objective)          # the optimum, proven here
     sol = run_type_configs(instance, time_limit=30, tol=0.001)
     validate(instance.cluster, instance.tasks, sol.placement)
-    # the type-level configuration LP bound IS the proven optimum on these three; the MILP over the generated
-    # columns, then the LNS over a dozen nodes at a time, bring the placement to it or close (never a wrong claim)
-    assert sol.bound == optimum and sol.objective <= optimum
-    assert sol.status == ("optimal" if sol.objective == optimum else "feasible")
-    assert (sol.bound - sol.objective) / instance.cluster.gpu_capacity_milli <= 0.01
+    assert sol.bound == proof.objective and sol.objective <= proof.objective
+    assert sol.status == ("optimal" if sol.objective == proof.objective else "feasible")
+    assert sol.bound - sol.objective <= 0.001 * instance.cluster.gpu_capacity_milli
 
 
 def pinned_instance() -> Instance:

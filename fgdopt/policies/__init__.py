@@ -42,7 +42,8 @@ workload M (:class:`~fgdopt.frag.Workload`, built from the trace before inflatio
 evaluator (:func:`fgdopt.frag.fragmentation_delta`, :func:`~fgdopt.frag.fragmentation_after`,
 :func:`~fgdopt.frag.node_fragmentations`); ``ranks`` (an int array or None) are the node ranks of the tie rule
 (:mod:`fgdopt.policies.base`: :func:`~fgdopt.policies.base.pick`, :class:`~fgdopt.policies.base.RankedPolicy`,
-whose subclasses only implement ``score(state, task, nodes)``); ``gpu_choice`` and ``topology`` pick the GPUs of
+which takes all five keywords, keeps M as ``self.workload``, and whose subclasses only implement
+``score(state, task, nodes)``); ``gpu_choice`` and ``topology`` pick the GPUs of
 a whole-GPU task (:data:`GPU_CHOICES`; a policy without that choice should raise ``ValueError`` for any
 ``gpu_choice`` but ``"lowest-index"``).
 
@@ -52,14 +53,10 @@ or ``"path/to/mine.py:MyPolicy"``: every study that takes ``--policies`` accepts
 string is what travels to ``--jobs`` processes and ``--dask`` workers, each worker imports the module itself.
 Rows name the policy by the string given. A minimal policy, the most-loaded feasible node::
 
-    import numpy as np
-    from fgdopt.policies.base import RankedPolicy, best_fit_gpus
+    from fgdopt.policies.base import RankedPolicy
 
     class MostLoaded(RankedPolicy):
         name = "most-loaded"
-
-        def __init__(self, *, workload=None, **options):   # seed, ranks, gpu_choice, topology
-            super().__init__(**options)
 
         def score(self, state, task, nodes):                 # higher is better; ties go to the lowest rank
             return -state.gpu_left[nodes].sum(axis=1)

@@ -30,13 +30,16 @@ The topology reaches the policy as a :class:`~fgdopt.topology.TopologyMap` (``to
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.state import ClusterState, fitting_gpus
 from fgdopt.topology import ClusterTopology, TopologyMap, free_masks
+
+if TYPE_CHECKING:
+    from fgdopt.frag import Workload
 
 Choice = tuple[int, tuple[int, ...]]
 """A placement decision: node index and the ids of the GPUs that receive ``gpu_milli`` each."""
@@ -81,6 +84,9 @@ class RankedPolicy:
     gpu_choice : one of :data:`GPU_CHOICES` (``topo-fgd`` only for FGD); the GPUs of a whole-GPU task.
     topology : a :class:`~fgdopt.topology.TopologyMap` (default: the shipped openb assumption); used by
         ``best-ring`` and ``topo-fgd`` only.
+    workload : the target workload M (:class:`~fgdopt.frag.Workload`), kept as :attr:`workload` for the
+        subclasses that read it (FGD; a policy of your own); the others ignore it. With it, every keyword of
+        :func:`~fgdopt.policies.make_policy` is accepted, so a subclass needs no ``__init__`` of its own.
 
     Raises
     ------
@@ -94,7 +100,8 @@ class RankedPolicy:
     gpu_choices: tuple[str, ...] = ("lowest-index", "best-ring")
 
     def __init__(self, seed: int = 0, ranks: np.ndarray | None = None, *, gpu_choice: str = "lowest-index",
-                 topology: TopologyMap | None = None):
+                 topology: TopologyMap | None = None, workload: Workload | None = None):
+        self.workload = workload
         self.rng = np.random.default_rng(seed)
         self.ranks = None if ranks is None else _check_ranks(ranks)
         if gpu_choice not in self.gpu_choices:

@@ -22,11 +22,11 @@ the next pass costs nothing until something leaves or arrives.
 
 Recorded at every instant (the :attr:`TimelineResult.series`): allocated milli-GPU, running and pending jobs,
 pending GPU demand, F(M) of the one evaluator (:mod:`fgdopt.frag`, per-node values refreshed on the touched nodes
-only), and what is **blocked by fragmentation**: the pending jobs with GPU demand that fit no node although their
-demand is at most the cluster's total free milli-GPU (``blocked_jobs``), and their demand, capped at the total
-free milli-GPU (``blocked_milli``). :func:`fgdopt.timeline.metrics.run_stats` turns a result into the per-run
-statistics; :func:`simulate` can also copy out the state at chosen instants (:class:`Snapshot`) for the certified
-optimum of the jobs present (:mod:`formulations.timeline`).
+only), and what is **blocked by fragmentation**: of the pending jobs with GPU demand that fit no node, the most that
+the cluster's total free milli-GPU could hold together, taken smallest demand first (``blocked_jobs``), and their
+demand (``blocked_milli``, at most the total free milli-GPU). :func:`fgdopt.timeline.metrics.run_stats` turns a
+result into the per-run statistics; :func:`simulate` can also copy out the state at chosen instants
+(:class:`Snapshot`) for the certified optimum of the jobs present (:mod:`formulations.timeline`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,9 +42,10 @@ import pandas as pd
 
 from fgdopt.frag import Workload, node_fragmentations
 from fgdopt.model import Cluster, TaskSet
-from fgdopt.policies import WORKLOAD_POLICIES, Policy, make_policy
+from fgdopt.policies import Policy, PolicyError, make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
 from fgdopt.timeline.jobs import JobSet
+from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, helios_restart_s, make_mechanism
 from fgdopt.timeline.queues import Discipline, make_discipline
 
 STATUSES = ("finished", "running", "pending", "rejected", "dropped")
@@ -56,6 +57,20 @@ SERIES_COLUMNS = ("time_s", "alloc_milli", "running", "pending", "pending_milli"
 """Columns of :attr:`TimelineResult.series`: one row per instant, values *after* the instant (milli-GPU, jobs)."""
 
 _UNKNOWN, _FIT, _UNFIT = range(3)
+
+SCAN = 32
+"""A mechanism sees the first this many pending jobs that fit no node, in queue order."""
+
+
+@dataclass(eq=False)
+class _View:
+    """What a mechanism reads (:class:`fgdopt.timeline.preemption.View`)."""
+
+    state: ClusterState
+    priority: np.ndarray
+    lost_if_evicted: np.ndarray
+    pending: Callable[[], list[int]]
+    fits_somewhere: Callable[[int], bool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +118,9 @@ class TimelineResult:
     state : the final :class:`~fgdopt.state.ClusterState` (the running jobs still placed).
     policy, queue : names; events : finish + submission events processed; instants : instants processed;
     wall_s, cpu_s : wall and CPU seconds of the simulation.
+    mechanism : the eviction mechanism's name; per job: ``preemptions``, ``suspensions`` (counts), ``lost_s``
+    (progress thrown away, s), ``overhead_s`` (restart, suspension and checkpoint time without progress, s),
+    ``thrashed`` (preempted again before a checkpoint after an eviction).
     """
 
     jobs: JobSet
@@ -119,6 +137,12 @@ class TimelineResult:
     instants: int
     wall_s: float
     cpu_s: float
+    mechanism: str = "none"
+    preemptions: np.ndarray | None = None
+    suspensions: np.ndarray | None = None
+    lost_s: np.ndarray | None = None
+    overhead_s: np.ndarray | None = None
+    thrashed: np.ndarray | None = None
 
     @property
     def cluster(self) -> Cluster:
@@ -156,18 +180,11 @@ class _Shapes:
         return len(self.task)
 
 
-def _make_policy(policy: str | Policy, jobs: JobSet, seed: int, workload: Workload | None,
-                 ranks: np.ndarray | None) -> Policy:
-    if not isinstance(policy, str):
-        return policy
-    if workload is None and policy in WORKLOAD_POLICIES:
-        workload = Workload.from_tasks(jobs.tasks)
-    return make_policy(policy, seed=seed, workload=workload, ranks=ranks)
-
-
 def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue: str | Discipline = "backfill", *,
              seed: int = 0, workload: Workload | None = None, ranks: np.ndarray | None = None,
-             snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True) -> TimelineResult:
+             snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True,
+             mechanism: str | Mechanism = "none",
+             restart_s: Callable[[int], float] = helios_restart_s) -> TimelineResult:
     """Run ``jobs`` on ``cluster`` over time (module docstring) and return what happened.
 
     Parameters
@@ -183,6 +200,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     snapshots : instants (seconds) at which to copy out the jobs present (:class:`Snapshot`).
     until_s : stop after the last instant at or before this time (jobs may then end running or pending).
     frag : record F(M) at every instant (False: ``frag_milli`` is NaN; faster).
+    mechanism : what may evict running jobs (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES` or an object,
+        :mod:`fgdopt.timeline.preemption`); ``"none"`` never evicts.
+    restart_s : restart cost in seconds of a preempted job by its GPU count (default Helios' figures).
 
     Returns
     -------
@@ -190,8 +210,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     Raises
     ------
-    InfeasiblePlacement : the policy returned a node or GPUs where the job does not fit (the message names the
-        policy and the job).
+    PolicyError : the policy raised, or chose a node or GPUs where the job does not fit (one line naming the
+        policy, the job and the time).
 
     Examples
     --------
@@ -206,8 +226,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     discipline = make_discipline(queue) if isinstance(queue, str) else queue
     if workload is None:
         workload = Workload.from_tasks(jobs.tasks)
-    pol = _make_policy(policy, jobs, seed, workload, ranks)
+    pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
     policy_name = getattr(pol, "name", type(pol).__name__)
+    label = policy if isinstance(policy, str) else policy_name
+    mech = make_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
+    ckpt = mech.checkpointing
     tasks = jobs.tasks
     n = len(tasks)
     state = ClusterState(cluster, tasks)
@@ -225,7 +248,16 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     start_s = np.full(n, np.nan)
     finish_s = np.full(n, np.nan)
     node_of = np.full(n, -1, dtype=np.int64)
-    finishes: list[tuple[float, int, int]] = []                    # heap of (time, seq, job)
+    saved = np.zeros(n)                                            # checkpointed progress, s
+    run_start, run_cost, run_work = np.zeros(n), np.zeros(n), np.zeros(n)   # the current run: start, start cost, work
+    next_cost = np.zeros(n)                                        # start cost of the next run, s
+    live = np.full(n, -1, dtype=np.int64)                          # seq of the live finish event (-1: none)
+    preemptions = np.zeros(n, dtype=np.int64)
+    suspensions = np.zeros(n, dtype=np.int64)
+    lost_s, overhead_s = np.zeros(n), np.zeros(n)
+    thrashed = np.zeros(n, dtype=bool)
+    evicted = np.zeros(n, dtype=bool)                              # the current run follows an eviction
+    finishes: list[tuple[float, int, int]] = []                    # heap of (time, seq, job); stale if seq != live
     seq = 0
     buckets: dict[int, list[tuple[float, float, int]]] = {}        # shape -> heap of (key, submit, job)
     fit = np.full(len(shapes), _UNKNOWN, dtype=np.int8)
@@ -241,35 +273,96 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     snap_times = sorted(float(s) for s in snapshots)
     events = instants = 0
 
+    def ask(j: int):
+        """The policy's choice for job ``j`` (None: it fits nowhere)."""
+        try:
+            return pol(state, shapes.task[shapes.of[j]])
+        except Exception as exc:
+            raise PolicyError(f"policy {label!r} raised {type(exc).__name__} on job {j} ({tasks.names[j]}) at "
+                              f"{now} s: {exc}") from exc
+
     def start(j: int, choice) -> None:
         nonlocal alloc, running, seq
         try:
+            node, gpus = choice
+            choice = (int(node), tuple(int(g) for g in gpus))
             state.place(j, *choice)
-        except InfeasiblePlacement as exc:
-            raise InfeasiblePlacement(f"policy {policy_name!r} chose an infeasible place for job "
-                                      f"{tasks.names[j]!r}: {exc}") from None
+        except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+            raise PolicyError(f"policy {label!r} chose {choice!r} for job {j} ({tasks.names[j]}) at {now} s, "
+                              f"where it does not fit: {exc}") from None
         status[j] = RUNNING
-        start_s[j] = now
+        if math.isnan(start_s[j]):
+            start_s[j] = now
         node_of[j] = choice[0]
         alloc += int(demand[j])
         running += 1
         touched.add(int(choice[0]))
-        if math.isfinite(duration[j]):
-            heapq.heappush(finishes, (now + float(duration[j]), seq, j))
+        run_start[j], run_cost[j], run_work[j] = now, next_cost[j], duration[j] - saved[j]
+        next_cost[j] = 0.0
+        wall = ckpt.run_time(float(run_work[j]), float(run_cost[j]))
+        if math.isfinite(wall):
+            heapq.heappush(finishes, (now + wall, seq, j))
+            live[j] = seq
             seq += 1
+
+    def enqueue(j: int) -> None:
+        nonlocal pending, pending_milli
+        s = int(shapes.of[j])
+        heapq.heappush(buckets.setdefault(s, []), (qkey[j], float(submit[j]), j))
+        pending += 1
+        pending_milli += int(demand[j])
+        if fit[s] != _UNFIT:
+            cands.add(s)
+
+    def leave(j: int) -> int:
+        """Job ``j`` stops running now (finish or eviction); returns its node."""
+        nonlocal alloc, running
+        node = int(state.node_of[j])
+        state.remove(j)
+        alloc -= int(demand[j])
+        running -= 1
+        live[j] = -1
+        freed.add(node)
+        return node
+
+    def evict(j: int, kind: str) -> None:
+        """Preempt or suspend running job ``j`` (module :mod:`fgdopt.timeline.preemption`) and requeue it."""
+        elapsed = now - run_start[j]
+        if kind == "preempt":
+            kept, lost, over, done = ckpt.evict(elapsed, float(run_cost[j]), float(run_work[j]))
+            thrashed[j] |= evicted[j] and done == 0 and not ckpt.transparent
+            preemptions[j] += 1
+            next_cost[j] = restart_s(int(tasks.num_gpu[j]))
+        else:
+            kept, lost, over = max(elapsed - run_cost[j], 0.0), 0.0, min(elapsed, float(run_cost[j]))
+            suspensions[j] += 1
+            next_cost[j] = mech.suspend_s + mech.restore_s
+        saved[j] += kept
+        lost_s[j] += lost
+        overhead_s[j] += over
+        evicted[j] = True
+        leave(j)
+        status[j] = PENDING
+        enqueue(j)
 
     def set_unfit(s: int) -> None:
         fit[s] = _UNFIT
         cands.discard(s)
         unfit.add(s)
 
-    def take(s: int) -> None:
-        """The head of bucket ``s`` leaves the queue."""
+    def withdraw(j: int) -> None:
+        """Pending job ``j`` leaves the queue (to start)."""
         nonlocal pending, pending_milli
-        j = heapq.heappop(buckets[s])[2]
+        s = int(shapes.of[j])
+        bucket = buckets[s]
+        if bucket[0][2] == j:
+            heapq.heappop(bucket)
+        else:                                                       # a mechanism's beneficiary, inside the queue
+            bucket.remove(next(e for e in bucket if e[2] == j))
+            heapq.heapify(bucket)
         pending -= 1
         pending_milli -= int(demand[j])
-        if not buckets[s]:
+        if not bucket:
             del buckets[s]
             fit[s] = _UNKNOWN
             cands.discard(s)
@@ -280,11 +373,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         heapq.heapify(heap)
         while heap:
             (_, _, j), s = heapq.heappop(heap)
-            choice = pol(state, shapes.task[s])
+            choice = ask(j)
             if choice is None:
                 set_unfit(s)
                 continue
-            take(s)
+            withdraw(j)
             start(j, choice)
             if s in buckets:
                 heapq.heappush(heap, (buckets[s][0], s))
@@ -294,16 +387,42 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             (_, _, j), s = min((b[0], s) for s, b in buckets.items())
             if fit[s] == _UNFIT:
                 return
-            choice = pol(state, shapes.task[s])
+            choice = ask(j)
             if choice is None:
                 set_unfit(s)
                 return
-            take(s)
+            withdraw(j)
             start(j, choice)
+
+    def unblock() -> None:
+        """Unfit shapes can only fit where jobs left: test them on the freed nodes."""
+        touched.update(freed)
+        if freed and unfit:
+            ids = np.fromiter(unfit, dtype=np.int64)
+            ok = np.zeros(len(ids), dtype=bool)
+            for node in freed:
+                ok |= state.shapes_fit_node(shapes.tasks, ids, node)
+            for s in ids[ok].tolist():
+                unfit.discard(s)
+                fit[s] = _UNKNOWN
+                cands.add(s)
+        freed.clear()
+
+    def schedule() -> None:
+        """One scheduling pass of the discipline."""
+        if discipline.blocking:
+            if buckets:
+                fifo_pass()
+        elif cands:
+            backfill_pass()
+
+    view = _View(state, jobs.priority, demand.astype(np.float64),
+                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
+                 lambda j: bool(state.feasible_nodes(shapes.task[shapes.of[j]]).any()))
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
-        pend_ids = np.array([e[2] for s in buckets for e in sorted(buckets[s])], dtype=np.int64)
+        pend_ids = np.array([e[2] for bucket in buckets.values() for e in bucket], dtype=np.int64)
         if len(pend_ids):
             pend_ids = pend_ids[np.lexsort((pend_ids, submit[pend_ids], qkey[pend_ids]))]
         ids = np.concatenate([run_ids, pend_ids]).astype(np.int64)
@@ -317,6 +436,10 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     next_arrival = 0
     now = 0.0
     while next_arrival < n or finishes:
+        while finishes and live[finishes[0][2]] != finishes[0][1]:   # drop the finish events of evicted runs
+            heapq.heappop(finishes)
+        if next_arrival >= n and not finishes:
+            break
         t_sub = float(submit[arrivals[next_arrival]]) if next_arrival < n else math.inf
         now = min(t_sub, finishes[0][0] if finishes else math.inf)
         if now > until_s:
@@ -327,25 +450,15 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         touched: set[int] = set()
         freed: set[int] = set()
         while finishes and finishes[0][0] == now:                    # 1. every finish
-            _, _, j = heapq.heappop(finishes)
-            node = int(state.node_of[j])
-            state.remove(j)
+            _, k, j = heapq.heappop(finishes)
+            if live[j] != k:
+                continue
+            leave(j)
             status[j] = FINISHED
             finish_s[j] = now
-            alloc -= int(demand[j])
-            running -= 1
-            freed.add(node)
+            overhead_s[j] += (now - run_start[j]) - run_work[j]
             events += 1
-        touched |= freed
-        if freed and unfit:                                            # unfit shapes can only fit where jobs left
-            ids = np.fromiter(unfit, dtype=np.int64)
-            ok = np.zeros(len(ids), dtype=bool)
-            for node in freed:
-                ok |= state.shapes_fit_node(shapes.tasks, ids, node)
-            for s in ids[ok].tolist():
-                unfit.discard(s)
-                fit[s] = _UNKNOWN
-                cands.add(s)
+        unblock()
         new_jobs = []
         while next_arrival < n and submit[arrivals[next_arrival]] == now:   # 2. every submission
             j = int(arrivals[next_arrival])
@@ -357,23 +470,30 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             elif discipline.drops:
                 new_jobs.append(j)
             else:
-                heapq.heappush(buckets.setdefault(s, []), (qkey[j], float(submit[j]), j))
-                pending += 1
-                pending_milli += int(demand[j])
-                if fit[s] != _UNFIT:
-                    cands.add(s)
+                enqueue(j)
         if discipline.drops:                                            # 3. the pass
-            for j in sorted(new_jobs, key=lambda j: (qkey[j], j)):
-                choice = pol(state, tasks[j])
+            for j in sorted(new_jobs, key=lambda j: qkey[j]):            # stable: input order among equals
+                choice = ask(j)
                 if choice is None:
                     status[j] = DROPPED
                 else:
                     start(j, choice)
-        elif discipline.blocking:
-            if buckets:
-                fifo_pass()
-        elif cands:
-            backfill_pass()
+        else:
+            schedule()
+            for _ in range(MAX_PLANS if buckets else 0):                # the mechanism's evictions
+                view.lost_if_evicted = demand * ckpt.lost(now - run_start, run_cost, run_work)
+                plan = mech.plan(view)
+                if plan is None:
+                    break
+                for v in plan.victims:
+                    evict(v, plan.kind)
+                choice = ask(plan.job)
+                if choice is None:
+                    raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
+                withdraw(plan.job)
+                start(plan.job, choice)
+                unblock()
+                schedule()
         for s in list(cands):                                           # shapes nobody tried (behind a FIFO head)
             w = int(witness[s])
             if fit[s] == _FIT and (w not in touched or state.shapes_fit_node(shapes.tasks, [s], w)[0]):
@@ -389,16 +509,17 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             frag_total = float(node_frag.sum())
         free = capacity - alloc
         blocked_jobs = blocked_milli = 0
-        for s in unfit:
-            d = int(shapes.demand[s])
-            if 0 < d <= free:
-                k = len(buckets[s])
-                blocked_jobs += k
-                blocked_milli += k * d
+        for d, s in sorted((int(shapes.demand[s]), s) for s in unfit if shapes.demand[s] > 0):
+            k = min(len(buckets[s]), (free - blocked_milli) // d)       # smallest first, within the free total
+            if k == 0:
+                break
+            blocked_jobs += k
+            blocked_milli += k * d
         rows.append((now, alloc, running, pending, pending_milli,
-                     blocked_jobs, min(blocked_milli, free), frag_total))
+                     blocked_jobs, blocked_milli, frag_total))
     for at in snap_times:
         snaps.append(snapshot(at))
     series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
     return TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
-                          discipline.name, events, instants, time.perf_counter() - wall0, time.process_time() - cpu0)
+                          discipline.name, events, instants, time.perf_counter() - wall0, time.process_time() - cpu0,
+                          mech.name, preemptions, suspensions, lost_s, overhead_s, thrashed)

@@ -23,7 +23,8 @@ import pandas as pd
 from fgdopt.model import TASK_FIELDS, TaskSet
 
 WORKLOAD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "submit_s", "duration_s")
-"""Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU)."""
+"""Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU); an
+optional ``priority`` column (integer, higher outranks lower) feeds priority preemption."""
 
 
 def _times(values, what: str) -> np.ndarray:
@@ -47,6 +48,7 @@ class JobSet:
     duration_s : float64 (n,), run time in seconds on the job's allocation (>= 0; ``inf`` never finishes).
     measured : bool (n,), the jobs whose wait and JCT enter a run's statistics (default: all).
     window_s : (start, end) seconds over which time averages are taken (default: 0 to the last submission).
+    priority : int64 (n,), higher outranks lower in priority preemption (default: all 0).
 
     Examples
     --------
@@ -60,6 +62,7 @@ class JobSet:
     duration_s: np.ndarray
     measured: np.ndarray | None = None
     window_s: tuple[float, float] | None = field(default=None)
+    priority: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.tasks)
@@ -80,6 +83,11 @@ class JobSet:
         object.__setattr__(self, "duration_s", duration)
         object.__setattr__(self, "measured", measured)
         object.__setattr__(self, "window_s", window)
+        priority = np.zeros(n, dtype=np.int64) if self.priority is None else np.array(self.priority, dtype=np.int64)
+        if priority.shape != (n,):
+            raise ValueError(f"job field 'priority' has shape {priority.shape}, expected ({n},)")
+        priority.setflags(write=False)
+        object.__setattr__(self, "priority", priority)
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -94,14 +102,15 @@ class JobSet:
         """The jobs at ``rows`` (in that order), same window."""
         rows = np.asarray(rows, dtype=np.int64)
         return JobSet(self.tasks.take(rows), self.submit_s[rows], self.duration_s[rows], self.measured[rows],
-                      self.window_s)
+                      self.window_s, self.priority[rows])
 
     def to_frame(self) -> pd.DataFrame:
-        """The jobs as a DataFrame with the columns :data:`WORKLOAD_COLUMNS`."""
+        """The jobs as a DataFrame with the columns :data:`WORKLOAD_COLUMNS` (and ``priority`` if any is set)."""
         t = self.tasks
-        return pd.DataFrame({"name": t.names, "cpu_milli": t.cpu_milli, "memory_mib": t.memory_mib,
-                             "num_gpu": t.num_gpu, "gpu_milli": t.gpu_milli, "gpu_spec": t.gpu_spec,
-                             "submit_s": self.submit_s, "duration_s": self.duration_s})
+        frame = pd.DataFrame({"name": t.names, "cpu_milli": t.cpu_milli, "memory_mib": t.memory_mib,
+                              "num_gpu": t.num_gpu, "gpu_milli": t.gpu_milli, "gpu_spec": t.gpu_spec,
+                              "submit_s": self.submit_s, "duration_s": self.duration_s})
+        return frame.assign(priority=self.priority) if self.priority.any() else frame
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the jobs as a workload file (CSV, :data:`WORKLOAD_COLUMNS`)."""
@@ -130,7 +139,7 @@ def read_workload(path: str | os.PathLike) -> JobSet:
         frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "name": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a CSV file ({exc})") from None
-    unknown = sorted(set(frame.columns) - set(WORKLOAD_COLUMNS))
+    unknown = sorted(set(frame.columns) - set(WORKLOAD_COLUMNS) - {"priority"})
     missing = sorted(set(WORKLOAD_COLUMNS) - set(frame.columns) - {"name", "gpu_spec"})
     if unknown or missing:
         raise ValueError(f"{path}: unknown column(s) {unknown}, missing column(s) {missing}; "
@@ -151,6 +160,11 @@ def read_workload(path: str | os.PathLike) -> JobSet:
                 raise ValueError(f"task row {int(bad[0])}: field {f!r} is missing or not a number")
         tasks = TaskSet(numeric["cpu_milli"], numeric["memory_mib"], numeric["num_gpu"], numeric["gpu_milli"],
                         spec, names=names)
-        return JobSet(tasks, cols["submit_s"], cols["duration_s"])
+        priority = None
+        if "priority" in frame:
+            priority = pd.to_numeric(frame["priority"], errors="coerce").to_numpy()
+            if (bad := np.flatnonzero(np.isnan(priority) | (priority != np.round(priority)))).size:
+                raise ValueError(f"job row {int(bad[0])}: field 'priority' must be an integer")
+        return JobSet(tasks, cols["submit_s"], cols["duration_s"], priority=priority)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None

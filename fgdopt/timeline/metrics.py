@@ -3,11 +3,13 @@
 Per job: wait = start - submit, JCT = finish - submit (SPEC "Time"). The statistics cover the *measured* jobs
 (:attr:`JobSet.measured`): the mean and the 50th / 95th / 99th percentiles (numpy's linear interpolation) of wait
 over the measured jobs that started and of JCT over those that finished, overall and per size class
-(:data:`SIZE_CLASSES`: CPU-only, sharing, one whole GPU, several GPUs). Time averages are integrals of the
-per-instant series (a value holds from its instant to the next; the empty cluster before the first) over the
-job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
-fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one
-never finishes).
+(:data:`SIZE_CLASSES`: CPU-only, sharing, one whole GPU, several GPUs; mean and 99th percentile). Time averages are
+integrals of the per-instant series (a value holds from its instant to the next; the empty cluster before the first)
+over the job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
+fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one never
+finishes). The eviction columns (:mod:`fgdopt.timeline.preemption`) cover every job: preemptions and suspensions
+(counts), ``lost_gpu_s`` (progress thrown away) and ``overhead_gpu_s`` (restart, suspension and checkpoint time),
+both in GPU-seconds (GPU demand x seconds), and ``thrashed_jobs``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ SIZE_CLASSES = ("cpu", "sharing", "gpu1", "multi")
 STATS_COLUMNS = ("jobs", "measured", "rejected", "dropped", "unfinished", "mean_wait_s", "p50_wait_s", "p95_wait_s",
                  "p99_wait_s", "mean_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s",
                  "alloc_time_avg_pct", "frag_time_avg", "pending_time_avg", "blocked_time_avg_milli",
-                 "blocked_job_hours", "events", "wall_s", "cpu_s",
-                 *(f"mean_{m}_s_{c}" for m in ("wait", "jct") for c in SIZE_CLASSES))
+                 "blocked_job_hours", "preemptions", "suspensions", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs",
+                 "events", "wall_s", "cpu_s",
+                 *(f"{q}_{m}_s_{c}" for q in ("mean", "p99") for m in ("wait", "jct") for c in SIZE_CLASSES))
 """Keys of :func:`run_stats`, in order."""
 
 
@@ -76,6 +79,7 @@ def run_stats(result: TimelineResult) -> dict:
     times = series["time_s"].to_numpy()
     cap = result.cluster.gpu_capacity_milli
     window = jobs.window_s
+    gpus = jobs.tasks.gpu_demand / GPU_MILLI
     ended = np.isin(result.status, (FINISHED, REJECTED, DROPPED))
     blocked = series["blocked_jobs"].to_numpy(dtype=np.float64)
     run_end = times[-1] if len(times) else 0.0
@@ -91,6 +95,9 @@ def run_stats(result: TimelineResult) -> dict:
         "pending_time_avg": time_average(times, series["pending"].to_numpy(), window),
         "blocked_time_avg_milli": time_average(times, series["blocked_milli"].to_numpy(), window),
         "blocked_job_hours": time_average(times, blocked, (0.0, run_end)) * run_end / 3600.0 if run_end > 0 else 0.0,
+        "preemptions": int(result.preemptions.sum()), "suspensions": int(result.suspensions.sum()),
+        "lost_gpu_s": float((gpus * result.lost_s).sum()), "overhead_gpu_s": float((gpus * result.overhead_s).sum()),
+        "thrashed_jobs": int(result.thrashed.sum()),
         "events": result.events, "wall_s": result.wall_s, "cpu_s": result.cpu_s,
     }
     classes = size_class(jobs.tasks)
@@ -98,6 +105,7 @@ def run_stats(result: TimelineResult) -> dict:
         for c in SIZE_CLASSES:
             sel = mask & (classes == c)
             stats[f"mean_{metric}_s_{c}"] = float(values[sel].mean()) if sel.any() else np.nan
+            stats[f"p99_{metric}_s_{c}"] = float(np.percentile(values[sel], 99)) if sel.any() else np.nan
     return {k: stats[k] for k in STATS_COLUMNS}
 
 

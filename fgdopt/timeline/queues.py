@@ -24,7 +24,9 @@ empty node is rejected at submission; the engine's rule), *order* (this module) 
 ``none``       no queue: placed at submission or dropped
 =============  ==========================================================================================
 
-A discipline of one's own is any object with these three attributes and the method.
+A discipline of one's own is any object with these three attributes and the method; studies take it as a
+``module:attribute`` spec (``--queue backfill,mypkg.queues:Oldest``; :func:`fgdopt.plugins.resolve_spec`), the
+attribute a discipline object or a class called without arguments.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
+from fgdopt.plugins import SpecError, is_spec, resolve_spec
 from fgdopt.timeline.jobs import JobSet
 
 
@@ -97,12 +100,20 @@ QUEUE_NAMES = tuple(DISCIPLINES)
 
 
 def make_discipline(name: str) -> Discipline:
-    """The discipline called ``name`` (one of :data:`QUEUE_NAMES`).
+    """The discipline called ``name`` (one of :data:`QUEUE_NAMES`, or a ``module:attribute`` spec).
 
     Raises
     ------
-    ValueError : unknown name (the message lists the valid ones).
+    ValueError : unknown name (the message lists the valid ones); :class:`~fgdopt.plugins.SpecError` for a spec
+        that does not import or names no discipline.
     """
+    if is_spec(name):
+        obj = resolve_spec(name, kind="queue discipline")
+        obj = obj() if isinstance(obj, type) else obj
+        missing = [a for a in ("name", "blocking", "drops", "keys") if not hasattr(obj, a)]
+        if missing:
+            raise SpecError(f"queue discipline {name!r} has no {', '.join(missing)} (see fgdopt.timeline.queues)")
+        return obj
     if name not in DISCIPLINES:
         raise ValueError(f"unknown queue discipline {name!r}; valid names: {', '.join(QUEUE_NAMES)}")
     return DISCIPLINES[name]

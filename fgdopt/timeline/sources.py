@@ -30,9 +30,10 @@ an infinite-server queue with these arrivals (M/G/inf): a Poisson number ``lambd
 probability proportional to their lifetime, each with a remaining lifetime uniform on (0, d), submitted at time 0.
 The offered load is then rho from the first second (in expectation) instead of ramping up over a day.
 
-Measurement. Services and warm-start jobs are not measured. The measurement window is ``[warmup H, H]``
-(``warmup`` default 0.1): time averages are taken over it, and the stream jobs submitted in it are the measured
-jobs. With nothing queued, the time-averaged allocation over the window is the load (checked in the tests).
+Measurement. Services and warm-start jobs are not measured. The measurement window is ``[warmup T, T]``, T the last
+stream arrival (about H; ``warmup`` default 0.1): time averages are taken over it, and the stream jobs submitted in
+it are the measured jobs. With nothing queued, the time-averaged allocation over the window is the load (checked in
+the tests).
 """
 
 from __future__ import annotations
@@ -51,10 +52,16 @@ SERVICE_S = 86_400.0
 
 ARRIVALS = ("poisson", "trace")
 
+QOS_PRIORITY = {"LS": 1, "Guaranteed": 1, "Burstable": 0, "BE": 0}
+"""Priority of each ``qos`` class of openb for priority preemption (higher outranks lower): latency-sensitive (LS)
+and Kubernetes' Guaranteed pods outrank best-effort (BE) and Burstable ones. openb default has 4,647 LS, 3,398 BE,
+100 Burstable and 7 Guaranteed pods; an unknown class gets 0."""
+
 
 def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None = None,
-                    rng: np.random.Generator | None = None) -> tuple[TaskSet, np.ndarray, np.ndarray]:
-    """The trace's tasks (name order of the file), each pod's lifetime in seconds, and its ``creation_time``.
+                    rng: np.random.Generator | None = None) -> tuple[TaskSet, np.ndarray, np.ndarray, np.ndarray]:
+    """The trace's tasks (name order of the file), each pod's lifetime in seconds, its ``creation_time`` and its
+    priority (:data:`QOS_PRIORITY` of its ``qos``).
 
     Pods that never ran get a lifetime drawn from the pods of their ``qos`` class that ran (module docstring),
     with ``rng`` (default: seed 0).
@@ -71,7 +78,8 @@ def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None
         pool = life[ran & (qos == cls)]
         pool = pool if len(pool) else life[ran]
         life[todo] = rng.choice(pool, size=len(todo))
-    return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64)
+    priority = np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64)
+    return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64), priority
 
 
 def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000, *, seed: int = 0,
@@ -88,12 +96,13 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     arrivals : ``"poisson"`` or ``"trace"`` (the trace's creation-time pattern, compressed).
     service_s : pods living longer than this are the background services.
     warm : start from the stationary population (module docstring); False starts empty.
-    warmup : the measurement window starts at ``warmup x H``.
+    warmup : the measurement window starts at ``warmup`` times the last arrival.
     data_dir : the openb folder (default ``$FGDOPT_DATA``).
 
     Returns
     -------
-    (cluster, jobs): jobs in input order: services, warm start, then the stream in submission order.
+    (cluster, jobs): jobs in input order: services, warm start, then the stream in submission order; each job's
+    priority is its pod's (:data:`QOS_PRIORITY`).
 
     Raises
     ------
@@ -105,7 +114,7 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
         raise ValueError(f"need n_jobs >= 1 and 0 <= warmup < 1 (got {n_jobs}, {warmup})")
     rng = np.random.default_rng(seed)
     cluster, _ = load_openb(variant, data_dir)
-    tasks, life, created = trace_lifetimes(variant, data_dir, rng)
+    tasks, life, created, priority = trace_lifetimes(variant, data_dir, rng)
     cap = cluster.gpu_capacity_milli
     service = np.flatnonzero(life > service_s)
     stream = np.flatnonzero(life <= service_s)
@@ -140,10 +149,10 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     names = tuple(f"{prefix}{k}:{tasks.names[r]}" if prefix else tasks.names[r]
                   for rows_, _, _, prefix in parts for k, r in enumerate(rows_))
     shapes = tasks.take(idx)
-    window = (warmup * horizon, float(submit[-1]))
+    window = (warmup * float(submit[-1]), float(submit[-1]))
     measured = np.zeros(len(idx), dtype=bool)
     measured[len(idx) - n_jobs:] = (submit >= window[0]) & (submit <= window[1])
     jobs = JobSet(TaskSet(shapes.cpu_milli, shapes.memory_mib, shapes.num_gpu, shapes.gpu_milli, shapes.gpu_spec,
                           names), np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]),
-                  measured, window)
+                  measured, window, priority[idx])
     return cluster, jobs

@@ -1,0 +1,257 @@
+"""Over time: policies and queue disciplines on a cluster whose jobs arrive, wait, run and leave, with the
+certified optimum of the jobs present at sampled instants.
+
+Usage::
+
+    python -m experiments.timeline --trace default --load 0.7,0.9,1.1 --policies fgd,best-fit,random \\
+        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode] [--checkpoint-s 1800] \\
+        [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
+        [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
+    python -m experiments.timeline --workload FILE.csv --cluster FILE.json --policies fgd --queue backfill ...
+
+With ``--trace``, each (trace, seed, load) is one job set of :func:`fgdopt.timeline.sources.openb_jobs` (the
+services as a background, ``--n-jobs`` stream jobs at offered load ``--load``, a stationary warm start, the
+measurement window after a 10% warm-up); every (policy, queue) runs on the same jobs. With ``--workload`` the jobs
+are the file's (:func:`fgdopt.timeline.jobs.read_workload`, all measured) on the nodes of the instance file
+``--cluster`` (its ``nodes``); ``--load`` and ``--trace`` do not apply. Each run is :func:`fgdopt.timeline.simulate`
+(policy seeded by the seed); at ``--instants`` instants evenly spread inside the window the jobs present are copied
+out and :mod:`formulations.timeline` answers (i) the most GPU demand they could hold placed afresh and (ii) the
+most pending demand admissible without moving a running job, each as incumbent and proven bound, checked against
+the run's allocation (allocation <= incumbent <= bound).
+
+Writes to ``DIR``: ``timeline.csv`` (one row per run: the run's keys and
+:data:`fgdopt.timeline.metrics.STATS_COLUMNS`), ``jobs.csv`` (run keys, ``name, submit_s, start_s, finish_s, node,
+measured``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or finished),
+``series.csv`` (run keys and the per-instant series sampled every ``--sample`` seconds up to the end of the
+measurement window), ``optimum.csv`` (run keys, ``time_s, question, current_milli,
+incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the run table and, per policy, the
+GPUs that placement leaves idle against the certified optimum. ``--quick``: load 0.9, fgd and best-fit, backfill,
+seed 42, 3,000 stream jobs, one instant with a 30 s limit (about a minute on 2 cores). Each finished run is kept
+in ``DIR/.runs/`` as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped
+sweep still writes the CSVs of the runs that finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    executor,
+    run_all,
+    stop_message,
+)
+from experiments.openb import parse_policies, parse_seeds, parse_traces
+from fgdopt.instance import Instance
+from fgdopt.model import GPU_MILLI, Cluster
+from fgdopt.plot import plot_timeline
+from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
+from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
+from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism
+
+KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism")
+"""The columns that name a run in every output file."""
+JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured")
+
+
+def parse_floats(text: str) -> list[float]:
+    """``"0.7,0.9"`` -> [0.7, 0.9] (offered loads, fractions of GPU capacity, each > 0)."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"loads must be numbers separated by commas, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"loads must be > 0, got {text!r}")
+    return values
+
+
+def parse_queues(text: str) -> list[str]:
+    """Comma-separated discipline names (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or ``module:attribute``."""
+    names = [q.strip() for q in text.split(",") if q.strip()]
+    try:
+        for q in names:
+            make_discipline(q)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
+def parse_mechanisms(text: str) -> list[str]:
+    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`)."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in MECHANISM_NAMES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}")
+    return names
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """The nodes of an instance file (its ``tasks`` may be empty or absent); one-line errors name the file."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"cluster file {path} not found")
+    try:
+        data = json.loads(path.read_text())
+        return Instance.from_dict({"tasks": [], **data}).cluster
+    except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a valid node list ({exc})") from None
+
+
+def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data_dir: str | None,
+            workload: str | None, cluster: str | None):
+    """The (cluster, jobs) of one run (module docstring)."""
+    if workload is not None:
+        return load_cluster(cluster), read_workload(workload)
+    return openb_jobs(trace, load, n_jobs, seed=seed, arrivals=arrivals, data_dir=data_dir)
+
+
+def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechanism: str, checkpoint_s: float,
+             n_jobs: int, arrivals: str, instants: int, time_limit: float, sample_s: float, data_dir: str | None = None,
+             workload: str | None = None, cluster: str | None = None) -> dict:
+    """One run: simulate, its statistics, its jobs and sampled series, and the optimum at ``instants`` instants."""
+    from formulations.timeline import admission_optimum, placement_optimum
+
+    nodes, jobs = job_set(trace, seed, load, n_jobs, arrivals, data_dir, workload, cluster)
+    w0, w1 = jobs.window_s
+    at = [w0 + (k + 1) * (w1 - w0) / (instants + 1) for k in range(instants)]
+    result = simulate(nodes, jobs, policy, queue, seed=seed, snapshots=at,
+                      mechanism=make_mechanism(mechanism, checkpoint_s=checkpoint_s))
+    keys = dict(zip(KEYS, (trace, seed, load, policy, queue, mechanism), strict=True))
+    counts = result.counts()
+    if sum(counts.values()) != len(jobs):                                   # every job in exactly one status
+        raise AssertionError(f"{keys}: job statuses {counts} do not cover {len(jobs)} jobs")
+    frame = result.job_frame()
+    jobs_out = frame[list(JOB_COLUMNS)].assign(node=frame["node"].where(frame["start_s"].notna(), -1))
+    optimum, pool = [], None
+    for snap in result.snapshots:
+        placed, pool = placement_optimum(snap, time_limit, pool=pool)
+        for opt in (placed, admission_optimum(snap, time_limit)):
+            optimum.append({**keys, "time_s": opt.time_s, "question": opt.question, "current_milli": opt.current,
+                            "incumbent_milli": opt.incumbent, "bound_milli": opt.bound, "status": opt.status,
+                            "wall_s": opt.wall_s})
+    return {"row": {**keys, **run_stats(result)}, "jobs": jobs_out.assign(**keys),
+            "series": sample_series(result.series, sample_s, w1).assign(**keys), "optimum": optimum,
+            "capacity": nodes.gpu_capacity_milli}
+
+
+def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
+    """Write the CSVs and the figure of the finished ``results``; returns the run table."""
+    out.mkdir(parents=True, exist_ok=True)
+    runs = pd.DataFrame([r["row"] for r in results], columns=[*KEYS, *STATS_COLUMNS])
+    runs.to_csv(out / "timeline.csv", index=False)
+    if not results:
+        return runs
+    pd.concat([r["jobs"] for r in results])[[*KEYS, *JOB_COLUMNS]].to_csv(out / "jobs.csv", index=False)
+    series = pd.concat([r["series"] for r in results])
+    series = series[[*KEYS, *(c for c in series.columns if c not in KEYS)]]
+    series.to_csv(out / "series.csv", index=False)
+    optimum = pd.DataFrame([o for r in results for o in r["optimum"]],
+                           columns=[*KEYS, "time_s", "question", "current_milli", "incumbent_milli", "bound_milli",
+                                    "status", "wall_s"])
+    optimum.to_csv(out / "optimum.csv", index=False)
+    first = results[0]["row"]
+    pick = [r for r in results if all(str(r["row"][k]) == str(first[k]) for k in ("trace", "seed", "load"))]
+    plot_timeline(series, runs, optimum, results[0]["capacity"], out / "timeline.png",
+                  f"{first['trace']}, load {first['load']}, seed {first['seed']}",
+                  jobs=pd.concat([r["jobs"] for r in pick]))
+    return runs
+
+
+def idle_lines(results: list[dict]) -> list[str]:
+    """Per (policy, queue): GPUs idle because of placement at the sampled instants, [vs incumbent, vs bound]."""
+    frame = pd.DataFrame([o for r in results for o in r["optimum"] if o["question"] == "placement"])
+    if frame.empty:
+        return []
+    lines = []
+    for (policy, queue, mechanism), g in frame.groupby(["policy", "queue", "mechanism"], sort=False):
+        lo = ((g["incumbent_milli"] - g["current_milli"]) / GPU_MILLI).mean()
+        hi = ((g["bound_milli"] - g["current_milli"]) / GPU_MILLI).mean()
+        lines.append(f"{policy} / {queue} / {mechanism}: placement leaves [{lo:.1f}, {hi:.1f}] GPUs idle on average at "
+                     f"{len(g)} instant(s) (optimum of the same jobs present: incumbent, bound)")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.timeline", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", type=parse_traces, default=["default"],
+                        help="openb variants, comma-separated, a family or all (default: default)")
+    parser.add_argument("--load", type=parse_floats, default=[0.7, 0.9, 1.1],
+                        help="offered loads, fractions of GPU capacity (default: 0.7,0.9,1.1)")
+    parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit", "random"],
+                        help="placement policies: names or module:attribute specs (default: fgd,best-fit,random)")
+    parser.add_argument("--queue", type=parse_queues, default=["fifo", "backfill"],
+                        help=f"queue disciplines among {', '.join(QUEUE_NAMES)} or module:attribute specs "
+                        "(default: fifo,backfill)")
+    parser.add_argument("--mechanism", type=parse_mechanisms, default=["none"],
+                        help=f"what may evict running jobs, among {', '.join(MECHANISM_NAMES)} (default: none)")
+    parser.add_argument("--checkpoint-s", type=float, default=1800.0,
+                        help="checkpoint interval of the priority mechanism, seconds of progress (default: 1800)")
+    parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
+    parser.add_argument("--n-jobs", type=int, default=20_000, help="stream jobs per run (default: 20000)")
+    parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
+                        help="stream arrivals: Poisson, or the trace's creation times compressed (default: poisson)")
+    parser.add_argument("--instants", type=int, default=3, help="optimum instants per run (default: 3; 0: none)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimum question (default: 60)")
+    parser.add_argument("--sample", type=float, default=60.0, help="series.csv sampling step, seconds (default: 60)")
+    parser.add_argument("--workload", default=None, help="a workload CSV instead of --trace (needs --cluster)")
+    parser.add_argument("--cluster", default=None, help="an instance JSON file whose nodes are the cluster")
+    parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
+                        "3000 jobs, one instant of 30 s")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    add_dask_option(parser)
+    add_resume_option(parser)
+    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--output", type=Path, required=True, help="folder for the CSVs and timeline.png")
+    args = parser.parse_args(argv)
+    if (args.workload is None) != (args.cluster is None):
+        parser.error("--workload and --cluster go together")
+    if args.quick:
+        args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
+        args.time_limit = min(args.time_limit, 30.0)
+        args.policies, args.queue = ["fgd", "best-fit"], ["backfill"]
+    if args.workload is not None:
+        try:                                               # bad files stop here, in one line, before any run
+            load_cluster(args.cluster)
+            read_workload(args.workload)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
+        traces, loads = [Path(args.workload).stem], [float("nan")]
+    else:
+        traces, loads = args.trace, args.load
+    cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
+              args.sample, args.data_dir, args.workload, args.cluster)
+             for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
+             for m in args.mechanism]
+    keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:])) for c in cells]
+    journal = RunJournal.for_study(args.output, "timeline", resume=args.resume)
+    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
+                                                       file=sys.stderr) as bar:
+        try:
+            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal, keys=keys)
+        except SweepInterrupted as stop:
+            write_outputs(stop.finished(), args.output)
+            return stop_message(stop, parser.prog)
+    runs = write_outputs(results, args.output)
+    show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
+            "blocked_job_hours", "cpu_s"]
+    if set(args.mechanism) != {"none"}:
+        show[-1:-1] = ["preemptions", "suspensions", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs"]
+    print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print("\n".join(idle_lines(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    from experiments.timeline import main as importable_main  # its functions pickle by name (Dask workers)
+
+    sys.exit(importable_main())

@@ -1,0 +1,200 @@
+"""Jobs with work: a job type, a scale factor (GPUs) and total steps, and Gavel's generator of them.
+
+A job of :class:`HeteroJobs` does not have a duration: it has ``total_steps`` and finishes when they are done
+at the throughput (steps/s, :mod:`fgdopt.hetero.throughputs`) of where it runs — alone on ``scale_factor``
+GPUs of one type, or beside another job on the same GPUs. ``duration_s`` is only the run time the generator
+drew (alone on V100s), kept for reference.
+
+:func:`gavel_jobs` reproduces the synthetic trace of Gavel's simulator (``stanford-futuredata/gavel`` at commit
+``c4fa4009``) draw for draw, for the same seed and rate. What it follows, exactly:
+
+- ``scheduler/scheduler.py``, ``Scheduler._initialize_seeds``: jobs are drawn from ``random.Random(seed + 2)``,
+  inter-arrival times from ``random.Random(seed + 3)`` (Python's Mersenne Twister, so the streams are Gavel's).
+- ``Scheduler.simulate`` (continuous trace, ``lam`` given): the first job arrives at 0 s, each next one an
+  exponential gap later, ``_sample_arrival_time_delta(1 / lam)`` = ``-log(1 - u) / (1 / lam)``, where Gavel's
+  ``lam`` is the mean gap in seconds and its sweep (``scripts/sweeps/run_sweep_continuous.py``) sets
+  ``lam = 3600 / (jobs per hour)``; a rate of ``inf`` here is Gavel's ``lam = 0``, every job at 0 s
+  (a static batch, no gap drawn).
+- ``scheduler/utils.py``, ``generate_job`` with its defaults as ``simulate`` calls it (one ``rng`` for
+  everything, ``always_generate_scale_factor=True``, reference worker type ``v100``), per job in this order:
+  (1) the scale factor, ``_generate_scale_factor`` (Philly): ``r = uniform(0, 1)``; 2 GPUs if
+  ``0.7 <= r <= 0.8``, else 4 if ``0.8 <= r <= 0.95``, else 8 if ``r >= 0.95``, else 1 — drawn for every job,
+  and set back to 1 unless ``multi_gpu`` (Gavel's ``--generate-multi-gpu-jobs``; its Figure 8 trace is
+  single-GPU); (2) the duration, ``_generate_duration`` (Philly): if ``random() >= 0.8``,
+  ``60 * 10 ** uniform(3, 4)`` s, else ``60 * 10 ** uniform(1.5, 3)`` s; (3) the job type, ``choice(JobTable)``
+  over the 26 types of :data:`~fgdopt.hetero.throughputs.JOB_TYPES` (``scheduler/job_table.py`` order), redrawn
+  until the type is distributed when the scale factor exceeds 1; (4) ``total_steps = duration * `` the type's
+  isolated V100 throughput at its scale factor; (5) with ``multi_priority``, ``r = uniform(0, 1)`` and weight 5
+  if ``r <= 0.2``, else 1. SLOs (``SLO_rng``) and the ``simulate_steady_state`` warm start are not reproduced.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fgdopt.hetero.throughputs import DISTRIBUTED, GPU_TYPES, JOB_TYPES, SCALE_FACTORS, ThroughputTable
+
+REFERENCE_GPU = "v100"
+"""The GPU type on which a generated job's duration is converted into steps (Gavel's ``reference_worker_type``)."""
+
+
+def _array(values, dtype, what: str, n: int | None = None) -> np.ndarray:
+    arr = np.array(values, dtype=dtype)
+    if arr.ndim != 1 or (n is not None and len(arr) != n):
+        raise ValueError(f"job field {what!r} must be one-dimensional of length {n}")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class HeteroJobs:
+    """Jobs in input order, each with a type, a scale factor, its work in steps and a submission time.
+
+    Attributes
+    ----------
+    job_type : int64 (n,), index into :data:`~fgdopt.hetero.throughputs.JOB_TYPES`.
+    scale_factor : int64 (n,), GPUs the job runs on at once (all of one type), in
+        :data:`~fgdopt.hetero.throughputs.SCALE_FACTORS`.
+    total_steps : float64 (n,), work in steps (> 0).
+    submit_s : float64 (n,), submission time in seconds (finite, >= 0).
+    priority_weight : float64 (n,), Gavel's priority weight (> 0; default 1).
+    duration_s : float64 (n,), the run time alone on V100s the steps were derived from, in seconds (NaN if
+        unknown; information only).
+
+    Examples
+    --------
+    >>> jobs = HeteroJobs([JOB_TYPES.index("A3C")], [1], [1000.0], [0.0])
+    >>> len(jobs), jobs.type_names
+    (1, ('A3C',))
+    """
+
+    job_type: np.ndarray
+    scale_factor: np.ndarray
+    total_steps: np.ndarray
+    submit_s: np.ndarray
+    priority_weight: np.ndarray | None = None
+    duration_s: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        job_type = _array(self.job_type, np.int64, "job_type")
+        n = len(job_type)
+        fields = {
+            "job_type": job_type,
+            "scale_factor": _array(self.scale_factor, np.int64, "scale_factor", n),
+            "total_steps": _array(self.total_steps, np.float64, "total_steps", n),
+            "submit_s": _array(self.submit_s, np.float64, "submit_s", n),
+            "priority_weight": _array(np.ones(n) if self.priority_weight is None else self.priority_weight,
+                                      np.float64, "priority_weight", n),
+            "duration_s": _array(np.full(n, np.nan) if self.duration_s is None else self.duration_s, np.float64,
+                                 "duration_s", n),
+        }
+        steps, submit = fields["total_steps"], fields["submit_s"]
+        checks = (("job_type", (job_type < 0) | (job_type >= len(JOB_TYPES)), f"in 0..{len(JOB_TYPES) - 1}"),
+                  ("scale_factor", ~np.isin(fields["scale_factor"], SCALE_FACTORS), f"in {SCALE_FACTORS}"),
+                  ("total_steps", ~(steps > 0) | ~np.isfinite(steps), "a finite number > 0"),
+                  ("submit_s", ~(submit >= 0) | ~np.isfinite(submit), "a finite number >= 0"),
+                  ("priority_weight", ~(fields["priority_weight"] > 0), "a number > 0"))
+        for name, bad, want in checks:
+            if (rows := np.flatnonzero(bad)).size:
+                raise ValueError(f"job row {int(rows[0])}: field {name!r} must be {want}, got {fields[name][rows[0]]}")
+        for name, arr in fields.items():
+            object.__setattr__(self, name, arr)
+
+    def __len__(self) -> int:
+        return len(self.job_type)
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        """Each job's type name."""
+        return tuple(JOB_TYPES[a] for a in self.job_type.tolist())
+
+    def throughputs(self, table: ThroughputTable, gpu_types=GPU_TYPES) -> np.ndarray:
+        """Each job's isolated throughput (steps/s, at its scale factor) per GPU type: float64 (n, len(gpu_types))."""
+        return table.matrix(self.job_type, self.scale_factor, gpu_types)
+
+    def take(self, rows) -> HeteroJobs:
+        """The jobs at ``rows`` (in that order)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return HeteroJobs(self.job_type[rows], self.scale_factor[rows], self.total_steps[rows], self.submit_s[rows],
+                          self.priority_weight[rows], self.duration_s[rows])
+
+    def to_frame(self) -> pd.DataFrame:
+        """The jobs as a DataFrame: ``job_type`` (name), ``scale_factor``, ``total_steps``, ``submit_s``,
+        ``priority_weight``, ``duration_s``."""
+        return pd.DataFrame({"job_type": self.type_names, "scale_factor": self.scale_factor,
+                             "total_steps": self.total_steps, "submit_s": self.submit_s,
+                             "priority_weight": self.priority_weight, "duration_s": self.duration_s})
+
+    def __repr__(self) -> str:
+        return f"HeteroJobs({len(self)} jobs, submit 0..{self.submit_s.max(initial=0):.0f} s)"
+
+
+def _scale_factor(rng: random.Random) -> int:
+    """Gavel's ``utils._generate_scale_factor`` (the Philly distribution of GPUs per job)."""
+    r = rng.uniform(0, 1)
+    if 0.7 <= r <= 0.8:
+        return 2
+    if 0.8 <= r <= 0.95:
+        return 4
+    return 8 if r >= 0.95 else 1
+
+
+def _duration_s(rng: random.Random) -> float:
+    """Gavel's ``utils._generate_duration`` (Philly): seconds, log-uniform over two ranges of minutes."""
+    if rng.random() >= 0.8:
+        return 60 * (10 ** rng.uniform(3, 4))
+    return 60 * (10 ** rng.uniform(1.5, 3))
+
+
+def gavel_jobs(table: ThroughputTable, n_jobs: int, rate_per_hour: float, seed: int = 0, *,
+               multi_gpu: bool = False, multi_priority: bool = False) -> HeteroJobs:
+    """Gavel's synthetic continuous trace: ``n_jobs`` jobs with Poisson arrivals at ``rate_per_hour`` jobs/hour.
+
+    The module docstring lists what is followed from Gavel's code; with the same ``seed`` and rate the jobs and
+    arrival times are the ones Gavel's simulator generates (``simulate_scheduler_with_generated_jobs.py -l
+    3600/rate --seed seed [-m]``).
+
+    Parameters
+    ----------
+    table : the throughputs; a job's steps are its drawn duration (seconds) times its V100 throughput (steps/s).
+    n_jobs : number of jobs.
+    rate_per_hour : arrival rate in jobs per hour (> 0); ``math.inf`` submits every job at 0 s (static batch).
+    seed : Gavel's seed (jobs from ``random.Random(seed + 2)``, gaps from ``random.Random(seed + 3)``).
+    multi_gpu : keep the drawn scale factors (1, 2, 4, 8 GPUs); else every job has 1 GPU (Gavel's default).
+    multi_priority : 20% of the jobs get priority weight 5 (Gavel's ``--generate-multi-priority-jobs``).
+
+    Examples
+    --------
+    >>> jobs = gavel_jobs(load_throughputs(), 1000, rate_per_hour=3.0, seed=0)  # doctest: +SKIP
+    """
+    if not rate_per_hour > 0:
+        raise ValueError(f"rate_per_hour must be > 0 (math.inf for a static batch), got {rate_per_hour}")
+    if n_jobs < 0:
+        raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
+    job_rng, gap_rng = random.Random(seed + 2), random.Random(seed + 3)
+    mean_gap_s = 3600.0 / rate_per_hour                     # Gavel's ``lam``
+    distributed = [a for a, d in enumerate(DISTRIBUTED) if d]
+    v100 = table.gpu_index([REFERENCE_GPU])[0]
+    rows = []
+    submit = 0.0
+    for _ in range(n_jobs):
+        scale = _scale_factor(job_rng)
+        duration = _duration_s(job_rng)
+        if not multi_gpu:
+            scale = 1
+        while True:
+            a = job_rng.choice(range(len(JOB_TYPES)))
+            if scale == 1 or a in distributed:
+                break
+        steps = duration * float(table.isolated[a, SCALE_FACTORS.index(scale), v100])
+        weight = 5.0 if multi_priority and job_rng.uniform(0, 1) <= 0.2 else 1.0
+        rows.append((a, scale, steps, submit, weight, duration))
+        if mean_gap_s > 0:
+            submit += -math.log(1.0 - gap_rng.random()) / (1.0 / mean_gap_s)
+    cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
+    return HeteroJobs(*cols)

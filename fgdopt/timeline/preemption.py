@@ -1,0 +1,287 @@
+"""Progress, checkpoints and the mechanisms that take GPUs from running jobs (SPEC "Time": preemption).
+
+Progress and checkpoints (:class:`Checkpointing`). A running job makes one second of progress per second of run
+time, after a *restart cost* when it starts again after an eviction (no progress meanwhile). It checkpoints every
+``interval_s`` seconds of progress, each checkpoint taking ``cost_s`` seconds without progress (no checkpoint at the
+finish). Preempting a job frees all its GPUs at once (gang) and throws away the progress made since its last
+completed checkpoint; a *transparent* checkpoint (Singularity) loses nothing and costs nothing but the restart.
+The restart cost defaults to Helios' (SC'21) figures by GPU count: 7 s for one GPU (or a share of one, or none),
+30 s for 2 to 8 GPUs (:func:`helios_restart_s`). A job preempted again before completing a checkpoint in the run
+that followed an eviction is *thrashed*.
+
+Mechanisms (:data:`MECHANISM_NAMES`, :func:`make_mechanism`) are asked by the engine, after each scheduling pass,
+for *plans*: a pending job (the beneficiary), the running jobs to evict for it (the victims) and how (preempt or
+suspend). The engine evicts the victims, places the beneficiary at once with the run's policy, requeues the victims
+(keeping their place in the queue) and runs the pass again; at most :data:`MAX_PLANS` plans per instant.
+
+``none``
+    nothing is ever evicted (the engine's results are bit for bit those without a mechanism).
+``priority``
+    priority preemption by the jobs' ``priority`` (openb: ``qos`` LS and Guaranteed outrank BE and Burstable,
+    :data:`fgdopt.timeline.sources.QOS_PRIORITY`). For the first pending job, in queue order, that fits no node
+    and has lower-priority jobs running: on every node where evicting lower-priority jobs can make it fit, the
+    fewest such jobs that do (exact over subsets of up to :data:`EXACT_VICTIMS` jobs, ties: the least progress
+    lost, in milli-GPU seconds; at most :data:`MAX_SUBSETS` subsets of a size per node), and the node of fewest
+    victims (ties: least lost, then lowest index).
+    Checkpoints every 30 minutes of progress by default.
+``transparent``
+    ``priority`` with transparent checkpoints (Singularity): preemption loses no progress.
+``affinode``
+    Affinode-style suspension: for the first pending whole-GPU job, in queue order, that is blocked by
+    fragmentation (it fits no node although its GPU demand is at most the cluster's free total), suspend sharing
+    jobs (a fraction of one GPU) on one node so that it fits. A GPU is freed only by suspending every job on it,
+    and only GPUs holding nothing but sharing jobs can be; on each node the cheapest such GPUs (least milli-GPU in
+    use) that complete the job's count of free GPUs are exactly the least GPU share to suspend there. The node of
+    least suspended share wins (ties: lowest index) among those where the job then also fits CPU and memory
+    (checked on the :data:`EXACT_NODES` cheapest nodes).
+    A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
+    fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
+    one-GPU checkpoint time each way).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from fgdopt.model import GPU_MILLI
+from fgdopt.state import ClusterState
+
+MAX_PLANS = 64
+"""At most this many plans per instant."""
+EXACT_VICTIMS = 4
+"""``priority``: victim sets are searched exactly up to this size per node; beyond it, every eligible job of it."""
+MAX_SUBSETS = 256
+"""``priority``: at most this many subsets of one size are tried on one node."""
+EXACT_NODES = 8
+"""``affinode``: the cheapest this many nodes are checked against CPU and memory."""
+
+
+def helios_restart_s(num_gpu: int) -> float:
+    """Helios' restart (checkpoint restore) cost in seconds: 7 s for at most one GPU, 30 s for 2-8, 60 s beyond."""
+    return 7.0 if num_gpu <= 1 else (30.0 if num_gpu <= 8 else 60.0)
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """How a job's progress survives an eviction (module docstring); seconds throughout."""
+
+    interval_s: float = math.inf
+    cost_s: float = 0.0
+    transparent: bool = False
+
+    def run_time(self, remaining_s: float, start_cost_s: float) -> float:
+        """Wall seconds to finish ``remaining_s`` of work from a checkpoint, after ``start_cost_s`` seconds."""
+        if self.transparent or not math.isfinite(self.interval_s) or self.cost_s == 0:
+            return start_cost_s + remaining_s
+        return start_cost_s + remaining_s + self.cost_s * max(math.ceil(remaining_s / self.interval_s) - 1, 0)
+
+    def evict(self, elapsed_s: float, start_cost_s: float, remaining_s: float) -> tuple[float, float, float, int]:
+        """An eviction ``elapsed_s`` seconds into a run: (progress kept, progress lost, overhead spent, checkpoints
+        completed in this run), in seconds; ``remaining_s`` is the work the run started with."""
+        if elapsed_s <= start_cost_s:
+            return 0.0, 0.0, elapsed_s, 0
+        busy = elapsed_s - start_cost_s
+        if self.transparent:
+            return min(busy, remaining_s), 0.0, start_cost_s, 0
+        if not math.isfinite(self.interval_s):
+            return 0.0, min(busy, remaining_s), start_cost_s, 0
+        cycle = self.interval_s + self.cost_s
+        done = int(busy // cycle)                                     # checkpoints completed
+        into = busy - done * cycle                                    # seconds into the current cycle
+        progress = min(done * self.interval_s + min(into, self.interval_s), remaining_s)
+        kept = min(done * self.interval_s, remaining_s)
+        # the overhead: the start cost, the completed checkpoints and the part of one cut short
+        return kept, progress - kept, start_cost_s + done * self.cost_s + max(into - self.interval_s, 0.0), done
+
+
+    def lost(self, elapsed_s: np.ndarray, start_cost_s: np.ndarray, work_s: np.ndarray) -> np.ndarray:
+        """Progress (seconds) an eviction would throw away now, for many runs at once (the ``lost`` of
+        :meth:`evict`, vectorized)."""
+        busy = np.maximum(elapsed_s - start_cost_s, 0.0)
+        if self.transparent:
+            return np.zeros_like(busy)
+        if not math.isfinite(self.interval_s):
+            return np.minimum(busy, work_s)
+        cycle = self.interval_s + self.cost_s
+        done = np.floor(busy / cycle)
+        progress = np.minimum(done * self.interval_s + np.minimum(busy - done * cycle, self.interval_s), work_s)
+        return progress - np.minimum(done * self.interval_s, work_s)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Evict ``victims`` (running job indices) so that pending job ``job`` starts; ``kind`` ``preempt`` or
+    ``suspend``."""
+
+    job: int
+    victims: tuple[int, ...]
+    kind: str
+
+
+class View(Protocol):
+    """What a mechanism reads from the engine (read-only)."""
+
+    state: ClusterState
+    priority: np.ndarray
+    lost_if_evicted: np.ndarray     # milli-GPU x s of progress an eviction of each running job would lose now
+
+    def pending(self) -> list[int]: ...        # pending jobs in queue order
+
+    def fits_somewhere(self, j: int) -> bool: ...
+
+
+class Mechanism(Protocol):
+    """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``."""
+
+    name: str
+    checkpointing: Checkpointing
+
+    def plan(self, view: View) -> Plan | None: ...
+
+
+def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: np.ndarray) -> tuple | None:
+    """The best (size, cost, node, victims) for job ``j`` among the running ``candidates``: on each node where
+    evicting all of its candidates frees enough CPU, memory and GPU in total, the subsets by increasing size (the
+    cheapest fitting one of the smallest size); fits are checked by removing and re-placing the jobs in the state
+    (the one feasibility rule)."""
+    task = state.tasks[j]
+    tasks = state.tasks
+    nodes = state.node_of[candidates]
+    size = state.cluster.n_nodes
+    cpu = state.cpu_left + np.bincount(nodes, tasks.cpu_milli[candidates], minlength=size)
+    mem = state.mem_left + np.bincount(nodes, tasks.memory_mib[candidates], minlength=size)
+    gpu = state.gpu_left.sum(axis=1) + np.bincount(nodes, tasks.gpu_demand[candidates], minlength=size)
+    hopeful = (cpu >= task.cpu_milli) & (mem >= task.memory_mib) & (gpu >= task.gpu_demand)
+    hopeful &= state.cluster.gpu >= task.num_gpu
+    if task.num_gpu:
+        hopeful &= state.spec_mask(task.gpu_spec)
+    hopeful &= np.bincount(nodes, minlength=size) > 0
+    best = None
+    for n in np.flatnonzero(hopeful).tolist():
+        on = candidates[nodes == n].tolist()
+        subsets = [list(itertools.islice(itertools.combinations(on, k), MAX_SUBSETS))
+                   for k in range(1, min(len(on), EXACT_VICTIMS) + 1)]
+        if len(on) > EXACT_VICTIMS:
+            subsets.append([tuple(on)])
+        for group in subsets:
+            if best is not None and len(group[0]) > best[0]:
+                break
+            fitting = [(float(cost[list(v)].sum()), v) for v in group if _fits_without(state, j, n, v)]
+            if fitting:
+                lost, victims = min(fitting)
+                key = (len(victims), lost, n, victims)
+                best = key if best is None or key < best else best
+                break
+    return best
+
+
+def _fits_without(state: ClusterState, j: int, node: int, victims: tuple[int, ...]) -> bool:
+    """Whether job ``j`` fits ``node`` once ``victims`` leave it (the state is restored before returning)."""
+    saved = [(v, state.gpus_of[v], state.starts_of[v] if state.mig is not None else None) for v in victims]
+    for v in victims:
+        state.remove(v)
+    ok = state.fits(state.tasks[j], node)
+    for v, gpus, starts in saved:
+        state.place(v, node, gpus, starts)
+    return ok
+
+
+@dataclass(frozen=True)
+class NoMechanism:
+    name: str = "none"
+    checkpointing: Checkpointing = Checkpointing()
+
+    def plan(self, view: View) -> Plan | None:
+        return None
+
+
+@dataclass(frozen=True)
+class PriorityPreemption:
+    """``priority`` / ``transparent`` (module docstring)."""
+
+    name: str = "priority"
+    checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        running = np.flatnonzero(state.node_of >= 0)
+        if not len(running):
+            return None
+        for j in view.pending():
+            lower = running[view.priority[running] < view.priority[j]]
+            if not len(lower) or view.fits_somewhere(j):
+                continue
+            found = _fewest_victims(state, j, lower, view.lost_if_evicted)
+            if found is not None:
+                return Plan(j, found[3], "preempt")
+        return None
+
+
+@dataclass(frozen=True)
+class AffinodeSuspension:
+    """``affinode`` (module docstring)."""
+
+    name: str = "affinode"
+    checkpointing: Checkpointing = Checkpointing(transparent=True)
+    suspend_s: float = 7.0
+    restore_s: float = 7.0
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        tasks = state.tasks
+        running = np.flatnonzero(state.node_of >= 0)
+        sharing = running[(tasks.num_gpu[running] == 1) & (tasks.gpu_milli[running] < GPU_MILLI)]
+        if not len(sharing):
+            return None
+        # per GPU: the sharing demand on it; a GPU can be cleared when sharing jobs are all it holds
+        gpu_of = np.array([state.gpus_of[v][0] for v in sharing], dtype=np.int64)
+        shared = np.zeros_like(state.gpu_left)
+        np.add.at(shared, (state.node_of[sharing], gpu_of), tasks.gpu_demand[sharing])
+        used = GPU_MILLI - state.gpu_left
+        exists = np.arange(state.gpu_left.shape[1])[None, :] < state.cluster.gpu[:, None]
+        cost = np.where(exists & (used > 0) & (shared == used), used, np.inf)   # milli-GPU to suspend per GPU
+        prefix = np.cumsum(np.sort(cost, axis=1), axis=1)
+        free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
+        total_free = int(state.gpu_left.sum())
+        for j in view.pending():
+            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free or view.fits_somewhere(j):
+                continue
+            need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
+            ok = (need >= 1) & (need <= state.cluster.gpu) & state.spec_mask(tasks.gpu_spec[j])
+            price = np.where(ok, np.take_along_axis(prefix, np.clip(need - 1, 0, None)[:, None], axis=1)[:, 0], np.inf)
+            for n in np.argsort(price, kind="stable")[:EXACT_NODES].tolist():
+                if not np.isfinite(price[n]):
+                    break
+                cleared = set(np.argsort(cost[n], kind="stable")[:need[n]].tolist())
+                victims = tuple(int(v) for v, g in zip(sharing, gpu_of, strict=True)
+                                if state.node_of[v] == n and g in cleared)
+                if _fits_without(state, j, n, victims):                 # CPU and memory too (the one rule)
+                    return Plan(j, victims, "suspend")
+        return None
+
+
+MECHANISM_NAMES = ("none", "priority", "transparent", "affinode")
+
+
+def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
+    """The mechanism ``name`` (:data:`MECHANISM_NAMES`); ``checkpoint_s`` / ``checkpoint_cost_s`` set ``priority``'s
+    checkpoint interval and cost (seconds).
+
+    Raises
+    ------
+    ValueError : unknown name.
+    """
+    if name == "none":
+        return NoMechanism()
+    if name == "priority":
+        return PriorityPreemption("priority", Checkpointing(checkpoint_s, checkpoint_cost_s))
+    if name == "transparent":
+        return PriorityPreemption("transparent", Checkpointing(transparent=True))
+    if name == "affinode":
+        return AffinodeSuspension()
+    raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join(MECHANISM_NAMES)}")

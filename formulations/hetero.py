@@ -1,0 +1,267 @@
+"""Gavel's scheduling policies as linear programs over the allocation matrix X (jobs x GPU types).
+
+Every policy here chooses ``X[i, j]``, the fraction of time job ``i`` runs on GPU type ``j``, subject to Gavel's
+base constraints (``policies/policy.py``, ``Policy.get_base_constraints``): ``X >= 0``, ``sum_j X[i, j] <= 1``
+per job, ``sum_i s_i X[i, j] <= G_j`` per type (``s_i`` the job's scale factor in GPUs, ``G_j`` the type's
+GPUs). Each reduces to one or more LPs of the same form, *max-min of linear throughputs*::
+
+    max t   s.t.   sum_j c[i, j] X[i, j] >= t  for every job i,   base constraints,
+
+solved with HiGHS through the project's backends (:func:`formulations.backends.solve_model`, status checked),
+and the X returned is checked feasible (:func:`fgdopt.hetero.allocation.check_allocation`). Gavel solves them
+with cvxpy / ECOS; what each one follows (``scheduler/policies/*.py`` at commit ``c4fa4009``):
+
+``las-aware`` (``max_min_fairness.py``, ``MaxMinFairnessPolicyWithPerf``): ``c[i, j] = T[i, j] s_i / (w_i P_i)``,
+    ``T`` the isolated throughputs (steps/s), ``w_i`` the priority weight, ``P_i = sum_j T[i, j] G_j / G`` the
+    job's throughput under an equal share of every type (``proportional.py``, ``ProportionalPolicy``;
+    ``G = sum_j G_j``). Objective: the smallest normalized throughput.
+``las`` (``MaxMinFairnessPolicy``): the same with every throughput set to 1.
+``ftf-aware`` (``finish_time_fairness.py``, ``FinishTimeFairnessPolicyWithPerf``): minimize the largest
+    finish-time ratio (Themis' rho) ``rho_i = (e_i + R_i / thr_i(X)) / (a_i + R_i / I_i)``, ``thr_i(X) =
+    sum_j T[i, j] X[i, j]``, ``e_i`` seconds since the job arrived, ``R_i`` its remaining steps, ``a_i`` the
+    time it would have taken so far alone (Gavel's ``_cumulative_isolated_time``), ``I_i`` its throughput under
+    an isolated 1/n share of the cluster (``isolated.py``, ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type,
+    scaled down to a total of at most 1). Gavel hands ECOS the convex form ``inv_pos``; here it is a generalized
+    fractional program solved by a Dinkelbach-type iteration of LPs: at rho, maximize ``theta`` with
+    ``thr_i(X) >= theta R_i / (rho D_i - e_i)`` (``D_i`` the denominator); the new X's largest rho is the next
+    rho, and ``rho / theta`` is a certified lower bound (any X has a job with ``thr_i <= theta R_i / (rho D_i -
+    e_i)``, whose rho is then at least ``rho / theta``). It stops when the gap is below ``gap``.
+``ftf`` (``FinishTimeFairnessPolicy``): the same with every type's throughput set to the job's V100 throughput.
+``makespan-aware`` (``min_total_duration.py``, ``MinTotalDurationPolicyWithPerf``): the smallest M such that
+    every job can finish its remaining steps within M, ``thr_i(X) >= R_i / M``. Gavel bisects on M (to 5%);
+    with ``z = 1 / M`` it is one LP, ``c[i, j] = T[i, j] / R_i``. For a static batch (every job present at time
+    0) its M is a lower bound on the makespan of any schedule: averaging any schedule's use of the types over
+    ``[0, makespan]`` gives a feasible X that finishes every job by then.
+``makespan`` (``MinTotalDurationPolicy``): the same with every type's throughput set to the V100 throughput.
+
+**Agnostic policies and Gavel's choice among optimal X.** In ``las``, ``ftf`` and ``makespan`` every GPU type has
+the same throughput, so the LP only sees each job's total ``y_i = sum_j X[i, j]`` and the pooled capacity ``G``
+(any y with ``sum_i s_i y_i <= G`` is realized by ``X[i, j] = y_i G_j / G``, and every X gives such a y): many X
+are optimal and a vertex solver (HiGHS) picks an arbitrary one, while Gavel's answer is ECOS's interior
+solution, an equal split over the GPU types. fgdopt reproduces that choice explicitly: it solves the pooled LP
+(one column, capacity G) and splits each job's total over the types in proportion to their GPUs, ``X[i, j] =
+y_i G_j / G`` — the equal split on Gavel's 36:36:36 cluster (on unequal clusters the equal split can be
+infeasible, the proportional one never is). For ``las`` the totals are degenerate too when scale factors
+differ; fgdopt takes the water-filling totals ``y_i = min(1, lambda w_i / s_i)``, lambda the largest level the
+pooled capacity allows (every job at the common fair level, capped at its whole time), which attains the LP's
+optimum (checked against it); with single-GPU jobs (Gavel's Figure 8 trace) the totals are unique anyway.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from fgdopt.hetero.allocation import Allocation, allocation_violation, check_allocation
+from fgdopt.hetero.jobs import HeteroJobs
+from fgdopt.hetero.throughputs import GPU_TYPES, ThroughputTable
+from formulations.backends import solve_model
+from formulations.linear import INF, LinearModel
+
+POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "makespan", "makespan-aware")
+GAVEL_NAMES = {"las": "max_min_fairness", "las-aware": "max_min_fairness_perf",
+               "ftf": "finish_time_fairness", "ftf-aware": "finish_time_fairness_perf",
+               "makespan": "min_total_duration", "makespan-aware": "min_total_duration_perf"}
+"""Each policy's name in Gavel (``scheduler/utils.py``, ``get_policy``)."""
+REFERENCE_GPU = "v100"
+"""The GPU type whose throughput Gavel's agnostic ``ftf`` and ``makespan`` assume on every type."""
+
+
+def proportional_throughput(throughputs: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Gavel's ``ProportionalPolicy``: each job's throughput (steps/s) with ``G_j / G`` of its time on type j."""
+    cap = np.asarray(capacity, dtype=np.float64)
+    return np.asarray(throughputs, dtype=np.float64) @ (cap / cap.sum())
+
+
+def isolated_share(scale_factor: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Gavel's ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type per job, each row scaled to sum at most 1."""
+    scale = np.asarray(scale_factor, dtype=np.float64)
+    x = np.asarray(capacity, dtype=np.float64)[None, :] / (len(scale) * scale[:, None])
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
+def water_fill(scale_factor: np.ndarray, weights: np.ndarray, total_gpus: float) -> np.ndarray:
+    """Per-job time totals ``y_i = min(1, lam w_i / s_i)`` with ``sum_i s_i y_i <= total_gpus``, ``lam`` largest.
+
+    Every job gets the same normalized share ``s_i y_i / w_i = lam`` unless its whole time is less (then 1).
+    """
+    s = np.asarray(scale_factor, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if s.sum() <= total_gpus:
+        return np.ones(len(s))
+    order = np.argsort(s / w, kind="stable")               # jobs saturate (y = 1) in this order as lam grows
+    sat_gpus = np.concatenate(([0.0], np.cumsum(s[order])))     # GPUs of the first k saturated jobs
+    rest_w = w[order][::-1].cumsum()[::-1]                      # weight of the jobs k.. not saturated
+    lam = (total_gpus - sat_gpus[:-1]) / rest_w                 # the level if exactly the first k saturate
+    k = int(np.flatnonzero(lam <= (s / w)[order])[0])           # first k whose level saturates nobody else
+    return np.minimum(1.0, lam[k] * w / s)
+
+
+def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit: float,
+             threads: int | None) -> tuple[str, np.ndarray | None, float | None]:
+    """Solve ``max t s.t. sum_j c[i, j] X[i, j] >= t``, base constraints; (status, X clipped to [0, 1], t)."""
+    n, k = c.shape
+    kappa = 1.0 / c.max()                                   # one common scale: the optimum X is unchanged
+    model = LinearModel("hetero-maxmin")
+    xs = model.add_vars(n * k, ub=1.0, integer=False).reshape(n, k)
+    t = int(model.add_vars(1, ub=INF, integer=False, obj=1.0)[0])
+    for i in range(n):
+        model.add_row(xs[i], 1.0, hi=1.0)
+        model.add_row(np.append(xs[i], t), np.append(c[i] * kappa, -1.0), lo=0.0)
+    for j in range(k):
+        model.add_row(xs[:, j], scale, hi=float(capacity[j]))
+    raw = solve_model(model, "highs", time_limit=time_limit, threads=threads)
+    if raw.values is None:
+        return raw.status, None, None
+    return raw.status, np.clip(raw.values[xs], 0.0, 1.0), float(raw.values[t]) / kappa
+
+
+def _ftf(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray, remaining: np.ndarray, elapsed: np.ndarray,
+         isolated_elapsed: np.ndarray, deadline: float, threads: int | None, gap: float,
+         max_iter: int) -> tuple[str, np.ndarray | None, float | None, float | None, dict]:
+    """Minimize the largest finish-time ratio (module docstring); (status, X, rho, lower bound, info)."""
+    denom = isolated_elapsed + remaining / (T * isolated_share(scale, capacity)).sum(axis=1)
+
+    def rho(x: np.ndarray) -> float:
+        return float(((elapsed + remaining / (T * x).sum(axis=1)) / denom).max())
+
+    best_x = isolated_share(scale, capacity)                # feasible, every job at a positive throughput
+    best, lower = rho(best_x), 0.0
+    status, iterations = "optimal", 0
+    for _ in range(max_iter):
+        iterations += 1
+        need = remaining / (best * denom - elapsed)         # steps/s each job needs for rho = best
+        status, x, theta = _max_min(T / need[:, None], scale, capacity, deadline - time.perf_counter(), threads)
+        if x is None or status != "optimal":
+            break
+        lower = max(lower, best / theta)
+        if (value := rho(x)) < best:
+            best, best_x = value, x
+        if best - lower <= gap * best:
+            break
+    else:
+        status = "time_limit"                               # iterations exhausted before the gap closed
+    return status, best_x, best, lower, {"iterations": iterations}
+
+
+def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndarray, capacity: np.ndarray, *,
+                     gpu_types: tuple[str, ...] | None = None, weights: np.ndarray | None = None,
+                     steps_remaining: np.ndarray | None = None, elapsed_s: np.ndarray | None = None,
+                     isolated_elapsed_s: np.ndarray | None = None, time_limit: float = 60.0,
+                     threads: int | None = 1, gap: float = 1e-6, max_iter: int = 100) -> Allocation:
+    """The allocation X that ``policy`` chooses for the jobs present (module docstring for each policy).
+
+    Parameters
+    ----------
+    policy : one of :data:`POLICIES`.
+    throughputs : float (n, k), each job's isolated throughput (steps/s, at its scale factor) on each GPU type.
+    scale_factor : int (n,), GPUs per job.
+    capacity : (k,), GPUs of each type.
+    gpu_types : the types' names (default :data:`~fgdopt.hetero.throughputs.GPU_TYPES` when k = 3); the agnostic
+        ``ftf`` and ``makespan`` need :data:`REFERENCE_GPU` among them.
+    weights : (n,) priority weights (``las*`` only, Gavel's ``priority_weights``; default 1).
+    steps_remaining : (n,) steps left per job (``ftf*``, ``makespan*``; required there).
+    elapsed_s : (n,) seconds since each job arrived (``ftf*``; default 0).
+    isolated_elapsed_s : (n,) seconds the work done so far would have taken under the isolated share (``ftf*``,
+        Gavel's ``_cumulative_isolated_time``; default 0).
+    time_limit : wall seconds for the whole policy.
+    threads : HiGHS threads (the first HiGHS run of a process fixes it, see ``backends.highs_threads``).
+    gap : relative gap at which the ``ftf*`` iteration stops.
+    max_iter : most LPs of the ``ftf*`` iteration.
+
+    Returns
+    -------
+    An :class:`~fgdopt.hetero.allocation.Allocation` whose X passed
+    :func:`~fgdopt.hetero.allocation.check_allocation` (``info["violation"]`` holds the largest slack used).
+
+    Raises
+    ------
+    ValueError : an unknown policy, inconsistent shapes, a job with no positive throughput on any type with
+        GPUs, missing ``steps_remaining``, or a solver X that is not feasible.
+    """
+    t0 = time.perf_counter()
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    T = np.asarray(throughputs, dtype=np.float64)
+    scale = np.asarray(scale_factor, dtype=np.float64)
+    cap = np.asarray(capacity, dtype=np.float64)
+    n, k = T.shape
+    gpu_types = tuple(gpu_types) if gpu_types is not None else (GPU_TYPES if k == len(GPU_TYPES) else
+                                                                tuple(f"type{j}" for j in range(k)))
+    if len(scale) != n or len(cap) != k or len(gpu_types) != k:
+        raise ValueError(f"throughputs {T.shape}, scale_factor {scale.shape}, capacity {cap.shape} and "
+                         f"{len(gpu_types)} GPU type names do not match")
+    if n == 0:
+        return Allocation(policy, np.zeros((0, k)), gpu_types, "optimal", None, None, time.perf_counter() - t0)
+    if (bad := np.flatnonzero(~((T > 0) & (cap > 0)).any(axis=1))).size:
+        raise ValueError(f"job {int(bad[0])} has no positive throughput on any GPU type with GPUs")
+    kind, aware = policy.split("-")[0], policy.endswith("-aware")
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    if kind != "las" and steps_remaining is None:
+        raise ValueError(f"policy {policy!r} needs steps_remaining")
+    if not aware:                                           # pooled: one column, capacity G (module docstring)
+        if kind == "las":
+            T = np.ones((n, 1))
+        elif REFERENCE_GPU in gpu_types:
+            T = T[:, [gpu_types.index(REFERENCE_GPU)]]
+        else:
+            raise ValueError(f"policy {policy!r} assumes the {REFERENCE_GPU} throughput on every type; "
+                             f"the GPU types are {', '.join(gpu_types)}")
+        if not (T > 0).all():
+            raise ValueError(f"job {int(np.flatnonzero(T[:, 0] <= 0)[0])} has no {REFERENCE_GPU} throughput")
+    pool = cap if aware else np.array([cap.sum()])
+    deadline = t0 + time_limit
+    info: dict = {"n_jobs": n}
+    if kind == "ftf":
+        zeros = np.zeros(n)
+        status, x, objective, bound, extra = _ftf(
+            T, scale, pool, np.asarray(steps_remaining, dtype=np.float64),
+            zeros if elapsed_s is None else np.asarray(elapsed_s, dtype=np.float64),
+            zeros if isolated_elapsed_s is None else np.asarray(isolated_elapsed_s, dtype=np.float64),
+            deadline, threads, gap, max_iter)
+        info |= extra
+    else:
+        if kind == "las":
+            c = T * (scale / (w * proportional_throughput(T, pool)))[:, None]
+        else:
+            c = T / np.asarray(steps_remaining, dtype=np.float64)[:, None]
+        status, x, t = _max_min(c, scale, pool, deadline - time.perf_counter(), threads)
+        objective = bound = t
+        if kind == "las" and not aware and x is not None:
+            x = water_fill(scale, w, float(pool[0]))[:, None]
+            objective = float((scale * x[:, 0] / w).min())
+            if abs(objective - t) > 1e-6 * max(1.0, t):
+                raise ValueError(f"las: water-filling level {objective} differs from the LP optimum {t}")
+        if kind == "makespan" and t is not None:
+            objective = bound = 1.0 / t if t > 0 else INF
+    if x is not None:
+        if not aware:
+            x = x * (cap / cap.sum())[None, :]               # Gavel's equal split, in proportion to the GPUs
+        check_allocation(x, scale, cap)
+        info["violation"] = max(allocation_violation(x, scale, cap).values())
+    info["gavel"] = GAVEL_NAMES[policy]
+    return Allocation(policy, x, gpu_types, status, objective, bound, time.perf_counter() - t0, info)
+
+
+def allocate(policy: str, table: ThroughputTable, jobs: HeteroJobs, cluster: Mapping[str, int], *,
+             steps_remaining: np.ndarray | None = None, **options) -> Allocation:
+    """:func:`solve_allocation` for ``jobs`` on ``cluster`` (GPU type name -> GPUs) with ``table``'s throughputs.
+
+    ``steps_remaining`` defaults to the jobs' total steps (nothing done yet); the priority weights are the jobs'
+    own; ``options`` are passed on (``elapsed_s``, ``isolated_elapsed_s``, ``time_limit``, ...).
+
+    Examples
+    --------
+    >>> from fgdopt.hetero import gavel_jobs, load_throughputs               # doctest: +SKIP
+    >>> table = load_throughputs()                                          # doctest: +SKIP
+    >>> jobs = gavel_jobs(table, 50, rate_per_hour=float("inf"))            # doctest: +SKIP
+    >>> allocate("makespan-aware", table, jobs, {"v100": 36, "p100": 36, "k80": 36}).objective  # doctest: +SKIP
+    """
+    gpu_types = tuple(cluster)
+    return solve_allocation(policy, jobs.throughputs(table, gpu_types), jobs.scale_factor,
+                            np.array([cluster[g] for g in gpu_types], dtype=np.float64), gpu_types=gpu_types,
+                            weights=jobs.priority_weight,
+                            steps_remaining=jobs.total_steps if steps_remaining is None else steps_remaining,
+                            **options)

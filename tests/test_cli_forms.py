@@ -1,0 +1,89 @@
+"""The command-line forms the README uses: ``--seeds 42-51`` / ``--seeds 1,3``, ``--trace all`` / a family / a list,
+``--points 80,90``; each parser on its own, then wired into ``experiments.openb`` and ``experiments.frontier`` (the
+study itself is stopped right after parsing: the studies are tested elsewhere)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from experiments import defrag as defrag_study
+from experiments import frontier, openb
+from experiments.openb import FAMILIES, parse_seeds, parse_traces
+from fgdopt.traces import VARIANTS
+
+
+@pytest.mark.parametrize(("text", "seeds"), [
+    ("42-51", list(range(42, 52))),     # the paper's ten seeds, both ends included
+    ("1,3", [1, 3]),                    # a list: exactly these
+    ("42", [42]),
+    ("1,5-7", [1, 5, 6, 7]),            # the two forms combine
+])
+def test_seed_forms(text, seeds):
+    assert parse_seeds(text) == seeds
+    assert defrag_study.parse_seeds(text) == seeds      # experiments.defrag has its own parser: the same forms
+
+
+def test_trace_forms():
+    assert parse_traces("all") == list(VARIANTS) and len(VARIANTS) == 24
+    assert parse_traces("multigpu") == ["multigpu20", "multigpu30", "multigpu40", "multigpu50"]
+    assert parse_traces("gpushare") == [f"gpushare{k}" for k in (20, 40, 60, 80, 100)]
+    assert parse_traces("cpu") == ["cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235", "cpu250",
+                                   "cpu300"]
+    assert parse_traces("gpuspec") == ["gpuspec05", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33"]
+    # the four families and default partition the 24 variants
+    assert sorted(["default", *(v for f in FAMILIES for v in parse_traces(f))]) == sorted(VARIANTS)
+    assert parse_traces("default,multigpu50") == ["default", "multigpu50"]             # a list, in its order
+    assert parse_traces("multigpu50,multigpu") == ["multigpu50", "multigpu20", "multigpu30", "multigpu40"]  # once
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown trace 'nope'"):
+        parse_traces("default,nope")
+
+
+def test_point_forms():
+    assert frontier.parse_points("80,90") == [80, 90]
+    assert frontier.parse_points("130,80,90,80") == [80, 90, 130]          # sorted, once each
+    for bad in ("", "131", "-10,80"):                                       # 0..130 (ratio 1.3) only
+        with pytest.raises(argparse.ArgumentTypeError):
+            frontier.parse_points(bad)
+
+
+class Parsed(Exception):
+    """Raised by the stand-ins below to stop a study right after its arguments were parsed."""
+
+
+def test_openb_command_reads_the_readme_forms(monkeypatch, tmp_path):
+    cells = []
+
+    def run_all(pool, fn, jobs, done=None):
+        cells.extend(jobs)
+        raise Parsed
+
+    monkeypatch.setattr(openb, "_load", lambda trace, data_dir: None)     # no trace needed to parse
+    monkeypatch.setattr(openb, "run_all", run_all)
+    with pytest.raises(Parsed):
+        openb.main(["--trace", "multigpu", "--policies", "fgd,best-fit", "--seeds", "42-43", "--output",
+                    str(tmp_path)])
+    # (trace, policy, seed, ratio, data_dir) for every trace x policy x seed, in that nesting
+    assert [c[:3] for c in cells] == [(t, p, s) for t in ("multigpu20", "multigpu30", "multigpu40", "multigpu50")
+                                      for p in ("fgd", "best-fit") for s in (42, 43)]
+    assert {c[3] for c in cells} == {1.3}
+    cells.clear()
+    with pytest.raises(Parsed):
+        openb.main(["--trace", "all", "--policies", "random", "--seeds", "1,3", "--output", str(tmp_path)])
+    assert [c[:3] for c in cells] == [(t, "random", s) for t in VARIANTS for s in (1, 3)]
+
+
+def test_frontier_command_reads_the_readme_forms(monkeypatch, tmp_path):
+    seen = {}
+
+    def stand_in(traces, seeds, points, *args, **kwargs):
+        seen.update(traces=traces, seeds=seeds, points=points)
+        raise Parsed
+
+    monkeypatch.setattr(frontier, "frontier", stand_in)
+    with pytest.raises(Parsed):
+        frontier.main(["--trace", "default,gpuspec", "--seeds", "42-44", "--points", "80,90", "--output",
+                       str(tmp_path)])
+    assert seen == {"traces": ["default", "gpuspec05", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33"],
+                    "seeds": [42, 43, 44], "points": [80, 90]}
