@@ -68,9 +68,9 @@ class _View:
 
     state: ClusterState
     priority: np.ndarray
+    first_gpu: np.ndarray
     lost_if_evicted: np.ndarray
     pending: Callable[[], list[int]]
-    fits_somewhere: Callable[[int], bool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,6 +294,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if math.isnan(start_s[j]):
             start_s[j] = now
         node_of[j] = choice[0]
+        first_gpu[j] = choice[1][0] if choice[1] else -1
         alloc += int(demand[j])
         running += 1
         touched.add(int(choice[0]))
@@ -416,9 +417,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         elif cands:
             backfill_pass()
 
-    view = _View(state, jobs.priority, demand.astype(np.float64),
-                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
-                 lambda j: bool(state.feasible_nodes(shapes.task[shapes.of[j]]).any()))
+    first_gpu = np.full(n, -1, dtype=np.int64)
+    view = _View(state, jobs.priority, first_gpu, demand.astype(np.float64),
+                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))])
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
@@ -456,7 +457,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             leave(j)
             status[j] = FINISHED
             finish_s[j] = now
-            overhead_s[j] += (now - run_start[j]) - run_work[j]
+            overhead_s[j] += max((now - run_start[j]) - run_work[j], 0.0)        # restart and checkpoint time
             events += 1
         unblock()
         new_jobs = []
