@@ -342,8 +342,29 @@ def preemption_table(results: Path) -> dict[str, str]:
                      f"{row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | {pending_h.loc[(load, mechanism)]:,.0f} | "
                      f"{row.blocked_job_hours:,.1f} | {row.preemptions:,.0f} | {row.suspensions:,.0f} | "
                      f"{row.lost_gpu_s / 3600:,.1f} | {row.overhead_gpu_s / 3600:,.1f} | {row.thrashed_jobs:,.0f} |")
-    return {"preemption": "\n".join(lines), "preemption_runs": str(len(runs)),
-            "preemption_measured": f"{int(runs['measured'].max()):,}"}
+    items = {"preemption": "\n".join(lines), "preemption_runs": str(len(runs)),
+             "preemption_measured": f"{int(runs['measured'].max()):,}"}
+    top = runs["load"].max()
+    if {(top, "none"), (top, "affinode"), (top, "priority"), (top, "transparent")} <= set(mean.index):
+        none, aff = mean.loc[(top, "none")], mean.loc[(top, "affinode")]
+        prio, trans = mean.loc[(top, "priority")], mean.loc[(top, "transparent")]
+        cut = 100 * (1 - aff.blocked_job_hours / none.blocked_job_hours) if none.blocked_job_hours else 0.0
+        items.update({
+            "preemption_top_load": f"{top:g}", "preemption_quiet": str(int(mean.loc[mean.index.get_level_values(
+                "load") < 1, ["preemptions", "suspensions"]].to_numpy().sum())),
+            "preemption_blocked_cut": f"{cut:.0f}", "preemption_blocked_none": f"{none.blocked_job_hours:,.0f}",
+            "preemption_blocked_affinode": f"{aff.blocked_job_hours:,.0f}",
+            "preemption_alloc_none": f"{none.alloc_time_avg_pct:.2f}", "preemption_alloc_affinode":
+            f"{aff.alloc_time_avg_pct:.2f}", "preemption_pending_none": f"{pending_h.loc[(top, 'none')]:,.0f}",
+            "preemption_pending_affinode": f"{pending_h.loc[(top, 'affinode')]:,.0f}",
+            "preemption_suspensions": f"{aff.suspensions:,.0f}",
+            "preemption_overhead_affinode": f"{aff.overhead_gpu_s / 3600:,.1f}",
+            "preemption_priority_n": f"{prio.preemptions:,.0f}", "preemption_priority_thrashed":
+            f"{prio.thrashed_jobs:,.0f}", "preemption_priority_lost": f"{prio.lost_gpu_s / 3600:,.1f}",
+            "preemption_transparent_n": f"{trans.preemptions:,.0f}",
+            "preemption_wait_none": f"{none.mean_wait_s:,.0f}", "preemption_wait_priority": f"{prio.mean_wait_s:,.0f}",
+            "preemption_wait_transparent": f"{trans.mean_wait_s:,.0f}"})
+    return items
 
 
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
