@@ -369,31 +369,29 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             cands.discard(s)
             unfit.discard(s)
 
+    def try_start(j: int, s: int) -> bool:
+        """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit."""
+        choice = ask(j)
+        if choice is None:
+            set_unfit(s)
+            return False
+        withdraw(j)
+        start(j, choice)
+        return True
+
     def backfill_pass() -> None:
         heap = [(buckets[s][0], s) for s in cands]
         heapq.heapify(heap)
         while heap:
             (_, _, j), s = heapq.heappop(heap)
-            choice = ask(j)
-            if choice is None:
-                set_unfit(s)
-                continue
-            withdraw(j)
-            start(j, choice)
-            if s in buckets:
+            if try_start(j, s) and s in buckets:
                 heapq.heappush(heap, (buckets[s][0], s))
 
     def fifo_pass() -> None:
         while buckets:
             (_, _, j), s = min((b[0], s) for s, b in buckets.items())
-            if fit[s] == _UNFIT:
+            if fit[s] == _UNFIT or not try_start(j, s):
                 return
-            choice = ask(j)
-            if choice is None:
-                set_unfit(s)
-                return
-            withdraw(j)
-            start(j, choice)
 
     def unblock() -> None:
         """Unfit shapes can only fit where jobs left: test them on the freed nodes."""
