@@ -93,6 +93,14 @@ STUDIES: tuple[Study, ...] = (
            "--jobs", "2"),
           ("timeline.csv", "optimum.csv", "series.csv")),
     Study("bench-timeline", "bench_timeline", (), (), ("bench_timeline.csv",)),
+    Study("preemption", "timeline",
+          ("--trace", "default", "--load", "0.9,1.1", "--policies", "fgd", "--queue", "backfill", "--mechanism",
+           "none,priority,transparent,affinode", "--seeds", "42", "--n-jobs", "5000", "--instants", "0",
+           "--jobs", "2"),
+          ("--trace", "default", "--load", "0.9,1.1", "--policies", "fgd", "--queue", "backfill", "--mechanism",
+           "none,priority,transparent,affinode", "--seeds", "42-44", "--n-jobs", "20000", "--instants", "0",
+           "--jobs", "2"),
+          ("timeline.csv", "series.csv")),
 )
 """The studies of the paper, in the order they run."""
 

@@ -353,10 +353,57 @@ def bench_timeline_values(results: Path) -> dict[str, str]:
             if 20000 in fgd.index else "n/a"}
 
 
+def preemption_table(results: Path) -> dict[str, str]:
+    """Per offered load and mechanism (means over seeds): allocation, wait, JCT, pending GPU-hours over the window
+    (from the sampled series), job-hours blocked by fragmentation, evictions, GPU-hours lost and spent on overhead,
+    thrashed jobs."""
+    runs = _csv(results, "preemption", "timeline.csv")
+    series = _csv(results, "preemption", "series.csv")
+    if runs is None or series is None:
+        return {}
+    keys = ["load", "mechanism"]
+    step = series.groupby([*keys, "seed"])["time_s"].diff().median()
+    pending_h = (series.groupby([*keys, "seed"])["pending_milli"].sum() * step / GPU_MILLI / 3600
+                 ).groupby(keys).mean()
+    lines = ["| load | mechanism | allocation % | mean wait s | p99 wait s | mean JCT s | pending GPU-hours | "
+             "blocked job-hours | preemptions | suspensions | lost GPU-hours | overhead GPU-hours | thrashed jobs |",
+             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    mean = runs.groupby(keys, sort=False).mean(numeric_only=True)
+    for (load, mechanism), row in mean.sort_index(level="load", sort_remaining=False).iterrows():
+        lines.append(f"| {load:g} | {mechanism} | {row.alloc_time_avg_pct:.2f} | {row.mean_wait_s:,.0f} | "
+                     f"{row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | {pending_h.loc[(load, mechanism)]:,.0f} | "
+                     f"{row.blocked_job_hours:,.1f} | {row.preemptions:,.0f} | {row.suspensions:,.0f} | "
+                     f"{row.lost_gpu_s / 3600:,.1f} | {row.overhead_gpu_s / 3600:,.1f} | {row.thrashed_jobs:,.0f} |")
+    items = {"preemption": "\n".join(lines), "preemption_runs": str(len(runs)),
+             "preemption_measured": f"{int(runs['measured'].max()):,}"}
+    top = runs["load"].max()
+    if {(top, "none"), (top, "affinode"), (top, "priority"), (top, "transparent")} <= set(mean.index):
+        none, aff = mean.loc[(top, "none")], mean.loc[(top, "affinode")]
+        prio, trans = mean.loc[(top, "priority")], mean.loc[(top, "transparent")]
+        cut = 100 * (1 - aff.blocked_job_hours / none.blocked_job_hours) if none.blocked_job_hours else 0.0
+        items.update({
+            "preemption_top_load": f"{top:g}", "preemption_quiet": str(int(mean.loc[mean.index.get_level_values(
+                "load") < 1, ["preemptions", "suspensions"]].to_numpy().sum())),
+            "preemption_blocked_cut": f"{cut:.0f}", "preemption_blocked_none": f"{none.blocked_job_hours:,.0f}",
+            "preemption_blocked_affinode": f"{aff.blocked_job_hours:,.0f}",
+            "preemption_alloc_none": f"{none.alloc_time_avg_pct:.2f}", "preemption_alloc_affinode":
+            f"{aff.alloc_time_avg_pct:.2f}", "preemption_pending_none": f"{pending_h.loc[(top, 'none')]:,.0f}",
+            "preemption_pending_affinode": f"{pending_h.loc[(top, 'affinode')]:,.0f}",
+            "preemption_suspensions": f"{aff.suspensions:,.0f}",
+            "preemption_overhead_affinode": f"{aff.overhead_gpu_s / 3600:,.1f}",
+            "preemption_priority_n": f"{prio.preemptions:,.0f}", "preemption_priority_thrashed":
+            f"{prio.thrashed_jobs:,.0f}", "preemption_priority_lost": f"{prio.lost_gpu_s / 3600:,.1f}",
+            "preemption_transparent_n": f"{trans.preemptions:,.0f}",
+            "preemption_wait_none": f"{none.mean_wait_s:,.0f}", "preemption_wait_priority": f"{prio.mean_wait_s:,.0f}",
+            "preemption_wait_transparent": f"{trans.mean_wait_s:,.0f}"})
+    return items
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
-    frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values)
+    frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
+    preemption_table)
 """Every generator of generated items, in paper order."""
 
 
@@ -423,6 +470,14 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
         first = top.iloc[0]
         drawn.append(plot_timeline(top, runs, optimum, openb_capacity_milli(), figures / "timeline.png",
                                    f"openb {first['trace']}, load {first['load']:g}, seed {first['seed']}"))
+    runs, series = _csv(results, "preemption", "timeline.csv"), _csv(results, "preemption", "series.csv")
+    if runs is not None and series is not None:
+        top = series[series["load"] == series["load"].max()]
+        first = top.iloc[0]
+        none = pd.DataFrame(columns=[*top.columns[:6], "time_s", "question", "incumbent_milli", "bound_milli"])
+        drawn.append(plot_timeline(top, runs, none, openb_capacity_milli(), figures / "preemption.png",
+                                   f"openb {first['trace']}, {first['policy']} / {first['queue']}, load "
+                                   f"{first['load']:g}, seed {first['seed']}"))
     return drawn
 
 

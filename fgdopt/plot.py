@@ -480,8 +480,8 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     ax.set_xlabel("Time (hours)")
     ax.set_ylabel("% of GPU capacity")
     ax.grid(alpha=0.3)
-    ax.set_title(f"{title}\nallocated (solid), pending demand (dotted),\noptimum of the jobs present (bars: "
-                 "incumbent to bound); colours as on the right", fontsize=9)
+    bars = "\noptimum of the jobs present (bars: incumbent to bound)" if len(opt_part) else ""
+    ax.set_title(f"{title}\nallocated (solid), pending demand (dotted){bars};\ncolours as on the right", fontsize=9)
     if jobs is not None:
         axes[1].set_xscale("log")
         axes[1].set_xlabel("Job completion time (s, log scale)")

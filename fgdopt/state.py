@@ -151,6 +151,32 @@ class ClusterState:
         specs = shapes.gpu_spec[rows]
         return ok & ((num_gpu == 0) | np.array([spec_allows(s, model) for s in specs], dtype=bool))
 
+    def fits_without(self, task: Task, node: int, victims) -> bool:
+        """Whether ``task`` would fit ``node`` if the placed tasks ``victims`` (all on ``node``) left it: the rule of
+        :meth:`check` on the node's free capacity plus theirs (the state is not changed)."""
+        victims = [int(v) for v in victims]
+        if self.mig is not None:                                   # slices: remove, ask, put back
+            saved = [(v, self.gpus_of[v], self.starts_of[v]) for v in victims]
+            for v in victims:
+                self.remove(v)
+            ok = self.fits(task, node)
+            for v, gpus, starts in saved:
+                self.place(v, node, gpus, starts)
+            return ok
+        tasks = self.tasks
+        if self.cpu_left[node] + tasks.cpu_milli[victims].sum() < task.cpu_milli:
+            return False
+        if self.mem_left[node] + tasks.memory_mib[victims].sum() < task.memory_mib:
+            return False
+        if task.num_gpu == 0:
+            return True
+        if not self.spec_mask(task.gpu_spec)[node]:
+            return False
+        row = self.gpu_left[node].copy()
+        for v in victims:
+            row[list(self.gpus_of[v])] += tasks.gpu_milli[v]
+        return bool(gpu_fits(row, task.num_gpu, task.gpu_milli))
+
     def fits(self, task: Task, node: int) -> bool:
         """Whether ``task`` fits ``node`` now (some choice of GPUs exists)."""
         return self.check(task, node) is None

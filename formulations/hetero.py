@@ -11,28 +11,28 @@ solved with HiGHS through the project's backends (:func:`formulations.backends.s
 and the X returned is checked feasible (:func:`fgdopt.hetero.allocation.check_allocation`). Gavel solves them
 with cvxpy / ECOS; what each one follows (``scheduler/policies/*.py`` at commit ``c4fa4009``):
 
-``las-aware`` (``max_min_fairness.py``, ``MaxMinFairnessPolicyWithPerf``): ``c[i, j] = T[i, j] s_i / (w_i P_i)``,
-    ``T`` the isolated throughputs (steps/s), ``w_i`` the priority weight, ``P_i = sum_j T[i, j] G_j / G`` the
-    job's throughput under an equal share of every type (``proportional.py``, ``ProportionalPolicy``;
-    ``G = sum_j G_j``). Objective: the smallest normalized throughput.
-``las`` (``MaxMinFairnessPolicy``): the same with every throughput set to 1.
-``ftf-aware`` (``finish_time_fairness.py``, ``FinishTimeFairnessPolicyWithPerf``): minimize the largest
-    finish-time ratio (Themis' rho) ``rho_i = (e_i + R_i / thr_i(X)) / (a_i + R_i / I_i)``, ``thr_i(X) =
-    sum_j T[i, j] X[i, j]``, ``e_i`` seconds since the job arrived, ``R_i`` its remaining steps, ``a_i`` the
-    time it would have taken so far alone (Gavel's ``_cumulative_isolated_time``), ``I_i`` its throughput under
-    an isolated 1/n share of the cluster (``isolated.py``, ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type,
-    scaled down to a total of at most 1). Gavel hands ECOS the convex form ``inv_pos``; here it is a generalized
-    fractional program solved by a Dinkelbach-type iteration of LPs: at rho, maximize ``theta`` with
-    ``thr_i(X) >= theta R_i / (rho D_i - e_i)`` (``D_i`` the denominator); the new X's largest rho is the next
-    rho, and ``rho / theta`` is a certified lower bound (any X has a job with ``thr_i <= theta R_i / (rho D_i -
-    e_i)``, whose rho is then at least ``rho / theta``). It stops when the gap is below ``gap``.
-``ftf`` (``FinishTimeFairnessPolicy``): the same with every type's throughput set to the job's V100 throughput.
-``makespan-aware`` (``min_total_duration.py``, ``MinTotalDurationPolicyWithPerf``): the smallest M such that
-    every job can finish its remaining steps within M, ``thr_i(X) >= R_i / M``. Gavel bisects on M (to 5%);
-    with ``z = 1 / M`` it is one LP, ``c[i, j] = T[i, j] / R_i``. For a static batch (every job present at time
-    0) its M is a lower bound on the makespan of any schedule: averaging any schedule's use of the types over
-    ``[0, makespan]`` gives a feasible X that finishes every job by then.
-``makespan`` (``MinTotalDurationPolicy``): the same with every type's throughput set to the V100 throughput.
+* ``las-aware`` (``max_min_fairness.py``, ``MaxMinFairnessPolicyWithPerf``): ``c[i, j] = T[i, j] s_i / (w_i P_i)``,
+  ``T`` the isolated throughputs (steps/s), ``w_i`` the priority weight, ``P_i = sum_j T[i, j] G_j / G`` the
+  job's throughput under an equal share of every type (``proportional.py``, ``ProportionalPolicy``;
+  ``G = sum_j G_j``). Objective: the smallest normalized throughput.
+* ``las`` (``MaxMinFairnessPolicy``): the same with every throughput set to 1.
+* ``ftf-aware`` (``finish_time_fairness.py``, ``FinishTimeFairnessPolicyWithPerf``): minimize the largest
+  finish-time ratio (Themis' rho) ``rho_i = (e_i + R_i / thr_i(X)) / (a_i + R_i / I_i)``, ``thr_i(X) =
+  sum_j T[i, j] X[i, j]``, ``e_i`` seconds since the job arrived, ``R_i`` its remaining steps, ``a_i`` the
+  time it would have taken so far alone (Gavel's ``_cumulative_isolated_time``), ``I_i`` its throughput under
+  an isolated 1/n share of the cluster (``isolated.py``, ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type,
+  scaled down to a total of at most 1). Gavel hands ECOS the convex form ``inv_pos``; here it is a generalized
+  fractional program solved by a Dinkelbach-type iteration of LPs: at rho, maximize ``theta`` with
+  ``thr_i(X) >= theta R_i / (rho D_i - e_i)`` (``D_i`` the denominator); the new X's largest rho is the next
+  rho, and ``rho / theta`` is a certified lower bound (any X has a job with ``thr_i <= theta R_i / (rho D_i -
+  e_i)``, whose rho is then at least ``rho / theta``). It stops when the gap is below ``gap``.
+* ``ftf`` (``FinishTimeFairnessPolicy``): the same with every type's throughput set to the job's V100 throughput.
+* ``makespan-aware`` (``min_total_duration.py``, ``MinTotalDurationPolicyWithPerf``): the smallest M such that
+  every job can finish its remaining steps within M, ``thr_i(X) >= R_i / M``. Gavel bisects on M (to 5%);
+  with ``z = 1 / M`` it is one LP, ``c[i, j] = T[i, j] / R_i``. For a static batch (every job present at time
+  0) its M is a lower bound on the makespan of any schedule: averaging any schedule's use of the types over
+  ``[0, makespan]`` gives a feasible X that finishes every job by then.
+* ``makespan`` (``MinTotalDurationPolicy``): the same with every type's throughput set to the V100 throughput.
 
 **Agnostic policies and Gavel's choice among optimal X.** In ``las``, ``ftf`` and ``makespan`` every GPU type has
 the same throughput, so the LP only sees each job's total ``y_i = sum_j X[i, j]`` and the pooled capacity ``G``

@@ -55,7 +55,7 @@ class Parsed(Exception):
 def test_openb_command_reads_the_readme_forms(monkeypatch, tmp_path):
     cells = []
 
-    def run_all(pool, fn, jobs, done=None):
+    def run_all(pool, fn, jobs, done=None, **journal):
         cells.extend(jobs)
         raise Parsed
 

@@ -146,3 +146,42 @@ def test_a_mechanism_that_never_applies_changes_nothing(seed, policy):
     a = simulate(inst.cluster, sub, policy, "backfill", seed=seed)
     b = simulate(inst.cluster, sub, policy, "backfill", seed=seed, mechanism="affinode")
     assert len(keep) and a.series.equals(b.series) and np.array_equal(a.finish_s, b.finish_s, equal_nan=True)
+
+
+def test_fits_without_is_the_rule_on_the_freed_capacity():
+    from fgdopt.model import Task
+    from fgdopt.state import ClusterState
+
+    c = Cluster([10000], [65536], [2], ["T4"])
+    state = ClusterState(c, TaskSet([4000, 4000], [0, 0], [1, 1], [600, 600]))
+    state.place(0, 0, (0,))
+    state.place(1, 0, (1,))
+    whole = Task(1000, 0, 1, 1000)
+    assert not state.fits_without(whole, 0, [])              # 400 milli left on each GPU
+    assert state.fits_without(whole, 0, [1])                 # GPU 1 free again
+    assert not state.fits_without(Task(7000, 0, 1, 1000), 0, [1])   # 2000 + 4000 cores < 7000
+    assert state.fits_without(Task(7000, 0, 2, 1000), 0, [0, 1])
+    assert not state.fits_without(Task(1000, 0, 1, 1000, "V100"), 0, [0, 1])   # model excluded
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_fits_without_equals_removing_and_asking(seed):
+    from fgdopt.state import ClusterState
+
+    inst = random_instance(3, seed=seed, ratio=1.5)
+    state = ClusterState(inst.cluster, inst.tasks)
+    policy = __import__("fgdopt.policies", fromlist=["make_policy"]).make_policy("random", seed=seed)
+    for i in range(len(inst.tasks)):
+        choice = policy(state, inst.tasks[i])
+        if choice is not None:
+            state.place(i, *choice)
+    rng = np.random.default_rng(seed)
+    for node in range(inst.cluster.n_nodes):
+        on = np.flatnonzero(state.node_of == node)
+        victims = on[rng.random(len(on)) < 0.5].tolist()
+        for task in list(inst.tasks)[:20]:
+            probe = state.copy()
+            for v in victims:
+                probe.remove(v)
+            assert state.fits_without(task, node, victims) == probe.fits(task, node)

@@ -4,4 +4,5 @@ import sys
 
 from fgdopt.hetero.throughputs import main
 
-sys.exit(main())
+if __name__ == "__main__":        # not when documentation tools import the module
+    sys.exit(main())

@@ -68,9 +68,9 @@ class _View:
 
     state: ClusterState
     priority: np.ndarray
+    first_gpu: np.ndarray
     lost_if_evicted: np.ndarray
     pending: Callable[[], list[int]]
-    fits_somewhere: Callable[[int], bool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,6 +294,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if math.isnan(start_s[j]):
             start_s[j] = now
         node_of[j] = choice[0]
+        first_gpu[j] = choice[1][0] if choice[1] else -1
         alloc += int(demand[j])
         running += 1
         touched.add(int(choice[0]))
@@ -368,31 +369,29 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             cands.discard(s)
             unfit.discard(s)
 
+    def try_start(j: int, s: int) -> bool:
+        """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit."""
+        choice = ask(j)
+        if choice is None:
+            set_unfit(s)
+            return False
+        withdraw(j)
+        start(j, choice)
+        return True
+
     def backfill_pass() -> None:
         heap = [(buckets[s][0], s) for s in cands]
         heapq.heapify(heap)
         while heap:
             (_, _, j), s = heapq.heappop(heap)
-            choice = ask(j)
-            if choice is None:
-                set_unfit(s)
-                continue
-            withdraw(j)
-            start(j, choice)
-            if s in buckets:
+            if try_start(j, s) and s in buckets:
                 heapq.heappush(heap, (buckets[s][0], s))
 
     def fifo_pass() -> None:
         while buckets:
             (_, _, j), s = min((b[0], s) for s, b in buckets.items())
-            if fit[s] == _UNFIT:
+            if fit[s] == _UNFIT or not try_start(j, s):
                 return
-            choice = ask(j)
-            if choice is None:
-                set_unfit(s)
-                return
-            withdraw(j)
-            start(j, choice)
 
     def unblock() -> None:
         """Unfit shapes can only fit where jobs left: test them on the freed nodes."""
@@ -416,9 +415,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         elif cands:
             backfill_pass()
 
-    view = _View(state, jobs.priority, demand.astype(np.float64),
-                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
-                 lambda j: bool(state.feasible_nodes(shapes.task[shapes.of[j]]).any()))
+    first_gpu = np.full(n, -1, dtype=np.int64)
+    view = _View(state, jobs.priority, first_gpu, demand.astype(np.float64),
+                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))])
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
@@ -456,7 +455,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             leave(j)
             status[j] = FINISHED
             finish_s[j] = now
-            overhead_s[j] += (now - run_start[j]) - run_work[j]
+            overhead_s[j] += max((now - run_start[j]) - run_work[j], 0.0)        # restart and checkpoint time
             events += 1
         unblock()
         new_jobs = []

@@ -19,7 +19,8 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
 ``priority``
     priority preemption by the jobs' ``priority`` (openb: ``qos`` LS and Guaranteed outrank BE and Burstable,
     :data:`fgdopt.timeline.sources.QOS_PRIORITY`). For the first pending job, in queue order, that fits no node
-    and has lower-priority jobs running: on every node where evicting lower-priority jobs can make it fit, the
+    and has lower-priority jobs running (the engine shows a mechanism the first :data:`~fgdopt.timeline.engine.SCAN`
+    pending jobs that fit no node): on every node where evicting lower-priority jobs can make it fit, the
     fewest such jobs that do (exact over subsets of up to :data:`EXACT_VICTIMS` jobs, ties: the least progress
     lost, in milli-GPU seconds; at most :data:`MAX_SUBSETS` subsets of a size per node), and the node of fewest
     victims (ties: least lost, then lowest index).
@@ -128,11 +129,10 @@ class View(Protocol):
 
     state: ClusterState
     priority: np.ndarray
+    first_gpu: np.ndarray           # the first GPU id of each running job (-1: none)
     lost_if_evicted: np.ndarray     # milli-GPU x s of progress an eviction of each running job would lose now
 
-    def pending(self) -> list[int]: ...        # pending jobs in queue order
-
-    def fits_somewhere(self, j: int) -> bool: ...
+    def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
 
 class Mechanism(Protocol):
@@ -145,10 +145,9 @@ class Mechanism(Protocol):
 
 
 def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: np.ndarray) -> tuple | None:
-    """The best (size, cost, node, victims) for job ``j`` among the running ``candidates``: on each node where
-    evicting all of its candidates frees enough CPU, memory and GPU in total, the subsets by increasing size (the
-    cheapest fitting one of the smallest size); fits are checked by removing and re-placing the jobs in the state
-    (the one feasibility rule)."""
+    """The best (size, cost, node, victims) for job ``j`` among the running ``candidates``: subsets by increasing
+    size over every node where evicting all of its candidates frees enough CPU, memory and GPU in total (the
+    cheapest fitting subset of the smallest size; :meth:`ClusterState.fits_without`, the one feasibility rule)."""
     task = state.tasks[j]
     tasks = state.tasks
     nodes = state.node_of[candidates]
@@ -157,38 +156,20 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: n
     mem = state.mem_left + np.bincount(nodes, tasks.memory_mib[candidates], minlength=size)
     gpu = state.gpu_left.sum(axis=1) + np.bincount(nodes, tasks.gpu_demand[candidates], minlength=size)
     hopeful = (cpu >= task.cpu_milli) & (mem >= task.memory_mib) & (gpu >= task.gpu_demand)
-    hopeful &= state.cluster.gpu >= task.num_gpu
+    hopeful &= (state.cluster.gpu >= task.num_gpu) & (np.bincount(nodes, minlength=size) > 0)
     if task.num_gpu:
         hopeful &= state.spec_mask(task.gpu_spec)
-    hopeful &= np.bincount(nodes, minlength=size) > 0
-    best = None
-    for n in np.flatnonzero(hopeful).tolist():
-        on = candidates[nodes == n].tolist()
-        subsets = [list(itertools.islice(itertools.combinations(on, k), MAX_SUBSETS))
-                   for k in range(1, min(len(on), EXACT_VICTIMS) + 1)]
-        if len(on) > EXACT_VICTIMS:
-            subsets.append([tuple(on)])
-        for group in subsets:
-            if best is not None and len(group[0]) > best[0]:
-                break
-            fitting = [(float(cost[list(v)].sum()), v) for v in group if _fits_without(state, j, n, v)]
-            if fitting:
-                lost, victims = min(fitting)
-                key = (len(victims), lost, n, victims)
-                best = key if best is None or key < best else best
-                break
-    return best
-
-
-def _fits_without(state: ClusterState, j: int, node: int, victims: tuple[int, ...]) -> bool:
-    """Whether job ``j`` fits ``node`` once ``victims`` leave it (the state is restored before returning)."""
-    saved = [(v, state.gpus_of[v], state.starts_of[v] if state.mig is not None else None) for v in victims]
-    for v in victims:
-        state.remove(v)
-    ok = state.fits(state.tasks[j], node)
-    for v, gpus, starts in saved:
-        state.place(v, node, gpus, starts)
-    return ok
+    on = {n: candidates[nodes == n].tolist() for n in np.flatnonzero(hopeful).tolist()}
+    for k in range(1, EXACT_VICTIMS + 1):
+        found = [(float(cost[list(v)].sum()), n, v) for n, jobs in on.items() if len(jobs) >= k
+                 for v in itertools.islice(itertools.combinations(jobs, k), MAX_SUBSETS)
+                 if state.fits_without(task, n, v)]
+        if found:
+            lost, n, victims = min(found)
+            return k, lost, n, victims
+    found = [(len(jobs), float(cost[jobs].sum()), n, tuple(jobs)) for n, jobs in on.items()
+             if len(jobs) > EXACT_VICTIMS and state.fits_without(task, n, jobs)]
+    return min(found) if found else None
 
 
 @dataclass(frozen=True)
@@ -214,7 +195,7 @@ class PriorityPreemption:
             return None
         for j in view.pending():
             lower = running[view.priority[running] < view.priority[j]]
-            if not len(lower) or view.fits_somewhere(j):
+            if not len(lower):
                 continue
             found = _fewest_victims(state, j, lower, view.lost_if_evicted)
             if found is not None:
@@ -239,7 +220,7 @@ class AffinodeSuspension:
         if not len(sharing):
             return None
         # per GPU: the sharing demand on it; a GPU can be cleared when sharing jobs are all it holds
-        gpu_of = np.array([state.gpus_of[v][0] for v in sharing], dtype=np.int64)
+        gpu_of = view.first_gpu[sharing]
         shared = np.zeros_like(state.gpu_left)
         np.add.at(shared, (state.node_of[sharing], gpu_of), tasks.gpu_demand[sharing])
         used = GPU_MILLI - state.gpu_left
@@ -249,7 +230,7 @@ class AffinodeSuspension:
         free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
         total_free = int(state.gpu_left.sum())
         for j in view.pending():
-            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free or view.fits_somewhere(j):
+            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free:
                 continue
             need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
             ok = (need >= 1) & (need <= state.cluster.gpu) & state.spec_mask(tasks.gpu_spec[j])
@@ -257,10 +238,9 @@ class AffinodeSuspension:
             for n in np.argsort(price, kind="stable")[:EXACT_NODES].tolist():
                 if not np.isfinite(price[n]):
                     break
-                cleared = set(np.argsort(cost[n], kind="stable")[:need[n]].tolist())
-                victims = tuple(int(v) for v, g in zip(sharing, gpu_of, strict=True)
-                                if state.node_of[v] == n and g in cleared)
-                if _fits_without(state, j, n, victims):                 # CPU and memory too (the one rule)
+                cleared = np.argsort(cost[n], kind="stable")[:need[n]]
+                victims = tuple(sharing[(state.node_of[sharing] == n) & np.isin(gpu_of, cleared)].tolist())
+                if state.fits_without(tasks[j], n, victims):            # CPU and memory too (the one rule)
                     return Plan(j, victims, "suspend")
         return None
 
