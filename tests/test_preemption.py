@@ -89,6 +89,21 @@ def test_affinode_suspends_the_sharing_job_the_rule_names():
     assert r.finish_s[1 - victim] == 100.0
 
 
+def test_tiresias_demotes_after_3250_gpu_seconds_and_then_yields():
+    # A: one GPU from t=0 for 10,000 s. B (one GPU, 100 s) at t=1000 finds A in queue 0 (1,000 GPU-s attained):
+    # no preemption, B waits for A. At t=4000 instead A has 4,000 GPU-s > 3,250: queue 1, and B preempts it.
+    # Transparent: A keeps 4,000 s of work, restarts at 4,100 after 7 s and finishes at 4,100 + 7 + 6,000
+    def run(b_submit):
+        jobs = JobSet(TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 1000]), [0.0, b_submit], [10_000.0, 100.0])
+        return simulate(ONE_GPU, jobs, "best-fit", "backfill", mechanism="tiresias")
+
+    early = run(1000.0)
+    assert early.preemptions.sum() == 0 and early.start_s.tolist() == [0.0, 10_000.0]
+    late = run(4000.0)
+    assert late.start_s.tolist() == [0.0, 4000.0] and late.finish_s.tolist() == [10_107.0, 4100.0]
+    assert (late.preemptions[0], late.lost_s[0], late.overhead_s[0]) == (1, 0.0, 7.0)
+
+
 def _gpu_time_conserved(r, jobs):
     done = r.status == FINISHED
     assert done.all()
@@ -101,13 +116,14 @@ def _gpu_time_conserved(r, jobs):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), mechanism=st.sampled_from(["priority", "transparent", "affinode"]),
+@given(seed=st.integers(0, 10_000), mechanism=st.sampled_from(["priority", "transparent", "affinode", "tiresias"]),
        queue=st.sampled_from(["fifo", "backfill"]))
 def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
     inst = random_instance(3, seed=seed, ratio=2.0)
     rng = np.random.default_rng(seed)
     n = len(inst.tasks)
-    jobs = JobSet(inst.tasks, np.round(rng.uniform(0, 60, n)), np.round(rng.exponential(200, n)) + 1,
+    mean_s = 4000 if mechanism == "tiresias" else 200          # Tiresias demotes after 3,250 GPU-seconds
+    jobs = JobSet(inst.tasks, np.round(rng.uniform(0, 60 * mean_s / 200, n)), np.round(rng.exponential(mean_s, n)) + 1,
                   priority=rng.integers(0, 2, n))
     r = simulate(inst.cluster, jobs, "best-fit", queue, seed=seed, mechanism=mechanism)
     _gpu_time_conserved(r, jobs)
@@ -115,14 +131,15 @@ def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
 
 def test_the_conservation_runs_do_evict():
     # the instances of the property above are crowded enough that every mechanism evicts on some of them
-    evictions = {m: 0 for m in ("priority", "transparent", "affinode")}
+    evictions = {m: 0 for m in ("priority", "transparent", "affinode", "tiresias")}
     for seed in range(12):
         inst = random_instance(3, seed=seed, ratio=2.0)
         rng = np.random.default_rng(seed)
         n = len(inst.tasks)
-        jobs = JobSet(inst.tasks, np.round(rng.uniform(0, 60, n)), np.round(rng.exponential(200, n)) + 1,
-                      priority=rng.integers(0, 2, n))
         for m in evictions:
+            mean_s = 4000 if m == "tiresias" else 200
+            jobs = JobSet(inst.tasks, np.round(rng.uniform(0, 60 * mean_s / 200, n)),
+                          np.round(rng.exponential(mean_s, n)) + 1, priority=rng.integers(0, 2, n))
             r = simulate(inst.cluster, jobs, "best-fit", "backfill", seed=seed, mechanism=m)
             _gpu_time_conserved(r, jobs)
             evictions[m] += int(r.preemptions.sum() + r.suspensions.sum())

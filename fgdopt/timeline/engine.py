@@ -71,6 +71,9 @@ class _View:
     first_gpu: np.ndarray
     lost_if_evicted: np.ndarray
     pending: Callable[[], list[int]]
+    now: float = 0.0
+    run_s: np.ndarray | None = None
+    left_at: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,6 +260,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     lost_s, overhead_s = np.zeros(n), np.zeros(n)
     thrashed = np.zeros(n, dtype=bool)
     evicted = np.zeros(n, dtype=bool)                              # the current run follows an eviction
+    ran_s = np.zeros(n)                                            # seconds run in the runs that ended
+    left_at = np.full(n, np.nan)                                   # when the job last stopped running
     finishes: list[tuple[float, int, int]] = []                    # heap of (time, seq, job); stale if seq != live
     seq = 0
     buckets: dict[int, list[tuple[float, float, int]]] = {}        # shape -> heap of (key, submit, job)
@@ -323,6 +328,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         alloc -= int(demand[j])
         running -= 1
         live[j] = -1
+        ran_s[j] += now - run_start[j]
+        left_at[j] = now
         freed.add(node)
         return node
 
@@ -481,6 +488,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             schedule()
             for _ in range(MAX_PLANS if buckets else 0):                # the mechanism's evictions
                 view.lost_if_evicted = demand * ckpt.lost(now - run_start, run_cost, run_work)
+                view.now, view.left_at = now, left_at
+                view.run_s = ran_s + np.where(status == RUNNING, now - run_start, 0.0)
                 plan = mech.plan(view)
                 if plan is None:
                     break

@@ -35,6 +35,16 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     use) that complete the job's count of free GPUs are exactly the least GPU share to suspend there. The node of
     least suspended share wins (ties: lowest index) among those where the job then also fits CPU and memory
     (checked on the :data:`EXACT_NODES` cheapest nodes).
+``tiresias``
+    Tiresias' discretized two-dimensional least-attained-service (``dlas-gpu`` of ``SymbioticLab/Tiresias``,
+    ``simulator/run_sim.py``): a job's attained service is its GPU demand (GPUs, shares counted) times the seconds
+    it has run; it sits in queue 0 below 3,250 GPU-seconds (the repository's threshold) and in queue 1 above. A
+    pending job preempts, as ``priority`` does, the fewest running jobs of a later queue that make it fit, the
+    pending jobs taken by queue, then in queue order. Preemption checkpoints transparently (Tiresias resumes a job
+    where it stopped) and pays the restart cost. ``starvation`` (Tiresias' ``solve_starvation``, off by default as
+    there) promotes a pending job back to queue 0 once it has waited that many times the time it has run. What
+    differs from the repository: demotion is seen at the engine's next instant rather than at the exact crossing,
+    and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
     A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
     fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
     one-GPU checkpoint time each way).
@@ -44,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -131,6 +141,9 @@ class View(Protocol):
     priority: np.ndarray
     first_gpu: np.ndarray           # the first GPU id of each running job (-1: none)
     lost_if_evicted: np.ndarray     # milli-GPU x s of progress an eviction of each running job would lose now
+    now: float                      # the instant, s
+    run_s: np.ndarray               # seconds each job has run so far (all its runs)
+    left_at: np.ndarray             # when each job last stopped running (NaN: never)
 
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
@@ -203,6 +216,48 @@ class PriorityPreemption:
         return None
 
 
+@dataclass
+class TiresiasLAS:
+    """``tiresias`` (module docstring): discretized two-dimensional least attained service."""
+
+    name: str = "tiresias"
+    checkpointing: Checkpointing = Checkpointing(transparent=True)
+    thresholds: tuple[float, ...] = (3250.0,)
+    starvation: float = 0.0
+    promoted: dict = field(default_factory=dict)           # job -> its run seconds when last promoted to Q0
+
+    def queues(self, view: View) -> np.ndarray:
+        """The queue of every job (0 = highest priority) from its attained GPU-seconds since its last promotion."""
+        tasks = view.state.tasks
+        offset = np.zeros(len(view.run_s))
+        if self.promoted:
+            offset[list(self.promoted)] = list(self.promoted.values())
+        attained = tasks.gpu_demand / GPU_MILLI * (view.run_s - offset)
+        return np.searchsorted(np.asarray(self.thresholds), attained, side="right")
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        running = np.flatnonzero(state.node_of >= 0)
+        if not len(running):
+            return None
+        queue = self.queues(view)
+        pending = view.pending()
+        if self.starvation > 0:                             # Tiresias' knob: a long wait promotes to Q0
+            for j in pending:
+                waited = view.now - view.left_at[j]
+                if queue[j] > 0 and waited >= self.starvation * (view.run_s[j] - self.promoted.get(j, 0.0)):
+                    self.promoted[j] = float(view.run_s[j])
+                    queue[j] = 0
+        for j in sorted(pending, key=lambda j: queue[j]):   # stable: queue order within a queue
+            lower = running[queue[running] > queue[j]]
+            if not len(lower):
+                continue
+            found = _fewest_victims(state, j, lower, view.lost_if_evicted)
+            if found is not None:
+                return Plan(j, found[3], "preempt")
+        return None
+
+
 @dataclass(frozen=True)
 class AffinodeSuspension:
     """``affinode`` (module docstring)."""
@@ -245,7 +300,7 @@ class AffinodeSuspension:
         return None
 
 
-MECHANISM_NAMES = ("none", "priority", "transparent", "affinode")
+MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias")
 
 
 def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
@@ -264,4 +319,6 @@ def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s
         return PriorityPreemption("transparent", Checkpointing(transparent=True))
     if name == "affinode":
         return AffinodeSuspension()
+    if name == "tiresias":
+        return TiresiasLAS()
     raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join(MECHANISM_NAMES)}")
