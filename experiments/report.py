@@ -361,25 +361,34 @@ def preemption_table(results: Path) -> dict[str, str]:
     series = _csv(results, "preemption", "series.csv")
     if runs is None or series is None:
         return {}
+    fifo_runs, fifo_series = _csv(results, "preemption-fifo", "timeline.csv"), _csv(results, "preemption-fifo",
+                                                                                      "series.csv")
+    if fifo_runs is not None and fifo_series is not None:        # FIFO without a mechanism, on the same jobs
+        runs, series = pd.concat([runs, fifo_runs]), pd.concat([series, fifo_series])
+    runs = runs.assign(mechanism=runs["queue"] + " / " + runs["mechanism"])
+    series = series.assign(mechanism=series["queue"] + " / " + series["mechanism"])
     keys = ["load", "mechanism"]
     step = series.groupby([*keys, "seed"])["time_s"].diff().median()
     pending_h = (series.groupby([*keys, "seed"])["pending_milli"].sum() * step / GPU_MILLI / 3600
                  ).groupby(keys).mean()
-    lines = ["| load | mechanism | allocation % | mean wait s | p99 wait s | mean JCT s | pending GPU-hours | "
-             "blocked job-hours | preemptions | suspensions | lost GPU-hours | overhead GPU-hours | thrashed jobs |",
-             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| load | queue / mechanism | allocation % | mean wait s | p99 wait s | mean JCT s | p99 JCT s | "
+             "pending GPU-hours | blocked job-hours | preemptions | suspensions | lost GPU-hours | "
+             "overhead GPU-hours | thrashed jobs |",
+             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     mean = runs.groupby(keys, sort=False).mean(numeric_only=True)
     for (load, mechanism), row in mean.sort_index(level="load", sort_remaining=False).iterrows():
         lines.append(f"| {load:g} | {mechanism} | {row.alloc_time_avg_pct:.2f} | {row.mean_wait_s:,.0f} | "
-                     f"{row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | {pending_h.loc[(load, mechanism)]:,.0f} | "
+                     f"{row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | {row.p99_jct_s:,.0f} | "
+                     f"{pending_h.loc[(load, mechanism)]:,.0f} | "
                      f"{row.blocked_job_hours:,.1f} | {row.preemptions:,.0f} | {row.suspensions:,.0f} | "
                      f"{row.lost_gpu_s / 3600:,.1f} | {row.overhead_gpu_s / 3600:,.1f} | {row.thrashed_jobs:,.0f} |")
     items = {"preemption": "\n".join(lines), "preemption_runs": str(len(runs)),
              "preemption_measured": f"{int(runs['measured'].max()):,}"}
     top = runs["load"].max()
-    if {(top, "none"), (top, "affinode"), (top, "priority"), (top, "transparent")} <= set(mean.index):
-        none, aff = mean.loc[(top, "none")], mean.loc[(top, "affinode")]
-        prio, trans = mean.loc[(top, "priority")], mean.loc[(top, "transparent")]
+    wanted = {(top, f"backfill / {m}") for m in ("none", "affinode", "priority", "transparent")}
+    if wanted <= set(mean.index):
+        none, aff = mean.loc[(top, "backfill / none")], mean.loc[(top, "backfill / affinode")]
+        prio, trans = mean.loc[(top, "backfill / priority")], mean.loc[(top, "backfill / transparent")]
         cut = 100 * (1 - aff.blocked_job_hours / none.blocked_job_hours) if none.blocked_job_hours else 0.0
         items.update({
             "preemption_top_load": f"{top:g}", "preemption_quiet": str(int(mean.loc[mean.index.get_level_values(
@@ -387,8 +396,9 @@ def preemption_table(results: Path) -> dict[str, str]:
             "preemption_blocked_cut": f"{cut:.0f}", "preemption_blocked_none": f"{none.blocked_job_hours:,.0f}",
             "preemption_blocked_affinode": f"{aff.blocked_job_hours:,.0f}",
             "preemption_alloc_none": f"{none.alloc_time_avg_pct:.2f}", "preemption_alloc_affinode":
-            f"{aff.alloc_time_avg_pct:.2f}", "preemption_pending_none": f"{pending_h.loc[(top, 'none')]:,.0f}",
-            "preemption_pending_affinode": f"{pending_h.loc[(top, 'affinode')]:,.0f}",
+            f"{aff.alloc_time_avg_pct:.2f}",
+            "preemption_pending_none": f"{pending_h.loc[(top, 'backfill / none')]:,.0f}",
+            "preemption_pending_affinode": f"{pending_h.loc[(top, 'backfill / affinode')]:,.0f}",
             "preemption_suspensions": f"{aff.suspensions:,.0f}",
             "preemption_overhead_affinode": f"{aff.overhead_gpu_s / 3600:,.1f}",
             "preemption_priority_n": f"{prio.preemptions:,.0f}", "preemption_priority_thrashed":
@@ -396,6 +406,12 @@ def preemption_table(results: Path) -> dict[str, str]:
             "preemption_transparent_n": f"{trans.preemptions:,.0f}",
             "preemption_wait_none": f"{none.mean_wait_s:,.0f}", "preemption_wait_priority": f"{prio.mean_wait_s:,.0f}",
             "preemption_wait_transparent": f"{trans.mean_wait_s:,.0f}"})
+    if {(top, "backfill / tiresias"), (top, "fifo / none")} <= set(mean.index):
+        tir, fifo, none = (mean.loc[(top, k)] for k in ("backfill / tiresias", "fifo / none", "backfill / none"))
+        items.update({f"preemption_{name}_{what}": f"{row[column]:,.0f}"
+                      for name, row in (("tiresias", tir), ("fifo", fifo), ("backfill", none))
+                      for what, column in (("jct", "mean_jct_s"), ("p99jct", "p99_jct_s"))})
+        items["preemption_tiresias_n"] = f"{tir.preemptions:,.0f}"
     return items
 
 
