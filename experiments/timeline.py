@@ -4,7 +4,8 @@ certified optimum of the jobs present at sampled instants.
 Usage::
 
     python -m experiments.timeline --trace default --load 0.7,0.9,1.1 --policies fgd,best-fit,random \\
-        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode] [--checkpoint-s 1800] \\
+        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode,tiresias] \\
+        [--checkpoint-s 1800] \\
         [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
         [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.timeline --workload FILE.csv --cluster FILE.json --policies fgd --queue backfill ...
