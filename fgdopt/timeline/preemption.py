@@ -185,6 +185,17 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: n
     return min(found) if found else None
 
 
+def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray) -> Plan | None:
+    """The first pending job of ``order`` for which evicting running jobs of lower ``rank`` can make room: the
+    fewest such jobs (:func:`_fewest_victims`), preempted."""
+    running = np.flatnonzero(view.state.node_of >= 0)
+    for j in order if len(running) else ():
+        lower = running[rank[running] < rank[j]]
+        if len(lower) and (found := _fewest_victims(view.state, j, lower, view.lost_if_evicted)) is not None:
+            return Plan(j, found[3], "preempt")
+    return None
+
+
 @dataclass(frozen=True)
 class NoMechanism:
     name: str = "none"
@@ -202,18 +213,7 @@ class PriorityPreemption:
     checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
 
     def plan(self, view: View) -> Plan | None:
-        state = view.state
-        running = np.flatnonzero(state.node_of >= 0)
-        if not len(running):
-            return None
-        for j in view.pending():
-            lower = running[view.priority[running] < view.priority[j]]
-            if not len(lower):
-                continue
-            found = _fewest_victims(state, j, lower, view.lost_if_evicted)
-            if found is not None:
-                return Plan(j, found[3], "preempt")
-        return None
+        return _preempt_for_rank(view, view.pending(), view.priority)
 
 
 @dataclass
@@ -236,10 +236,6 @@ class TiresiasLAS:
         return np.searchsorted(np.asarray(self.thresholds), attained, side="right")
 
     def plan(self, view: View) -> Plan | None:
-        state = view.state
-        running = np.flatnonzero(state.node_of >= 0)
-        if not len(running):
-            return None
         queue = self.queues(view)
         pending = view.pending()
         if self.starvation > 0:                             # Tiresias' knob: a long wait promotes to Q0
@@ -248,14 +244,7 @@ class TiresiasLAS:
                 if queue[j] > 0 and waited >= self.starvation * (view.run_s[j] - self.promoted.get(j, 0.0)):
                     self.promoted[j] = float(view.run_s[j])
                     queue[j] = 0
-        for j in sorted(pending, key=lambda j: queue[j]):   # stable: queue order within a queue
-            lower = running[queue[running] > queue[j]]
-            if not len(lower):
-                continue
-            found = _fewest_victims(state, j, lower, view.lost_if_evicted)
-            if found is not None:
-                return Plan(j, found[3], "preempt")
-        return None
+        return _preempt_for_rank(view, sorted(pending, key=lambda j: queue[j]), -queue)   # stable within a queue
 
 
 @dataclass(frozen=True)
