@@ -104,6 +104,20 @@ def test_tiresias_demotes_after_3250_gpu_seconds_and_then_yields():
     assert (late.preemptions[0], late.lost_s[0], late.overhead_s[0]) == (1, 0.0, 7.0)
 
 
+def test_tiresias_starvation_promotes_a_long_waiting_job():
+    # B (one GPU, 20,000 s) preempts A at t=4000 as above. With starvation factor 1, A (run 4,000 s) is promoted to
+    # queue 0 once it has waited 4,000 s; the next instant is t=9000 (a CPU-only job C arrives), where B (5,000
+    # GPU-s, queue 1) yields to A: A finishes at 9,000 + 7 + 6,000. Without the knob A waits for B (24,000 s)
+    from fgdopt.timeline.preemption import TiresiasLAS
+
+    jobs = JobSet(TaskSet([1000, 1000, 1000], [0, 0, 0], [1, 1, 0], [1000, 1000, 0]), [0.0, 4000.0, 9000.0],
+                  [10_000.0, 20_000.0, 1.0])
+    starved = simulate(ONE_GPU, jobs, "best-fit", "backfill", mechanism=TiresiasLAS(starvation=1.0))
+    assert starved.finish_s[0] == 15_007.0 and starved.preemptions.tolist() == [1, 1, 0]
+    plain = simulate(ONE_GPU, jobs, "best-fit", "backfill", mechanism="tiresias")
+    assert plain.finish_s[:2].tolist() == [30_007.0, 24_000.0] and plain.preemptions.tolist() == [1, 0, 0]
+
+
 def _gpu_time_conserved(r, jobs):
     done = r.status == FINISHED
     assert done.all()
