@@ -4,7 +4,7 @@ certified optimum of the jobs present at sampled instants.
 Usage::
 
     python -m experiments.timeline --trace default --load 0.7,0.9,1.1 --policies fgd,best-fit,random \\
-        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode,tiresias] \\
+        --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode,tiresias,migrate] \\
         [--checkpoint-s 1800] \\
         [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
         [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]
     if set(args.mechanism) != {"none"}:
-        show[-1:-1] = ["preemptions", "suspensions", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs"]
+        show[-1:-1] = ["preemptions", "suspensions", "migrations", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs"]
     print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("\n".join(idle_lines(results)))
     return 0

@@ -118,6 +118,27 @@ def test_tiresias_starvation_promotes_a_long_waiting_job():
     assert plain.finish_s[:2].tolist() == [30_007.0, 24_000.0] and plain.preemptions.tolist() == [1, 0, 0]
 
 
+def test_migration_moves_a_sharing_job_so_a_blocked_job_starts():
+    # two one-GPU nodes. S1 (500 milli) and, while a CPU-only job C holds 30 of node 0's 32 cores until t=5, S2 (500
+    # milli) end up on different nodes; W (a whole GPU) arrives at t=10, blocked by fragmentation. Against a target
+    # workload of the GPU shapes, the fgd-guided plan moves one half job onto the other's GPU and admits W on the
+    # freed node at t=10; the moved job keeps its 10 s of progress and pays 30 s: it finishes at 10 + 30 + 90.
+    # Without migration W waits for a half job to finish (t=100)
+    from fgdopt.frag import Workload
+
+    pair = Cluster([32000, 32000], [65536, 65536], [1, 1], ["T4", "T4"])
+    t = TaskSet([1000, 30000, 2000, 1000], [0] * 4, [1, 0, 1, 1], [500, 0, 500, 1000])
+    jobs = JobSet(t, [0.0, 0.0, 0.0, 10.0], [100.0, 5.0, 100.0, 20.0])
+    gpu_shapes = Workload.from_tasks(t.take([0, 2, 3]))
+    still = simulate(pair, jobs, "best-fit", "backfill", workload=gpu_shapes)
+    assert still.node[[0, 2]].tolist() == [0, 1] and still.start_s[3] == 100.0
+    r = simulate(pair, jobs, "best-fit", "backfill", mechanism="migrate", workload=gpu_shapes)
+    moved = int(np.flatnonzero(r.migrations)[0])
+    assert r.migrations.sum() == 1 and moved in (0, 2) and r.start_s[3] == 10.0 and r.finish_s[3] == 30.0
+    assert r.finish_s[moved] == 130.0 and r.lost_s[moved] == 0.0 and r.overhead_s[moved] == 30.0
+    assert r.finish_s[2 - moved] == 100.0 and run_stats(r)["migrations"] == 1
+
+
 def _gpu_time_conserved(r, jobs):
     done = r.status == FINISHED
     assert done.all()
@@ -130,8 +151,8 @@ def _gpu_time_conserved(r, jobs):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), mechanism=st.sampled_from(["priority", "transparent", "affinode", "tiresias"]),
-       queue=st.sampled_from(["fifo", "backfill"]))
+@given(seed=st.integers(0, 10_000), queue=st.sampled_from(["fifo", "backfill"]),
+       mechanism=st.sampled_from(["priority", "transparent", "affinode", "tiresias", "migrate"]))
 def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
     inst = random_instance(3, seed=seed, ratio=2.0)
     rng = np.random.default_rng(seed)
@@ -145,7 +166,7 @@ def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
 
 def test_the_conservation_runs_do_evict():
     # the instances of the property above are crowded enough that every mechanism evicts on some of them
-    evictions = {m: 0 for m in ("priority", "transparent", "affinode", "tiresias")}
+    evictions = {m: 0 for m in ("priority", "transparent", "affinode", "tiresias", "migrate")}
     for seed in range(12):
         inst = random_instance(3, seed=seed, ratio=2.0)
         rng = np.random.default_rng(seed)
@@ -156,7 +177,7 @@ def test_the_conservation_runs_do_evict():
                           np.round(rng.exponential(mean_s, n)) + 1, priority=rng.integers(0, 2, n))
             r = simulate(inst.cluster, jobs, "best-fit", "backfill", seed=seed, mechanism=m)
             _gpu_time_conserved(r, jobs)
-            evictions[m] += int(r.preemptions.sum() + r.suspensions.sum())
+            evictions[m] += int(r.preemptions.sum() + r.suspensions.sum() + r.migrations.sum())
     assert min(evictions.values()) > 0, evictions
 
 

@@ -74,6 +74,7 @@ class _View:
     now: float = 0.0
     run_s: np.ndarray | None = None
     left_at: np.ndarray | None = None
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,7 +124,7 @@ class TimelineResult:
     wall_s, cpu_s : wall and CPU seconds of the simulation.
     mechanism : the eviction mechanism's name; per job: ``preemptions``, ``suspensions`` (counts), ``lost_s``
     (progress thrown away, s), ``overhead_s`` (restart, suspension and checkpoint time without progress, s),
-    ``thrashed`` (preempted again before a checkpoint after an eviction).
+    ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan).
     """
 
     jobs: JobSet
@@ -146,6 +147,7 @@ class TimelineResult:
     lost_s: np.ndarray | None = None
     overhead_s: np.ndarray | None = None
     thrashed: np.ndarray | None = None
+    migrations: np.ndarray | None = None
 
     @property
     def cluster(self) -> Cluster:
@@ -257,6 +259,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     live = np.full(n, -1, dtype=np.int64)                          # seq of the live finish event (-1: none)
     preemptions = np.zeros(n, dtype=np.int64)
     suspensions = np.zeros(n, dtype=np.int64)
+    migrations = np.zeros(n, dtype=np.int64)
     lost_s, overhead_s = np.zeros(n), np.zeros(n)
     thrashed = np.zeros(n, dtype=bool)
     evicted = np.zeros(n, dtype=bool)                              # the current run follows an eviction
@@ -341,10 +344,14 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             thrashed[j] |= evicted[j] and done == 0 and not ckpt.transparent
             preemptions[j] += 1
             next_cost[j] = restart_s(int(tasks.num_gpu[j]))
-        else:
+        else:                                                   # suspend or migrate: transparent
             kept, lost, over = max(elapsed - run_cost[j], 0.0), 0.0, min(elapsed, float(run_cost[j]))
-            suspensions[j] += 1
-            next_cost[j] = mech.suspend_s + mech.restore_s
+            if kind == "migrate":
+                migrations[j] += 1
+                next_cost[j] = mech.migrate_s
+            else:
+                suspensions[j] += 1
+                next_cost[j] = mech.suspend_s + mech.restore_s
         saved[j] += kept
         lost_s[j] += lost
         overhead_s[j] += over
@@ -424,7 +431,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     first_gpu = np.full(n, -1, dtype=np.int64)
     view = _View(state, jobs.priority, first_gpu, demand.astype(np.float64),
-                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))])
+                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
+                 workload=workload)
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
@@ -493,13 +501,20 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 plan = mech.plan(view)
                 if plan is None:
                     break
-                for v in plan.victims:
-                    evict(v, plan.kind)
-                choice = ask(plan.job)
-                if choice is None:
-                    raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
-                withdraw(plan.job)
-                start(plan.job, choice)
+                if plan.kind == "migrate":                              # moves, then admits, as planned
+                    for move in plan.moves:
+                        evict(move.task, "migrate")
+                    for move in (*plan.moves, *plan.admits):
+                        withdraw(move.task)
+                        start(move.task, (move.node, move.gpus))
+                else:
+                    for v in plan.victims:
+                        evict(v, plan.kind)
+                    choice = ask(plan.job)
+                    if choice is None:
+                        raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
+                    withdraw(plan.job)
+                    start(plan.job, choice)
                 unblock()
                 schedule()
         for s in list(cands):                                           # shapes nobody tried (behind a FIFO head)
@@ -530,4 +545,4 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
     return TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
                           discipline.name, events, instants, time.perf_counter() - wall0, time.process_time() - cpu0,
-                          mech.name, preemptions, suspensions, lost_s, overhead_s, thrashed)
+                          mech.name, preemptions, suspensions, lost_s, overhead_s, thrashed, migrations)

@@ -45,6 +45,11 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     there) promotes a pending job back to queue 0 once it has waited that many times the time it has run. What
     differs from the repository: demotion is seen at the engine's next instant rather than at the exact crossing,
     and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
+``migrate``
+    Migration (Gandiva, Singularity): while pending jobs fit no node, every ``period_s`` (300 s) a defragmentation
+    plan of at most ``budget`` (10) moves by ``method`` (``fgd-guided``, :func:`fgdopt.defrag.defrag`) for the
+    first blocked pending jobs; it is carried out when it admits some, each move transparent and costing
+    ``migrate_s`` (30 s, Helios' multi-GPU checkpoint time, an assumption) without progress.
     A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
     fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
     one-GPU checkpoint time each way).
@@ -59,6 +64,8 @@ from typing import Protocol
 
 import numpy as np
 
+from fgdopt.defrag import DefragProblem, defrag
+from fgdopt.frag import Workload
 from fgdopt.model import GPU_MILLI
 from fgdopt.state import ClusterState
 
@@ -127,11 +134,15 @@ class Checkpointing:
 @dataclass(frozen=True)
 class Plan:
     """Evict ``victims`` (running job indices) so that pending job ``job`` starts; ``kind`` ``preempt`` or
-    ``suspend``."""
+    ``suspend``. Or, with ``kind`` ``migrate``, a defragmentation plan: ``moves`` of running jobs and ``admits`` of
+    pending ones (:class:`fgdopt.defrag.Move`: job, node, GPUs), carried out as :func:`fgdopt.defrag.apply_plan`
+    defines (every moved job leaves, then every moved and admitted job is placed)."""
 
-    job: int
-    victims: tuple[int, ...]
-    kind: str
+    job: int = -1
+    victims: tuple[int, ...] = ()
+    kind: str = "preempt"
+    moves: tuple = ()
+    admits: tuple = ()
 
 
 class View(Protocol):
@@ -144,6 +155,7 @@ class View(Protocol):
     now: float                      # the instant, s
     run_s: np.ndarray               # seconds each job has run so far (all its runs)
     left_at: np.ndarray             # when each job last stopped running (NaN: never)
+    workload: Workload              # the run's target workload M
 
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
@@ -289,7 +301,33 @@ class AffinodeSuspension:
         return None
 
 
-MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias")
+@dataclass
+class MigrationDefrag:
+    """``migrate`` (module docstring): a defragmentation plan every ``period_s`` while jobs are blocked."""
+
+    name: str = "migrate"
+    checkpointing: Checkpointing = Checkpointing(transparent=True)
+    period_s: float = 300.0
+    budget: int = 10
+    method: str = "fgd-guided"
+    migrate_s: float = 30.0
+    next_s: float = 0.0
+
+    def plan(self, view: View) -> Plan | None:
+        if view.now < self.next_s:
+            return None
+        waiting = view.pending()
+        if not waiting:
+            return None
+        self.next_s = view.now + self.period_s
+        problem = DefragProblem.from_state(view.state, waiting)
+        report = defrag(problem, self.method, self.budget, view.workload)
+        if not report.plan.admits:
+            return None
+        return Plan(kind="migrate", moves=report.plan.moves, admits=report.plan.admits)
+
+
+MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias", "migrate")
 
 
 def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
@@ -310,4 +348,6 @@ def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s
         return AffinodeSuspension()
     if name == "tiresias":
         return TiresiasLAS()
+    if name == "migrate":
+        return MigrationDefrag()
     raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join(MECHANISM_NAMES)}")
