@@ -372,15 +372,16 @@ def preemption_table(results: Path) -> dict[str, str]:
     pending_h = (series.groupby([*keys, "seed"])["pending_milli"].sum() * step / GPU_MILLI / 3600
                  ).groupby(keys).mean()
     lines = ["| load | queue / mechanism | allocation % | mean wait s | p99 wait s | mean JCT s | p99 JCT s | "
-             "pending GPU-hours | blocked job-hours | preemptions | suspensions | lost GPU-hours | "
+             "pending GPU-hours | blocked job-hours | preemptions | suspensions | migrations | lost GPU-hours | "
              "overhead GPU-hours | thrashed jobs |",
-             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     mean = runs.groupby(keys, sort=False).mean(numeric_only=True)
     for (load, mechanism), row in mean.sort_index(level="load", sort_remaining=False).iterrows():
         lines.append(f"| {load:g} | {mechanism} | {row.alloc_time_avg_pct:.2f} | {row.mean_wait_s:,.0f} | "
                      f"{row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | {row.p99_jct_s:,.0f} | "
                      f"{pending_h.loc[(load, mechanism)]:,.0f} | "
                      f"{row.blocked_job_hours:,.1f} | {row.preemptions:,.0f} | {row.suspensions:,.0f} | "
+                     f"{row.migrations:,.0f} | "
                      f"{row.lost_gpu_s / 3600:,.1f} | {row.overhead_gpu_s / 3600:,.1f} | {row.thrashed_jobs:,.0f} |")
     items = {"preemption": "\n".join(lines), "preemption_runs": str(len(runs)),
              "preemption_measured": f"{int(runs['measured'].max()):,}"}
@@ -392,7 +393,7 @@ def preemption_table(results: Path) -> dict[str, str]:
         cut = 100 * (1 - aff.blocked_job_hours / none.blocked_job_hours) if none.blocked_job_hours else 0.0
         items.update({
             "preemption_top_load": f"{top:g}", "preemption_quiet": str(int(mean.loc[mean.index.get_level_values(
-                "load") < 1, ["preemptions", "suspensions"]].to_numpy().sum())),
+                "load") < 1, ["preemptions", "suspensions", "migrations"]].to_numpy().sum())),
             "preemption_blocked_cut": f"{cut:.0f}", "preemption_blocked_none": f"{none.blocked_job_hours:,.0f}",
             "preemption_blocked_affinode": f"{aff.blocked_job_hours:,.0f}",
             "preemption_alloc_none": f"{none.alloc_time_avg_pct:.2f}", "preemption_alloc_affinode":
@@ -412,6 +413,12 @@ def preemption_table(results: Path) -> dict[str, str]:
                       for name, row in (("tiresias", tir), ("fifo", fifo), ("backfill", none))
                       for what, column in (("jct", "mean_jct_s"), ("p99jct", "p99_jct_s"))})
         items["preemption_tiresias_n"] = f"{tir.preemptions:,.0f}"
+    if (top, "backfill / migrate") in mean.index:
+        mig = mean.loc[(top, "backfill / migrate")]
+        items.update({"preemption_migrate_n": f"{mig.migrations:,.0f}",
+                      "preemption_blocked_migrate": f"{mig.blocked_job_hours:,.0f}",
+                      "preemption_alloc_migrate": f"{mig.alloc_time_avg_pct:.2f}",
+                      "preemption_overhead_migrate": f"{mig.overhead_gpu_s / 3600:,.1f}"})
     return items
 
 
