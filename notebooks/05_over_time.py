@@ -17,8 +17,8 @@
 #
 # **Learning goal:** run a cluster over time with `fgdopt.timeline`: read a job's wait and completion time (JCT),
 # see why a strict FIFO queue idles GPUs that backfilling uses, measure the pending demand that fragmentation keeps
-# out although enough GPU is free in total, and ask the certified optimum how many GPUs placement leaves idle at one
-# instant.
+# out although enough GPU is free in total, ask the certified optimum how many GPUs placement leaves idle at one
+# instant, and see what preemption, checkpoints and suspension cost.
 #
 # Notebooks 01-04 looked at one moment: tasks arrive, none leaves. Real clusters run jobs that *finish*, and jobs
 # that do not fit *wait*. A job is a task of the one data model plus `submit_s` and `duration_s` (seconds); the
@@ -165,6 +165,50 @@ if stream is not None:
     ax.set_ylabel("GPU allocation (%)")
     ax.legend()
     plt.show()
+
+# %% [markdown]
+# ## F. Taking GPUs back: preemption, suspension, migration
+#
+# A mechanism may evict running jobs (`simulate(..., mechanism=...)`, `fgdopt.timeline.preemption`). A running job
+# makes progress and checkpoints every `interval_s` seconds of it; preempted, it loses what it made since its last
+# checkpoint, frees all its GPUs at once and pays a restart cost (Helios' 7 s for one GPU) when it runs again.
+#
+# One GPU. L (priority 0) runs from t = 0 for 100 s and checkpoints every 20 s; H (priority 1) arrives at t = 30 for
+# 10 s. Priority preemption evicts L at t = 30: its checkpoint at 20 s survives, 10 s of progress are lost. H runs
+# 30-40; L restarts at 40, spends 7 s restoring and 80 s finishing: it ends at 127. With a transparent checkpoint
+# (Singularity) nothing is lost: L ends at 40 + 7 + 70 = 117.
+
+# %%
+from fgdopt.timeline.preemption import Checkpointing, PriorityPreemption
+
+gpu1 = Cluster([32000], [65536], [1], ["T4"])
+two_jobs = JobSet(TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 1000], names=("L", "H")), [0.0, 30.0], [100.0, 10.0],
+                  priority=[0, 1])
+for mechanism in (PriorityPreemption("priority", Checkpointing(interval_s=20.0)),
+                  PriorityPreemption("transparent", Checkpointing(transparent=True))):
+    r = simulate(gpu1, two_jobs, "best-fit", "backfill", mechanism=mechanism)
+    print(f"{mechanism.name:12} L ends at {r.finish_s[0]:.0f} s, lost {r.lost_s[0]:.0f} s, overhead {r.overhead_s[0]:.0f} s")
+    assert r.finish_s[0] == {"priority": 127.0, "transparent": 117.0}[mechanism.name]
+
+# %% [markdown]
+# Back to part B's blocked whole-GPU job: instead of waiting until t = 10 for a half-GPU job to end, `affinode`
+# suspends the sharing job of the GPU cheapest to clear (both cost 500 milli-GPU; the tie goes to node 0). The
+# whole-GPU job runs 1-2; the suspended job resumes at 2 after 7 + 7 s of suspend and restore, with 9 s of work
+# left: it ends at 25 instead of 10. `migrate` (a `fgdopt.defrag` plan, 30 s per move) cannot help here: each half
+# job holds 20 of a node's 32 cores, so neither can join the other.
+
+# %%
+starts = {}
+for mechanism in ("none", "affinode", "migrate"):
+    r = simulate(pair, JobSet(halves, [0.0, 0.0, 1.0], [10.0, 10.0, 1.0]), "best-fit", "backfill",
+                 mechanism=mechanism)
+    starts[mechanism] = r.start_s[2]
+    print(f"{mechanism:9} whole-GPU job starts at {r.start_s[2]:.0f} s; the half jobs end at "
+          f"{r.finish_s[0]:.0f} and {r.finish_s[1]:.0f} s; suspensions {r.suspensions.sum()}, "
+          f"migrations {r.migrations.sum()}")
+    if mechanism == "affinode":
+        assert sorted(r.finish_s[:2].tolist()) == [10.0, 25.0]
+assert starts == {"none": 10.0, "affinode": 1.0, "migrate": 10.0}
 
 # %% [markdown]
 # **What to take away.** Over time the question is not only *how much* is allocated but *who waits*: a strict FIFO
