@@ -28,7 +28,7 @@ import numpy as np
 from fgdopt.defrag import DefragProblem
 from fgdopt.instance import Instance
 from fgdopt.policies import make_policy
-from fgdopt.state import ClusterState, Placement
+from fgdopt.state import Placement, validate
 from fgdopt.timeline.engine import Snapshot
 from formulations.defrag import solve_defrag
 from formulations.typeconfig import ColumnPool, solve_type_configs
@@ -73,9 +73,7 @@ def placement_optimum(snap: Snapshot, time_limit: float = 60.0, threads: int | N
 def admission_optimum(snap: Snapshot, time_limit: float = 60.0, threads: int | None = 1) -> InstantOptimum:
     """(ii): the most pending milli-GPU admissible without moving a running job (module docstring)."""
     t0 = time.perf_counter()
-    state = ClusterState(snap.cluster, snap.tasks)
-    for i in range(snap.running):
-        state.place(i, int(snap.placement.node[i]), snap.placement.gpus[i])
+    state = validate(snap.cluster, snap.tasks, snap.placement)            # the running jobs, placed
     pending = snap.pending
     fits = np.zeros(snap.cluster.n_nodes, dtype=bool)
     hopeful = []

@@ -12,7 +12,7 @@ from fgdopt.model import Cluster, TaskSet
 from fgdopt.suites import random_instance
 from fgdopt.timeline import JobSet, run_stats, simulate
 from fgdopt.timeline.engine import FINISHED
-from fgdopt.timeline.metrics import time_average
+from fgdopt.timeline.metrics import time_integral
 from fgdopt.timeline.preemption import Checkpointing, PriorityPreemption, helios_restart_s
 
 ONE_GPU = Cluster([32000], [65536], [1], ["T4"])
@@ -140,11 +140,14 @@ def test_migration_moves_a_sharing_job_so_a_blocked_job_starts():
 
 
 def _gpu_time_conserved(r, jobs):
+    """Every job finished, each ran its duration plus lost and overhead time (the run's check), and the GPU-seconds
+    so spent equal the allocation's integral."""
+    r.check()
     done = r.status == FINISHED
     assert done.all()
     series = r.series
     end = float(series["time_s"].iloc[-1])
-    integral = time_average(series["time_s"].to_numpy(), series["alloc_milli"].to_numpy(), (0.0, end)) * end
+    integral = time_integral(series["time_s"].to_numpy(), series["alloc_milli"].to_numpy(), (0.0, end))
     spent = jobs.tasks.gpu_demand * (jobs.duration_s + r.lost_s + r.overhead_s)
     assert integral == pytest.approx(float(spent.sum()), rel=1e-9, abs=1e-6)
     assert (r.state.gpu_left >= 0).all() and r.state.allocated_milli == 0
@@ -160,7 +163,8 @@ def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
     mean_s = 4000 if mechanism == "tiresias" else 200          # Tiresias demotes after 3,250 GPU-seconds
     jobs = JobSet(inst.tasks, np.round(rng.uniform(0, 60 * mean_s / 200, n)), np.round(rng.exponential(mean_s, n)) + 1,
                   priority=rng.integers(0, 2, n))
-    r = simulate(inst.cluster, jobs, "best-fit", queue, seed=seed, mechanism=mechanism)
+    r = simulate(inst.cluster, jobs, "best-fit", queue, seed=seed, mechanism=mechanism,
+                 snapshots=np.unique(jobs.submit_s))                # the state validated after each arrival instant
     _gpu_time_conserved(r, jobs)
 
 

@@ -13,11 +13,10 @@ from fgdopt.frag import Workload
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import PolicyError, make_policy
 from fgdopt.simulate import replay, run_online
-from fgdopt.state import validate
 from fgdopt.suites import random_instance
 from fgdopt.timeline import JobSet, read_workload, run_stats, simulate
 from fgdopt.timeline.engine import DROPPED, FINISHED, PENDING, REJECTED, RUNNING
-from fgdopt.timeline.metrics import sample_series, time_average
+from fgdopt.timeline.metrics import sample_series, time_average, time_integral
 
 INF = math.inf
 
@@ -90,22 +89,37 @@ def test_a_policy_that_chooses_an_infeasible_node_stops_in_one_line():
 
 
 def _conservation(result, jobs: JobSet) -> None:
-    """Every job in one status; resources never negative; GPU-seconds run = the allocation's integral."""
-    counts = result.counts()
-    assert sum(counts.values()) == len(jobs)
+    """The run's own check, resources never negative, and the GPU-seconds run = the allocation's integral."""
+    result.check()
     state = result.state
     assert (state.cpu_left >= 0).all() and (state.mem_left >= 0).all() and (state.gpu_left >= 0).all()
-    validate(state.cluster, jobs.tasks, state.placement())
     series = result.series
     if len(series):
         assert series["alloc_milli"].min() >= 0 and series["alloc_milli"].max() <= state.cluster.gpu_capacity_milli
         assert (series["blocked_milli"] <= state.cluster.gpu_capacity_milli - series["alloc_milli"]).all()
     done = result.status == FINISHED
     ran = jobs.tasks.gpu_demand[done] * (result.finish_s[done] - result.start_s[done])
-    assert np.allclose(result.finish_s[done] - result.start_s[done], jobs.duration_s[done])
+    assert np.allclose(result.finish_s[done] - result.start_s[done], jobs.duration_s[done])   # no mechanism
     end = float(series["time_s"].iloc[-1]) if len(series) else 0.0
-    integral = time_average(series["time_s"].to_numpy(), series["alloc_milli"].to_numpy(), (0.0, end)) * end
+    integral = time_integral(series["time_s"].to_numpy(), series["alloc_milli"].to_numpy(), (0.0, end))
     assert integral == pytest.approx(float(ran.sum()), rel=1e-9, abs=1e-6)
+
+
+def test_check_catches_an_inconsistent_run():
+    import dataclasses
+
+    jobs = JobSet(whole(1, 2, 1), [0.0, 1.0, 2.0], [10.0, 5.0, 3.0])
+    r = simulate(TWO_GPUS, jobs, "best-fit", "backfill")
+    r.check()
+    bad_status = r.status.copy()
+    bad_status[0] = RUNNING                                           # finished, yet "running" and not placed
+    with pytest.raises(AssertionError, match="placed"):
+        dataclasses.replace(r, status=bad_status).check()
+    with pytest.raises(AssertionError, match="ran other than"):        # one second of work unaccounted for
+        dataclasses.replace(r, run_s=r.run_s + np.array([1.0, 0.0, 0.0])).check()
+    r.state.cpu_left[0] -= 1                                           # bookkeeping off by a milli-core
+    with pytest.raises(AssertionError, match="cpu_left differs"):
+        r.check()
 
 
 @settings(max_examples=40, deadline=None)
@@ -118,7 +132,7 @@ def test_random_runs_conserve_jobs_and_gpu_time(seed, queue, policy):
     submit = np.round(rng.uniform(0, 50, n))                         # rounded: many jobs share an instant
     duration = np.round(rng.exponential(20, n)) * (rng.random(n) > 0.1)   # some zero durations
     jobs = JobSet(inst.tasks, submit, duration)
-    r = simulate(inst.cluster, jobs, policy, queue, seed=seed)
+    r = simulate(inst.cluster, jobs, policy, queue, seed=seed, snapshots=np.unique(submit))   # validated at each
     _conservation(r, jobs)
     if queue != "none":
         assert set(r.counts()) >= {"finished"} and r.counts()["pending"] == 0 and r.counts()["running"] == 0

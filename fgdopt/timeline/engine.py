@@ -62,19 +62,25 @@ SCAN = 32
 """A mechanism sees the first this many pending jobs that fit no node, in queue order."""
 
 
-@dataclass(eq=False)
 class _View:
-    """What a mechanism reads (:class:`fgdopt.timeline.preemption.View`)."""
+    """What a mechanism reads (:class:`fgdopt.timeline.preemption.View`); the per-job arrays are computed only when a
+    mechanism asks for them, so that a run without one pays nothing for them."""
 
-    state: ClusterState
-    priority: np.ndarray
-    first_gpu: np.ndarray
-    lost_if_evicted: np.ndarray
-    pending: Callable[[], list[int]]
-    now: float = 0.0
-    run_s: np.ndarray | None = None
-    left_at: np.ndarray | None = None
-    workload: Workload | None = None
+    def __init__(self, state: ClusterState, priority: np.ndarray, first_gpu: np.ndarray, workload: Workload,
+                 left_at: np.ndarray, pending: Callable[[], list[int]], lost: Callable[[], np.ndarray],
+                 run_s: Callable[[], np.ndarray]):
+        self.state, self.priority, self.first_gpu, self.workload, self.left_at = (state, priority, first_gpu,
+                                                                                   workload, left_at)
+        self.pending, self._lost, self._run_s = pending, lost, run_s
+        self.now = 0.0
+
+    @property
+    def lost_if_evicted(self) -> np.ndarray:
+        return self._lost()
+
+    @property
+    def run_s(self) -> np.ndarray:
+        return self._run_s()
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +130,8 @@ class TimelineResult:
     wall_s, cpu_s : wall and CPU seconds of the simulation.
     mechanism : the eviction mechanism's name; per job: ``preemptions``, ``suspensions`` (counts), ``lost_s``
     (progress thrown away, s), ``overhead_s`` (restart, suspension and checkpoint time without progress, s),
-    ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan).
+    ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan);
+    ``run_s`` (seconds run, over the runs that ended). :meth:`check` verifies the run.
     """
 
     jobs: JobSet
@@ -148,6 +155,35 @@ class TimelineResult:
     overhead_s: np.ndarray | None = None
     thrashed: np.ndarray | None = None
     migrations: np.ndarray | None = None
+    run_s: np.ndarray | None = None
+
+    def check(self) -> None:
+        """Raise ``AssertionError`` unless the run is consistent (:func:`simulate` calls it on every result).
+
+        Every job ends in one of :data:`STATUSES`, and: a job is placed in the final state exactly when it is
+        running; a rejected or dropped job never started; a job that never started has no node; a finished job
+        started, finished no earlier, and ran (over all its runs) its duration plus the progress it lost and the
+        restart, suspension and checkpoint time it spent; the final state validates (its free capacities are
+        those of the running jobs placed anew by the one feasibility rule).
+        """
+        status = self.status
+        if not np.isin(status, np.arange(len(STATUSES))).all():
+            raise AssertionError("a job has no status")
+        placed = self.state.node_of >= 0
+        if not np.array_equal(placed, status == RUNNING):
+            raise AssertionError(f"jobs {np.flatnonzero(placed != (status == RUNNING))[:5].tolist()} are placed "
+                                 "but not running, or running but not placed")
+        started = np.isfinite(self.start_s)
+        if started[np.isin(status, (REJECTED, DROPPED))].any() or (self.node[~started] != -1).any():
+            raise AssertionError("a rejected, dropped or never started job has a start or a node")
+        done = status == FINISHED
+        if not (started[done].all() and (self.finish_s[done] >= self.start_s[done]).all()):
+            raise AssertionError("a finished job has no start, or finished before it started")
+        work = self.jobs.duration_s + self.lost_s + self.overhead_s
+        if not np.allclose(self.run_s[done], work[done], rtol=1e-9, atol=1e-6):
+            bad = np.flatnonzero(done & ~np.isclose(self.run_s, work, rtol=1e-9, atol=1e-6))[:5].tolist()
+            raise AssertionError(f"jobs {bad} ran other than their duration plus lost and overhead time")
+        _same_capacity(validate(self.cluster, self.jobs.tasks, self.state.placement()), self.state, "final state")
 
     @property
     def cluster(self) -> Cluster:
@@ -429,10 +465,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         elif cands:
             backfill_pass()
 
-    first_gpu = np.full(n, -1, dtype=np.int64)
-    view = _View(state, jobs.priority, first_gpu, demand.astype(np.float64),
-                 lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
-                 workload=workload)
+    first_gpu = np.full(n, -1, dtype=np.int64)                    # kept by start(): the mechanisms read it per job
+    view = _View(state, jobs.priority, first_gpu, workload, left_at,
+                 pending=lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
+                 lost=lambda: demand * ckpt.lost(now - run_start, run_cost, run_work),
+                 run_s=lambda: ran_s + np.where(status == RUNNING, now - run_start, 0.0))
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
@@ -443,8 +480,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         placement = Placement(np.concatenate([state.node_of[run_ids], np.full(len(pend_ids), -1)]),
                               (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)))
         snap = Snapshot(at, cluster, tasks.take(ids), placement, ids, len(run_ids))
-        if validate(cluster, snap.tasks, placement).allocated_milli != alloc:      # the state validates
-            raise AssertionError(f"snapshot at {at} s: allocation does not match the running jobs")
+        _same_capacity(validate(cluster, snap.tasks, placement), state, f"snapshot at {at} s")
+        if snap.allocated_milli != alloc:
+            raise AssertionError(f"snapshot at {at} s: {alloc} milli-GPU counted, {snap.allocated_milli} running")
         return snap
 
     next_arrival = 0
@@ -495,9 +533,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         else:
             schedule()
             for _ in range(MAX_PLANS if buckets else 0):                # the mechanism's evictions
-                view.lost_if_evicted = demand * ckpt.lost(now - run_start, run_cost, run_work)
-                view.now, view.left_at = now, left_at
-                view.run_s = ran_s + np.where(status == RUNNING, now - run_start, 0.0)
+                view.now = now
                 plan = mech.plan(view)
                 if plan is None:
                     break
@@ -543,6 +579,17 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     for at in snap_times:
         snaps.append(snapshot(at))
     series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
-    return TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
-                          discipline.name, events, instants, time.perf_counter() - wall0, time.process_time() - cpu0,
-                          mech.name, preemptions, suspensions, lost_s, overhead_s, thrashed, migrations)
+    result = TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
+                            discipline.name, events, instants, time.perf_counter() - wall0,
+                            time.process_time() - cpu0, mech.name, preemptions, suspensions, lost_s, overhead_s,
+                            thrashed, migrations, ran_s)
+    result.check()
+    return result
+
+
+def _same_capacity(fresh: ClusterState, live: ClusterState, where: str) -> None:
+    """The free CPU, memory and GPU of ``live`` are those of ``fresh``, the same jobs placed anew (the state
+    validates)."""
+    for name in ("cpu_left", "mem_left", "gpu_left"):
+        if not np.array_equal(getattr(fresh, name), getattr(live, name)):
+            raise AssertionError(f"{where}: {name} differs from the running jobs placed anew")

@@ -40,9 +40,25 @@ def size_class(tasks: TaskSet) -> np.ndarray:
     return cls.astype(object)
 
 
+def time_integral(times: np.ndarray, values: np.ndarray, window: tuple[float, float]) -> float:
+    """The integral over ``window`` of a step function: ``values[i]`` from ``times[i]`` to ``times[i+1]`` (the last
+    to the window's end), 0 before ``times[0]`` (value x seconds).
+
+    Examples
+    --------
+    >>> time_integral(np.array([0.0, 10.0]), np.array([2.0, 4.0]), (5.0, 15.0))
+    30.0
+    """
+    a, b = window
+    times = np.asarray(times, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    ends = np.append(times[1:], max(b, times[-1] if len(times) else b))
+    overlap = np.clip(np.minimum(ends, b) - np.maximum(times, a), 0.0, None)
+    return float((values * overlap).sum())
+
+
 def time_average(times: np.ndarray, values: np.ndarray, window: tuple[float, float]) -> float:
-    """The time average over ``window`` of a step function: ``values[i]`` from ``times[i]`` to ``times[i+1]``
-    (the last to the window's end), 0 before ``times[0]``; the value at ``window[0]`` if the window is empty.
+    """:func:`time_integral` over ``window`` divided by its length; the value at ``window[0]`` if it is empty.
 
     Examples
     --------
@@ -50,14 +66,10 @@ def time_average(times: np.ndarray, values: np.ndarray, window: tuple[float, flo
     3.0
     """
     a, b = window
-    times = np.asarray(times, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
     if b <= a:
-        k = np.searchsorted(times, a, side="right") - 1
+        k = np.searchsorted(np.asarray(times, dtype=np.float64), a, side="right") - 1
         return float(values[k]) if k >= 0 else 0.0
-    ends = np.append(times[1:], max(b, times[-1] if len(times) else b))
-    overlap = np.clip(np.minimum(ends, b) - np.maximum(times, a), 0.0, None)
-    return float((values * overlap).sum() / (b - a))
+    return time_integral(times, values, window) / (b - a)
 
 
 def _moments(values: np.ndarray, prefix: str) -> dict[str, float]:
@@ -95,7 +107,7 @@ def run_stats(result: TimelineResult) -> dict:
         "frag_time_avg": time_average(times, series["frag_milli"].to_numpy(), window),
         "pending_time_avg": time_average(times, series["pending"].to_numpy(), window),
         "blocked_time_avg_milli": time_average(times, series["blocked_milli"].to_numpy(), window),
-        "blocked_job_hours": time_average(times, blocked, (0.0, run_end)) * run_end / 3600.0 if run_end > 0 else 0.0,
+        "blocked_job_hours": time_integral(times, blocked, (0.0, run_end)) / 3600.0,
         "preemptions": int(result.preemptions.sum()), "suspensions": int(result.suspensions.sum()),
         "migrations": int(result.migrations.sum()),
         "lost_gpu_s": float((gpus * result.lost_s).sum()), "overhead_gpu_s": float((gpus * result.overhead_s).sum()),

@@ -31,6 +31,7 @@ attribute a discipline object or a class called without arguments.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,49 +51,40 @@ class Discipline(Protocol):
     def keys(self, jobs: JobSet) -> np.ndarray: ...
 
 
+def submission_order(jobs: JobSet) -> np.ndarray:
+    """Equal keys: the queue is in submission order."""
+    return np.zeros(len(jobs))
+
+
+def shortest_first(jobs: JobSet) -> np.ndarray:
+    """The oracle run time ``duration_s`` (seconds)."""
+    return np.asarray(jobs.duration_s, dtype=np.float64)
+
+
+def smallest_first(jobs: JobSet) -> np.ndarray:
+    """GPU demand (milli-GPU), ties by CPU (milli-cores, below 10^6 on any node, so one float key holds both)."""
+    return jobs.tasks.gpu_demand * 1e6 + jobs.tasks.cpu_milli.astype(np.float64)
+
+
 @dataclass(frozen=True)
-class SubmissionOrder:
-    """Pending jobs in submission order; ``blocking`` makes it strict FIFO, else backfilling."""
+class Ordered:
+    """A discipline whose order is ``key(jobs)`` (module docstring); the built-in ones are all of this form."""
 
     name: str
-    blocking: bool
-    drops: bool = False
-
-    def keys(self, jobs: JobSet) -> np.ndarray:
-        return np.zeros(len(jobs))
-
-
-@dataclass(frozen=True)
-class ShortestFirst:
-    """Shortest job (oracle ``duration_s``) first, backfilling."""
-
-    name: str = "sjf"
+    key: Callable[[JobSet], np.ndarray]
     blocking: bool = False
     drops: bool = False
 
     def keys(self, jobs: JobSet) -> np.ndarray:
-        return np.asarray(jobs.duration_s, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class SmallestFirst:
-    """Least GPU demand first (milli-GPU; ties: least CPU), backfilling."""
-
-    name: str = "smallest"
-    blocking: bool = False
-    drops: bool = False
-
-    def keys(self, jobs: JobSet) -> np.ndarray:
-        # CPU (< 10^6 milli-cores on any node) breaks GPU-demand ties inside one float key
-        return jobs.tasks.gpu_demand * 1e6 + jobs.tasks.cpu_milli.astype(np.float64)
+        return self.key(jobs)
 
 
 DISCIPLINES = {
-    "fifo": SubmissionOrder("fifo", blocking=True),
-    "backfill": SubmissionOrder("backfill", blocking=False),
-    "sjf": ShortestFirst(),
-    "smallest": SmallestFirst(),
-    "none": SubmissionOrder("none", blocking=False, drops=True),
+    "fifo": Ordered("fifo", submission_order, blocking=True),
+    "backfill": Ordered("backfill", submission_order),
+    "sjf": Ordered("sjf", shortest_first),
+    "smallest": Ordered("smallest", smallest_first),
+    "none": Ordered("none", submission_order, drops=True),
 }
 """The built-in disciplines by name."""
 
