@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,12 +67,16 @@ class _View:
     mechanism asks for them, so that a run without one pays nothing for them."""
 
     def __init__(self, state: ClusterState, priority: np.ndarray, first_gpu: np.ndarray, workload: Workload,
-                 left_at: np.ndarray, pending: Callable[[], list[int]], lost: Callable[[], np.ndarray],
-                 run_s: Callable[[], np.ndarray]):
+                 left_at: np.ndarray, pending: Callable[[], list[int]], queued: Callable[[], list[int]],
+                 lost: Callable[[], np.ndarray], run_s: Callable[[], np.ndarray], work_s: Callable[[], np.ndarray]):
         self.state, self.priority, self.first_gpu, self.workload, self.left_at = (state, priority, first_gpu,
                                                                                    workload, left_at)
-        self.pending, self._lost, self._run_s = pending, lost, run_s
+        self.pending, self.queued, self._lost, self._run_s, self._work_s = pending, queued, lost, run_s, work_s
         self.now = 0.0
+
+    @property
+    def work_s(self) -> np.ndarray:
+        return self._work_s()
 
     @property
     def lost_if_evicted(self) -> np.ndarray:
@@ -131,7 +135,8 @@ class TimelineResult:
     mechanism : the eviction mechanism's name; per job: ``preemptions``, ``suspensions`` (counts), ``lost_s``
     (progress thrown away, s), ``overhead_s`` (restart, suspension and checkpoint time without progress, s),
     ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan);
-    ``run_s`` (seconds run, over the runs that ended). :meth:`check` verifies the run.
+    ``run_s`` (seconds run, over the runs that ended), ``busy_s`` (of which with progress kept), ``work_s``
+    (progress kept, in seconds of work at speed 1; ``duration_s`` once finished). :meth:`check` verifies the run.
     """
 
     jobs: JobSet
@@ -156,15 +161,18 @@ class TimelineResult:
     thrashed: np.ndarray | None = None
     migrations: np.ndarray | None = None
     run_s: np.ndarray | None = None
+    busy_s: np.ndarray | None = None
+    work_s: np.ndarray | None = None
 
     def check(self) -> None:
         """Raise ``AssertionError`` unless the run is consistent (:func:`simulate` calls it on every result).
 
         Every job ends in one of :data:`STATUSES`, and: a job is placed in the final state exactly when it is
         running; a rejected or dropped job never started; a job that never started has no node; a finished job
-        started, finished no earlier, and ran (over all its runs) its duration plus the progress it lost and the
-        restart, suspension and checkpoint time it spent; the final state validates (its free capacities are
-        those of the running jobs placed anew by the one feasibility rule).
+        started, finished no earlier, did its whole work (``duration_s`` at speed 1) and ran (over all its runs) the
+        time of that work plus the progress it lost and the restart, suspension and checkpoint time it spent (at
+        speed 1 everywhere: its duration plus lost and overhead time); the final state validates (its free
+        capacities are those of the running jobs placed anew by the one feasibility rule).
         """
         status = self.status
         if not np.isin(status, np.arange(len(STATUSES))).all():
@@ -179,10 +187,13 @@ class TimelineResult:
         done = status == FINISHED
         if not (started[done].all() and (self.finish_s[done] >= self.start_s[done]).all()):
             raise AssertionError("a finished job has no start, or finished before it started")
-        work = self.jobs.duration_s + self.lost_s + self.overhead_s
-        if not np.allclose(self.run_s[done], work[done], rtol=1e-9, atol=1e-6):
-            bad = np.flatnonzero(done & ~np.isclose(self.run_s, work, rtol=1e-9, atol=1e-6))[:5].tolist()
-            raise AssertionError(f"jobs {bad} ran other than their duration plus lost and overhead time")
+        if not np.allclose(self.work_s[done], self.jobs.duration_s[done], rtol=1e-9, atol=1e-6):
+            bad = np.flatnonzero(done & ~np.isclose(self.work_s, self.jobs.duration_s, rtol=1e-9, atol=1e-6))
+            raise AssertionError(f"finished jobs {bad[:5].tolist()} did other than their work")
+        spent = self.busy_s + self.lost_s + self.overhead_s
+        if not np.allclose(self.run_s[done], spent[done], rtol=1e-9, atol=1e-6):
+            bad = np.flatnonzero(done & ~np.isclose(self.run_s, spent, rtol=1e-9, atol=1e-6))[:5].tolist()
+            raise AssertionError(f"jobs {bad} ran other than their work's time plus lost and overhead time")
         _same_capacity(validate(self.cluster, self.jobs.tasks, self.state.placement()), self.state, "final state")
 
     @property
@@ -225,7 +236,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
              seed: int = 0, workload: Workload | None = None, ranks: np.ndarray | None = None,
              snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True,
              mechanism: str | Mechanism = "none",
-             restart_s: Callable[[int], float] = helios_restart_s) -> TimelineResult:
+             restart_s: Callable[[int], float] = helios_restart_s,
+             speed: Mapping[str, np.ndarray] | None = None) -> TimelineResult:
     """Run ``jobs`` on ``cluster`` over time (module docstring) and return what happened.
 
     Parameters
@@ -244,6 +256,10 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     mechanism : what may evict running jobs (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES` or an object,
         :mod:`fgdopt.timeline.preemption`); ``"none"`` never evicts.
     restart_s : restart cost in seconds of a preempted job by its GPU count (default Helios' figures).
+    speed : heterogeneous GPUs: per GPU model of the cluster (``cluster.model``), each job's progress per second
+        of run time there, float (n,) (default 1 everywhere). A job's ``duration_s`` is then its work in seconds at
+        speed 1; a run on a node of speed ``v`` does ``v`` seconds of it per second. A job may not start where its
+        speed is 0 (``PolicyError``). Checkpoint intervals are seconds of run time.
 
     Returns
     -------
@@ -274,6 +290,16 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     ckpt = mech.checkpointing
     tasks = jobs.tasks
     n = len(tasks)
+    models, model_of = np.unique(cluster.model.astype(str), return_inverse=True)
+    pace = np.ones((n, len(models)))                               # speed of every job on every GPU model
+    if speed is not None:
+        if unknown := sorted(set(speed) - set(models.tolist())):
+            raise ValueError(f"speed given for GPU models {unknown} the cluster does not have ({', '.join(models)})")
+        for k, m in enumerate(models.tolist()):
+            if m in speed:
+                pace[:, k] = np.asarray(speed[m], dtype=np.float64)
+        if not (np.isfinite(pace) & (pace >= 0)).all():
+            raise ValueError("speeds must be finite numbers >= 0")
     state = ClusterState(cluster, tasks)
     shapes = _Shapes(tasks)
     empty = ClusterState(cluster, shapes.tasks)
@@ -291,6 +317,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     node_of = np.full(n, -1, dtype=np.int64)
     saved = np.zeros(n)                                            # checkpointed progress, s
     run_start, run_cost, run_work = np.zeros(n), np.zeros(n), np.zeros(n)   # the current run: start, start cost, work
+    rate = np.ones(n)                                              # the current run's speed; run_wall = work / rate
+    run_wall = np.zeros(n)                                         # seconds of run time the current run's work takes
+    busy_s = np.zeros(n)                                           # run time with progress kept, over the ended runs
     next_cost = np.zeros(n)                                        # start cost of the next run, s
     live = np.full(n, -1, dtype=np.int64)                          # seq of the live finish event (-1: none)
     preemptions = np.zeros(n, dtype=np.int64)
@@ -339,12 +368,17 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             start_s[j] = now
         node_of[j] = choice[0]
         first_gpu[j] = choice[1][0] if choice[1] else -1
+        rate[j] = pace[j, model_of[choice[0]]]
+        if rate[j] <= 0:
+            raise PolicyError(f"job {j} ({tasks.names[j]}) started at {now} s on node {choice[0]}, GPU model "
+                              f"{cluster.model[choice[0]]}, where its speed is 0")
         alloc += int(demand[j])
         running += 1
         touched.add(int(choice[0]))
         run_start[j], run_cost[j], run_work[j] = now, next_cost[j], duration[j] - saved[j]
+        run_wall[j] = run_work[j] / rate[j]
         next_cost[j] = 0.0
-        wall = ckpt.run_time(float(run_work[j]), float(run_cost[j]))
+        wall = ckpt.run_time(float(run_wall[j]), float(run_cost[j]))
         if math.isfinite(wall):
             heapq.heappush(finishes, (now + wall, seq, j))
             live[j] = seq
@@ -376,7 +410,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         """Preempt or suspend running job ``j`` (module :mod:`fgdopt.timeline.preemption`) and requeue it."""
         elapsed = now - run_start[j]
         if kind == "preempt":
-            kept, lost, over, done = ckpt.evict(elapsed, float(run_cost[j]), float(run_work[j]))
+            kept, lost, over, done = ckpt.evict(elapsed, float(run_cost[j]), float(run_wall[j]))
             thrashed[j] |= evicted[j] and done == 0 and not ckpt.transparent
             preemptions[j] += 1
             next_cost[j] = restart_s(int(tasks.num_gpu[j]))
@@ -388,7 +422,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             else:
                 suspensions[j] += 1
                 next_cost[j] = mech.suspend_s + mech.restore_s
-        saved[j] += kept
+        saved[j] += kept * rate[j]
+        busy_s[j] += kept
         lost_s[j] += lost
         overhead_s[j] += over
         evicted[j] = True
@@ -468,8 +503,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     first_gpu = np.full(n, -1, dtype=np.int64)                    # kept by start(): the mechanisms read it per job
     view = _View(state, jobs.priority, first_gpu, workload, left_at,
                  pending=lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
-                 lost=lambda: demand * ckpt.lost(now - run_start, run_cost, run_work),
-                 run_s=lambda: ran_s + np.where(status == RUNNING, now - run_start, 0.0))
+                 queued=lambda: [e[2] for e in sorted(e for b in buckets.values() for e in b)],
+                 lost=lambda: demand * ckpt.lost(now - run_start, run_cost, run_wall),
+                 run_s=lambda: ran_s + np.where(status == RUNNING, now - run_start, 0.0),
+                 work_s=lambda: saved + np.where(status == RUNNING, rate * np.clip(now - run_start - run_cost, 0.0,
+                                                                                   run_wall), 0.0))
 
     def snapshot(at: float) -> Snapshot:
         run_ids = np.flatnonzero(status == RUNNING)
@@ -487,15 +525,18 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     next_arrival = 0
     now = 0.0
-    while next_arrival < n or finishes:
+    wake = math.inf                                                # when the mechanism asked to be woken
+    owns_starts = getattr(mech, "owns_starts", False)
+    while next_arrival < n or finishes or wake < math.inf:
         while finishes and live[finishes[0][2]] != finishes[0][1]:   # drop the finish events of evicted runs
             heapq.heappop(finishes)
-        if next_arrival >= n and not finishes:
+        if next_arrival >= n and not finishes and wake == math.inf:
             break
         t_sub = float(submit[arrivals[next_arrival]]) if next_arrival < n else math.inf
-        now = min(t_sub, finishes[0][0] if finishes else math.inf)
+        now = min(t_sub, finishes[0][0] if finishes else math.inf, wake)
         if now > until_s:
             break
+        woken, wake = now == wake, (math.inf if now == wake else wake)
         while snap_times and snap_times[0] < now:
             snaps.append(snapshot(snap_times.pop(0)))
         instants += 1
@@ -508,7 +549,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             leave(j)
             status[j] = FINISHED
             finish_s[j] = now
-            overhead_s[j] += max((now - run_start[j]) - run_work[j], 0.0)        # restart and checkpoint time
+            overhead_s[j] += max((now - run_start[j]) - run_wall[j], 0.0)        # restart and checkpoint time
+            busy_s[j] += run_wall[j]
+            saved[j] += run_wall[j] * rate[j]
             events += 1
         unblock()
         new_jobs = []
@@ -523,7 +566,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 new_jobs.append(j)
             else:
                 enqueue(j)
-        if discipline.drops:                                            # 3. the pass
+        if discipline.drops and not owns_starts:                        # 3. the pass
             for j in sorted(new_jobs, key=lambda j: qkey[j]):            # stable: input order among equals
                 choice = ask(j)
                 if choice is None:
@@ -531,15 +574,18 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 else:
                     start(j, choice)
         else:
-            schedule()
-            for _ in range(MAX_PLANS if buckets else 0):                # the mechanism's evictions
+            if not owns_starts:
+                schedule()
+            for _ in range(MAX_PLANS if buckets or woken else 0):       # the mechanism's evictions
                 view.now = now
                 plan = mech.plan(view)
                 if plan is None:
                     break
-                if plan.kind == "migrate":                              # moves, then admits, as planned
+                if plan.kind in ("migrate", "round"):                   # evictions, then placements, as planned
                     for move in plan.moves:
                         evict(move.task, "migrate")
+                    for v in plan.victims:
+                        evict(v, "preempt")
                     for move in (*plan.moves, *plan.admits):
                         withdraw(move.task)
                         start(move.task, (move.node, move.gpus))
@@ -552,7 +598,12 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                     withdraw(plan.job)
                     start(plan.job, choice)
                 unblock()
-                schedule()
+                if not owns_starts:
+                    schedule()
+            if hasattr(mech, "wake_s"):
+                view.now = now
+                wake = max(float(mech.wake_s(view)), now) if running or buckets else math.inf
+                wake = math.inf if wake == now else wake
         for s in list(cands):                                           # shapes nobody tried (behind a FIFO head)
             w = int(witness[s])
             if fit[s] == _FIT and (w not in touched or state.shapes_fit_node(shapes.tasks, [s], w)[0]):
@@ -582,7 +633,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     result = TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
                             discipline.name, events, instants, time.perf_counter() - wall0,
                             time.process_time() - cpu0, mech.name, preemptions, suspensions, lost_s, overhead_s,
-                            thrashed, migrations, ran_s)
+                            thrashed, migrations, ran_s, busy_s, saved)
     result.check()
     return result
 

@@ -134,9 +134,11 @@ class Checkpointing:
 @dataclass(frozen=True)
 class Plan:
     """Evict ``victims`` (running job indices) so that pending job ``job`` starts; ``kind`` ``preempt`` or
-    ``suspend``. Or, with ``kind`` ``migrate``, a defragmentation plan: ``moves`` of running jobs and ``admits`` of
-    pending ones (:class:`fgdopt.defrag.Move`: job, node, GPUs), carried out as :func:`fgdopt.defrag.apply_plan`
-    defines (every moved job leaves, then every moved and admitted job is placed)."""
+    ``suspend``. Or, with ``kind`` ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs
+    (migrated), ``victims`` (preempted, with the mechanism's checkpointing) and ``admits`` of pending ones
+    (:class:`fgdopt.defrag.Move`: job, node, GPUs), carried out as :func:`fgdopt.defrag.apply_plan` defines (every
+    moved and preempted job leaves, then every moved and admitted job is placed). A ``round`` is what a round-based
+    scheduler (:mod:`fgdopt.hetero.rounds`) runs next: the jobs it stops and the jobs it starts."""
 
     job: int = -1
     victims: tuple[int, ...] = ()
@@ -156,12 +158,20 @@ class View(Protocol):
     run_s: np.ndarray               # seconds each job has run so far (all its runs)
     left_at: np.ndarray             # when each job last stopped running (NaN: never)
     workload: Workload              # the run's target workload M
+    work_s: np.ndarray              # progress of each job so far, seconds of work at speed 1 (kept or not)
 
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
+    def queued(self) -> list[int]: ...         # every pending job, in queue order
+
 
 class Mechanism(Protocol):
-    """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``."""
+    """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``.
+
+    Two optional members: ``owns_starts = True`` turns the engine's pass off (only the mechanism's plans start
+    jobs), and ``wake_s(view) -> float`` names the next time the mechanism wants an instant of its own (asked after
+    the plans of every instant while jobs are present; a time not after the instant means none).
+    """
 
     name: str
     checkpointing: Checkpointing
