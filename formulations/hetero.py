@@ -57,6 +57,7 @@ import numpy as np
 from fgdopt.hetero.allocation import Allocation, allocation_violation, check_allocation
 from fgdopt.hetero.jobs import HeteroJobs
 from fgdopt.hetero.throughputs import GPU_TYPES, ThroughputTable
+from fgdopt.timeline.jobs import JobSet
 from formulations.backends import solve_model
 from formulations.linear import INF, LinearModel
 
@@ -265,3 +266,46 @@ def allocate(policy: str, table: ThroughputTable, jobs: HeteroJobs, cluster: Map
                             weights=jobs.priority_weight,
                             steps_remaining=jobs.total_steps if steps_remaining is None else steps_remaining,
                             **options)
+
+
+def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapping[str, int], *,
+                    weights: np.ndarray | None = None, time_limit: float = 60.0, threads: int | None = 1):
+    """An ``allocate(present, view) -> X`` for :class:`fgdopt.hetero.rounds.RoundScheduler`: ``policy``'s X for the
+    jobs present, from the engine's view of them.
+
+    Units are the engine's (:meth:`fgdopt.hetero.HeteroJobs.to_jobset`): a job's throughput on a type is its
+    ``speed`` there (seconds of work per second, work counted in seconds on the V100) and its remaining steps are
+    its remaining seconds of work, ``duration_s - view.work_s``; every policy here is invariant to a job's unit of
+    work, so X is Gavel's. ``elapsed_s`` is the time since submission; ``isolated_elapsed_s`` (``ftf*``) is the
+    work done over the job's throughput under the isolated share of the jobs present now (Gavel accumulates it
+    round by round under the shares of the time; an approximation).
+
+    Parameters
+    ----------
+    policy : one of :data:`POLICIES`.
+    speed : ``{gpu type: float (n,)}``, as ``to_jobset`` returns it. jobs : the run's jobs.
+    cluster : GPUs per type; its order is X's column order (the scheduler's ``gpu_types``).
+    weights : priority weights (default 1). time_limit, threads : per solve.
+
+    Raises
+    ------
+    RuntimeError : a solve that does not end ``optimal``.
+    """
+    gpu_types = tuple(cluster)
+    thr = np.column_stack([np.asarray(speed[g], dtype=np.float64) for g in gpu_types])
+    cap = np.array([cluster[g] for g in gpu_types], dtype=np.float64)
+    scale = jobs.tasks.num_gpu
+    w = np.ones(len(scale)) if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def allocate(present: np.ndarray, view) -> np.ndarray:
+        remaining = np.maximum(jobs.duration_s[present] - view.work_s[present], 1e-9)
+        done = view.work_s[present]
+        iso = (thr[present] * isolated_share(scale[present], cap)).sum(axis=1)
+        a = solve_allocation(policy, thr[present], scale[present], cap, gpu_types=gpu_types, weights=w[present],
+                             steps_remaining=remaining, elapsed_s=view.now - jobs.submit_s[present],
+                             isolated_elapsed_s=done / iso, time_limit=time_limit, threads=threads)
+        if a.status != "optimal":
+            raise RuntimeError(f"{policy}: allocation of {len(present)} jobs at {view.now} s ended {a.status}")
+        return a.x
+
+    return allocate

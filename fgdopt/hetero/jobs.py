@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.hetero.throughputs import DISTRIBUTED, GPU_TYPES, JOB_TYPES, SCALE_FACTORS, ThroughputTable
+from fgdopt.model import GPU_MILLI, Cluster, TaskSet
+from fgdopt.timeline.jobs import JobSet
 
 REFERENCE_GPU = "v100"
 """The GPU type on which a generated job's duration is converted into steps (Gavel's ``reference_worker_type``)."""
@@ -123,6 +125,37 @@ class HeteroJobs:
         return HeteroJobs(self.job_type[rows], self.scale_factor[rows], self.total_steps[rows], self.submit_s[rows],
                           self.priority_weight[rows], self.duration_s[rows])
 
+    def to_jobset(self, table: ThroughputTable, gpu_types=GPU_TYPES, *, measured=None,
+                  window_s: tuple[float, float] | None = None) -> tuple[JobSet, dict[str, np.ndarray]]:
+        """The jobs for the time engine (:func:`fgdopt.timeline.simulate`) and their speeds by GPU type.
+
+        Job ``i`` becomes a task of ``scale_factor[i]`` whole GPUs (no CPU or memory demand, named after its type)
+        whose ``duration_s`` is its work in seconds on :data:`REFERENCE_GPU` (``total_steps`` over the V100
+        throughput) and whose ``gpu_spec`` names the types where it runs (empty: all of them), and ``speed[g][i]``
+        = throughput on ``g`` / V100 throughput (0 where it does not run). So a run on type ``g`` takes
+        ``total_steps / throughput`` seconds, as in Gavel.
+
+        Parameters
+        ----------
+        table : the throughputs. gpu_types : the cluster's GPU types (its nodes' ``model``).
+        measured : bool (n,) jobs whose JCT is measured (default all). window_s : the run's measurement window.
+
+        Returns
+        -------
+        (JobSet, ``{gpu type: float64 (n,)}``): pass the second as ``simulate(..., speed=...)``.
+        """
+        thr = np.nan_to_num(self.throughputs(table, gpu_types), nan=0.0)
+        ref = self.throughputs(table, [REFERENCE_GPU])[:, 0]
+        if (bad := np.flatnonzero(~(ref > 0))).size:
+            raise ValueError(f"job {int(bad[0])} has no {REFERENCE_GPU} throughput")
+        n = len(self)
+        runs = thr > 0                                       # a job may only be placed where it runs
+        spec = ["" if row.all() else "|".join(g for g, ok in zip(gpu_types, row, strict=True) if ok) for row in runs]
+        tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), self.scale_factor, np.full(n, GPU_MILLI), spec,
+                        names=tuple(f"{name}#{i}" for i, name in enumerate(self.type_names)))
+        jobs = JobSet(tasks, self.submit_s, self.total_steps / ref, measured=measured, window_s=window_s)
+        return jobs, {g: thr[:, k] / ref for k, g in enumerate(gpu_types)}
+
     def to_frame(self) -> pd.DataFrame:
         """The jobs as a DataFrame: ``job_type`` (name), ``scale_factor``, ``total_steps``, ``submit_s``,
         ``priority_weight``, ``duration_s``."""
@@ -132,6 +165,29 @@ class HeteroJobs:
 
     def __repr__(self) -> str:
         return f"HeteroJobs({len(self)} jobs, submit 0..{self.submit_s.max(initial=0):.0f} s)"
+
+
+def gavel_cluster(gpus: dict[str, int], gpus_per_node: int = 4) -> Cluster:
+    """A heterogeneous cluster: per GPU type (node ``model``), its GPUs in nodes of ``gpus_per_node`` (the last
+    node of a type holds the rest), with CPU and memory that never bind.
+
+    Examples
+    --------
+    >>> c = gavel_cluster({"v100": 6, "k80": 4})
+    >>> c.gpu.tolist(), c.model.tolist()
+    ([4, 2, 4], ['v100', 'v100', 'k80'])
+    """
+    if not 1 <= gpus_per_node <= 8:
+        raise ValueError(f"gpus_per_node must be in 1..8, got {gpus_per_node}")
+    sizes, models = [], []
+    for g, count in gpus.items():
+        if count < 0:
+            raise ValueError(f"GPU type {g!r}: {count} GPUs")
+        full, rest = divmod(int(count), gpus_per_node)
+        sizes += [gpus_per_node] * full + ([rest] if rest else [])
+        models += [g] * (full + bool(rest))
+    big = np.full(len(sizes), 10**9, dtype=np.int64)
+    return Cluster(big, big, sizes, models, names=tuple(f"{m}-{i}" for i, m in enumerate(models)))
 
 
 def _scale_factor(rng: random.Random) -> int:

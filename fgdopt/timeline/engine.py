@@ -41,9 +41,10 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.frag import Workload, node_fragmentations
-from fgdopt.model import Cluster, TaskSet
+from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, PolicyError, make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
+from fgdopt.timeline.interference import Interference
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, helios_restart_s, make_mechanism
 from fgdopt.timeline.queues import Discipline, make_discipline
@@ -237,7 +238,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
              snapshots: Sequence[float] = (), until_s: float = math.inf, frag: bool = True,
              mechanism: str | Mechanism = "none",
              restart_s: Callable[[int], float] = helios_restart_s,
-             speed: Mapping[str, np.ndarray] | None = None) -> TimelineResult:
+             speed: Mapping[str, np.ndarray] | None = None,
+             interference: Interference | None = None) -> TimelineResult:
     """Run ``jobs`` on ``cluster`` over time (module docstring) and return what happened.
 
     Parameters
@@ -260,6 +262,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         of run time there, float (n,) (default 1 everywhere). A job's ``duration_s`` is then its work in seconds at
         speed 1; a run on a node of speed ``v`` does ``v`` seconds of it per second. A job may not start where its
         speed is 0 (``PolicyError``). Checkpoint intervals are seconds of run time.
+    interference : co-location slowdowns of jobs sharing a GPU (:mod:`fgdopt.timeline.interference`); a running
+        job is re-rated whenever a job joins or leaves one of its GPUs. Needs transparent checkpointing or none
+        (``ValueError`` otherwise).
 
     Returns
     -------
@@ -300,6 +305,13 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 pace[:, k] = np.asarray(speed[m], dtype=np.float64)
         if not (np.isfinite(pace) & (pace >= 0)).all():
             raise ValueError("speeds must be finite numbers >= 0")
+    if interference is not None:
+        if len(interference.job_class) != n:
+            raise ValueError(f"interference gives {len(interference.job_class)} job classes for {n} jobs")
+        if not ckpt.transparent and math.isfinite(ckpt.interval_s):
+            raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
+                             f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
+    tenants: dict[tuple[int, int], set[int]] = {}                  # (node, GPU) -> the sharing jobs on it
     state = ClusterState(cluster, tasks)
     shapes = _Shapes(tasks)
     empty = ClusterState(cluster, shapes.tasks)
@@ -369,6 +381,14 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         node_of[j] = choice[0]
         first_gpu[j] = choice[1][0] if choice[1] else -1
         rate[j] = pace[j, model_of[choice[0]]]
+        if interference is not None and 0 < tasks.gpu_milli[j] < GPU_MILLI:
+            others = set()
+            for g in choice[1]:
+                others |= tenants.setdefault((choice[0], g), set())
+                tenants[(choice[0], g)].add(j)
+            rate[j] *= interference.slowdown(cluster.model[choice[0]], j, others)
+            for o in others:
+                rerate(o)
         if rate[j] <= 0:
             raise PolicyError(f"job {j} ({tasks.names[j]}) started at {now} s on node {choice[0]}, GPU model "
                               f"{cluster.model[choice[0]]}, where its speed is 0")
@@ -393,11 +413,39 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if fit[s] != _UNFIT:
             cands.add(s)
 
+    def rerate(j: int) -> None:
+        """Running job ``j``'s GPU companions changed: keep the progress of its run so far, run the rest at its new
+        speed (a transparent stop and start in place, with what is left of its start cost)."""
+        nonlocal seq
+        elapsed = now - run_start[j]
+        busy = min(max(elapsed - run_cost[j], 0.0), run_wall[j])
+        ran_s[j] += elapsed
+        busy_s[j] += busy
+        overhead_s[j] += elapsed - busy
+        saved[j] += busy * rate[j]
+        node = int(state.node_of[j])
+        rate[j] = pace[j, model_of[node]] * interference.slowdown(
+            cluster.model[node], j, {o for g in state.gpus_of[j] for o in tenants[(node, g)]} - {j})
+        run_start[j], run_cost[j] = now, max(run_cost[j] - elapsed, 0.0)
+        run_work[j] = duration[j] - saved[j]
+        run_wall[j] = run_work[j] / rate[j]
+        heapq.heappush(finishes, (now + ckpt.run_time(float(run_wall[j]), float(run_cost[j])), seq, j))
+        live[j] = seq
+        seq += 1
+
     def leave(j: int) -> int:
         """Job ``j`` stops running now (finish or eviction); returns its node."""
         nonlocal alloc, running
         node = int(state.node_of[j])
+        gpus = state.gpus_of[j]
         state.remove(j)
+        if interference is not None and 0 < tasks.gpu_milli[j] < GPU_MILLI:
+            others = set()
+            for g in gpus:
+                tenants[(node, g)].discard(j)
+                others |= tenants[(node, g)]
+            for o in others:
+                rerate(o)
         alloc -= int(demand[j])
         running -= 1
         live[j] = -1

@@ -1,0 +1,100 @@
+"""Heterogeneous GPUs, interference and Gavel's rounds on the time engine: hand-worked timelines and properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.policies import PolicyError
+from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.interference import Interference
+from fgdopt.timeline.preemption import make_mechanism
+
+TWO_TYPES = Cluster([8000, 8000], [1024, 1024], [1, 1], ["fast", "slow"])
+
+
+def whole(*gpus):
+    n = len(gpus)
+    return TaskSet([0] * n, [0] * n, list(gpus), [1000] * n)
+
+
+def test_a_job_runs_at_the_speed_of_its_gpu_model():
+    jobs = JobSet(whole(1, 1), [0.0, 0.0], [10.0, 10.0])
+    r = simulate(TWO_TYPES, jobs, "best-fit", "fifo", speed={"fast": [1.0, 1.0], "slow": [0.5, 0.25]})
+    on_slow = int(np.flatnonzero(r.node == 1)[0])
+    assert r.finish_s[1 - on_slow] == 10.0
+    assert r.finish_s[on_slow] == {0: 20.0, 1: 40.0}[on_slow]
+    assert r.work_s.tolist() == [10.0, 10.0]
+    assert r.busy_s[on_slow] == r.finish_s[on_slow]
+
+
+def test_speed_zero_is_refused_and_unknown_models_named():
+    jobs = JobSet(whole(1), [0.0], [10.0])
+    one_slow = Cluster([8000], [1024], [1], ["slow"])
+    with pytest.raises(PolicyError, match="speed is 0"):
+        simulate(one_slow, jobs, "best-fit", "fifo", speed={"slow": [0.0]})
+    with pytest.raises(ValueError, match="'k80'"):
+        simulate(one_slow, jobs, "best-fit", "fifo", speed={"k80": [1.0]})
+
+
+def test_preemption_at_half_speed_keeps_the_progress_made():
+    # job 0 (low priority, 1 GPU) runs on the slow GPU at speed 0.5 from 0; job 1 (high) arrives at 4 and evicts it
+    # transparently: job 0 kept 2 s of work; with a 7 s restart it runs again at 14 (job 1 done) and needs 16 s more
+    one_slow = Cluster([8000], [1024], [1], ["slow"])
+    jobs = JobSet(whole(1, 1), [0.0, 4.0], [10.0, 5.0], priority=[0, 1])
+    r = simulate(one_slow, jobs, "best-fit", "fifo", mechanism="transparent", speed={"slow": [0.5, 0.5]})
+    assert r.finish_s.tolist() == [14.0 + 7.0 + 16.0, 14.0]
+    assert r.overhead_s[0] == 7.0 and r.lost_s[0] == 0.0 and r.preemptions.tolist() == [1, 0]
+
+
+def test_interference_slows_both_jobs_while_they_share_a_gpu():
+    # two half-GPU jobs on one GPU at factor 0.5: job 0 does 2 s alone, then 8 s at half speed (16 s) -> 18;
+    # job 1 does 8 s of its 10 in those 16 s, then 2 s alone -> 20
+    one = Cluster([8000], [1024], [1], ["T4"])
+    jobs = JobSet(TaskSet([0, 0], [0, 0], [1, 1], [500, 500]), [0.0, 2.0], [10.0, 10.0])
+    r = simulate(one, jobs, "best-fit", "fifo", interference=Interference([0, 1], {"T4": np.full((2, 2), 0.5)}))
+    assert r.finish_s.tolist() == [18.0, 20.0]
+    assert r.work_s.tolist() == [10.0, 10.0]
+    plain = simulate(one, jobs, "best-fit", "fifo")
+    assert plain.finish_s.tolist() == [10.0, 12.0]
+
+
+def test_interference_factors_are_per_class_and_per_model():
+    inter = Interference([0, 1, 1], {"T4": [[1.0, 0.6], [0.9, 0.8]]})
+    assert inter.slowdown("T4", 0, [1, 2]) == pytest.approx(0.36)
+    assert inter.slowdown("T4", 1, [0]) == 0.9
+    assert inter.slowdown("V100", 1, [0, 2]) == 1.0
+    with pytest.raises(ValueError, match="square"):
+        Interference([0, 2], {"T4": [[1.0, 0.6], [0.9, 0.8]]})
+    with pytest.raises(ValueError, match="> 0"):
+        Interference([0], {"T4": [[0.0]]})
+
+
+def test_interference_needs_transparent_checkpoints():
+    jobs = JobSet(TaskSet([0], [0], [1], [500]), [0.0], [10.0])
+    with pytest.raises(ValueError, match="transparent"):
+        simulate(Cluster([8000], [1024], [1], ["T4"]), jobs, "best-fit", "fifo", mechanism="priority",
+                 interference=Interference([0], {"T4": [[0.5]]}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 30), st.sampled_from([200, 300, 500, 1000]),
+                          st.integers(0, 2)), min_size=1, max_size=14),
+       st.lists(st.floats(0.3, 1.0), min_size=9, max_size=9), st.sampled_from(["fgd", "best-fit", "random"]))
+def test_interference_conserves_work_and_time(rows, factors, policy):
+    """Every job finishes its work; run time = busy + overhead; the GPU-seconds run equal the allocation integral."""
+    cluster = Cluster([8000, 8000], [1024, 1024], [2, 1], ["T4", "V100"])
+    tasks = TaskSet([0] * len(rows), [0] * len(rows), [1] * len(rows), [r[2] for r in rows])
+    jobs = JobSet(tasks, [float(r[0]) for r in rows], [float(r[1]) for r in rows])
+    inter = Interference([r[3] for r in rows], {"T4": np.reshape(factors, (3, 3))})
+    r = simulate(cluster, jobs, policy, "backfill", interference=inter, speed={"V100": np.full(len(rows), 2.0)})
+    assert (r.status == 0).all()                               # every job finished (check() verified the rest)
+    np.testing.assert_allclose(r.work_s, jobs.duration_s)
+    t, alloc = r.series.time_s.to_numpy(), r.series.alloc_milli.to_numpy()
+    integral = float((alloc[:-1] * np.diff(t)).sum()) / 1000
+    assert integral == pytest.approx(float((r.run_s * tasks.gpu_demand / 1000).sum()), rel=1e-9, abs=1e-6)
