@@ -54,7 +54,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fgdopt.hetero.allocation import Allocation, allocation_violation, check_allocation
+from fgdopt.hetero.allocation import Allocation, allocation_violation, check_allocation, isolated_share
 from fgdopt.hetero.jobs import HeteroJobs
 from fgdopt.hetero.throughputs import GPU_TYPES, ThroughputTable
 from fgdopt.timeline.jobs import JobSet
@@ -74,13 +74,6 @@ def proportional_throughput(throughputs: np.ndarray, capacity: np.ndarray) -> np
     """Gavel's ``ProportionalPolicy``: each job's throughput (steps/s) with ``G_j / G`` of its time on type j."""
     cap = np.asarray(capacity, dtype=np.float64)
     return np.asarray(throughputs, dtype=np.float64) @ (cap / cap.sum())
-
-
-def isolated_share(scale_factor: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Gavel's ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type per job, each row scaled to sum at most 1."""
-    scale = np.asarray(scale_factor, dtype=np.float64)
-    x = np.asarray(capacity, dtype=np.float64)[None, :] / (len(scale) * scale[:, None])
-    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
 
 
 def water_fill(scale_factor: np.ndarray, weights: np.ndarray, total_gpus: float) -> np.ndarray:

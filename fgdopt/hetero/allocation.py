@@ -18,6 +18,18 @@ FEASIBILITY_TOLERANCE = 1e-6
 """Absolute slack allowed on every constraint of X (fractions of time; GPUs for the per-type rows)."""
 
 
+def isolated_share(scale_factor: np.ndarray, capacity: np.ndarray, n: int | np.ndarray | None = None) -> np.ndarray:
+    """Gavel's ``IsolatedPolicy``: ``G_j / (n s_i)`` of each type per job, each row scaled to sum at most 1.
+
+    ``n`` (default the number of jobs) may be given per job: the jobs sharing the cluster with it.
+    """
+    scale = np.asarray(scale_factor, dtype=np.float64)
+    count = np.full(len(scale), len(scale), dtype=np.float64) if n is None else np.broadcast_to(
+        np.asarray(n, dtype=np.float64), scale.shape)
+    x = np.asarray(capacity, dtype=np.float64)[None, :] / (count * scale)[:, None]
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
 def allocation_violation(x: np.ndarray, scale_factor: np.ndarray, capacity: np.ndarray) -> dict[str, float]:
     """How much X violates each family of constraints (0 where it holds), by name.
 

@@ -126,7 +126,8 @@ class HeteroJobs:
                           self.priority_weight[rows], self.duration_s[rows])
 
     def to_jobset(self, table: ThroughputTable, gpu_types=GPU_TYPES, *, measured=None,
-                  window_s: tuple[float, float] | None = None) -> tuple[JobSet, dict[str, np.ndarray]]:
+                  window_s: tuple[float, float] | None = None,
+                  gpu_milli: int = GPU_MILLI) -> tuple[JobSet, dict[str, np.ndarray]]:
         """The jobs for the time engine (:func:`fgdopt.timeline.simulate`) and their speeds by GPU type.
 
         Job ``i`` becomes a task of ``scale_factor[i]`` whole GPUs (no CPU or memory demand, named after its type)
@@ -139,6 +140,8 @@ class HeteroJobs:
         ----------
         table : the throughputs. gpu_types : the cluster's GPU types (its nodes' ``model``).
         measured : bool (n,) jobs whose JCT is measured (default all). window_s : the run's measurement window.
+        gpu_milli : each job's demand per GPU (default a whole GPU; 500 packs two jobs to a GPU, with
+            :meth:`interference` for their slowdowns).
 
         Returns
         -------
@@ -151,10 +154,25 @@ class HeteroJobs:
         n = len(self)
         runs = thr > 0                                       # a job may only be placed where it runs
         spec = ["" if row.all() else "|".join(g for g, ok in zip(gpu_types, row, strict=True) if ok) for row in runs]
-        tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), self.scale_factor, np.full(n, GPU_MILLI), spec,
+        tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), self.scale_factor, np.full(n, gpu_milli), spec,
                         names=tuple(f"{name}#{i}" for i, name in enumerate(self.type_names)))
         jobs = JobSet(tasks, self.submit_s, self.total_steps / ref, measured=measured, window_s=window_s)
         return jobs, {g: thr[:, k] / ref for k, g in enumerate(gpu_types)}
+
+    def interference(self, table: ThroughputTable, gpu_types=GPU_TYPES):
+        """Gavel's co-location throughputs as an :class:`~fgdopt.timeline.interference.Interference` (classes: the
+        job types) for jobs packed two to a GPU: ``factor[g][a, b]`` = the throughput of ``a`` beside ``b`` on ``g``
+        over its throughput alone (scale factor 1, Gavel's pairs), but at least 1/2: a pair that runs worse packed
+        (or not at all, out of memory) is time-sliced instead, each getting half the GPU (Gandiva's choice between
+        packing and time-slicing)."""
+        from fgdopt.timeline.interference import Interference
+
+        g = table.gpu_index(gpu_types)
+        iso = table.isolated[:, 0, g]                                   # (26, k)
+        pair = table.colocated[:, :, 0, g, 0]                           # (26, 26, k)
+        factor = np.nan_to_num(pair / iso[:, None, :], nan=0.0)
+        factor = np.maximum(factor, 0.5)
+        return Interference(self.job_type, {name: factor[:, :, k] for k, name in enumerate(gpu_types)})
 
     def to_frame(self) -> pd.DataFrame:
         """The jobs as a DataFrame: ``job_type`` (name), ``scale_factor``, ``total_steps``, ``submit_s``,

@@ -1,29 +1,38 @@
 """Gavel's round-based mechanism on the time engine: realize an allocation X (jobs x GPU types) round by round.
 
 A :class:`RoundScheduler` is a mechanism of :func:`fgdopt.timeline.simulate` (``mechanism=...``) that owns the
-starts: the engine's own pass is off, and every ``round_s`` seconds (Gavel's default 360 s) the scheduler
+starts: the engine's own pass is off and only the scheduler's ``round`` plans start and stop jobs. It follows
+Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` at commit ``c4fa4009``:
+``simulate``, ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers[_helper]``):
 
-1. recomputes X with its ``allocate`` callable when the set of jobs present (running or pending) changed since the
-   last X (Gavel re-solves on arrivals and completions only);
-2. ranks every (job, GPU type) pair by Gavel's priority, ``X[i, j]`` over the fraction of the time since X was
-   computed that job ``i`` ran on type ``j`` (a pair with no time yet ranks first, by X), ties by X;
-3. walks the pairs in that order and gives job ``i`` type ``j`` when it has no type yet, ``X[i, j] > 0`` and
-   ``j`` still has ``scale_factor[i]`` GPUs not given this round;
-4. issues one ``round`` plan (:class:`fgdopt.timeline.preemption.Plan`): a running job that keeps its type keeps
-   its GPUs; every other running job is preempted (the mechanism's checkpointing: transparent by default, as in
-   Gavel's simulator) and the chosen jobs are placed on nodes of their type, largest first, each on the node of
-   that type with the fewest free GPUs that holds it (consolidated: one node per job, the one feasibility rule).
-
-Between rounds nothing starts: a job that arrives waits for the next round, and GPUs that a finishing job frees
-stay idle until then. What each step follows in Gavel (``scheduler/scheduler.py`` at commit ``c4fa4009``) is
-stated in the docstrings below.
+* **Rounds.** A round starts when the previous one ends, at the latest end of the runs it scheduled (each runs
+  ``round_s``, Gavel's 360 s, or until its job finishes); a job that finishes early leaves its GPUs idle until the
+  round ends. With nothing scheduled, the next round starts at the next arrival. Arrivals wait for the next round.
+* **X.** Arrivals and completions mark X stale; a stale X is recomputed (``allocate``, over every job present) at
+  the start of a round, but not sooner than ``reset_s`` (Gavel's ``minimum_time_between_allocation_resets``,
+  1,920 s) after the last recomputation, except while the last one was at time 0. A job that arrived after the
+  last recomputation is not in X and does not run.
+* **Priorities.** Since the last recomputation, job ``i`` has run ``t[i, j]`` seconds on type ``j`` (starting from
+  half a round, Gavel's initial value) and type ``j`` has ``W[j]`` seconds in all (the half rounds of the jobs
+  present at the recomputation, plus every run). Priority ``X[i, j] / (t[i, j] / W[j])`` (``1e9 X`` while ``W[j]``
+  is 0; 0 where X is 0 or the job does not run on ``j``). Ties are broken by the *deficit* (the time a job should
+  have received under the previous X minus what it did, summed over recomputations), then by X.
+* **Choice.** Type by type (``gpu_types`` order for the heterogeneity-aware policies; shuffled every round by
+  ``random.Random(seed + 5)`` for the agnostic ones, as Gavel does), the type's jobs by decreasing (priority,
+  deficit, X), a job takes the type when it has no type yet, runs there and its scale factor fits the type's GPUs
+  left. A job not in X consumes its GPUs without running (as in Gavel).
+* **Placement.** A job that keeps its type keeps its GPUs; every other running job is preempted (transparently by
+  default: Gavel's simulator charges nothing) and the new ones are placed on nodes of their type, largest first,
+  each on the node of that type with the fewest free GPUs that holds it whole (the one feasibility rule).
 
 Nothing here solves: ``allocate`` is given (``formulations.hetero.round_allocator`` builds one from Gavel's LPs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +42,9 @@ from fgdopt.model import GPU_MILLI
 from fgdopt.timeline.preemption import Checkpointing, Plan, View
 
 ROUND_S = 360.0
-"""Gavel's default round length (``--time_per_iteration``), seconds."""
+"""Gavel's default round length (``time_per_iteration``), seconds."""
+RESET_S = 1920.0
+"""Gavel's ``minimum_time_between_allocation_resets``, seconds."""
 
 Allocator = Callable[[np.ndarray, View], np.ndarray]
 """``allocate(jobs, view) -> X``: X (len(jobs), len(gpu_types)), fractions of time, for the jobs present."""
@@ -46,109 +57,159 @@ class RoundScheduler:
     Parameters
     ----------
     allocate : X for the jobs present (:data:`Allocator`); columns in the order of ``gpu_types``.
+    speed : ``{gpu type: float (n,)}``, every job's speed per type (as given to ``simulate``; 0: does not run).
+    duration_s : float (n,), every job's work in seconds at speed 1 (the run's ``JobSet.duration_s``).
     gpu_types : the cluster's GPU types (node ``model`` values) in X's column order.
-    round_s : seconds per round.
+    shuffle_seed : None keeps ``gpu_types`` order every round (Gavel's ``*_Perf`` policies); an int shuffles it
+        every round with ``random.Random(shuffle_seed)`` (Gavel: ``seed + 5``, for the agnostic policies).
+    round_s, reset_s : seconds (:data:`ROUND_S`, :data:`RESET_S`).
+    restart_s : seconds a job restarted on new GPUs spends before progress (the engine's ``restart_s``; Gavel 0),
+        used to end a round when its runs end.
     name : the mechanism's name in results.
     checkpointing : what a job stopped between rounds keeps (default transparent: it resumes where it stopped).
 
     Attributes (after a run)
     ------------------------
-    solves : how many times X was computed. rounds : rounds run.
+    solves : times X was computed. rounds : rounds run.
     """
 
     allocate: Allocator
+    speed: Mapping[str, np.ndarray]
+    duration_s: np.ndarray
     gpu_types: tuple[str, ...]
+    shuffle_seed: int | None = None
     round_s: float = ROUND_S
+    reset_s: float = RESET_S
+    restart_s: Callable[[int], float] = lambda gpus: 0.0
     name: str = "gavel"
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
     solves: int = 0
     rounds: int = 0
     _next_s: float = 0.0
-    _present: frozenset = frozenset()
-    _x: dict = field(default_factory=dict)              # job -> its row of X
-    _since: float = 0.0                                 # when X was computed
-    _received: dict = field(default_factory=dict)       # job -> seconds run per type since X was computed
-    _type_of: dict = field(default_factory=dict)        # job -> type index of the last round
-    _run_at: dict = field(default_factory=dict)         # job -> its run seconds when the last round began
+    _stale: bool = False
+    _last_reset: float = 0.0
+    _x: dict = field(default_factory=dict)              # job -> its row of X (jobs in the allocation)
+    _t: dict = field(default_factory=dict)              # job -> seconds run per type since the reset (+ half round)
+    _w: np.ndarray | None = None                        # seconds per type since the reset
+    _deficit: dict = field(default_factory=dict)        # job -> deficit per type
+    _ran: dict = field(default_factory=dict)            # job -> (type, run seconds) when the last round began
+    _shuffler: random.Random | None = None
+
+    def __post_init__(self) -> None:
+        self.gpu_types = tuple(self.gpu_types)
+        self._thr = np.column_stack([np.asarray(self.speed[g], dtype=np.float64) for g in self.gpu_types])
+        self._w = np.zeros(len(self.gpu_types))
+        if self.shuffle_seed is not None:
+            self._shuffler = random.Random(self.shuffle_seed)
 
     def wake_s(self, view: View) -> float:
-        """The next round boundary."""
-        return self._next_s
+        """The end of the current round (none while nothing runs: the next arrival starts a round)."""
+        return self._next_s if self._next_s > view.now else math.inf
 
     def plan(self, view: View) -> Plan | None:
         if view.now < self._next_s:
             return None
-        now = view.now
-        self._next_s = now + self.round_s
+        now, state = view.now, view.state
         self.rounds += 1
-        state = view.state
-        tasks = state.tasks
-        k = len(self.gpu_types)
         run_s = view.run_s
-        for j, g in self._type_of.items():                  # the time each job of the last round ran there
-            self._received.setdefault(j, np.zeros(k))[g] += run_s[j] - self._run_at[j]
+        for j, (g, before) in self._ran.items():          # the runs of the round that ended
+            ran = float(run_s[j]) - before
+            if j in self._t:
+                self._t[j][g] += ran
+            self._w[g] += ran
         running = np.flatnonzero(state.node_of >= 0)
-        present = np.concatenate([running, np.asarray(view.queued(), dtype=np.int64)]).astype(np.int64)
-        present.sort()
-        if frozenset(present.tolist()) != self._present:
-            self._present = frozenset(present.tolist())
-            x = np.asarray(self.allocate(present, view), dtype=np.float64) if len(present) else np.zeros((0, k))
-            if x.shape != (len(present), k):
-                raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected {(len(present), k)}")
-            self._x = dict(zip(present.tolist(), x, strict=True))
-            self._since, self._received = now, {}
-            self.solves += 1
-        chosen = self._choose(present, tasks.num_gpu, state.cluster, now)
-        self._type_of = chosen
-        self._run_at = {j: float(run_s[j]) for j in chosen}
-        return self._round_plan(state, running, chosen)
+        present = sorted([*running.tolist(), *view.queued()])
+        for j in present:                                  # arrivals (Gavel's add_job)
+            if j not in self._t:
+                self._t[j] = np.full(len(self.gpu_types), self.round_s / 2)
+                self._stale = True
+        gone = set(self._t) - set(present)                 # completions (remove_job)
+        for j in gone:
+            del self._t[j]
+            self._x.pop(j, None)
+            self._deficit.pop(j, None)
+        self._stale |= bool(gone)
+        if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
+            self._reset(now, np.asarray(present, dtype=np.int64), view)
+        chosen = self._choose(present, state.tasks.num_gpu, state.cluster)
+        plan, runs = self._round_plan(state, running, chosen)
+        started = {m.task for m in plan.admits}
+        left = np.maximum(self.duration_s - view.work_s, 0.0)       # seconds of work left, at speed 1
+        self._next_s = max((now + min(self.round_s, left[j] / self._thr[j, g] + (
+            self.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0)) for j, g in runs.items()),
+            default=now)
+        self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
+        return plan
 
-    def _choose(self, present: np.ndarray, scale: np.ndarray, cluster, now: float) -> dict[int, int]:
-        """Step 3 of the module docstring: job -> GPU type index for the next round."""
-        models = cluster.model
-        left = {g: int(cluster.gpu[models == name].sum()) for g, name in enumerate(self.gpu_types)}
-        elapsed = now - self._since
-        pairs = []
+    def _reset(self, now: float, present: np.ndarray, view: View) -> None:
+        """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``."""
+        elapsed = now - self._last_reset
+        self._w[:] = 0.0
         for j in present.tolist():
-            x = self._x[j]
-            got = self._received.get(j)
-            for g in np.flatnonzero(x > 0).tolist():
-                share = 0.0 if got is None or elapsed <= 0 else got[g] / elapsed
-                priority = np.inf if share == 0 else x[g] / share
-                pairs.append((-priority, -x[g], j, g))
-        pairs.sort()
+            should = self._x[j] * elapsed if j in self._x else 0.0
+            self._deficit[j] = self._deficit.get(j, 0.0) + should - (self._t[j] - self.round_s / 2)
+            self._t[j][:] = self.round_s / 2
+            self._w += self.round_s / 2
+        x = np.asarray(self.allocate(present, view), dtype=np.float64)
+        if x.shape != (len(present), len(self.gpu_types)):
+            raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
+                             f"{(len(present), len(self.gpu_types))}")
+        self._x = dict(zip(present.tolist(), x, strict=True))
+        self._last_reset, self._stale = now, False
+        self.solves += 1
+
+    def _choose(self, present: list[int], scale: np.ndarray, cluster) -> dict[int, int]:
+        """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
+        k = len(self.gpu_types)
+        left = [int(cluster.gpu[cluster.model == g].sum()) for g in self.gpu_types]
+        order = list(range(k))
+        if self._shuffler is not None:
+            self._shuffler.shuffle(order)
         chosen: dict[int, int] = {}
-        for _, _, j, g in pairs:
-            if j not in chosen and scale[j] <= left[g]:
+        for g in order:
+            entries = []
+            for j in present:
+                x = self._x[j][g] if j in self._x else 0.0
+                if j not in self._x or x == 0.0 or self._thr[j, g] == 0:
+                    priority = 0.0
+                elif self._w[g] == 0.0:
+                    priority = x * 1e9
+                else:
+                    priority = x / (self._t[j][g] / self._w[g])
+                deficit = self._deficit[j][g] if j in self._deficit else 0.0
+                entries.append((priority, deficit, x, j))
+            entries.sort(key=lambda e: e[:3], reverse=True)     # stable: arrival order among equals
+            for *_, j in entries:
+                if left[g] == 0:
+                    break
+                if j in chosen or self._thr[j, g] <= 0 or scale[j] > left[g]:
+                    continue
                 chosen[j] = g
                 left[g] -= int(scale[j])
         return chosen
 
-    def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> Plan:
-        """Step 4 of the module docstring."""
+    def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> tuple[Plan, dict[int, int]]:
+        """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
+        the plan and the type of every job that runs in the round."""
         cluster = state.cluster
-        stay = {j for j in running.tolist() if self._type_of_node(cluster, state.node_of[j]) == chosen.get(j)}
+        node_type = np.array([self.gpu_types.index(m) if m in self.gpu_types else -1 for m in cluster.model])
+        runs = {j: g for j, g in chosen.items() if j in self._x}   # a job not in X takes GPUs but does not run
+        stay = {j for j in running.tolist() if runs.get(j) == node_type[state.node_of[j]]}
         victims = tuple(j for j in running.tolist() if j not in stay)
-        free = state.gpu_left == GPU_MILLI                   # whole free GPUs per node, once the victims leave
-        free &= np.arange(free.shape[1])[None, :] < cluster.gpu[:, None]
+        free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
         for v in victims:
             free[state.node_of[v], list(state.gpus_of[v])] = True
-        starts = sorted((j for j in chosen if j not in stay), key=lambda j: (-int(state.tasks.num_gpu[j]), j))
         admits = []
-        node_type = np.array([self.gpu_types.index(m) if m in self.gpu_types else -1 for m in cluster.model])
-        for j in starts:
+        for j in sorted((j for j in runs if j not in stay), key=lambda j: (-int(state.tasks.num_gpu[j]), j)):
             need = int(state.tasks.num_gpu[j])
             count = free.sum(axis=1)
-            ok = (node_type == chosen[j]) & (count >= need)
+            ok = (node_type == runs[j]) & (count >= need)
             if not ok.any():
-                continue                                     # no node of its type holds it whole this round
+                continue                                  # no node of its type holds it whole this round
             node = int(np.flatnonzero(ok)[np.argmin(count[ok])])
             gpus = tuple(np.flatnonzero(free[node])[:need].tolist())
             free[node, list(gpus)] = False
             admits.append(Move(j, node, gpus))
-        return Plan(kind="round", victims=victims, admits=tuple(admits))
-
-    def _type_of_node(self, cluster, node: int) -> int | None:
-        model = cluster.model[node]
-        return self.gpu_types.index(model) if model in self.gpu_types else None
+        ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
+        return Plan(kind="round", victims=victims, admits=tuple(admits)), ran
