@@ -495,3 +495,31 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     waits.set_title("Mean wait of the measured jobs", fontsize=9)
     waits.legend(fontsize=7, loc="upper left")
     return _save(fig, path)
+
+
+def plot_hetero(runs: pd.DataFrame, path: str | Path) -> Path:
+    """Heterogeneous GPUs (the frame of ``python -m experiments.hetero``), Gavel's Figure 8 form.
+
+    Left: mean JCT (hours) of the measured jobs against the arrival rate (jobs/hour), one line per policy, means over
+    seeds, heterogeneity-aware policies solid and the others dashed. Right: the same runs' finish-time fairness
+    (mean rho). Static-batch rows (rate ``inf``) are left out. ``runs`` needs ``policy, lambda_per_hour,
+    mean_jct_s, mean_rho``.
+    """
+    runs = runs[np.isfinite(runs["lambda_per_hour"].astype(float))]
+    fig = Figure(figsize=(11, 4.6))
+    jct_ax, rho_ax = fig.subplots(1, 2)
+    for k, (policy, part) in enumerate(runs.groupby("policy", sort=False)):
+        mean = part.groupby("lambda_per_hour")[["mean_jct_s", "mean_rho"]].mean()
+        style = {"color": f"C{k}", "marker": "o", "linestyle": "-" if policy.endswith("-aware") else "--",
+                 "label": policy}
+        jct_ax.plot(mean.index, mean["mean_jct_s"] / 3600, **style)
+        rho_ax.plot(mean.index, mean["mean_rho"], **style)
+    jct_ax.set_ylabel("Mean JCT of the measured jobs (hours)")
+    rho_ax.set_ylabel("Mean finish-time fairness rho")
+    for ax in (jct_ax, rho_ax):
+        ax.set_xlabel("Arrival rate (jobs/hour)")
+        ax.grid(alpha=0.3)
+    jct_ax.set_title("Average JCT (heterogeneity-aware: solid)", fontsize=9)
+    rho_ax.set_title("rho = JCT / time alone on a 1/N share", fontsize=9)
+    jct_ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)

@@ -1,19 +1,15 @@
 """Heterogeneous GPUs, interference and Gavel's rounds on the time engine: hand-worked timelines and properties."""
 
-import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgdopt.hetero.jobs import gavel_cluster
-from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import PolicyError
 from fgdopt.timeline import JobSet, simulate
 from fgdopt.timeline.interference import Interference
-from fgdopt.timeline.preemption import make_mechanism
 
 TWO_TYPES = Cluster([8000, 8000], [1024, 1024], [1, 1], ["fast", "slow"])
 

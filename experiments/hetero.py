@@ -1,0 +1,217 @@
+"""Heterogeneous GPUs: Gavel's policies, FIFO and Gandiva-style packing on a V100/P100/K80 cluster over time.
+
+Usage::
+
+    python -m experiments.hetero [--policies fifo,gandiva,las,las-aware,ftf,ftf-aware,makespan,makespan-aware]
+        [--cluster 36:36:36] [--rates 0.5,1,1.5,...] [--seeds 0-2] [--window 4000:5000] [--batch 0]
+        [--multi-gpu] [--gpus-per-node 1] [--round-s 360] [--jobs N | --dask ADDRESS] [--resume] [--quick]
+        --output DIR
+
+Each (rate, seed) is one trace of :func:`fgdopt.hetero.gavel_jobs` (Gavel's generator draw for draw: Poisson arrivals
+at ``rate`` jobs/hour, Philly durations, Gavel's 26 job types, single-GPU unless ``--multi-gpu``), long enough that
+arrivals continue until the jobs of ``--window`` (by index, Gavel's ``--window-start/--window-end``) have finished;
+only those are measured. Every policy runs the same trace on the time engine (:func:`fgdopt.timeline.simulate`):
+
+* ``las``, ``las-aware``, ``ftf``, ``ftf-aware``, ``makespan``, ``makespan-aware``: Gavel's round-based mechanism
+  (:class:`fgdopt.hetero.rounds.RoundScheduler`) realizing X from :func:`formulations.hetero.round_allocator`;
+* ``fifo``: first come first served, a job runs to completion on the GPUs best-fit gives it, whatever their type
+  (heterogeneity-agnostic, no rounds);
+* ``gandiva``: Gandiva-style packing, each job asks for half of each of its GPUs so two share one, placed by
+  ``gpu-packing`` with backfilling; co-located jobs slow each other as Gavel measured
+  (:meth:`fgdopt.hetero.HeteroJobs.interference`).
+
+``--batch N`` adds a static batch of N jobs (all at time 0, rate ``inf``) per seed, whose rows carry the certified
+lower bound on any schedule's makespan (``makespan-aware``'s X at time 0, ``makespan_bound_s``).
+
+Writes ``DIR/hetero.csv`` (``policy, cluster, lambda_per_hour, seed, measured_jobs, mean_jct_s, p95_jct_s,
+makespan_s, makespan_bound_s, mean_rho, max_rho, jain_rho, utilization, wall_s`` and ``preemptions, solves``) and
+``DIR/hetero.png`` (mean JCT against arrival rate per policy, Gavel's Figure 8 form); prints the table and the
+aware/agnostic JCT ratios. ``--quick``: a 12:12:12 cluster, rates 0.5 and 1 jobs/hour, seed 0, jobs 300-500 measured,
+policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    executor,
+    run_all,
+    stop_message,
+)
+from experiments.openb import parse_seeds
+from experiments.timeline import parse_floats
+from fgdopt.hetero import GPU_TYPES, gavel_jobs, load_throughputs
+from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
+from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
+from fgdopt.plot import plot_hetero
+from fgdopt.timeline import simulate
+from formulations.hetero import POLICIES, allocate, round_allocator
+
+BASELINES = ("fifo", "gandiva")
+POLICY_NAMES = (*BASELINES, *POLICIES)
+COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mean_jct_s", "p95_jct_s", "makespan_s",
+           "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves")
+
+
+def parse_policies(text: str) -> list[str]:
+    names = [p for p in text.split(",") if p]
+    if bad := sorted(set(names) - set(POLICY_NAMES)):
+        raise argparse.ArgumentTypeError(f"unknown policies {bad}; choose among {', '.join(POLICY_NAMES)}")
+    return names
+
+
+def parse_cluster(text: str) -> dict[str, int]:
+    try:
+        counts = [int(c) for c in text.split(":")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cluster {text!r}: expected V100:P100:K80 GPU counts") from None
+    if len(counts) != len(GPU_TYPES) or min(counts) < 0 or sum(counts) == 0:
+        raise argparse.ArgumentTypeError(f"cluster {text!r}: expected three GPU counts >= 0, e.g. 36:36:36")
+    return dict(zip(GPU_TYPES, counts, strict=True))
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"window {text!r}: expected START:END job indices") from None
+    if not 0 <= lo < hi:
+        raise argparse.ArgumentTypeError(f"window {text!r}: expected 0 <= START < END")
+    return lo, hi
+
+
+def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window: tuple[int, int], multi_gpu: bool,
+              gpus_per_node: int, round_s: float, data_dir: str | None = None) -> dict:
+    """One row of hetero.csv: ``policy`` on Gavel's trace at ``rate`` jobs/hour (``inf``: a static batch of
+    ``window[1]`` jobs, all measured) on ``gpus``."""
+    t0 = time.perf_counter()
+    table = load_throughputs(data_dir)
+    batch = math.isinf(rate)
+    n = window[1] if batch else window[1] + max(window[1] - window[0], window[1] // 4)
+    while True:                                      # arrivals must outlast the measured jobs
+        trace = gavel_jobs(table, n, rate, seed=seed, multi_gpu=multi_gpu)
+        measured = np.zeros(n, dtype=bool)
+        measured[0 if batch else window[0]:window[1]] = True
+        packed = policy == "gandiva"
+        jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured, gpu_milli=500 if packed else 1000)
+        cluster = gavel_cluster(gpus, gpus_per_node)
+        options: dict = {"speed": speed, "frag": False}
+        solves = 0
+        if policy == "fifo":
+            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, **options)
+        elif packed:
+            result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
+                              interference=trace.interference(table, tuple(gpus)), **options)
+        else:
+            mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                                  shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s)
+            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
+                              restart_s=lambda gpus: 0.0, **options)
+            solves = mech.solves
+        last = np.max(result.finish_s[measured])
+        if batch or last <= jobs.submit_s.max():
+            break
+        n *= 2
+    bound = math.nan
+    if batch:
+        bound = float(allocate("makespan-aware", table, trace, gpus).bound)
+    stats = hetero_stats(result, speed, gpus)
+    if batch and stats["makespan_s"] < bound * (1 - 1e-6):
+        raise AssertionError(f"{policy}: makespan {stats['makespan_s']} s below the certified bound {bound} s")
+    return {"policy": policy, "cluster": ":".join(str(gpus[g]) for g in GPU_TYPES), "lambda_per_hour": rate,
+            "seed": seed, **{k: stats[k] for k in HETERO_COLUMNS}, "makespan_bound_s": bound,
+            "wall_s": time.perf_counter() - t0, "solves": solves}
+
+
+def ratio_lines(frame: pd.DataFrame) -> list[str]:
+    """Per rate: each agnostic policy's mean JCT over its heterogeneity-aware twin's (seeds averaged)."""
+    mean = frame.groupby(["lambda_per_hour", "policy"]).mean_jct_s.mean()
+    lines = []
+    for rate in sorted(frame.lambda_per_hour.unique()):
+        parts = [f"{p}/{p}-aware {mean[rate, p] / mean[rate, p + '-aware']:.2f}x"
+                 for p in ("las", "ftf", "makespan") if (rate, p) in mean and (rate, p + "-aware") in mean]
+        if parts:
+            lines.append(f"{rate:g} jobs/h: " + ", ".join(parts))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.hetero", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
+                        help=f"comma-separated, of {', '.join(POLICY_NAMES)} (default: all)")
+    parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
+                        help="GPUs V100:P100:K80 (default: Gavel's 36:36:36)")
+    parser.add_argument("--rates", type=parse_floats, default=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
+                        help="arrival rates, jobs/hour (default: 0.5 to 3.5 by 0.5)")
+    parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")
+    parser.add_argument("--window", type=parse_window, default=(4000, 5000),
+                        help="measured jobs, START:END by index (default: Gavel's 4000:5000)")
+    parser.add_argument("--batch", type=int, default=0, help="also a static batch of this many jobs per seed "
+                        "(makespan against its certified bound; default: 0, none)")
+    parser.add_argument("--multi-gpu", action="store_true", help="multi-GPU jobs (Gavel's -m); default single-GPU")
+    parser.add_argument("--gpus-per-node", type=int, default=None,
+                        help="GPUs per node (default: 1, Gavel's sweep; 8 with --multi-gpu)")
+    parser.add_argument("--round-s", type=float, default=ROUND_S, help="seconds per round (default: 360)")
+    parser.add_argument("--quick", action="store_true", help="12:12:12, rates 0.5 and 1, seed 0, jobs 300-500, "
+                        "fifo, las, las-aware, makespan-aware")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    add_dask_option(parser)
+    add_resume_option(parser)
+    parser.add_argument("--data-dir", default=None, help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
+    parser.add_argument("--output", type=Path, required=True, help="folder for hetero.csv and hetero.png")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.cluster, args.rates, args.seeds = parse_cluster("12:12:12"), [0.5, 1.0], [0]
+        args.window, args.policies = (300, 500), ["fifo", "las", "las-aware", "makespan-aware"]
+    per_node = args.gpus_per_node or (8 if args.multi_gpu else 1)
+    try:
+        load_throughputs(args.data_dir)                    # a missing table stops here, in one line
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    points = [(rate, s) for s in args.seeds for rate in args.rates]
+    if args.batch:
+        points += [(math.inf, s) for s in args.seeds]
+    cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
+              per_node, args.round_s, args.data_dir) for rate, s in points for p in args.policies]
+    journal = RunJournal.for_study(args.output, "hetero", resume=args.resume)
+    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
+                                                       file=sys.stderr) as bar:
+        try:
+            rows = run_all(pool, run_point, cells, lambda _: bar.update(), journal=journal)
+        except SweepInterrupted as stop:
+            rows = [r for r in stop.finished() if r is not None]
+            write_outputs(rows, args.output)
+            return stop_message(stop, parser.prog)
+    frame = write_outputs(rows, args.output)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))
+    return 0
+
+
+def write_outputs(rows: list[dict], out: Path) -> pd.DataFrame:
+    out.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame.to_csv(out / "hetero.csv", index=False)
+    if len(frame):
+        plot_hetero(frame, out / "hetero.png")
+    return frame
+
+
+if __name__ == "__main__":
+    from experiments.hetero import main as importable_main  # its functions pickle by name (Dask workers)
+
+    sys.exit(importable_main())
