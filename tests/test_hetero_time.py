@@ -6,10 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import PolicyError
 from fgdopt.timeline import JobSet, simulate
 from fgdopt.timeline.interference import Interference
+from formulations.hetero import round_allocator
 
 TWO_TYPES = Cluster([8000, 8000], [1024, 1024], [1, 1], ["fast", "slow"])
 
@@ -94,3 +97,67 @@ def test_interference_conserves_work_and_time(rows, factors, policy):
     t, alloc = r.series.time_s.to_numpy(), r.series.alloc_milli.to_numpy()
     integral = float((alloc[:-1] * np.diff(t)).sum()) / 1000
     assert integral == pytest.approx(float((r.run_s * tasks.gpu_demand / 1000).sum()), rel=1e-9, abs=1e-6)
+
+
+def gavel_run(submit, duration, policy="las", gpus=None):
+    """Whole-GPU jobs under Gavel's rounds with ``policy`` on one type ``a`` of ``gpus`` GPUs (speed 1)."""
+    gpus = gpus or {"a": 1}
+    jobs = JobSet(whole(*[1] * len(submit)), submit, duration)
+    speed = {"a": np.ones(len(submit))}
+    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus))
+    return simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                    restart_s=lambda g: 0.0), mech
+
+
+def test_gavel_rounds_alternate_two_jobs_by_hand():
+    # X = 1/2 each; priorities X / (t / W) with t starting at 180 s: job 0 runs 0-360, job 1 360-720, job 0 720-860
+    # (done); X is recomputed at 860 (the last reset was at 0), job 1 runs its last 140 s: 860-1000
+    r, mech = gavel_run([0.0, 0.0], [500.0, 500.0])
+    assert r.finish_s.tolist() == [860.0, 1000.0]
+    assert r.preemptions.tolist() == [1, 1]
+    assert mech.solves == 2 and mech.rounds == 4           # rounds at 0, 360, 720 and 860 s
+
+
+def test_gavel_waits_1920_s_between_solves_and_breaks_ties_by_deficit():
+    # job 1 (at 100 s) enters X at the round of 360 s (the last solve was at 0) and finishes at 820; job 2 (at 900)
+    # waits for the first round at least 1,920 s after that solve (2,620 s) and then outranks job 0 on its deficit
+    r, mech = gavel_run([0.0, 100.0, 900.0], [5000.0, 100.0, 100.0])
+    assert r.finish_s[1] == 820.0
+    assert r.start_s[2] == 2620.0 and r.finish_s[2] == 2720.0
+    assert mech.solves == 3
+
+
+def test_gavel_aware_beats_agnostic_when_speeds_differ():
+    # two jobs, one fast and one slow GPU; job 0 runs 4x faster on "fast", job 1 only 1.25x: the aware policy gives
+    # "fast" to job 0, the agnostic one splits both types evenly; both finish later under the agnostic X
+    gpus = {"fast": 1, "slow": 1}
+    jobs = JobSet(whole(1, 1), [0.0, 0.0], [3600.0, 3600.0])
+    speed = {"fast": np.array([1.0, 1.0]), "slow": np.array([0.25, 0.8])}
+    ends = {}
+    for policy in ("las", "las-aware"):
+        mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                              shuffle_seed=None if policy.endswith("aware") else 5)
+        r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                     restart_s=lambda g: 0.0)
+        ends[policy] = r.finish_s.mean()
+    assert ends["las-aware"] < ends["las"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 4000), st.floats(0.1, 1.0), st.sampled_from([1, 2])),
+                min_size=1, max_size=12),
+       st.sampled_from(["las", "las-aware", "makespan-aware", "ftf-aware"]))
+def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
+    """Every job finishes its work (check() verifies times and the state); none runs before it arrives or on
+    more GPUs of a type than the type has."""
+    gpus = {"v100": 2, "k80": 2}
+    jobs = JobSet(whole(*[r[3] for r in rows]), [float(r[0]) for r in rows], [float(r[1]) for r in rows])
+    speed = {"v100": np.ones(len(rows)), "k80": np.array([r[2] for r in rows])}
+    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                          shuffle_seed=None if policy.endswith("aware") else 5)
+    r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                 restart_s=lambda g: 0.0)
+    assert (r.status == 0).all()
+    assert (r.start_s >= jobs.submit_s).all()
+    np.testing.assert_allclose(r.work_s, jobs.duration_s)
+    assert (r.series.alloc_milli <= 4000).all()

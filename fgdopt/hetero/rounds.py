@@ -70,7 +70,7 @@ class RoundScheduler:
 
     Attributes (after a run)
     ------------------------
-    solves : times X was computed. rounds : rounds run.
+    solves : times X was computed. rounds : rounds in which some job ran.
     """
 
     allocate: Allocator
@@ -95,6 +95,7 @@ class RoundScheduler:
     _deficit: dict = field(default_factory=dict)        # job -> deficit per type
     _ran: dict = field(default_factory=dict)            # job -> (type, run seconds) when the last round began
     _shuffler: random.Random | None = None
+    _planned_at: float = -1.0
 
     def __post_init__(self) -> None:
         self.gpu_types = tuple(self.gpu_types)
@@ -108,10 +109,10 @@ class RoundScheduler:
         return self._next_s if self._next_s > view.now else math.inf
 
     def plan(self, view: View) -> Plan | None:
-        if view.now < self._next_s:
+        if view.now < self._next_s or view.now == self._planned_at:
             return None
         now, state = view.now, view.state
-        self.rounds += 1
+        self._planned_at = now
         run_s = view.run_s
         for j, (g, before) in self._ran.items():          # the runs of the round that ended
             ran = float(run_s[j]) - before
@@ -134,6 +135,7 @@ class RoundScheduler:
             self._reset(now, np.asarray(present, dtype=np.int64), view)
         chosen = self._choose(present, state.tasks.num_gpu, state.cluster)
         plan, runs = self._round_plan(state, running, chosen)
+        self.rounds += bool(runs)
         started = {m.task for m in plan.admits}
         left = np.maximum(self.duration_s - view.work_s, 0.0)       # seconds of work left, at speed 1
         self._next_s = max((now + min(self.round_s, left[j] / self._thr[j, g] + (
