@@ -7,7 +7,10 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
 
 * **Rounds.** A round starts when the previous one ends, at the latest end of the runs it scheduled (each runs
   ``round_s``, Gavel's 360 s, or until its job finishes); a job that finishes early leaves its GPUs idle until the
-  round ends. With nothing scheduled, the next round starts at the next arrival. Arrivals wait for the next round.
+  round ends. Arrivals wait for the next round. With nothing scheduled, Gavel's next round is at the next
+  arrival; with jobs waiting that are not in X yet (below), nothing can run before the next recomputation is
+  allowed, and the scheduler wakes then (Gavel's stream never ends, so it waits for the first arrival after that
+  instant instead: the one difference, and only on an idle cluster).
 * **X.** Arrivals and completions mark X stale; a stale X is recomputed (``allocate``, over every job present) at
   the start of a round, but not sooner than ``reset_s`` (Gavel's ``minimum_time_between_allocation_resets``,
   1,920 s) after the last recomputation, except while the last one was at time 0. A job that arrived after the
@@ -140,7 +143,7 @@ class RoundScheduler:
         left = np.maximum(self.duration_s - view.work_s, 0.0)       # seconds of work left, at speed 1
         self._next_s = max((now + min(self.round_s, left[j] / self._thr[j, g] + (
             self.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0)) for j, g in runs.items()),
-            default=now)
+            default=self._last_reset + self.reset_s if present else now)   # waiting jobs not yet in X
         self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
         return plan
 
