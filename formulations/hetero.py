@@ -94,8 +94,11 @@ def water_fill(scale_factor: np.ndarray, weights: np.ndarray, total_gpus: float)
 
 
 def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit: float,
-             threads: int | None) -> tuple[str, np.ndarray | None, float | None]:
-    """Solve ``max t s.t. sum_j c[i, j] X[i, j] >= t``, base constraints; (status, X clipped to [0, 1], t)."""
+             threads: int | None, central: bool = False) -> tuple[str, np.ndarray | None, float | None]:
+    """Solve ``max t s.t. sum_j c[i, j] X[i, j] >= t``, base constraints; (status, X clipped to [0, 1], t).
+    ``central``: HiGHS' interior point method without crossover, which ends inside the optimal face (as Gavel's
+    ECOS does) rather than at a vertex; where it ends uncertified (HiGHS status unknown, seen on tiny LPs), the
+    simplex method's vertex instead."""
     n, k = c.shape
     kappa = 1.0 / c.max()                                   # one common scale: the optimum X is unchanged
     model = LinearModel("hetero-maxmin")
@@ -106,7 +109,10 @@ def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit:
         model.add_row(np.append(xs[i], t), np.append(c[i] * kappa, -1.0), lo=0.0)
     for j in range(k):
         model.add_row(xs[:, j], scale, hi=float(capacity[j]))
-    raw = solve_model(model, "highs", time_limit=time_limit, threads=threads)
+    raw = solve_model(model, "highs", time_limit=time_limit, threads=threads,
+                      options={"solver": "ipm", "run_crossover": "off"} if central else None)
+    if central and raw.status != "optimal":                 # IPM without crossover may end uncertified: a vertex
+        raw = solve_model(model, "highs", time_limit=time_limit, threads=threads)
     if raw.values is None:
         return raw.status, None, None
     return raw.status, np.clip(raw.values[xs], 0.0, 1.0), float(raw.values[t]) / kappa
@@ -114,7 +120,7 @@ def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit:
 
 def _ftf(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray, remaining: np.ndarray, elapsed: np.ndarray,
          isolated_elapsed: np.ndarray, deadline: float, threads: int | None, gap: float,
-         max_iter: int) -> tuple[str, np.ndarray | None, float | None, float | None, dict]:
+         max_iter: int, central: bool) -> tuple[str, np.ndarray | None, float | None, float | None, dict]:
     """Minimize the largest finish-time ratio (module docstring); (status, X, rho, lower bound, info)."""
     denom = isolated_elapsed + remaining / (T * isolated_share(scale, capacity)).sum(axis=1)
 
@@ -127,7 +133,8 @@ def _ftf(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray, remaining: np.n
     for _ in range(max_iter):
         iterations += 1
         need = remaining / (best * denom - elapsed)         # steps/s each job needs for rho = best
-        status, x, theta = _max_min(T / need[:, None], scale, capacity, deadline - time.perf_counter(), threads)
+        status, x, theta = _max_min(T / need[:, None], scale, capacity, deadline - time.perf_counter(), threads,
+                                    central)
         if x is None or status != "optimal":
             break
         lower = max(lower, best / theta)
@@ -144,7 +151,8 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
                      gpu_types: tuple[str, ...] | None = None, weights: np.ndarray | None = None,
                      steps_remaining: np.ndarray | None = None, elapsed_s: np.ndarray | None = None,
                      isolated_elapsed_s: np.ndarray | None = None, time_limit: float = 60.0,
-                     threads: int | None = 1, gap: float = 1e-6, max_iter: int = 100) -> Allocation:
+                     threads: int | None = 1, gap: float = 1e-6, max_iter: int = 100,
+                     central: bool = False) -> Allocation:
     """The allocation X that ``policy`` chooses for the jobs present (module docstring for each policy).
 
     Parameters
@@ -164,6 +172,9 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
     threads : HiGHS threads (the first HiGHS run of a process fixes it, see ``backends.highs_threads``).
     gap : relative gap at which the ``ftf*`` iteration stops.
     max_iter : most LPs of the ``ftf*`` iteration.
+    central : solve the aware policies' LPs by the interior point method without crossover: X is then a point
+        inside the optimal face, as Gavel's ECOS returns, instead of a vertex (many X are optimal for the jobs
+        above the bottleneck, and which one is chosen changes what they get).
 
     Returns
     -------
@@ -214,14 +225,14 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
             T, scale, pool, np.asarray(steps_remaining, dtype=np.float64),
             zeros if elapsed_s is None else np.asarray(elapsed_s, dtype=np.float64),
             zeros if isolated_elapsed_s is None else np.asarray(isolated_elapsed_s, dtype=np.float64),
-            deadline, threads, gap, max_iter)
+            deadline, threads, gap, max_iter, central)
         info |= extra
     else:
         if kind == "las":
             c = T * (scale / (w * proportional_throughput(T, pool)))[:, None]
         else:
             c = T / np.asarray(steps_remaining, dtype=np.float64)[:, None]
-        status, x, t = _max_min(c, scale, pool, deadline - time.perf_counter(), threads)
+        status, x, t = _max_min(c, scale, pool, deadline - time.perf_counter(), threads, central)
         objective = bound = t
         if kind == "las" and not aware and x is not None:
             x = water_fill(scale, w, float(pool[0]))[:, None]
@@ -263,7 +274,7 @@ def allocate(policy: str, table: ThroughputTable, jobs: HeteroJobs, cluster: Map
 
 def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapping[str, int], *,
                     weights: np.ndarray | None = None, time_limit: float = 60.0, threads: int | None = 1,
-                    gap: float = 1e-3):
+                    gap: float = 1e-3, central: bool = True):
     """An ``allocate(present, view) -> X`` for :class:`fgdopt.hetero.rounds.RoundScheduler`: ``policy``'s X for the
     jobs present, from the engine's view of them.
 
@@ -281,6 +292,7 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
     cluster : GPUs per type; its order is X's column order (the scheduler's ``gpu_types``).
     weights : priority weights (default 1). time_limit, threads : per solve.
     gap : relative gap at which the ``ftf*`` iteration stops (its X is then within ``gap`` of the optimal rho).
+    central : X inside the optimal face, as Gavel's ECOS returns it (:func:`solve_allocation`; default True).
 
     Raises
     ------
@@ -300,7 +312,8 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
         iso = (thr[present] * isolated_share(scale[present], cap)).sum(axis=1)
         a = solve_allocation(policy, thr[present], scale[present], cap, gpu_types=gpu_types, weights=w[present],
                              steps_remaining=remaining, elapsed_s=view.now - jobs.submit_s[present],
-                             isolated_elapsed_s=done / iso, time_limit=time_limit, threads=threads, gap=gap)
+                             isolated_elapsed_s=done / iso, time_limit=time_limit, threads=threads, gap=gap,
+                             central=central)
         if a.status != "optimal" and not (a.x is not None and kind == "ftf" and a.info.get("iterations")):
             raise RuntimeError(f"{policy}: allocation of {len(present)} jobs at {view.now} s ended {a.status}")
         allocate.inexact += a.status != "optimal"
