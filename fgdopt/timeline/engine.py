@@ -246,7 +246,10 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     ----------
     cluster, jobs : the cluster and the jobs (:class:`~fgdopt.timeline.jobs.JobSet`).
     policy : a policy name (:func:`~fgdopt.policies.make_policy`, built with ``seed``, ``workload``, ``ranks``)
-        or a ready policy object.
+        or a ready policy object. A policy object with ``job_aware = True`` is called ``policy(state, task,
+        job=j)``, ``j`` the job's index in ``jobs`` (e.g. to look up its class in an
+        :class:`~fgdopt.timeline.interference.Interference`); it must still return None only where the task fits
+        no node (pending jobs are indexed by shape).
     queue : a discipline name (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or object.
     seed : seeds a policy given by name (its node ranks and random draws).
     workload : FGD's target workload M and the workload of the recorded F(M); default
@@ -290,6 +293,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         workload = Workload.from_tasks(jobs.tasks)
     pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
     policy_name = getattr(pol, "name", type(pol).__name__)
+    job_aware = getattr(pol, "job_aware", False)                  # called with the job's index too
     label = policy if isinstance(policy, str) else policy_name
     mech = make_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
     ckpt = mech.checkpointing
@@ -361,6 +365,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     def ask(j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere)."""
         try:
+            if job_aware:
+                return pol(state, shapes.task[shapes.of[j]], job=j)
             return pol(state, shapes.task[shapes.of[j]])
         except Exception as exc:
             raise PolicyError(f"policy {label!r} raised {type(exc).__name__} on job {j} ({tasks.names[j]}) at "
