@@ -171,24 +171,24 @@ class RoundScheduler:
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
+        none = np.zeros(k)
+        ids = np.asarray(present, dtype=np.int64)
+        x = np.array([self._x.get(j, none) for j in present]).reshape(-1, k)
+        t = np.array([self._t[j] for j in present]).reshape(-1, k)
+        deficit = np.array([self._deficit.get(j, none) for j in present]).reshape(-1, k)
+        thr = self._thr[ids]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
+        priority[(x == 0) | (thr == 0)] = 0.0
+        priority[[j not in self._x for j in present]] = 0.0
+        rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
         chosen: dict[int, int] = {}
         for g in order:
-            entries = []
-            for j in present:
-                x = self._x[j][g] if j in self._x else 0.0
-                if j not in self._x or x == 0.0 or self._thr[j, g] == 0:
-                    priority = 0.0
-                elif self._w[g] == 0.0:
-                    priority = x * 1e9
-                else:
-                    priority = x / (self._t[j][g] / self._w[g])
-                deficit = self._deficit[j][g] if j in self._deficit else 0.0
-                entries.append((priority, deficit, x, j))
-            entries.sort(key=lambda e: e[:3], reverse=True)     # stable: arrival order among equals
-            for *_, j in entries:
+            for r in np.lexsort((rank, -x[:, g], -deficit[:, g], -priority[:, g])).tolist():
                 if left[g] == 0:
                     break
-                if j in chosen or self._thr[j, g] <= 0 or scale[j] > left[g]:
+                j = int(ids[r])
+                if j in chosen or thr[r, g] <= 0 or scale[j] > left[g]:
                     continue
                 chosen[j] = g
                 left[g] -= int(scale[j])
@@ -205,16 +205,20 @@ class RoundScheduler:
         free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
         for v in victims:
             free[state.node_of[v], list(state.gpus_of[v])] = True
+        count = free.sum(axis=1)
+        of_type = [np.flatnonzero(node_type == g) for g in range(len(self.gpu_types))]
         admits = []
         for j in sorted((j for j in runs if j not in stay), key=lambda j: (-int(state.tasks.num_gpu[j]), j)):
             need = int(state.tasks.num_gpu[j])
-            count = free.sum(axis=1)
-            ok = (node_type == runs[j]) & (count >= need)
-            if not ok.any():
+            nodes = of_type[runs[j]]
+            spare = count[nodes]
+            ok = np.flatnonzero(spare >= need)
+            if not len(ok):
                 continue                                  # no node of its type holds it whole this round
-            node = int(np.flatnonzero(ok)[np.argmin(count[ok])])
+            node = int(nodes[ok[np.argmin(spare[ok])]])
             gpus = tuple(np.flatnonzero(free[node])[:need].tolist())
             free[node, list(gpus)] = False
+            count[node] -= need
             admits.append(Move(j, node, gpus))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         return Plan(kind="round", victims=victims, admits=tuple(admits)), ran
