@@ -246,9 +246,6 @@ def mig_openb_jobs(n_nodes: int = 32, load: float = 0.9, n_jobs: int = 3000, *, 
     services would fill a small cluster; shapes needing more GPUs than any node has would only be rejected); and the
     offered load counts memory slices: rate = load x slices of the cluster / E[slices x lifetime] of a stream row.
 
-    Examples
-    --------
-    >>> cluster, jobs = mig_openb_jobs(8, 0.9, 50, seed=1)            # doctest: +SKIP
     """
     rng = np.random.default_rng(seed)
     cluster = mig_cluster(n_nodes, model)
