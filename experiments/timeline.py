@@ -5,7 +5,7 @@ Usage::
 
     python -m experiments.timeline --trace default --load 0.7,0.9,1.1 --policies fgd,best-fit,random \\
         --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode,tiresias,migrate] \\
-        [--checkpoint-s 1800] \\
+        [--checkpoint-s 1800] [--mig A100-40GB [--mig-nodes 32] [--layout dynamic,static]] \\
         [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
         [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.timeline --workload FILE.csv --cluster FILE.json --policies fgd --queue backfill ...
@@ -20,9 +20,20 @@ out and :mod:`formulations.timeline` answers (i) the most GPU demand they could 
 most pending demand admissible without moving a running job, each as incumbent and proven bound, checked against
 the run's allocation (allocation <= incumbent <= bound).
 
+With ``--mig MODEL`` (MIG over time, :mod:`fgdopt.timeline.migtime`) each (trace, seed, load) is instead
+:func:`fgdopt.timeline.migtime.mig_openb_jobs`: ``--mig-nodes`` openb nodes whose GPUs are ``MODEL``, the trace's
+stream pods mapped to its MIG profiles at an offered load in memory slices; the policies are the MIG ones
+(``mig-fgd``, ``mig-first-fit``, ``mig-best-fit``, ``mig-greedy``) and ``--mechanism none,mig-repack`` compares
+waiting with re-layout evictions. ``--layout`` lists how the GPUs are operated: ``dynamic`` (instances created on
+demand, the default) or ``static`` (every node partitioned once, its configuration chosen from the run's profile mix
+by :func:`~fgdopt.timeline.migtime.mix_configs`; ``static:CONFIG`` puts one configuration of
+:data:`~fgdopt.timeline.migtime.MENU` on every node); the ``layout`` column of every output names it (empty without
+``--mig``). No optimum instants are taken with ``--mig`` (the certified optimum of :mod:`formulations.timeline` is
+not a MIG model).
+
 Writes to ``DIR``: ``timeline.csv`` (one row per run: the run's keys and
 :data:`fgdopt.timeline.metrics.STATS_COLUMNS`), ``jobs.csv`` (run keys, ``name, submit_s, start_s, finish_s, node,
-measured``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or finished),
+measured, evictions``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or finished),
 ``series.csv`` (run keys and the per-instant series sampled every ``--sample`` seconds up to the end of the
 measurement window), ``optimum.csv`` (run keys, ``time_s, question, current_milli,
 incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the run table and, per policy, the
@@ -59,9 +70,9 @@ from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workl
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
 from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism
 
-KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism")
+KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism", "layout")
 """The columns that name a run in every output file."""
-JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured")
+JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured", "evictions")
 
 
 def parse_floats(text: str) -> list[float]:
@@ -107,9 +118,30 @@ def load_cluster(path: str | Path) -> Cluster:
         raise ValueError(f"{path}: not a valid node list ({exc})") from None
 
 
+def parse_layouts(text: str) -> list[str]:
+    """Comma-separated MIG layouts: ``dynamic``, ``static`` or ``static:CONFIG``
+    (:data:`fgdopt.timeline.migtime.MENU`)."""
+    from fgdopt.timeline.migtime import LAYOUTS, MENU
+
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in names if v not in LAYOUTS and not (v.startswith("static:") and v[7:] in MENU)]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown layouts {bad}; valid: {', '.join(LAYOUTS)}, static:CONFIG with "
+                                         f"CONFIG among {', '.join(MENU)}")
+    return names
+
+
 def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data_dir: str | None,
-            workload: str | None, cluster: str | None):
+            workload: str | None, cluster: str | None, mig: str | None = None, mig_nodes: int = 32,
+            layout: str = ""):
     """The (cluster, jobs) of one run (module docstring)."""
+    if mig is not None:
+        from fgdopt.timeline.migtime import mig_openb_jobs, mix_configs, profile_demand, static_cluster
+
+        nodes, jobs = mig_openb_jobs(mig_nodes, load, n_jobs, seed=seed, model=mig, variant=trace, data_dir=data_dir)
+        if layout.startswith("static"):
+            nodes = static_cluster(nodes, layout[7:] or mix_configs(nodes, profile_demand(jobs, mig)))
+        return nodes, jobs
     if workload is not None:
         return load_cluster(cluster), read_workload(workload)
     return openb_jobs(trace, load, n_jobs, seed=seed, arrivals=arrivals, data_dir=data_dir)
@@ -117,17 +149,18 @@ def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data
 
 def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechanism: str, checkpoint_s: float,
              n_jobs: int, arrivals: str, instants: int, time_limit: float, sample_s: float, data_dir: str | None = None,
-             workload: str | None = None, cluster: str | None = None) -> dict:
+             workload: str | None = None, cluster: str | None = None, mig: str | None = None, mig_nodes: int = 32,
+             layout: str = "") -> dict:
     """One run: simulate, its statistics, its jobs and sampled series, and the optimum at ``instants`` instants."""
     from formulations.timeline import admission_optimum, placement_optimum
 
-    nodes, jobs = job_set(trace, seed, load, n_jobs, arrivals, data_dir, workload, cluster)
+    nodes, jobs = job_set(trace, seed, load, n_jobs, arrivals, data_dir, workload, cluster, mig, mig_nodes, layout)
     w0, w1 = jobs.window_s
     at = [w0 + (k + 1) * (w1 - w0) / (instants + 1) for k in range(instants)]
     result = simulate(nodes, jobs, policy, queue, seed=seed, snapshots=at,
                       mechanism=make_mechanism(mechanism, checkpoint_s=checkpoint_s))
-    keys = dict(zip(KEYS, (trace, seed, load, policy, queue, mechanism), strict=True))
-    frame = result.job_frame()
+    keys = dict(zip(KEYS, (trace, seed, load, policy, queue, mechanism, layout), strict=True))
+    frame = result.job_frame().assign(evictions=result.evictions)
     jobs_out = frame[list(JOB_COLUMNS)].assign(node=frame["node"].where(frame["start_s"].notna(), -1))
     optimum, pool = [], None
     for snap in result.snapshots:
@@ -193,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"what may evict running jobs, among {', '.join(MECHANISM_NAMES)} (default: none)")
     parser.add_argument("--checkpoint-s", type=float, default=1800.0,
                         help="checkpoint interval of the priority mechanism, seconds of progress (default: 1800)")
+    parser.add_argument("--mig", default=None, metavar="MODEL",
+                        help="MIG over time: openb jobs as MODEL's profiles on --mig-nodes nodes (e.g. A100-40GB)")
+    parser.add_argument("--mig-nodes", type=int, default=32, help="nodes of the MIG cluster (default: 32)")
+    parser.add_argument("--layout", type=parse_layouts, default=None,
+                        help="with --mig: dynamic, static or static:CONFIG, comma-separated (default: dynamic)")
     parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
     parser.add_argument("--n-jobs", type=int, default=20_000, help="stream jobs per run (default: 20000)")
     parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
@@ -212,6 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.workload is None) != (args.cluster is None):
         parser.error("--workload and --cluster go together")
+    if args.mig is not None:
+        from fgdopt.mig import MIG_MODELS
+
+        if args.mig not in MIG_MODELS or args.workload is not None:
+            parser.error(f"--mig takes one of {', '.join(MIG_MODELS)} and no --workload")
+        args.layout, args.instants = args.layout or ["dynamic"], 0
+    elif args.layout is not None:
+        parser.error("--layout goes with --mig")
     if args.quick:
         args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
         args.time_limit = min(args.time_limit, 30.0)
@@ -226,10 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         traces, loads = args.trace, args.load
     cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
-              args.sample, args.data_dir, args.workload, args.cluster)
+              args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay)
              for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
-             for m in args.mechanism]
-    keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:])) for c in cells]
+             for m in args.mechanism for lay in (args.layout or [""])]
+    keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:15]), *c[15:]) for c in cells]
     journal = RunJournal.for_study(args.output, "timeline", resume=args.resume)
     with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
                                                        file=sys.stderr) as bar:
@@ -242,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]
     if set(args.mechanism) != {"none"}:
-        show[-1:-1] = ["preemptions", "suspensions", "migrations", "lost_gpu_s", "overhead_gpu_s", "thrashed_jobs"]
+        show[-1:-1] = ["preemptions", "suspensions", "migrations", "evictions", "lost_gpu_s", "overhead_gpu_s",
+                       "thrashed_jobs"]
     print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("\n".join(idle_lines(results)))
     return 0

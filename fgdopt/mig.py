@@ -26,6 +26,7 @@ Units: a *slice* is a memory slice; a GPU's occupancy is an 8-bit mask (bit q se
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -87,6 +88,8 @@ class MigProfile:
     @cached_property
     def first_start(self) -> np.ndarray:
         """(256,) int64: lowest allowed start free in a GPU of that occupancy mask, -1 if none."""
+        if not self.starts:                                   # a static layout without this profile
+            return np.full(256, -1, dtype=np.int64)
         occ = np.arange(256)[:, None]
         free = (occ & self.masks[None, :]) == 0
         return np.where(free.any(axis=1), np.array(self.starts)[free.argmax(axis=1)], -1)
@@ -99,11 +102,17 @@ class MigProfile:
 
 @dataclass(frozen=True)
 class MigModel:
-    """A MIG-capable GPU model: ``n_slices`` memory slices and its profiles (smallest first)."""
+    """A MIG-capable GPU model: ``n_slices`` memory slices and its profiles (smallest first).
+
+    ``layout`` is ``None`` for the dynamic model (instances created on demand at any allowed free start); a static
+    model (:func:`static_model_name`) holds its fixed instances as ``((profile name, start), ...)``, and each of its
+    profiles allows only the starts of its own instances there; ``base`` is the hardware model's name."""
 
     name: str
     n_slices: int
     profiles: tuple[MigProfile, ...]
+    layout: tuple[tuple[str, int], ...] | None = None
+    base: str = ""
 
     @property
     def full(self) -> MigProfile:
@@ -136,11 +145,100 @@ def _model(name: str) -> MigModel:
     for prof, compute, size, starts in rows:
         smaller_mem = any(c == compute and s < size for _, c, s, _ in rows)
         profiles.append(MigProfile(prof, compute, size, starts, GPU_MILLI * compute // max_compute, not smaller_mem))
-    return MigModel(name, N_SLICES[name], tuple(profiles))
+    return MigModel(name, N_SLICES[name], tuple(profiles), None, name)
 
 
-MIG_MODELS: dict[str, MigModel] = {name: _model(name) for name in PROFILE_TABLE}
-"""Every MIG model of :data:`PROFILE_TABLE`, by model name (a node's ``model`` field)."""
+class _Models(dict):
+    """The models of :data:`PROFILE_TABLE` by name; a static-layout name (:func:`static_model_name`) is looked up
+    too (``MIG_MODELS[name]``, ``name in MIG_MODELS``) without being listed (iteration gives the hardware models)."""
+
+    def __missing__(self, name: str) -> MigModel:
+        model = _static_model(name)
+        if model is None:
+            raise KeyError(name)
+        return model
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and _static_model(name) is not None)
+
+
+MIG_MODELS: dict[str, MigModel] = _Models({name: _model(name) for name in PROFILE_TABLE})
+"""Every MIG model of :data:`PROFILE_TABLE`, by model name (a node's ``model`` field); static-layout names resolve
+too (:func:`static_model_name`)."""
+
+
+# -- static layouts ------------------------------------------------------------------------------------------------
+# A *static* MIG operation partitions every GPU once into fixed GPU instances; a task then takes a free instance of
+# exactly its profile and nothing is ever re-laid out. It is a property of the hardware configuration, so it lives in
+# the node's ``model`` string, like the GPU type: ``"A100-40GB[3g.20gb@4+2g.10gb@0+1g.5gb@2+1g.5gb@3]"`` is an
+# A100-40GB whose every GPU holds those four instances (profile@start). The NVIDIA GPU Operator applies one MIG
+# configuration per node (its ``nvidia.com/mig.config`` label, a config of NVIDIA/mig-parted), so one layout per node
+# is the operation modelled here. Because a static model is an ordinary :class:`MigModel` whose profiles allow only
+# the starts of the node's instances, the one feasibility rule (:mod:`fgdopt.state`), the MIG policies and the MIG
+# evaluator apply to it unchanged.
+
+MIG_CONFIGS: dict[str, tuple[tuple[int, int], ...]] = {
+    # name: ((compute slices "g", start), ...) of the instances on every GPU; the names and instance counts are
+    # those of NVIDIA/mig-parted's example configs (all-1g.5gb: 7, all-2g.10gb: 3, all-3g.20gb: 2, all-4g.20gb: 1,
+    # all-7g.40gb: 1, all-balanced: 2 x 1g + 1 x 2g + 1 x 3g); the starts are fgdopt's choice (allowed, disjoint)
+    "all-1g": tuple((1, s) for s in range(7)),
+    "all-2g": ((2, 0), (2, 2), (2, 4)),
+    "all-3g": ((3, 0), (3, 4)),
+    "all-4g": ((4, 0),),
+    "all-7g": ((7, 0),),
+    "all-balanced": ((3, 4), (2, 0), (1, 2), (1, 3)),
+}
+"""Named per-GPU layouts of the 8-slice models (A100-40GB, A100-80GB, H100-80GB), by compute slices and start."""
+
+_STATIC = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<layout>[^\[\]]*)\]$")
+_STATIC_CACHE: dict[str, MigModel | None] = {}
+
+
+def static_model_name(model: str, layout) -> str:
+    """The node model of ``model`` statically partitioned into ``layout``: a :data:`MIG_CONFIGS` name or
+    ``((profile name, start), ...)``.
+
+    >>> static_model_name("A100-40GB", "all-balanced")
+    'A100-40GB[3g.20gb@4+2g.10gb@0+1g.5gb@2+1g.5gb@3]'
+    """
+    base = MIG_MODELS[model]
+    if isinstance(layout, str):
+        if base.n_slices != 8 or layout not in MIG_CONFIGS:
+            raise ValueError(f"no MIG config {layout!r} for {model} (configs of 8-slice models: {sorted(MIG_CONFIGS)})")
+        by_compute = {p.compute: p.name for p in base.profiles if p.requestable}
+        layout = tuple((by_compute[c], s) for c, s in MIG_CONFIGS[layout])
+    name = f"{model}[{'+'.join(f'{p}@{int(s)}' for p, s in layout)}]"
+    if _static_model(name) is None:
+        raise ValueError(f"{name}: not a valid static layout (profiles of {model}, allowed starts, disjoint slices)")
+    return name
+
+
+def _static_model(name: str) -> MigModel | None:
+    """The static model named ``name`` (:func:`static_model_name`), or None if it is not a valid one."""
+    if name in _STATIC_CACHE:
+        return _STATIC_CACHE[name]
+    model = None
+    match = _STATIC.match(name)
+    if match and match["base"] in PROFILE_TABLE and match["layout"]:
+        base = dict.__getitem__(MIG_MODELS, match["base"])
+        by_name = {p.name: p for p in base.profiles}
+        try:
+            layout = tuple((p, int(s)) for p, s in (item.split("@") for item in match["layout"].split("+")))
+        except ValueError:
+            layout = None
+        used, ok = 0, layout is not None
+        for prof, start in layout or ():
+            p = by_name.get(prof)
+            if p is None or start not in p.starts or used & slice_mask(start, p.size):
+                ok = False
+                break
+            used |= slice_mask(start, p.size)
+        if ok:
+            profiles = tuple(MigProfile(p.name, p.compute, p.size, tuple(sorted(s for q, s in layout if q == p.name)),
+                                        p.milli, p.requestable) for p in base.profiles)
+            model = MigModel(name, base.n_slices, profiles, layout, base.name)
+    _STATIC_CACHE[name] = model
+    return model
 
 
 def profile_codes(model: str) -> tuple[int, ...]:

@@ -137,7 +137,8 @@ class TimelineResult:
     (progress thrown away, s), ``overhead_s`` (restart, suspension and checkpoint time without progress, s),
     ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan);
     ``run_s`` (seconds run, over the runs that ended), ``busy_s`` (of which with progress kept), ``work_s``
-    (progress kept, in seconds of work at speed 1; ``duration_s`` once finished). :meth:`check` verifies the run.
+    (progress kept, in seconds of work at speed 1; ``duration_s`` once finished); ``evictions`` (MIG re-layouts,
+    :mod:`fgdopt.timeline.migtime`). :meth:`check` verifies the run.
     """
 
     jobs: JobSet
@@ -164,6 +165,7 @@ class TimelineResult:
     run_s: np.ndarray | None = None
     busy_s: np.ndarray | None = None
     work_s: np.ndarray | None = None
+    evictions: np.ndarray | None = None
 
     def check(self) -> None:
         """Raise ``AssertionError`` unless the run is consistent (:func:`simulate` calls it on every result).
@@ -339,6 +341,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     next_cost = np.zeros(n)                                        # start cost of the next run, s
     live = np.full(n, -1, dtype=np.int64)                          # seq of the live finish event (-1: none)
     preemptions = np.zeros(n, dtype=np.int64)
+    evictions = np.zeros(n, dtype=np.int64)
     suspensions = np.zeros(n, dtype=np.int64)
     migrations = np.zeros(n, dtype=np.int64)
     lost_s, overhead_s = np.zeros(n), np.zeros(n)
@@ -375,8 +378,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     def start(j: int, choice) -> None:
         nonlocal alloc, running, seq
         try:
-            node, gpus = choice
-            choice = (int(node), tuple(int(g) for g in gpus))
+            node, gpus, *starts = choice                           # MIG policies add the start slices
+            choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
             state.place(j, *choice)
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {label!r} chose {choice!r} for job {j} ({tasks.names[j]}) at {now} s, "
@@ -463,10 +466,10 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     def evict(j: int, kind: str) -> None:
         """Preempt or suspend running job ``j`` (module :mod:`fgdopt.timeline.preemption`) and requeue it."""
         elapsed = now - run_start[j]
-        if kind == "preempt":
+        if kind in ("preempt", "evict"):                         # evict: a MIG re-layout, the same checkpoint rule
             kept, lost, over, done = ckpt.evict(elapsed, float(run_cost[j]), float(run_wall[j]))
             thrashed[j] |= evicted[j] and done == 0 and not ckpt.transparent
-            preemptions[j] += 1
+            (evictions if kind == "evict" else preemptions)[j] += 1
             next_cost[j] = restart_s(int(tasks.num_gpu[j]))
         else:                                                   # suspend or migrate: transparent
             kept, lost, over = max(elapsed - run_cost[j], 0.0), 0.0, min(elapsed, float(run_cost[j]))
@@ -570,7 +573,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             pend_ids = pend_ids[np.lexsort((pend_ids, submit[pend_ids], qkey[pend_ids]))]
         ids = np.concatenate([run_ids, pend_ids]).astype(np.int64)
         placement = Placement(np.concatenate([state.node_of[run_ids], np.full(len(pend_ids), -1)]),
-                              (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)))
+                              (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)),
+                              None if state.mig is None else (*(state.starts_of[j] for j in run_ids),
+                                                               *((),) * len(pend_ids)))
         snap = Snapshot(at, cluster, tasks.take(ids), placement, ids, len(run_ids))
         _same_capacity(validate(cluster, snap.tasks, placement), state, f"snapshot at {at} s")
         if snap.allocated_milli != alloc:
@@ -646,7 +651,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                 else:
                     for v in plan.victims:
                         evict(v, plan.kind)
-                    choice = ask(plan.job)
+                    choice = ask(plan.job) if plan.where is None else plan.where
                     if choice is None:
                         raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
                     withdraw(plan.job)
@@ -687,7 +692,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     result = TimelineResult(jobs, status, start_s, finish_s, node_of, series, snaps, state, policy_name,
                             discipline.name, events, instants, time.perf_counter() - wall0,
                             time.process_time() - cpu0, mech.name, preemptions, suspensions, lost_s, overhead_s,
-                            thrashed, migrations, ran_s, busy_s, saved)
+                            thrashed, migrations, ran_s, busy_s, saved, evictions)
     result.check()
     return result
 

@@ -7,8 +7,9 @@ over the measured jobs that started and of JCT over those that finished, overall
 integrals of the per-instant series (a value holds from its instant to the next; the empty cluster before the first)
 over the job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
 fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one never
-finishes). The eviction columns (:mod:`fgdopt.timeline.preemption`) cover every job: preemptions, suspensions and
-migrations (counts), ``lost_gpu_s`` (progress thrown away) and ``overhead_gpu_s`` (restart, suspension and
+finishes). The eviction columns (:mod:`fgdopt.timeline.preemption`) cover every job: preemptions, suspensions,
+migrations and MIG re-layout evictions (counts, :mod:`fgdopt.timeline.migtime`), ``lost_gpu_s`` (progress thrown
+away) and ``overhead_gpu_s`` (restart, suspension and
 checkpoint time), both in GPU-seconds (GPU demand x seconds), and ``thrashed_jobs``.
 """
 
@@ -26,8 +27,8 @@ SIZE_CLASSES = ("cpu", "sharing", "gpu1", "multi")
 STATS_COLUMNS = ("jobs", "measured", "rejected", "dropped", "unfinished", "mean_wait_s", "p50_wait_s", "p95_wait_s",
                  "p99_wait_s", "mean_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s",
                  "alloc_time_avg_pct", "frag_time_avg", "pending_time_avg", "blocked_time_avg_milli",
-                 "blocked_job_hours", "preemptions", "suspensions", "migrations", "lost_gpu_s", "overhead_gpu_s",
-                 "thrashed_jobs",
+                 "blocked_job_hours", "preemptions", "suspensions", "migrations", "evictions", "lost_gpu_s",
+                 "overhead_gpu_s", "thrashed_jobs",
                  "events", "wall_s", "cpu_s",
                  *(f"{q}_{m}_s_{c}" for q in ("mean", "p99") for m in ("wait", "jct") for c in SIZE_CLASSES))
 """Keys of :func:`run_stats`, in order."""
@@ -110,6 +111,7 @@ def run_stats(result: TimelineResult) -> dict:
         "blocked_job_hours": time_integral(times, blocked, (0.0, run_end)) / 3600.0,
         "preemptions": int(result.preemptions.sum()), "suspensions": int(result.suspensions.sum()),
         "migrations": int(result.migrations.sum()),
+        "evictions": int(result.evictions.sum()) if result.evictions is not None else 0,
         "lost_gpu_s": float((gpus * result.lost_s).sum()), "overhead_gpu_s": float((gpus * result.overhead_s).sum()),
         "thrashed_jobs": int(result.thrashed.sum()),
         "events": result.events, "wall_s": result.wall_s, "cpu_s": result.cpu_s,

@@ -45,6 +45,9 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     there) promotes a pending job back to queue 0 once it has waited that many times the time it has run. What
     differs from the repository: demotion is seen at the engine's next instant rather than at the exact crossing,
     and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
+``mig-repack``
+    On a MIG cluster: evict the fewest tenants of one GPU whose re-layout admits a pending job blocked by slice
+    alignment (:mod:`fgdopt.timeline.migtime`), with ``priority``'s checkpoint rule; counted as evictions.
 ``migrate``
     Migration (Gandiva, Singularity): while pending jobs fit no node, every ``period_s`` (300 s) a defragmentation
     plan of at most ``budget`` (10) moves by ``method`` (``fgd-guided``, :func:`fgdopt.defrag.defrag`) for the
@@ -133,18 +136,21 @@ class Checkpointing:
 
 @dataclass(frozen=True)
 class Plan:
-    """Evict ``victims`` (running job indices) so that pending job ``job`` starts; ``kind`` ``preempt`` or
-    ``suspend``. Or, with ``kind`` ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs
-    (migrated), ``victims`` (preempted, with the mechanism's checkpointing) and ``admits`` of pending ones
-    (:class:`fgdopt.defrag.Move`: job, node, GPUs), carried out as :func:`fgdopt.defrag.apply_plan` defines (every
-    moved and preempted job leaves, then every moved and admitted job is placed). A ``round`` is what a round-based
-    scheduler (:mod:`fgdopt.hetero.rounds`) runs next: the jobs it stops and the jobs it starts."""
+    """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice,
+    if given; else where the run's policy puts it); ``kind`` ``preempt``, ``suspend`` or ``evict`` (a MIG re-layout,
+    :mod:`fgdopt.timeline.migtime`: the checkpoint rule of ``preempt``, counted as an eviction). Or, with ``kind``
+    ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs (migrated), ``victims`` (preempted,
+    with the mechanism's checkpointing) and ``admits`` of pending ones (:class:`fgdopt.defrag.Move`: job, node,
+    GPUs), carried out as :func:`fgdopt.defrag.apply_plan` defines (every moved and preempted job leaves, then every
+    moved and admitted job is placed). A ``round`` is what a round-based scheduler (:mod:`fgdopt.hetero.rounds`)
+    runs next: the jobs it stops and the jobs it starts."""
 
     job: int = -1
     victims: tuple[int, ...] = ()
     kind: str = "preempt"
     moves: tuple = ()
     admits: tuple = ()
+    where: tuple | None = None
 
 
 class View(Protocol):
@@ -337,12 +343,12 @@ class MigrationDefrag:
         return Plan(kind="migrate", moves=report.plan.moves, admits=report.plan.admits)
 
 
-MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias", "migrate")
+MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias", "migrate", "mig-repack")
 
 
 def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
-    """The mechanism ``name`` (:data:`MECHANISM_NAMES`); ``checkpoint_s`` / ``checkpoint_cost_s`` set ``priority``'s
-    checkpoint interval and cost (seconds).
+    """The mechanism ``name`` (:data:`MECHANISM_NAMES`); ``checkpoint_s`` / ``checkpoint_cost_s`` set the checkpoint
+    interval and cost (seconds) of ``priority`` and ``mig-repack``.
 
     Raises
     ------
@@ -360,4 +366,8 @@ def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s
         return TiresiasLAS()
     if name == "migrate":
         return MigrationDefrag()
+    if name == "mig-repack":                                   # MIG re-layout evictions (fgdopt.timeline.migtime)
+        from fgdopt.timeline.migtime import MigRepack
+
+        return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))
     raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join(MECHANISM_NAMES)}")
