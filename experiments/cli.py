@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "defrag": "experiments.defrag",
     "mig": "experiments.mig",
     "timeline": "experiments.timeline",
+    "hetero": "experiments.hetero",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",

@@ -125,6 +125,9 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         last = np.max(result.finish_s[measured])
         if batch or last <= jobs.submit_s.max():
             break
+        if n >= 16 * window[1]:
+            raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still run after "
+                               f"{n} arrivals (the cluster is overloaded); lower the rate")
         n *= 2
     bound = math.nan
     if batch:

@@ -13,8 +13,6 @@ import pytest
 
 from fgdopt.traces import find_openb
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 def _find(candidates, marker: str) -> Path | None:
     """The first folder of ``candidates`` (the configured one, then ``../shared/data/...``) holding ``marker``."""
@@ -51,10 +49,9 @@ def openb_dir() -> Path:
 @pytest.fixture(scope="session")
 def gavel_table():
     """Gavel's throughput table: ``$FGDOPT_GAVEL`` (or the download cache), else ``../shared/data/gavel``."""
-    from fgdopt.hetero.throughputs import FILE, gavel_dir, read_throughputs
+    from fgdopt.hetero.throughputs import FILE, find_gavel, read_throughputs
 
-    found = _require(_find((gavel_dir(), SHARED / "gavel"), FILE), "Gavel's throughput table", "FGDOPT_GAVEL")
-    return read_throughputs(found / FILE)
+    return read_throughputs(_require(find_gavel(), "Gavel's throughput table", "FGDOPT_GAVEL") / FILE)
 
 
 @pytest.fixture(scope="session")

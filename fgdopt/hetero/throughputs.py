@@ -203,13 +203,26 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
     return ThroughputTable(gpu_types, iso, col, path)
 
 
+SHARED_GAVEL = Path(__file__).resolve().parents[3] / "shared" / "data" / "gavel"
+"""Gavel's folder of the development layout: ``shared/data/gavel`` beside the source checkout."""
+
+
+def find_gavel() -> Path | None:
+    """The table's folder as the tests, studies and notebooks look it up: :func:`gavel_dir` (``$FGDOPT_GAVEL``, else
+    the download cache) if it holds the file, else :data:`SHARED_GAVEL` if that does, else ``None``."""
+    return next((c for c in (gavel_dir(), SHARED_GAVEL) if (c / FILE).is_file()), None)
+
+
 def find_throughputs(path: str | os.PathLike | None = None) -> Path:
-    """The table file: in ``path``, ``$FGDOPT_GAVEL`` or ``~/.cache/fgdopt/gavel`` (:func:`gavel_dir`)."""
+    """The table file: in ``path`` if given, else in :func:`find_gavel`'s folder (else where :func:`gavel_dir` says
+    it should be, for the error message)."""
+    if path is None and (found := find_gavel()) is not None:
+        return found / FILE
     return gavel_dir(path) / FILE
 
 
 def load_throughputs(path: str | os.PathLike | None = None) -> ThroughputTable:
-    """Load the table from the folder :func:`gavel_dir` (``path``, ``$FGDOPT_GAVEL``, the download cache)."""
+    """Load the table from ``path``, else from :func:`find_gavel`'s folder."""
     return read_throughputs(find_throughputs(path))
 
 

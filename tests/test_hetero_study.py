@@ -1,0 +1,58 @@
+"""``python -m experiments.hetero``: the CSV schema, the certified makespan bound, determinism and bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import hetero as study
+
+SMALL = ["--cluster", "6:6:6", "--window", "10:40", "--rates", "0.5", "--seeds", "1", "--batch", "12",
+         "--round-s", "1800"]
+
+
+@pytest.mark.slow
+def test_every_policy_runs_and_batch_makespans_respect_the_bound(gavel_table, tmp_path):
+    out = tmp_path / "a"
+    assert study.main([*SMALL, "--output", str(out)]) == 0
+    frame = pd.read_csv(out / "hetero.csv")
+    assert list(frame.columns) == list(study.COLUMNS)
+    assert len(frame) == 2 * len(study.POLICY_NAMES)
+    assert set(frame.policy) == set(study.POLICY_NAMES)
+    continuous = frame[np.isfinite(frame.lambda_per_hour)]
+    assert (continuous.measured_jobs == 30).all() and continuous.makespan_bound_s.isna().all()
+    batch = frame[~np.isfinite(frame.lambda_per_hour)]
+    assert (batch.measured_jobs == 12).all()
+    assert (batch.makespan_s >= batch.makespan_bound_s * (1 - 1e-9)).all()   # the LP bound holds for every policy
+    assert batch.makespan_bound_s.nunique() == 1
+    assert ((frame.utilization > 0) & (frame.utilization <= 1)).all()
+    assert ((frame.jain_rho > 0) & (frame.jain_rho <= 1)).all()
+    rounds = frame[~frame.policy.isin(study.BASELINES)]
+    assert (rounds.solves > 0).all() and (frame[frame.policy.isin(study.BASELINES)].solves == 0).all()
+    assert (out / "hetero.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
+    args = [*SMALL, "--batch", "0", "--policies", "fifo,las-aware"]
+    assert study.main([*args, "--output", str(tmp_path / "a")]) == 0
+    assert study.main([*args, "--output", str(tmp_path / "b"), "--jobs", "2"]) == 0
+    a, b = (pd.read_csv(tmp_path / d / "hetero.csv").drop(columns="wall_s") for d in "ab")
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cluster", "36:36"], "expected three GPU counts"),
+    (["--policies", "las,fastest"], "unknown policies ['fastest']"),
+    (["--window", "50:10"], "expected 0 <= START < END"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        study.main([*args, "--output", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_ratio_lines_pair_each_agnostic_policy_with_its_aware_twin():
+    frame = pd.DataFrame({"policy": ["las", "las-aware", "las", "las-aware", "fifo"],
+                          "lambda_per_hour": [1.0, 1.0, 1.0, 1.0, 1.0], "mean_jct_s": [30.0, 20.0, 50.0, 20.0, 9.0]})
+    assert study.ratio_lines(frame) == ["1 jobs/h: las/las-aware 2.00x"]
