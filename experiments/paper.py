@@ -35,6 +35,8 @@ from fgdopt.traces import SHA256
 
 RESULTS_DIR = PAPER_DIR / "results"
 PAPER_SIX = "random,dot-product,gpu-clustering,gpu-packing,best-fit,fgd"
+GAVEL_RATES = "0.4,0.8,1.2,1.6,2.0,2.4,2.8,3.2,3.6"
+"""Arrival rates (jobs/hour) of the heterogeneity study: Gavel's Figure 8 grid (0.4 to 6.0 by 0.4) up to 3.6."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,16 @@ STUDIES: tuple[Study, ...] = (
           ("--trace", "default", "--load", "0.9,1.1", "--policies", "fgd", "--queue", "fifo", "--mechanism", "none",
            "--seeds", "42-44", "--n-jobs", "20000", "--instants", "0", "--jobs", "2"),
           ("timeline.csv", "series.csv")),
+    Study("hetero", "hetero",
+          ("--rates", GAVEL_RATES, "--seeds", "0", "--policies", "las,las-aware", "--jobs", "2"),
+          ("--rates", GAVEL_RATES, "--seeds", "0-2", "--policies", "las,las-aware", "--jobs", "2"),
+          ("hetero.csv",)),
+    Study("hetero-policies", "hetero",
+          ("--rates", "1,2,3", "--seeds", "0", "--batch", "500", "--policies",
+           "fifo,gandiva,ftf,ftf-aware,makespan-aware", "--jobs", "2"),
+          ("--rates", GAVEL_RATES, "--seeds", "0-2", "--batch", "500", "--policies",
+           "fifo,gandiva,ftf,ftf-aware,makespan-aware", "--jobs", "2"),
+          ("hetero.csv",)),
 )
 """The studies of the paper, in the order they run."""
 
