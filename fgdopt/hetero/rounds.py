@@ -71,9 +71,7 @@ class RoundScheduler:
     name : the mechanism's name in results.
     checkpointing : what a job stopped between rounds keeps (default transparent: it resumes where it stopped).
 
-    Attributes (after a run)
-    ------------------------
-    solves : times X was computed. rounds : rounds in which some job ran.
+    After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran.
     """
 
     allocate: Allocator
