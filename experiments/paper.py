@@ -35,6 +35,7 @@ from fgdopt.traces import SHA256
 
 RESULTS_DIR = PAPER_DIR / "results"
 PAPER_SIX = "random,dot-product,gpu-clustering,gpu-packing,best-fit,fgd"
+MIG_POLICIES = "mig-fgd,mig-first-fit,mig-best-fit,mig-greedy"
 GAVEL_RATES = "0.4,0.8,1.2,1.6,2.0,2.4,2.8,3.2,3.6"
 """Arrival rates (jobs/hour) of the heterogeneity study: Gavel's Figure 8 grid (0.4 to 6.0 by 0.4) up to 3.6."""
 
@@ -109,6 +110,14 @@ STUDIES: tuple[Study, ...] = (
           ("--trace", "default", "--load", "0.9,1.1", "--policies", "fgd", "--queue", "fifo", "--mechanism", "none",
            "--seeds", "42-44", "--n-jobs", "20000", "--instants", "0", "--jobs", "2"),
           ("timeline.csv", "series.csv")),
+    Study("mig-time", "timeline",
+          ("--mig", "A100-40GB", "--mig-nodes", "32", "--load", "0.9,1.1", "--policies", MIG_POLICIES, "--queue",
+           "fifo,backfill", "--mechanism", "none,mig-repack", "--layout", "dynamic,static", "--seeds", "42,43",
+           "--n-jobs", "4000", "--sample", "600", "--instants", "0", "--jobs", "2"),
+          ("--mig", "A100-40GB", "--mig-nodes", "32", "--load", "0.9,1.1", "--policies", MIG_POLICIES, "--queue",
+           "fifo,backfill", "--mechanism", "none,mig-repack", "--layout", "dynamic,static", "--seeds", "42-44",
+           "--n-jobs", "20000", "--sample", "600", "--instants", "0", "--jobs", "2"),
+          ("timeline.csv",)),
     Study("hetero", "hetero",
           ("--rates", GAVEL_RATES, "--seeds", "0", "--policies", "las,las-aware", "--jobs", "2"),
           ("--rates", GAVEL_RATES, "--seeds", "0-2", "--policies", "las,las-aware", "--jobs", "2"),

@@ -29,6 +29,7 @@ from fgdopt.plot import (
     plot_defrag,
     plot_frontier,
     plot_frontier_variants,
+    plot_hetero,
     plot_mig,
     plot_timeline,
     plot_topology_misplaced,
@@ -422,11 +423,126 @@ def preemption_table(results: Path) -> dict[str, str]:
     return items
 
 
+def mig_time_table(results: Path) -> dict[str, str]:
+    """MIG over time, backfilling (means over the MIG policies and seeds): per load and operation (the dynamic layout
+    without and with ``mig-repack`` re-layouts, the static partition), evictions per run, GPU-hours lost, waits,
+    JCT, allocation and job-hours blocked by fragmentation; and the FIFO means the prose quotes."""
+    runs = _csv(results, "mig-time", "timeline.csv")
+    if runs is None:
+        return {}
+    runs = runs.assign(operation=np.where(runs["layout"].str.startswith("static"), "static",
+                                          np.where(runs["mechanism"] == "mig-repack", "dynamic + mig-repack",
+                                                   "dynamic")))
+    runs = runs[(runs["layout"] == "dynamic") | (runs["mechanism"] == "none")]   # static runs never re-lay out
+    mean = runs.groupby(["queue", "load", "operation"]).mean(numeric_only=True)
+    lines = ["| load | operation | evictions per run | GPU-hours lost | mean wait s | p99 wait s | mean JCT s | "
+             "allocation % | blocked job-hours |", "|--:|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    order = ("dynamic", "dynamic + mig-repack", "static")
+    for (queue, load, operation), row in sorted(mean.iterrows(), key=lambda kv: (kv[0][0], kv[0][1],
+                                                                                order.index(kv[0][2]))):
+        if queue != "backfill":
+            continue
+        lines.append(f"| {load:g} | {operation} | {row.evictions:.2f} | {row.lost_gpu_s / 3600:.2f} | "
+                     f"{row.mean_wait_s:,.0f} | {row.p99_wait_s:,.0f} | {row.mean_jct_s:,.0f} | "
+                     f"{row.alloc_time_avg_pct:.1f} | {row.blocked_job_hours:,.0f} |")
+    items = {"mig_time": "\n".join(lines), "mig_time_runs": str(len(runs)),
+             "mig_time_jobs": f"{int(runs['jobs'].mean()):,}", "mig_time_seeds": _seeds(runs["seed"])}
+    for queue in ("backfill", "fifo"):
+        for load in sorted(runs["load"].unique()):
+            for operation in order:
+                if (queue, load, operation) not in mean.index:
+                    continue
+                row = mean.loc[(queue, load, operation)]
+                key = f"mig_time_{queue}_{str(load).replace('.', '')}_{operation.split()[0]}" + (
+                    "_repack" if "repack" in operation else "")
+                items[f"{key}_wait"] = f"{row.mean_wait_s:,.0f}"
+                items[f"{key}_evictions"] = f"{row.evictions:.2f}"
+    return items
+
+
+def _gavel_crosscheck(results: Path) -> pd.DataFrame | None:
+    """Gavel's own simulator's runs (``paper/results/gavel-crosscheck/gavel.csv``, made outside fgdopt's
+    environment; see ``paper/README.md``), keyed as fgdopt's ``hetero.csv``."""
+    gavel = _csv(results, "gavel-crosscheck", "gavel.csv")
+    if gavel is None:
+        return None
+    return gavel.rename(columns={"avg_jct_s": "gavel_jct_s", "wall_s": "gavel_wall_s"})
+
+
+def hetero_tables(results: Path) -> dict[str, str]:
+    """Heterogeneous GPUs: Gavel's pair (agnostic and aware max-min fairness) over the arrival rates against Gavel's
+    own simulator, every other policy at three rates, and the static batch's makespans against its certified
+    bound."""
+    pair = _csv(results, "hetero", "hetero.csv")
+    others = _csv(results, "hetero-policies", "hetero.csv")
+    items: dict[str, str] = {}
+    if pair is not None:
+        mean = pair.groupby(["lambda_per_hour", "policy"]).mean(numeric_only=True)
+        gavel = _gavel_crosscheck(results)
+        fig8 = {} if gavel is None else {(row.rate_per_hour, row.policy): row for row in gavel[
+            (gavel["config"] == "fig8") & (gavel["seed"] == 0)].itertuples()}
+        lines = ["| jobs/hour | las mean JCT h | las-aware mean JCT h | las / las-aware | Gavel: las h | "
+                 "Gavel: las-aware h | fgdopt vs Gavel (las, aware) | wall s: fgdopt (las, aware) | "
+                 "wall s: Gavel (las, aware) |", "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        ratios, devs, walls = [], [], []
+        for rate in sorted(pair["lambda_per_hour"].unique()):
+            if (rate, "las") not in mean.index or (rate, "las-aware") not in mean.index:
+                continue
+            las, aware = mean.loc[(rate, "las")], mean.loc[(rate, "las-aware")]
+            ratios.append((rate, las.mean_jct_s / aware.mean_jct_s))
+            walls += [las.wall_s, aware.wall_s]
+            cells = ["", "", "", ""]
+            if (rate, "las") in fig8 and (rate, "las-aware") in fig8:
+                g_las, g_aware = fig8[(rate, "las")], fig8[(rate, "las-aware")]
+                d = (las.mean_jct_s / g_las.gavel_jct_s - 1, aware.mean_jct_s / g_aware.gavel_jct_s - 1)
+                devs += [abs(d[0]), abs(d[1])]
+                cells = [f"{g_las.gavel_jct_s / 3600:.2f}", f"{g_aware.gavel_jct_s / 3600:.2f}",
+                         f"{100 * d[0]:+.2f}%, {100 * d[1]:+.2f}%",
+                         f"{g_las.gavel_wall_s:.0f}, {g_aware.gavel_wall_s:.0f}"]
+            lines.append(f"| {rate:g} | {las.mean_jct_s / 3600:.2f} | {aware.mean_jct_s / 3600:.2f} | "
+                         f"{ratios[-1][1]:.2f}x | {cells[0]} | {cells[1]} | {cells[2]} | "
+                         f"{las.wall_s:.0f}, {aware.wall_s:.0f} | {cells[3]} |")
+        best = max(ratios, key=lambda r: r[1])
+        items.update({"hetero_gain": "\n".join(lines), "hetero_seeds": _seeds(pair["seed"]),
+                      "hetero_ratio_min": f"{min(r for _, r in ratios):.2f}",
+                      "hetero_ratio_max": f"{best[1]:.2f}", "hetero_ratio_max_rate": f"{best[0]:g}",
+                      "hetero_rates": f"{min(r for r, _ in ratios):g} to {max(r for r, _ in ratios):g}",
+                      "hetero_wall_median": f"{np.median(walls):.0f}", "hetero_wall_max": f"{max(walls):.0f}",
+                      "hetero_xcheck_points": str(len(devs)),
+                      "hetero_xcheck_max_dev": f"{100 * max(devs):.2f}" if devs else "n/a"})
+    if others is not None:
+        frame = others if pair is None else pd.concat([others, pair[pair["lambda_per_hour"].isin(
+            others["lambda_per_hour"])]])
+        cont = frame[np.isfinite(frame["lambda_per_hour"])]
+        mean = cont.groupby(["lambda_per_hour", "policy"]).mean(numeric_only=True)
+        order = ("fifo", "gandiva", "las", "las-aware", "ftf", "ftf-aware", "makespan", "makespan-aware")
+        lines = ["| jobs/hour | policy | mean JCT h | p95 JCT h | mean rho | max rho | Jain's index of rho | "
+                 "utilization | type changes (preemptions) | wall s |", "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        for (rate, policy), row in sorted(mean.iterrows(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
+            lines.append(f"| {rate:g} | {policy} | {row.mean_jct_s / 3600:.2f} | {row.p95_jct_s / 3600:.1f} | "
+                         f"{row.mean_rho:.2f} | {row.max_rho:.2f} | {row.jain_rho:.3f} | {row.utilization:.3f} | "
+                         f"{row.preemptions:,.0f} | {row.wall_s:.0f} |")
+        items["hetero_policies"] = "\n".join(lines)
+        batch = others[~np.isfinite(others["lambda_per_hour"])]
+        if len(batch):
+            bmean = batch.groupby("policy").mean(numeric_only=True)
+            lines = ["| policy | makespan h | certified bound h | makespan / bound | mean JCT h |",
+                     "|:--|--:|--:|--:|--:|"]
+            for policy in [p for p in order if p in bmean.index]:
+                row = bmean.loc[policy]
+                lines.append(f"| {policy} | {row.makespan_s / 3600:.1f} | {row.makespan_bound_s / 3600:.1f} | "
+                             f"{row.makespan_s / row.makespan_bound_s:.3f} | {row.mean_jct_s / 3600:.1f} |")
+            items.update({"hetero_batch": "\n".join(lines),
+                          "hetero_batch_jobs": f"{int(batch['measured_jobs'].max()):,}",
+                          "hetero_batch_best": f"{(bmean['makespan_s'] / bmean['makespan_bound_s']).min():.3f}"})
+    return items
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
-    preemption_table)
+    preemption_table, mig_time_table, hetero_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -501,6 +617,10 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
         drawn.append(plot_timeline(top, runs, none, openb_capacity_milli(), figures / "preemption.png",
                                    f"openb {first['trace']}, {first['policy']} / {first['queue']}, load "
                                    f"{first['load']:g}, seed {first['seed']}"))
+    pair, others = _csv(results, "hetero", "hetero.csv"), _csv(results, "hetero-policies", "hetero.csv")
+    if pair is not None or others is not None:
+        frame = pd.concat([f for f in (pair, others) if f is not None])
+        drawn.append(plot_hetero(frame, figures / "hetero.png"))
     return drawn
 
 
