@@ -161,3 +161,18 @@ def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
     assert (r.start_s >= jobs.submit_s).all()
     np.testing.assert_allclose(r.work_s, jobs.duration_s)
     assert (r.series.alloc_milli <= 4000).all()
+
+
+def test_a_job_that_runs_half_its_time_on_each_type_finishes_when_its_work_is_done():
+    # X = 1/2 of each type for both jobs; one GPU of each type, job speeds 1 (fast) and 1/2 (slow), 540 s of work:
+    # round 1 (0-360 s) job 0 fast (360 s of work), job 1 slow (180 s); round 2 they swap (Gavel's priorities), and
+    # both have done exactly 540 s of work at 720 s
+    gpus = {"fast": 1, "slow": 1}
+    jobs = JobSet(whole(1, 1), [0.0, 0.0], [540.0, 540.0])
+    speed = {"fast": np.ones(2), "slow": np.full(2, 0.5)}
+    half = lambda present, view: np.full((len(present), 2), 0.5)    # noqa: E731 (X by hand)
+    mech = RoundScheduler(half, speed, jobs.duration_s, ("fast", "slow"))
+    r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, restart_s=lambda g: 0.0)
+    assert r.finish_s.tolist() == [720.0, 720.0]
+    assert r.node.tolist() == [1, 0]                     # the last run of each: job 0 on slow, job 1 on fast
+    assert r.preemptions.tolist() == [1, 1] and mech.rounds == 2
