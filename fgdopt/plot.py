@@ -523,3 +523,36 @@ def plot_hetero(runs: pd.DataFrame, path: str | Path) -> Path:
     rho_ax.set_title("rho = JCT / time alone on a 1/N share", fontsize=9)
     jct_ax.legend(fontsize=7, loc="upper left")
     return _save(fig, path)
+
+
+def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
+    """The interference trade (the frame of ``python -m experiments.interference``): one panel per load, the
+    time-averaged allocated GPUs (% of capacity) against the sharing jobs' mean slowdown (run time over work), one
+    point per policy (means over seeds and traces) for the runs with interference; the interference-aware FGD's
+    weights joined by a line and labelled. ``runs`` needs ``load, policy, weight, interference,
+    alloc_time_avg_pct, mean_slowdown``.
+    """
+    runs = runs[runs["interference"] == "on"]
+    loads = sorted(runs["load"].unique())
+    fig = Figure(figsize=(5.2 * max(len(loads), 1), 4.4))
+    axes = np.atleast_1d(fig.subplots(1, max(len(loads), 1)))
+    for ax, load in zip(axes, loads, strict=False):
+        part = runs[runs["load"] == load]
+        mean = (part.assign(weight=part["weight"].fillna(-1.0))
+                .groupby(["policy", "weight"], sort=False)[["alloc_time_avg_pct", "mean_slowdown"]].mean()
+                .reset_index())
+        for k, (policy, rows) in enumerate(mean.groupby("policy", sort=False)):
+            rows = rows.sort_values("weight")
+            aware = (rows["weight"] >= 0).all()
+            ax.plot(rows["alloc_time_avg_pct"], rows["mean_slowdown"], color=f"C{k}", marker="o",
+                    linestyle="-" if aware and len(rows) > 1 else "none", label=policy)
+            if aware:
+                for x, y, w in zip(rows["alloc_time_avg_pct"], rows["mean_slowdown"], rows["weight"], strict=True):
+                    ax.annotate(f"w={w:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7,
+                                color=f"C{k}")
+        ax.set_xlabel("Time-averaged allocated GPUs (% of capacity)")
+        ax.set_ylabel("Mean slowdown of sharing jobs (run time / work)")
+        ax.set_title(f"load {load:g}, with interference", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
