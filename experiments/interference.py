@@ -26,11 +26,14 @@ jobs); for the measured sharing jobs: ``mean_jct_s_sharing``, ``p95_jct_s_sharin
 slowdown: ``sum m (run_s - duration_s) / sum m run_s``) and, on ``on`` rows, ``jct_ratio`` (the mean over the
 sharing jobs measured and finished in both runs of JCT with interference over JCT without, same policy and weight)
 and ``mean_jct_ratio`` (the ratio of the two runs' mean sharing JCT); ``wall_s``. ``DIR/interference.png``: the
-trade, one panel per load, time-averaged allocated GPUs (%) against the sharing jobs' mean slowdown, one point per
-policy and weight (runs with interference). Prints the table. ``--quick``: load 1.1, seed 42, 1,000 stream jobs,
-fgd, best-fit, gpu-packing and fgd-interference at weights 0 and 1 (about a minute on 2 cores). Each finished run is
-kept in ``DIR/.runs/`` as it completes: ``--resume`` skips the runs already there with the same inputs, and a
-stopped sweep still writes the CSV of the runs that finished.
+trade, one panel per load, time-averaged allocated GPUs (%; of the run without interference when there is one: with
+it, slowed jobs also hold their GPUs longer) against the sharing jobs' mean slowdown with interference, one point per
+policy and weight, means over seeds (:func:`fgdopt.plot.plot_interference`). Prints the table.
+
+``--quick``: load 1.1, seed 42, 1,000 stream jobs, fgd, best-fit, gpu-packing and fgd-interference at weights 0 and
+1, with and without interference (10 runs, about a minute on 2 cores). Each finished run is kept in ``DIR/.runs/``
+as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped sweep still writes
+the CSV of the runs that finished.
 """
 
 from __future__ import annotations
