@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "mig": "experiments.mig",
     "timeline": "experiments.timeline",
     "hetero": "experiments.hetero",
+    "interference": "experiments.interference",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",

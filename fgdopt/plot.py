@@ -523,3 +523,44 @@ def plot_hetero(runs: pd.DataFrame, path: str | Path) -> Path:
     rho_ax.set_title("rho = JCT / time alone on a 1/N share", fontsize=9)
     jct_ax.legend(fontsize=7, loc="upper left")
     return _save(fig, path)
+
+
+def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
+    """The interference trade (the frame of ``python -m experiments.interference``): one panel per load, allocated
+    GPUs against the sharing jobs' mean slowdown with interference (run time over work), one point per policy (means
+    over seeds and traces); the interference-aware FGD's weights joined by a line and labelled. The allocation is the
+    time average of the same policy's run *without* interference when the frame has it (what the placement packs:
+    with interference, slowed jobs also hold their GPUs longer), else of the run with it. ``runs`` needs ``load,
+    policy, weight, interference, alloc_time_avg_pct, mean_slowdown``.
+    """
+    runs = runs.assign(weight=runs["weight"].fillna(-1.0))
+    keys = ["load", "policy", "weight"]
+    on = runs[runs["interference"] == "on"].groupby(keys, sort=False)[["alloc_time_avg_pct", "mean_slowdown"]].mean()
+    off = runs[runs["interference"] == "off"].groupby(keys)["alloc_time_avg_pct"].mean()
+    clean = on.index.isin(off.index).all() and len(off)
+    if clean:
+        on["alloc_time_avg_pct"] = off.loc[on.index].to_numpy()
+    on = on.reset_index()
+    loads = sorted(on["load"].unique())
+    fig = Figure(figsize=(5.2 * max(len(loads), 1), 4.4))
+    axes = np.atleast_1d(fig.subplots(1, max(len(loads), 1)))
+    for ax, load in zip(axes, loads, strict=False):
+        part = on[on["load"] == load]
+        for k, (policy, rows) in enumerate(part.groupby("policy", sort=False)):
+            rows = rows.sort_values("weight")
+            aware = bool((rows["weight"] >= 0).all())
+            style = ({"marker": "s", "markersize": 4, "linestyle": "-"} if aware
+                     else {"marker": "o", "markersize": 9, "linestyle": "none", "markerfacecolor": "none",
+                           "markeredgewidth": 1.8})
+            ax.plot(rows["alloc_time_avg_pct"], rows["mean_slowdown"], color=f"C{k}", label=policy, **style)
+            if aware:
+                for x, y, w in zip(rows["alloc_time_avg_pct"], rows["mean_slowdown"], rows["weight"], strict=True):
+                    ax.annotate(f"w={w:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7,
+                                color=f"C{k}")
+        what = "without interference" if clean else "with interference"
+        ax.set_xlabel(f"Time-averaged allocated GPUs, {what} (% of capacity)")
+        ax.set_ylabel("Mean slowdown of sharing jobs (run time / work)")
+        ax.set_title(f"load {load:g}: slowdown with interference", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)

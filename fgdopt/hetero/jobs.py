@@ -165,14 +165,10 @@ class HeteroJobs:
         over its throughput alone (scale factor 1, Gavel's pairs), but at least 1/2: a pair that runs worse packed
         (or not at all, out of memory) is time-sliced instead, each getting half the GPU (Gandiva's choice between
         packing and time-slicing)."""
+        from fgdopt.hetero.interference import colocation_factors
         from fgdopt.timeline.interference import Interference
 
-        g = table.gpu_index(gpu_types)
-        iso = table.isolated[:, 0, g]                                   # (26, k)
-        pair = table.colocated[:, :, 0, g, 0]                           # (26, 26, k)
-        factor = np.nan_to_num(pair / iso[:, None, :], nan=0.0)
-        factor = np.maximum(factor, 0.5)
-        return Interference(self.job_type, {name: factor[:, :, k] for k, name in enumerate(gpu_types)})
+        return Interference(self.job_type, colocation_factors(table, gpu_types))
 
     def to_frame(self) -> pd.DataFrame:
         """The jobs as a DataFrame: ``job_type`` (name), ``scale_factor``, ``total_steps``, ``submit_s``,

@@ -17,6 +17,10 @@ nodes as the reference simulator's Kubernetes plugins of the same name do (integ
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
 
+Not in the registry, since it needs the run's jobs: :class:`~fgdopt.policies.interference.InterferenceFGD`, FGD plus
+a weighted slowdown of the jobs a sharing task would join on a GPU (built per run from the jobs' co-location
+classes, :func:`~fgdopt.policies.interference.interference_fgd`; a *job-aware* policy of the time engine).
+
 Your own policy
 ---------------
 A policy is any object built by a *factory* (a class or a function) that :func:`make_policy` calls with the

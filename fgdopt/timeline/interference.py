@@ -2,12 +2,13 @@
 
 Two jobs on one GPU (sharing jobs, ``gpu_milli < 1000``, placed on the same GPU of the same node) contend for its
 caches and memory bandwidth. An :class:`Interference` gives every job a *class* (e.g. one of Gavel's 26 job types,
-:func:`fgdopt.hetero.interference.gavel_interference`) and, per GPU model, the factor ``factor[a, b]`` by which a
-job of class ``a`` runs beside one of class ``b`` (its co-located over its isolated throughput; 1 = no slowdown).
-A job's speed on a GPU is its speed alone (``simulate(..., speed=...)``) times the product of the factors of every
-other job on the same GPU: pairs were measured, triples were not, so contention is taken as independent (an
-assumption). The engine re-rates a running job whenever a job joins or leaves its GPU: the progress made at the
-old speed is kept and the rest of its work runs at the new one (:func:`fgdopt.timeline.simulate`).
+:meth:`fgdopt.hetero.HeteroJobs.interference`; openb jobs: :func:`fgdopt.hetero.interference.openb_interference`)
+and, per GPU model, the factor ``factor[a, b]`` by which a job of class ``a`` runs beside one of class ``b`` (its
+co-located over its isolated throughput; 1 = no slowdown). A job's speed on a GPU is its speed alone
+(``simulate(..., speed=...)``) times the product of the factors of every other job on the same GPU: pairs were
+measured, triples were not, so contention is taken as independent (an assumption). The engine re-rates a running
+job whenever a job joins or leaves its GPU: the progress made at the old speed is kept and the rest of its work runs
+at the new one (:func:`fgdopt.timeline.simulate`).
 """
 
 from __future__ import annotations
