@@ -30,6 +30,7 @@ from fgdopt.plot import (
     plot_frontier,
     plot_frontier_variants,
     plot_hetero,
+    plot_interference,
     plot_mig,
     plot_timeline,
     plot_topology_misplaced,
@@ -538,11 +539,58 @@ def hetero_tables(results: Path) -> dict[str, str]:
     return items
 
 
+def interference_table(results: Path) -> dict[str, str]:
+    """Interference on openb (means over seeds): per load and policy (the interference-aware FGD per weight),
+    allocation without interference, and with it the sharing jobs' slowdown, share slowed, GPU time lost, mean JCT
+    (sharing jobs and all jobs) and its change against the same policy without interference."""
+    runs = _csv(results, "interference", "interference.csv")
+    if runs is None:
+        return {}
+    runs = runs.assign(weight=runs["weight"].fillna(-1.0))
+    keys = ["load", "policy", "weight"]
+    on = runs[runs["interference"] == "on"].groupby(keys).mean(numeric_only=True)
+    off = runs[runs["interference"] == "off"].groupby(keys).mean(numeric_only=True)
+    lines = ["| load | policy | allocation % (no interference) | mean slowdown | slowed % | GPU time lost % | "
+             "sharing mean JCT s | vs no interference | all jobs mean JCT s | vs no interference |",
+             "|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for (load, policy, weight), row in on.iterrows():
+        name = policy if weight < 0 else f"{policy} w={weight:g}"
+        base = off.loc[(load, policy, weight)] if (load, policy, weight) in off.index else None
+        alloc = f"{base.alloc_time_avg_pct:.2f}" if base is not None else ""
+        vs = (f"{100 * (row.mean_jct_s_sharing / base.mean_jct_s_sharing - 1):+.1f}%",
+              f"{100 * (row.mean_jct_s / base.mean_jct_s - 1):+.1f}%") if base is not None else ("", "")
+        lines.append(f"| {load:g} | {name} | {alloc} | {row.mean_slowdown:.2f} | {row.slowed_pct:.0f} | "
+                     f"{row.lost_gpu_pct:.1f} | {row.mean_jct_s_sharing:,.0f} | {vs[0]} | {row.mean_jct_s:,.0f} | "
+                     f"{vs[1]} |")
+    items = {"interference": "\n".join(lines), "interference_seeds": _seeds(runs["seed"]),
+             "interference_runs": str(len(runs))}
+    for load in sorted(runs["load"].unique()):
+        tag = str(load).replace(".", "")
+        if (load, "fgd", -1.0) in on.index:
+            fgd = on.loc[(load, "fgd", -1.0)]
+            items[f"interference_fgd_slowdown_{tag}"] = f"{fgd.mean_slowdown:.2f}"
+            items[f"interference_fgd_slowed_{tag}"] = f"{fgd.slowed_pct:.0f}"
+        aware = on.xs("fgd-interference", level="policy") if "fgd-interference" in on.index.get_level_values(
+            "policy") else None
+        if aware is not None and load in aware.index.get_level_values("load") and (load, "fgd", -1.0) in on.index:
+            part = aware.loc[load]
+            base_alloc = off.loc[(load, "fgd", -1.0)].alloc_time_avg_pct
+            free = part[off.loc[load].loc[[("fgd-interference", w) for w in part.index]].alloc_time_avg_pct.to_numpy()
+                        >= base_alloc - 0.05]                      # weights that cost no allocation (0.05 point)
+            if len(free):
+                w = free["mean_slowdown"].idxmin()
+                items[f"interference_free_weight_{tag}"] = f"{w:g}"
+                items[f"interference_free_slowdown_{tag}"] = f"{free.loc[w].mean_slowdown:.2f}"
+                cut = 1 - free.loc[w].mean_jct_s_sharing / on.loc[(load, "fgd", -1.0)].mean_jct_s_sharing
+                items[f"interference_free_jct_{tag}"] = f"{100 * cut:.1f}"
+    return items
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
-    preemption_table, mig_time_table, hetero_tables)
+    preemption_table, mig_time_table, hetero_tables, interference_table)
 """Every generator of generated items, in paper order."""
 
 
@@ -617,6 +665,9 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
         drawn.append(plot_timeline(top, runs, none, openb_capacity_milli(), figures / "preemption.png",
                                    f"openb {first['trace']}, {first['policy']} / {first['queue']}, load "
                                    f"{first['load']:g}, seed {first['seed']}"))
+    inter = _csv(results, "interference", "interference.csv")
+    if inter is not None:
+        drawn.append(plot_interference(inter, figures / "interference.png"))
     pair, others = _csv(results, "hetero", "hetero.csv"), _csv(results, "hetero-policies", "hetero.csv")
     if pair is not None or others is not None:
         frame = pd.concat([f for f in (pair, others) if f is not None])
