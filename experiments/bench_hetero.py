@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.bench_hetero [--sizes 50,200,1000] [--policies las,las-aware,...] [--cluster 36:36:36]
-        [--seed 0] [--repeat 3] [--output DIR]
+        [--seed 0] [--repeat 3] [--points 1,3] [--output DIR]
 
 Each row is :func:`formulations.hetero.allocate` of ``n`` jobs of :func:`fgdopt.hetero.gavel_jobs` (multi-GPU,
 Gavel's job types and durations) present at once on a V100:P100:K80 cluster, with nothing run yet; ``ftf*`` also
@@ -11,6 +11,10 @@ with each job having waited a random 0..1 h (so the Dinkelbach iteration needs s
 HiGHS thread; the best of ``--repeat`` runs. Prints and writes ``DIR/bench_hetero.csv``: ``jobs, policy, history,
 status, lps, wall_s, cpu_s`` (model building included). Gavel's cvxpy/ECOS space-sharing policy does not scale past
 about 50 active jobs (its authors' and a replication's account); these are the non-packed policies.
+
+``--points``: also one whole point of ``python -m experiments.hetero`` per rate for ``las`` and ``las-aware``
+(36:36:36, single-GPU jobs, jobs 4000-4999 measured, trace and simulation included), CPU and wall seconds in this
+process: ``DIR/bench_hetero_points.csv`` (``rate, policy, mean_jct_s, cpu_s, wall_s``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,23 @@ def bench(sizes: list[int], policies: list[str], cluster: dict[str, int], seed: 
     return pd.DataFrame(rows)
 
 
+def bench_points(rates: list[float], cluster: dict[str, int], seed: int = 0,
+                 data_dir: str | None = None) -> pd.DataFrame:
+    """One row per (rate, policy) of Gavel's pair: a whole point of ``experiments.hetero`` (Gavel's trace at ``rate``
+    jobs/hour, jobs 4000-4999 measured) timed in this process: ``rate, policy, mean_jct_s, cpu_s, wall_s``."""
+    from experiments.hetero import run_point
+
+    rows = []
+    for rate in rates:
+        for policy in ("las", "las-aware"):
+            c0, w0 = time.process_time(), time.perf_counter()
+            row = run_point(policy, cluster, rate, seed, (4000, 5000), False, 1, 360.0, data_dir)
+            rows.append({"rate": rate, "policy": policy, "mean_jct_s": row["mean_jct_s"],
+                         "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0})
+            print(f"{rate:g} jobs/h, {policy}: {rows[-1]['cpu_s']:.1f} CPU s", file=sys.stderr)
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench_hetero", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="50,200,1000", help="active jobs per allocation, comma-separated")
@@ -60,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", default="36:36:36", help="GPUs V100:P100:K80 (Gavel's 36:36:36)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="runs per point; the fastest is kept")
+    parser.add_argument("--points", default="", help="also time whole simulation points of Gavel's pair at these "
+                        "rates, jobs/hour, comma-separated (bench_hetero_points.csv; default: none)")
     parser.add_argument("--output", default=".", help="folder of bench_hetero.csv")
     args = parser.parse_args(argv)
     policies = args.policies.split(",")
@@ -71,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "bench_hetero.csv", index=False)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.points:
+        points = bench_points([float(r) for r in args.points.split(",")], cluster, args.seed)
+        points.to_csv(out / "bench_hetero_points.csv", index=False)
+        print(points.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     return 0
 
 
