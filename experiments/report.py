@@ -511,6 +511,12 @@ def hetero_tables(results: Path) -> dict[str, str]:
                       "hetero_wall_median": f"{np.median(walls):.0f}", "hetero_wall_max": f"{max(walls):.0f}",
                       "hetero_xcheck_points": str(len(devs)),
                       "hetero_xcheck_max_dev": f"{100 * max(devs):.2f}" if devs else "n/a"})
+    points = _csv(results, "bench-hetero", "bench_hetero_points.csv")
+    if points is not None:
+        for row in points.itertuples():
+            name = f"hetero_point_{str(row.rate).replace('.', '')}_{row.policy.replace('-', '_')}"
+            items[f"{name}_cpu"] = f"{row.cpu_s:.0f}"
+            items[f"{name}_wall"] = f"{row.wall_s:.0f}"
     if others is not None:
         frame = others if pair is None else pd.concat([others, pair[pair["lambda_per_hour"].isin(
             others["lambda_per_hour"])]])
