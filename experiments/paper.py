@@ -13,7 +13,7 @@ after changing code it depends on). Then :func:`experiments.report.write_report`
 cached results alone, so no number in the paper is typed by hand.
 
 ``--quick`` (the profile the committed paper uses) keeps every study small enough that the whole command runs
-in about half an hour on 2 cores from an empty cache; without it the full grids run (hours; see each study's
+in about two hours on 2 cores from an empty cache; without it the full grids run (hours; see each study's
 ``full`` arguments, or give ``--dask ADDRESS`` to the study modules directly). Studies that need the openb
 trace fail with a one-line hint when it is absent.
 """

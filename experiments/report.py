@@ -485,7 +485,7 @@ def hetero_tables(results: Path) -> dict[str, str]:
         lines = ["| jobs/hour | las mean JCT h | las-aware mean JCT h | las / las-aware | Gavel: las h | "
                  "Gavel: las-aware h | fgdopt vs Gavel (las, aware) | wall s: fgdopt (las, aware) | "
                  "wall s: Gavel (las, aware) |", "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
-        ratios, devs, walls = [], [], []
+        ratios, devs, walls, gavel_ratios = [], [], [], []
         for rate in sorted(pair["lambda_per_hour"].unique()):
             if (rate, "las") not in mean.index or (rate, "las-aware") not in mean.index:
                 continue
@@ -497,6 +497,7 @@ def hetero_tables(results: Path) -> dict[str, str]:
                 g_las, g_aware = fig8[(rate, "las")], fig8[(rate, "las-aware")]
                 d = (las.mean_jct_s / g_las.gavel_jct_s - 1, aware.mean_jct_s / g_aware.gavel_jct_s - 1)
                 devs += [abs(d[0]), abs(d[1])]
+                gavel_ratios.append(g_las.gavel_jct_s / g_aware.gavel_jct_s)
                 cells = [f"{g_las.gavel_jct_s / 3600:.2f}", f"{g_aware.gavel_jct_s / 3600:.2f}",
                          f"{100 * d[0]:+.2f}%, {100 * d[1]:+.2f}%",
                          f"{g_las.gavel_wall_s:.0f}, {g_aware.gavel_wall_s:.0f}"]
@@ -510,6 +511,8 @@ def hetero_tables(results: Path) -> dict[str, str]:
                       "hetero_rates": f"{min(r for r, _ in ratios):g} to {max(r for r, _ in ratios):g}",
                       "hetero_wall_median": f"{np.median(walls):.0f}", "hetero_wall_max": f"{max(walls):.0f}",
                       "hetero_xcheck_points": str(len(devs)),
+                      "hetero_gavel_ratio_min": f"{min(gavel_ratios):.2f}" if gavel_ratios else "n/a",
+                      "hetero_gavel_ratio_max": f"{max(gavel_ratios):.2f}" if gavel_ratios else "n/a",
                       "hetero_xcheck_max_dev": f"{100 * max(devs):.2f}" if devs else "n/a"})
     points = _csv(results, "bench-hetero", "bench_hetero_points.csv")
     if points is not None:
