@@ -107,7 +107,7 @@ pd.DataFrame(rows).round(2)
 # `gavel_jobs` reproduces Gavel's synthetic trace draw for draw (Poisson arrivals, Philly durations, its 26 job
 # types). Gavel's Figure 8 runs it on 36 V100 + 36 P100 + 36 K80 and measures jobs 4,000 to 5,000; here a third of
 # the cluster and jobs 100 to 200 (seconds to run). `python -m experiments.hetero` does the full sweep; paper section
-# 4.10 compares it with Gavel's own simulator (average JCTs within 0.3%).
+# 4.10 compares it with Gavel's own simulator (average JCTs within 1.5%).
 
 # %%
 gpus = {"v100": 12, "p100": 12, "k80": 12}
