@@ -504,6 +504,14 @@ def hetero_tables(results: Path) -> dict[str, str]:
             lines.append(f"| {rate:g} | {las.mean_jct_s / 3600:.2f} | {aware.mean_jct_s / 3600:.2f} | "
                          f"{ratios[-1][1]:.2f}x | {cells[0]} | {cells[1]} | {cells[2]} | "
                          f"{las.wall_s:.0f}, {aware.wall_s:.0f} | {cells[3]} |")
+        beyond = [] if gavel is None else [
+            (rate, fig8[(rate, "las")].gavel_jct_s / fig8[(rate, "las-aware")].gavel_jct_s) for rate, _ in fig8
+            if rate > max(r for r, _ in ratios) and (rate, "las") in fig8 and (rate, "las-aware") in fig8]
+        if beyond:
+            top = max(beyond, key=lambda r: r[1])
+            span = f"{min(r for r, _ in beyond):g} to {max(r for r, _ in beyond):g}"
+            items.update({"hetero_gavel_beyond_max": f"{top[1]:.2f}", "hetero_gavel_beyond_rate": f"{top[0]:g}",
+                          "hetero_gavel_beyond_rates": span})
         best = max(ratios, key=lambda r: r[1])
         items.update({"hetero_gain": "\n".join(lines), "hetero_seeds": _seeds(pair["seed"]),
                       "hetero_ratio_min": f"{min(r for _, r in ratios):.2f}",
