@@ -21,6 +21,9 @@ valid CSVs of those before it stops (:func:`stop_message`). A study adopts it in
     except SweepInterrupted as stop:
         write_outputs(stop.finished())
         return stop_message(stop)
+
+A study whose runs are one flat list of cells does all of that with :func:`run_cells` (pool, journal and progress
+bar from its ``--jobs``, ``--dask``, ``--resume`` and ``--output``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from fgdopt.plugins import SpecError
 from fgdopt.policies import PolicyError
@@ -225,6 +230,16 @@ def add_resume_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="skip the runs already finished in the output folder with the same inputs "
                         "(kept in OUTPUT/.runs/); without it the sweep starts afresh")
+
+
+def run_cells(study: str, fn: Callable[..., Any], cells: Sequence[tuple], args: argparse.Namespace,
+              keys: Sequence[Any] | None = None) -> list:
+    """:func:`run_all` of ``cells`` in the pool of ``args.jobs`` / ``args.dask``, with the journal of ``study`` in
+    ``args.output`` (``args.resume``) and a progress bar; raises :class:`SweepInterrupted` as :func:`run_all`."""
+    journal = RunJournal.for_study(args.output, study, resume=args.resume)
+    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
+                                                       file=sys.stderr) as bar:
+        return run_all(pool, fn, cells, lambda _: bar.update(), journal=journal, keys=keys)
 
 
 def run_all(pool: Executor | None, fn: Callable[..., Any], jobs: Sequence[tuple],

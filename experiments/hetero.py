@@ -40,15 +40,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from experiments.executors import (
-    RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
-    executor,
-    run_all,
+    run_cells,
     stop_message,
 )
 from experiments.openb import parse_seeds
@@ -190,15 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         points += [(math.inf, s) for s in args.seeds]
     cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
               per_node, args.round_s, args.data_dir) for rate, s in points for p in args.policies]
-    journal = RunJournal.for_study(args.output, "hetero", resume=args.resume)
-    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
-                                                       file=sys.stderr) as bar:
-        try:
-            rows = run_all(pool, run_point, cells, lambda _: bar.update(), journal=journal)
-        except SweepInterrupted as stop:
-            rows = [r for r in stop.finished() if r is not None]
-            write_outputs(rows, args.output)
-            return stop_message(stop, parser.prog)
+    try:
+        rows = run_cells("hetero", run_point, cells, args)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished(), args.output)
+        return stop_message(stop, parser.prog)
     frame = write_outputs(rows, args.output)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))

@@ -46,15 +46,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from experiments.executors import (
-    RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
-    executor,
-    run_all,
+    run_cells,
     stop_message,
 )
 from experiments.openb import parse_seeds, parse_traces
@@ -206,14 +203,11 @@ def main(argv: list[str] | None = None) -> int:
              for on in args.interference]
     keys = [(*c[:4], None if math.isnan(c[4]) else c[4], *c[5:7], *(None if f is None else str(Path(f).resolve())
                                                                       for f in c[7:])) for c in cells]
-    journal = RunJournal.for_study(args.output, "interference", resume=args.resume)
-    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
-                                                       file=sys.stderr) as bar:
-        try:
-            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal, keys=keys)
-        except SweepInterrupted as stop:
-            write_outputs(stop.finished(), args.output)
-            return stop_message(stop, parser.prog)
+    try:
+        results = run_cells("interference", run_cell, cells, args, keys)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished(), args.output)
+        return stop_message(stop, parser.prog)
     frame = write_outputs(results, args.output)
     show = [*KEYS, "alloc_time_avg_pct", "frag_time_avg_pct", "mean_jct_s", "mean_jct_s_sharing",
             "p95_jct_s_sharing", "mean_slowdown", "slowed_pct", "lost_gpu_pct", "jct_ratio"]

@@ -51,15 +51,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from experiments.executors import (
-    RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
-    executor,
-    run_all,
+    run_cells,
     stop_message,
 )
 from experiments.openb import parse_policies, parse_seeds, parse_traces
@@ -276,14 +273,11 @@ def main(argv: list[str] | None = None) -> int:
              for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
              for m in args.mechanism for lay in (args.layout or [""])]
     keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:15]), *c[15:]) for c in cells]
-    journal = RunJournal.for_study(args.output, "timeline", resume=args.resume)
-    with executor(args.jobs, args.dask) as pool, tqdm(total=len(cells), desc="runs", unit="run",
-                                                       file=sys.stderr) as bar:
-        try:
-            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal, keys=keys)
-        except SweepInterrupted as stop:
-            write_outputs(stop.finished(), args.output)
-            return stop_message(stop, parser.prog)
+    try:
+        results = run_cells("timeline", run_cell, cells, args, keys)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished(), args.output)
+        return stop_message(stop, parser.prog)
     runs = write_outputs(results, args.output)
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]

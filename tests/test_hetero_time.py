@@ -91,8 +91,10 @@ def test_interference_conserves_work_and_time(rows, factors, policy):
     tasks = TaskSet([0] * len(rows), [0] * len(rows), [1] * len(rows), [r[2] for r in rows])
     jobs = JobSet(tasks, [float(r[0]) for r in rows], [float(r[1]) for r in rows])
     inter = Interference([r[3] for r in rows], {"T4": np.reshape(factors, (3, 3))})
-    r = simulate(cluster, jobs, policy, "backfill", interference=inter, speed={"V100": np.full(len(rows), 2.0)})
+    r = simulate(cluster, jobs, policy, "backfill", interference=inter, speed={"V100": np.full(len(rows), 2.0)},
+                 snapshots=np.arange(0.5, 60.0, 3.0))          # each re-places the running jobs by the one rule
     assert (r.status == 0).all()                               # every job finished (check() verified the rest)
+    assert len(r.snapshots) == 20
     np.testing.assert_allclose(r.work_s, jobs.duration_s)
     t, alloc = r.series.time_s.to_numpy(), r.series.alloc_milli.to_numpy()
     integral = float((alloc[:-1] * np.diff(t)).sum()) / 1000
@@ -148,7 +150,8 @@ def test_gavel_aware_beats_agnostic_when_speeds_differ():
                 min_size=1, max_size=12),
        st.sampled_from(["las", "las-aware", "makespan-aware", "ftf-aware"]))
 def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
-    """Every job finishes its work (check() verifies times and the state); none runs before it arrives or on
+    """Every job finishes its work (check() verifies times and the final state); the state validates at instants
+    across the run (each snapshot re-places the running jobs by the one rule); none runs before it arrives or on
     more GPUs of a type than the type has."""
     gpus = {"v100": 2, "k80": 2}
     jobs = JobSet(whole(*[r[3] for r in rows]), [float(r[0]) for r in rows], [float(r[1]) for r in rows])
@@ -156,8 +159,8 @@ def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
     mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
                           shuffle_seed=None if policy.endswith("aware") else 5)
     r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
-                 restart_s=lambda g: 0.0)
-    assert (r.status == 0).all()
+                 restart_s=lambda g: 0.0, snapshots=np.arange(100.0, 8000.0, 370.0))
+    assert (r.status == 0).all() and len(r.snapshots) == 22
     assert (r.start_s >= jobs.submit_s).all()
     np.testing.assert_allclose(r.work_s, jobs.duration_s)
     assert (r.series.alloc_milli <= 4000).all()

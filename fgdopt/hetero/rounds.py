@@ -66,8 +66,6 @@ class RoundScheduler:
     shuffle_seed : None keeps ``gpu_types`` order every round (Gavel's ``*_Perf`` policies); an int shuffles it
         every round with ``random.Random(shuffle_seed)`` (Gavel: ``seed + 5``, for the agnostic policies).
     round_s, reset_s : seconds (:data:`ROUND_S`, :data:`RESET_S`).
-    restart_s : seconds a job restarted on new GPUs spends before progress (the engine's ``restart_s``; Gavel 0),
-        used to end a round when its runs end.
     name : the mechanism's name in results.
     checkpointing : what a job stopped between rounds keeps (default transparent: it resumes where it stopped).
 
@@ -81,7 +79,6 @@ class RoundScheduler:
     shuffle_seed: int | None = None
     round_s: float = ROUND_S
     reset_s: float = RESET_S
-    restart_s: Callable[[int], float] = lambda gpus: 0.0
     name: str = "gavel"
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
@@ -97,6 +94,7 @@ class RoundScheduler:
     _ran: dict = field(default_factory=dict)            # job -> (type, run seconds) when the last round began
     _shuffler: random.Random | None = None
     _planned_at: float = -1.0
+    _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
 
     def __post_init__(self) -> None:
         self.gpu_types = tuple(self.gpu_types)
@@ -104,6 +102,14 @@ class RoundScheduler:
         self._w = np.zeros(len(self.gpu_types))
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
+
+    def _types(self, cluster) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
+        """Per node its type index (-1: not a scheduled type), per type its nodes and GPUs (once per cluster)."""
+        if self._layout is None or self._layout[0] is not cluster:
+            node_type = np.array([self.gpu_types.index(m) if m in self.gpu_types else -1 for m in cluster.model])
+            nodes = [np.flatnonzero(node_type == g) for g in range(len(self.gpu_types))]
+            self._layout = (cluster, node_type, nodes, [int(cluster.gpu[n].sum()) for n in nodes])
+        return self._layout[1:]
 
     def wake_s(self, view: View) -> float:
         """The end of the current round (none while nothing runs: the next arrival starts a round)."""
@@ -140,7 +146,7 @@ class RoundScheduler:
         started = {m.task for m in plan.admits}
         left = np.maximum(self.duration_s - view.work_s, 0.0)       # seconds of work left, at speed 1
         self._next_s = max((now + min(self.round_s, left[j] / self._thr[j, g] + (
-            self.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0)) for j, g in runs.items()),
+            view.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0)) for j, g in runs.items()),
             default=self._last_reset + self.reset_s if present else now)   # waiting jobs not yet in X
         self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
         return plan
@@ -165,7 +171,7 @@ class RoundScheduler:
     def _choose(self, present: list[int], scale: np.ndarray, cluster) -> dict[int, int]:
         """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
         k = len(self.gpu_types)
-        left = [int(cluster.gpu[cluster.model == g].sum()) for g in self.gpu_types]
+        left = list(self._types(cluster)[2])
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
@@ -196,7 +202,7 @@ class RoundScheduler:
         """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
         the plan and the type of every job that runs in the round."""
         cluster = state.cluster
-        node_type = np.array([self.gpu_types.index(m) if m in self.gpu_types else -1 for m in cluster.model])
+        node_type, of_type, _ = self._types(cluster)
         runs = {j: g for j, g in chosen.items() if j in self._x}   # a job not in X takes GPUs but does not run
         stay = {j for j in running.tolist() if runs.get(j) == node_type[state.node_of[j]]}
         victims = tuple(j for j in running.tolist() if j not in stay)
@@ -204,7 +210,6 @@ class RoundScheduler:
         for v in victims:
             free[state.node_of[v], list(state.gpus_of[v])] = True
         count = free.sum(axis=1)
-        of_type = [np.flatnonzero(node_type == g) for g in range(len(self.gpu_types))]
         admits = []
         for j in sorted((j for j in runs if j not in stay), key=lambda j: (-int(state.tasks.num_gpu[j]), j)):
             need = int(state.tasks.num_gpu[j])

@@ -68,10 +68,12 @@ class _View:
     mechanism asks for them, so that a run without one pays nothing for them."""
 
     def __init__(self, state: ClusterState, priority: np.ndarray, first_gpu: np.ndarray, workload: Workload,
-                 left_at: np.ndarray, pending: Callable[[], list[int]], queued: Callable[[], list[int]],
-                 lost: Callable[[], np.ndarray], run_s: Callable[[], np.ndarray], work_s: Callable[[], np.ndarray]):
+                 left_at: np.ndarray, restart_s: Callable[[int], float], pending: Callable[[], list[int]],
+                 queued: Callable[[], list[int]], lost: Callable[[], np.ndarray], run_s: Callable[[], np.ndarray],
+                 work_s: Callable[[], np.ndarray]):
         self.state, self.priority, self.first_gpu, self.workload, self.left_at = (state, priority, first_gpu,
                                                                                    workload, left_at)
+        self.restart_s = restart_s
         self.pending, self.queued, self._lost, self._run_s, self._work_s = pending, queued, lost, run_s, work_s
         self.now = 0.0
 
@@ -558,7 +560,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             backfill_pass()
 
     first_gpu = np.full(n, -1, dtype=np.int64)                    # kept by start(): the mechanisms read it per job
-    view = _View(state, jobs.priority, first_gpu, workload, left_at,
+    view = _View(state, jobs.priority, first_gpu, workload, left_at, restart_s,
                  pending=lambda: [e[2] for e in heapq.nsmallest(SCAN, (e for s in unfit for e in buckets[s]))],
                  queued=lambda: [e[2] for e in sorted(e for b in buckets.values() for e in b)],
                  lost=lambda: demand * ckpt.lost(now - run_start, run_cost, run_wall),

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -165,6 +166,7 @@ class View(Protocol):
     left_at: np.ndarray             # when each job last stopped running (NaN: never)
     workload: Workload              # the run's target workload M
     work_s: np.ndarray              # progress of each job so far, seconds of work at speed 1 (kept or not)
+    restart_s: Callable[[int], float]   # the run's restart cost, s, by GPU count
 
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
