@@ -4,7 +4,7 @@ Usage::
 
     python -m experiments.mig --nodes 16,64 --seeds 0-4 --ratio 1.3 [--quick] --output DIR
 
-For every node count and seed, :func:`~fgdopt.migsuites.mig_instance` (openb nodes with A100-40GB MIG GPUs,
+For every node count and seed, :func:`~fgdopt.mig.suites.mig_instance` (openb nodes with A100-40GB MIG GPUs,
 openb tasks mapped to profiles, drawn up to ``ratio`` x the cluster's memory slices); for the prefixes arrived
 by 100 % and by ``ratio`` (every task): the four MIG policies online (:func:`fgdopt.simulate.run_online`, target
 workload = the whole task list's shapes), the configuration LP bound, and the exact optimum with CP-SAT and
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.frag import Workload
-from fgdopt.migsuites import arrived_prefix, capacity_slices, mig_instance, task_slices
+from fgdopt.mig.suites import arrived_prefix, capacity_slices, mig_instance, task_slices
 from fgdopt.plot import plot_mig
 from fgdopt.policies import MIG_POLICY_NAMES
 from fgdopt.simulate import run_online

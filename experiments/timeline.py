@@ -20,14 +20,14 @@ out and :mod:`formulations.timeline` answers (i) the most GPU demand they could 
 most pending demand admissible without moving a running job, each as incumbent and proven bound, checked against
 the run's allocation (allocation <= incumbent <= bound).
 
-With ``--mig MODEL`` (MIG over time, :mod:`fgdopt.timeline.migtime`) each (trace, seed, load) is instead
-:func:`fgdopt.timeline.migtime.mig_openb_jobs`: ``--mig-nodes`` openb nodes whose GPUs are ``MODEL``, the trace's
+With ``--mig MODEL`` (MIG over time, :mod:`fgdopt.mig.timeline`) each (trace, seed, load) is instead
+:func:`fgdopt.mig.timeline.mig_openb_jobs`: ``--mig-nodes`` openb nodes whose GPUs are ``MODEL``, the trace's
 stream pods mapped to its MIG profiles at an offered load in memory slices; the policies are the MIG ones
 (``mig-fgd``, ``mig-first-fit``, ``mig-best-fit``, ``mig-greedy``) and ``--mechanism none,mig-repack`` compares
 waiting with re-layout evictions. ``--layout`` lists how the GPUs are operated: ``dynamic`` (instances created on
 demand, the default) or ``static`` (every node partitioned once, its configuration chosen from the run's profile mix
-by :func:`~fgdopt.timeline.migtime.mix_configs`; ``static:CONFIG`` puts one configuration of
-:data:`~fgdopt.timeline.migtime.MENU` on every node); the ``layout`` column of every output names it (empty without
+by :func:`~fgdopt.mig.timeline.mix_configs`; ``static:CONFIG`` puts one configuration of
+:data:`~fgdopt.mig.timeline.MENU` on every node); the ``layout`` column of every output names it (empty without
 ``--mig``). No optimum instants are taken with ``--mig`` (the certified optimum of :mod:`formulations.timeline` is
 not a MIG model).
 
@@ -63,9 +63,10 @@ from experiments.openb import parse_policies, parse_seeds, parse_traces
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
+from fgdopt.plugins import is_spec
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
-from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism
+from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism, mechanism_factory
 
 KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism", "layout")
 """The columns that name a run in every output file."""
@@ -95,11 +96,19 @@ def parse_queues(text: str) -> list[str]:
 
 
 def parse_mechanisms(text: str) -> list[str]:
-    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`)."""
+    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`) or ``module:attribute``
+    specs (:func:`~fgdopt.timeline.preemption.mechanism_factory`, imported now)."""
     names = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in MECHANISM_NAMES]
+    bad = [m for m in names if m not in MECHANISM_NAMES and not is_spec(m)]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}")
+        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}, "
+                                         "or module:attribute specs")
+    for m in names:
+        if is_spec(m):
+            try:
+                mechanism_factory(m)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
     return names
 
 
@@ -117,8 +126,8 @@ def load_cluster(path: str | Path) -> Cluster:
 
 def parse_layouts(text: str) -> list[str]:
     """Comma-separated MIG layouts: ``dynamic``, ``static`` or ``static:CONFIG``
-    (:data:`fgdopt.timeline.migtime.MENU`)."""
-    from fgdopt.timeline.migtime import LAYOUTS, MENU
+    (:data:`fgdopt.mig.timeline.MENU`)."""
+    from fgdopt.mig.timeline import LAYOUTS, MENU
 
     names = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in names if v not in LAYOUTS and not (v.startswith("static:") and v[7:] in MENU)]
@@ -133,7 +142,7 @@ def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data
             layout: str = ""):
     """The (cluster, jobs) of one run (module docstring)."""
     if mig is not None:
-        from fgdopt.timeline.migtime import mig_openb_jobs, mix_configs, profile_demand, static_cluster
+        from fgdopt.mig.timeline import mig_openb_jobs, mix_configs, profile_demand, static_cluster
 
         nodes, jobs = mig_openb_jobs(mig_nodes, load, n_jobs, seed=seed, model=mig, variant=trace, data_dir=data_dir)
         if layout.startswith("static"):

@@ -206,7 +206,7 @@ def _shape_views(workload: Workload, gpu_left: np.ndarray, cpu_left: np.ndarray,
 
     ``linked`` (M, K) bool, the topology option: may shape m's GPUs get a best ring on row k?
     ``mig_fit`` (M, K, G) bool, the MIG form: may shape m's profile start on GPU g of row k? (``gpu_left`` then
-    holds free memory slices, :mod:`fgdopt.migfrag`.)"""
+    holds free memory slices, :mod:`fgdopt.mig.frag`.)"""
     idle = gpu_left.sum(axis=-1)                                            # (K,)
     milli = workload.gpu_milli[:, None, None]
     if mig_fit is None:
@@ -233,7 +233,7 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
     access : (M, K) bool, whether shape m may use row k's GPU model (``Workload.access``).
     linked : (M, K) bool or None, the topology option: whether row k's free GPUs hold a best-ring set
         for shape m (:meth:`ClusterTopology.linked`); ``None`` is SPEC's measure.
-    mig_fit : (M, K, G) bool or None, the MIG form (:mod:`fgdopt.migfrag`): ``gpu_left`` is then free memory
+    mig_fit : (M, K, G) bool or None, the MIG form (:mod:`fgdopt.mig.frag`): ``gpu_left`` is then free memory
         slices per GPU and GPU g is usable by shape m iff ``mig_fit[m, k, g]`` (its profile has a free start).
 
     Returns

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import PolicyError
 from fgdopt.timeline import JobSet, simulate
-from fgdopt.timeline.interference import Interference
 from formulations.hetero import round_allocator
 
 TWO_TYPES = Cluster([8000, 8000], [1024, 1024], [1, 1], ["fast", "slow"])

@@ -11,12 +11,12 @@ import pytest
 from fgdopt.frag import Workload
 from fgdopt.hetero.interference import colocation_factors, gavel_model, openb_classes, openb_interference
 from fgdopt.hetero.throughputs import JOB_TYPES
+from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import make_policy
 from fgdopt.policies.interference import InterferenceFGD, interference_fgd
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet, simulate
-from fgdopt.timeline.interference import Interference
 
 ONE_NODE = Cluster([32000], [65536], [2], ["V100"])
 # A and B: half a GPU each (classes 0 and 1, at half speed beside each other); C: one whole GPU (class 2)

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.mig import MIG_MODELS
-from fgdopt.migfrag import mig_fragmentation, mig_node_fragmentations
-from fgdopt.migsuites import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
+from fgdopt.mig.frag import mig_fragmentation, mig_node_fragmentations
+from fgdopt.mig.suites import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import MIG_POLICY_NAMES
 from fgdopt.simulate import run_online
@@ -136,7 +136,7 @@ def test_tasks_objective_and_study_instance():
     assert np.sum(task_slices(inst.cluster, inst.tasks)[fgd.placement.placed]) <= exact.objective <= exact.bound
 
 
-# -- the MIG mapping and the instance builders (fgdopt.migsuites) ------------------------------------------------
+# -- the MIG mapping and the instance builders (fgdopt.mig.suites) ------------------------------------------------
 # Compute codes floor(1000 * g / max_g): A100 (max 7g) 1g 142, 2g 285, 3g 428, 4g 571, 7g 1000; A30 (max 4g) 1g 250,
 # 2g 500, 4g 1000. A demand maps to the smallest code >= it.
 @pytest.mark.parametrize(("model", "demands", "codes"), [
@@ -145,7 +145,7 @@ def test_tasks_objective_and_study_instance():
     ("A30-24GB", [1, 250, 251, 500, 501, 999], [250, 250, 500, 500, 1000, 1000]),
 ])
 def test_map_to_profiles_takes_the_smallest_covering_profile(model, demands, codes):
-    from fgdopt.migsuites import map_to_profiles
+    from fgdopt.mig.suites import map_to_profiles
 
     n = len(demands) + 3
     # the sharing demands, then a CPU-only task, a whole-GPU task and a 2-GPU task, some with a GPU-type constraint
@@ -160,7 +160,7 @@ def test_map_to_profiles_takes_the_smallest_covering_profile(model, demands, cod
 
 
 def test_mig_cluster_keeps_the_openb_node_mix():
-    from fgdopt.migsuites import mig_cluster
+    from fgdopt.mig.suites import mig_cluster
 
     # openb's node types by count: G2x8-96c 549, T4x2-104c 387, P100x2-16c 107, then 39 and fewer of 1213 nodes.
     # 8 nodes: quotas 3.62, 2.55, 0.71, 0.26, ...; floors 3 + 2 + 0 = 5; the 3 left go to the largest fractions
@@ -177,7 +177,7 @@ def test_mig_cluster_keeps_the_openb_node_mix():
 
 @pytest.mark.parametrize("model", ["A100-40GB", "A30-24GB"])
 def test_mig_instance_draws_up_to_the_ratio(model):
-    from fgdopt.migsuites import capacity_slices, mig_shapes
+    from fgdopt.mig.suites import capacity_slices, mig_shapes
 
     inst = mig_instance(4, seed=3, model=model)
     assert inst.name == f"mig-{model}-n4-r1.3-s3"

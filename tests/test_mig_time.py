@@ -1,4 +1,4 @@
-"""MIG over time (fgdopt.timeline.migtime): re-layout evictions worked by hand, the exact one-GPU re-layout, the static
+"""MIG over time (fgdopt.mig.timeline): re-layout evictions worked by hand, the exact one-GPU re-layout, the static
 partition through the one feasibility rule, and properties on random small MIG instances."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fgdopt.mig import MIG_MODELS, static_model_name
+from fgdopt.mig.timeline import mig_openb_jobs, mix_configs, relayouts, static_cluster
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet, run_stats, simulate
 from fgdopt.timeline.engine import REJECTED
 from fgdopt.timeline.metrics import time_integral
-from fgdopt.timeline.migtime import mig_openb_jobs, mix_configs, relayouts, static_cluster
 
 A100 = Cluster([64000], [1 << 20], [1], ["A100-40GB"])
 G1, G2, G3, G4, G7 = 142, 285, 428, 571, 1000                 # A100-40GB compute codes of 1g, 2g, 3g, 4g, 7g

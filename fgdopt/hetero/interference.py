@@ -1,7 +1,7 @@
 """Gavel's co-location throughputs as interference factors, and openb jobs mapped to Gavel's job types.
 
 :func:`colocation_factors` turns the table's pairs into the factor matrices of
-:class:`~fgdopt.timeline.interference.Interference`: ``factor[g][a, b]`` = throughput of job type ``a`` beside type
+:class:`~fgdopt.interference.Interference`: ``factor[g][a, b]`` = throughput of job type ``a`` beside type
 ``b`` on one GPU of type ``g`` over ``a``'s throughput alone (scale factor 1, the pairs Gavel measured), but at
 least 1/2: a pair that runs worse packed, or not at all (out of memory, throughput 0), is time-sliced instead, each
 job getting half the GPU (Gandiva's choice between packing and time-slicing). On V100 the 26 x 26 factors range
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from fgdopt.hetero.throughputs import GPU_TYPES, JOB_TYPES, ThroughputTable
+from fgdopt.interference import Interference
 from fgdopt.model import Cluster
-from fgdopt.timeline.interference import Interference
 
 TIME_SLICE_FLOOR = 0.5
 """The least interference factor: two jobs time-sliced on one GPU each run at half speed."""
@@ -71,7 +71,7 @@ def openb_classes(n_jobs: int, seed: int = 0) -> np.ndarray:
 
 
 def openb_interference(cluster: Cluster, n_jobs: int, table: ThroughputTable, seed: int = 0) -> Interference:
-    """The :class:`~fgdopt.timeline.interference.Interference` of ``n_jobs`` jobs (e.g. of
+    """The :class:`~fgdopt.interference.Interference` of ``n_jobs`` jobs (e.g. of
     :func:`fgdopt.timeline.sources.openb_jobs`) on ``cluster``: classes from :func:`openb_classes`, factors from
     :func:`colocation_factors` per :data:`GAVEL_MODEL` (``v100`` for every other model, as the default)."""
     factors = colocation_factors(table, GPU_TYPES)

@@ -160,13 +160,13 @@ class HeteroJobs:
         return jobs, {g: thr[:, k] / ref for k, g in enumerate(gpu_types)}
 
     def interference(self, table: ThroughputTable, gpu_types=GPU_TYPES):
-        """Gavel's co-location throughputs as an :class:`~fgdopt.timeline.interference.Interference` (classes: the
+        """Gavel's co-location throughputs as an :class:`~fgdopt.interference.Interference` (classes: the
         job types) for jobs packed two to a GPU: ``factor[g][a, b]`` = the throughput of ``a`` beside ``b`` on ``g``
         over its throughput alone (scale factor 1, Gavel's pairs), but at least 1/2: a pair that runs worse packed
         (or not at all, out of memory) is time-sliced instead, each getting half the GPU (Gandiva's choice between
         packing and time-slicing)."""
         from fgdopt.hetero.interference import colocation_factors
-        from fgdopt.timeline.interference import Interference
+        from fgdopt.interference import Interference
 
         return Interference(self.job_type, colocation_factors(table, gpu_types))
 

@@ -17,6 +17,9 @@ nodes as the reference simulator's Kubernetes plugins of the same name do (integ
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
 
+On MIG clusters, ``mig-fgd``, ``mig-first-fit``, ``mig-best-fit`` and ``mig-greedy`` (:data:`MIG_POLICY_NAMES`,
+:mod:`fgdopt.mig.policies`), registered by their ``module:attribute`` spec and imported at their first use.
+
 Not in the registry, since it needs the run's jobs: :class:`~fgdopt.policies.interference.InterferenceFGD`, FGD plus
 a weighted slowdown of the jobs a sharing task would join on a GPU (built per run from the jobs' co-location
 classes, :func:`~fgdopt.policies.interference.interference_fgd`; a *job-aware* policy of the time engine).
@@ -80,7 +83,6 @@ from fgdopt.policies.dot_product import DotProduct
 from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
-from fgdopt.policies.mig import MIG_POLICIES, MigFGD
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
@@ -95,10 +97,11 @@ PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "bes
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
 _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
-# MIG clusters (fgdopt.policies.mig): mig-fgd, mig-first-fit, mig-best-fit, mig-greedy
-MIG_POLICY_NAMES = tuple(MIG_POLICIES)
-_CLASSES.update({n: c for n, c in MIG_POLICIES.items() if c is not MigFGD})
-_NEEDS_WORKLOAD[MigFGD.name] = MigFGD
+# MIG clusters: built in by spec, imported at first use (fgdopt.mig.policies imports fgdopt.policies.base)
+_MIG = {"mig-fgd": "MigFGD", "mig-first-fit": "MigFirstFit", "mig-best-fit": "MigBestFit", "mig-greedy": "MigGreedy"}
+MIG_POLICY_NAMES = tuple(_MIG)
+_CLASSES.update({n: f"fgdopt.mig.policies:{c}" for n, c in _MIG.items() if n != "mig-fgd"})
+_NEEDS_WORKLOAD["mig-fgd"] = "fgdopt.mig.policies:MigFGD"
 WORKLOAD_POLICIES = tuple(_NEEDS_WORKLOAD)
 """The policies that need the target workload M (``make_policy(..., workload=...)``)."""
 
@@ -225,8 +228,13 @@ def _make_builtin(name: str, *, seed: int, workload: Workload | None, ranks: np.
     if name in _NEEDS_WORKLOAD:
         if workload is None:
             raise ValueError(f"policy {name!r} needs the target workload (Workload.from_tasks of the trace)")
-        return _NEEDS_WORKLOAD[name](workload, seed=seed, ranks=ranks, **options)
-    return _CLASSES[name](seed=seed, ranks=ranks, **options)
+        return _builtin_class(_NEEDS_WORKLOAD[name])(workload, seed=seed, ranks=ranks, **options)
+    return _builtin_class(_CLASSES[name])(seed=seed, ranks=ranks, **options)
+
+
+def _builtin_class(entry: type | str) -> type:
+    """A built-in policy class, or the class a built-in ``module:attribute`` entry names (imported now)."""
+    return resolve_spec(entry, kind="policy") if isinstance(entry, str) else entry
 
 
 __all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES",

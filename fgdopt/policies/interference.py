@@ -1,7 +1,7 @@
 """Interference-aware FGD: FGD's fragmentation delta plus a weighted slowdown of the jobs that would share a GPU.
 
 GPU sharing packs jobs onto partly used GPUs, which is what keeps fragmentation low, and co-located jobs slow each
-other (:mod:`fgdopt.timeline.interference`). :class:`InterferenceFGD` is FGD (:mod:`fgdopt.policies.fgd`, the
+other (:mod:`fgdopt.interference`). :class:`InterferenceFGD` is FGD (:mod:`fgdopt.policies.fgd`, the
 reference's integer score and node-rank ties) whose *sharing* tasks (``num_gpu = 1``, ``0 < gpu_milli < 1000``) are
 scored per GPU, not per node, on a cost in milli-GPU::
 
@@ -12,7 +12,7 @@ scored per GPU, not per node, on a cost in milli-GPU::
   task on GPU ``g`` of node ``n``: the very number FGD scores (milli-GPU);
 * ``slowdown(n, g)``, milli-GPU, the allocated GPU capacity whose work the placement throws away per second of
   co-location, summed over the jobs ``o`` already on GPU ``g`` (``m`` = milli-GPU per GPU, ``f = factor[model of
-  n]`` of the :class:`~fgdopt.timeline.interference.Interference`, ``c`` = class)::
+  n]`` of the :class:`~fgdopt.interference.Interference`, ``c`` = class)::
 
       slowdown(n, g) = sum_o [ m_j (1 - f[c_j, c_o]) + m_o (1 - f[c_o, c_j]) ]
 
@@ -52,11 +52,11 @@ from collections.abc import Callable
 import numpy as np
 
 from fgdopt.frag import Workload, fragmentation_after
+from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.policies.base import TIE_TOL, Choice, pick
 from fgdopt.policies.fgd import FGD
 from fgdopt.state import ClusterState
-from fgdopt.timeline.interference import Interference
 from fgdopt.topology import TopologyMap
 
 

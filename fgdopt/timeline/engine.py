@@ -41,10 +41,10 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.frag import Workload, node_fragmentations
+from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, PolicyError, make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
-from fgdopt.timeline.interference import Interference
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, helios_restart_s, make_mechanism
 from fgdopt.timeline.queues import Discipline, make_discipline
@@ -140,7 +140,7 @@ class TimelineResult:
     ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan);
     ``run_s`` (seconds run, over the runs that ended), ``busy_s`` (of which with progress kept), ``work_s``
     (progress kept, in seconds of work at speed 1; ``duration_s`` once finished); ``evictions`` (MIG re-layouts,
-    :mod:`fgdopt.timeline.migtime`). :meth:`check` verifies the run.
+    :mod:`fgdopt.mig.timeline`). :meth:`check` verifies the run.
     """
 
     jobs: JobSet
@@ -252,7 +252,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     policy : a policy name (:func:`~fgdopt.policies.make_policy`, built with ``seed``, ``workload``, ``ranks``)
         or a ready policy object. A policy object with ``job_aware = True`` is called ``policy(state, task,
         job=j)``, ``j`` the job's index in ``jobs`` (e.g. to look up its class in an
-        :class:`~fgdopt.timeline.interference.Interference`); it must still return None only where the task fits
+        :class:`~fgdopt.interference.Interference`); it must still return None only where the task fits
         no node (pending jobs are indexed by shape).
     queue : a discipline name (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or object.
     seed : seeds a policy given by name (its node ranks and random draws).
@@ -269,7 +269,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         of run time there, float (n,) (default 1 everywhere). A job's ``duration_s`` is then its work in seconds at
         speed 1; a run on a node of speed ``v`` does ``v`` seconds of it per second. A job may not start where its
         speed is 0 (``PolicyError``). Checkpoint intervals are seconds of run time.
-    interference : co-location slowdowns of jobs sharing a GPU (:mod:`fgdopt.timeline.interference`); a running
+    interference : co-location slowdowns of jobs sharing a GPU (:mod:`fgdopt.interference`); a running
         job is re-rated whenever a job joins or leaves one of its GPUs. Needs transparent checkpointing or none
         (``ValueError`` otherwise).
 

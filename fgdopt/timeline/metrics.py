@@ -8,7 +8,7 @@ integrals of the per-instant series (a value holds from its instant to the next;
 over the job set's measurement window, divided by its length. ``blocked_job_hours`` integrates the jobs blocked by
 fragmentation over the whole run (job-hours); ``makespan_s`` is the last finish of a measured job (NaN if one never
 finishes). The eviction columns (:mod:`fgdopt.timeline.preemption`) cover every job: preemptions, suspensions,
-migrations and MIG re-layout evictions (counts, :mod:`fgdopt.timeline.migtime`), ``lost_gpu_s`` (progress thrown
+migrations and MIG re-layout evictions (counts, :mod:`fgdopt.mig.timeline`), ``lost_gpu_s`` (progress thrown
 away) and ``overhead_gpu_s`` (restart, suspension and
 checkpoint time), both in GPU-seconds (GPU demand x seconds), and ``thrashed_jobs``.
 """

@@ -47,7 +47,8 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
 ``mig-repack``
     On a MIG cluster: evict the fewest tenants of one GPU whose re-layout admits a pending job blocked by slice
-    alignment (:mod:`fgdopt.timeline.migtime`), with ``priority``'s checkpoint rule; counted as evictions.
+    alignment (:mod:`fgdopt.mig.timeline`), with ``priority``'s checkpoint rule; counted as evictions. Registered
+    by its spec ``fgdopt.mig.timeline:mig_repack`` (MIG sits above this module; nothing here imports it).
 ``migrate``
     Migration (Gandiva, Singularity): while pending jobs fit no node, every ``period_s`` (300 s) a defragmentation
     plan of at most ``budget`` (10) moves by ``method`` (``fgd-guided``, :func:`fgdopt.defrag.defrag`) for the
@@ -71,6 +72,7 @@ import numpy as np
 from fgdopt.defrag import DefragProblem, defrag
 from fgdopt.frag import Workload
 from fgdopt.model import GPU_MILLI
+from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.state import ClusterState
 
 MAX_PLANS = 64
@@ -139,7 +141,7 @@ class Checkpointing:
 class Plan:
     """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice,
     if given; else where the run's policy puts it); ``kind`` ``preempt``, ``suspend`` or ``evict`` (a MIG re-layout,
-    :mod:`fgdopt.timeline.migtime`: the checkpoint rule of ``preempt``, counted as an eviction). Or, with ``kind``
+    :mod:`fgdopt.mig.timeline`: the checkpoint rule of ``preempt``, counted as an eviction). Or, with ``kind``
     ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs (migrated), ``victims`` (preempted,
     with the mechanism's checkpointing) and ``admits`` of pending ones (:class:`fgdopt.defrag.Move`: job, node,
     GPUs), carried out as :func:`fgdopt.defrag.apply_plan` defines (every moved and preempted job leaves, then every
@@ -345,31 +347,93 @@ class MigrationDefrag:
         return Plan(kind="migrate", moves=report.plan.moves, admits=report.plan.admits)
 
 
-MECHANISM_NAMES = ("none", "priority", "transparent", "affinode", "tiresias", "migrate", "mig-repack")
+MECHANISM_KEYWORDS = ("checkpoint_s", "checkpoint_cost_s")
+"""The keyword arguments :func:`make_mechanism` passes to a mechanism factory (seconds: the checkpoint interval
+and the cost of one checkpoint; a factory may take ``**options`` for those it ignores)."""
 
 
-def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
-    """The mechanism ``name`` (:data:`MECHANISM_NAMES`); ``checkpoint_s`` / ``checkpoint_cost_s`` set the checkpoint
-    interval and cost (seconds) of ``priority`` and ``mig-repack``.
+def _priority(*, checkpoint_s: float, checkpoint_cost_s: float) -> Mechanism:
+    return PriorityPreemption("priority", Checkpointing(checkpoint_s, checkpoint_cost_s))
+
+
+def _transparent(**_) -> Mechanism:
+    return PriorityPreemption("transparent", Checkpointing(transparent=True))
+
+
+def _fresh(cls: type) -> Callable[..., Mechanism]:
+    """The factory of a mechanism class built with its defaults (the checkpoint keywords ignored)."""
+    return lambda **_: cls()
+
+
+_BUILTIN: dict[str, Callable[..., Mechanism] | str] = {
+    "none": _fresh(NoMechanism), "priority": _priority, "transparent": _transparent,
+    "affinode": _fresh(AffinodeSuspension), "tiresias": _fresh(TiresiasLAS), "migrate": _fresh(MigrationDefrag),
+    "mig-repack": "fgdopt.mig.timeline:mig_repack",        # a spec: MIG lives above this module
+}
+MECHANISM_NAMES = tuple(_BUILTIN)
+"""The built-in mechanisms (module docstring)."""
+
+_REGISTERED: dict[str, Callable[..., Mechanism]] = {}
+
+
+def register_mechanism(name: str, factory: Callable[..., Mechanism]) -> None:
+    """Make ``factory`` available as mechanism ``name`` in this process (``make_mechanism(name)``,
+    ``simulate(..., mechanism=name)``); as :func:`fgdopt.policies.register_policy` does for policies.
+
+    Parameters
+    ----------
+    name : a new name without a colon (colons mark ``module:attribute`` specs).
+    factory : called with the keywords of :data:`MECHANISM_KEYWORDS`, returning a :class:`Mechanism`.
 
     Raises
     ------
-    ValueError : unknown name.
+    ValueError : the name is built in or holds a colon; the factory's signature does not take the keywords.
     """
-    if name == "none":
-        return NoMechanism()
-    if name == "priority":
-        return PriorityPreemption("priority", Checkpointing(checkpoint_s, checkpoint_cost_s))
-    if name == "transparent":
-        return PriorityPreemption("transparent", Checkpointing(transparent=True))
-    if name == "affinode":
-        return AffinodeSuspension()
-    if name == "tiresias":
-        return TiresiasLAS()
-    if name == "migrate":
-        return MigrationDefrag()
-    if name == "mig-repack":                                   # MIG re-layout evictions (fgdopt.timeline.migtime)
-        from fgdopt.timeline.migtime import MigRepack
+    if is_spec(name) or name in _BUILTIN:
+        raise ValueError(f"cannot register mechanism {name!r}: built-in names and names with ':' are reserved")
+    _REGISTERED[name] = check_call(factory, name, MECHANISM_KEYWORDS, kind="mechanism")
 
-        return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))
-    raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join(MECHANISM_NAMES)}")
+
+def unregister_mechanism(name: str) -> None:
+    """Remove a mechanism added by :func:`register_mechanism` (no error if it is not registered)."""
+    _REGISTERED.pop(name, None)
+
+
+def mechanism_factory(name: str) -> Callable[..., Mechanism]:
+    """The factory of a built-in or registered name or of a ``module:attribute`` spec, imported and checked now
+    (a spec may also name a ready mechanism object: it is then used as it is).
+
+    Raises
+    ------
+    ValueError : an unknown name (the message lists the valid ones); :class:`~fgdopt.plugins.SpecError` for a spec
+        that does not import or names neither a factory taking :data:`MECHANISM_KEYWORDS` nor a mechanism.
+    """
+    entry = _REGISTERED.get(name) or _BUILTIN.get(name)
+    if entry is None and not is_spec(name):
+        raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join((*MECHANISM_NAMES, *_REGISTERED))}, "
+                         "or a module:attribute spec")
+    if not isinstance(entry, str | None):
+        return entry
+    spec = entry or name
+    obj = resolve_spec(spec, kind="mechanism")
+    if hasattr(obj, "plan") and not isinstance(obj, type):
+        return lambda **_: obj
+    return check_call(obj, spec, MECHANISM_KEYWORDS, kind="mechanism")
+
+
+def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
+    """The mechanism ``name`` (:data:`MECHANISM_NAMES`, a name added by :func:`register_mechanism`, or a
+    ``module:attribute`` spec, :func:`mechanism_factory`); ``checkpoint_s`` / ``checkpoint_cost_s`` set the
+    checkpoint interval and cost (seconds) of ``priority`` and ``mig-repack``.
+
+    Raises
+    ------
+    ValueError : unknown name; :class:`~fgdopt.plugins.SpecError` for a bad spec or a factory that returns no
+        mechanism.
+    """
+    mech = mechanism_factory(name)(checkpoint_s=checkpoint_s, checkpoint_cost_s=checkpoint_cost_s)
+    missing = [a for a in ("name", "checkpointing", "plan") if not hasattr(mech, a)]
+    if missing:
+        raise SpecError(f"mechanism {name!r}: the factory returned a {type(mech).__name__} without "
+                        f"{', '.join(missing)} (see fgdopt.timeline.preemption.Mechanism)")
+    return mech

@@ -37,7 +37,7 @@ profile, and nothing is ever re-laid out. The layouts are chosen from the worklo
 :func:`mix_configs`. A job whose profile no node offers is rejected at submission (the engine's rule).
 
 The jobs (:func:`mig_openb_jobs`): openb's stream pods (lifetime at most a day) mapped to the profiles of a MIG model
-(:func:`fgdopt.migsuites.map_to_profiles`), at an offered load in *memory slices*, on :func:`fgdopt.migsuites.
+(:func:`fgdopt.mig.suites.map_to_profiles`), at an offered load in *memory slices*, on :func:`fgdopt.mig.suites.
 mig_cluster` nodes. Units: seconds, memory slices, milli-GPU as profile compute codes (what ``gpu_left`` and the
 engine's allocation count).
 """
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgdopt.mig import MIG_CONFIGS, MIG_MODELS, MigModel, MigProfile, slice_mask, static_model_name
-from fgdopt.migsuites import DEFAULT_MIG_MODEL, map_to_profiles, mig_cluster
+from fgdopt.mig.suites import DEFAULT_MIG_MODEL, map_to_profiles, mig_cluster
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline.jobs import JobSet
@@ -175,6 +175,12 @@ class MigRepack:
         return None
 
 
+def mig_repack(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> MigRepack:
+    """The ``mig-repack`` mechanism (the factory :func:`fgdopt.timeline.preemption.make_mechanism` calls by this
+    module's spec), checkpointing every ``checkpoint_s`` seconds of progress at ``checkpoint_cost_s`` seconds each."""
+    return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))
+
+
 # -- the static partition ----------------------------------------------------------------------------------------
 
 def config_layout(model: str, config: str) -> tuple[tuple[str, int], ...]:
@@ -238,7 +244,7 @@ def profile_demand(jobs: JobSet, model: str = DEFAULT_MIG_MODEL) -> dict[str, fl
 def mig_openb_jobs(n_nodes: int = 32, load: float = 0.9, n_jobs: int = 3000, *, seed: int = 0,
                    model: str = DEFAULT_MIG_MODEL, variant: str = "default", service_s: float = SERVICE_S,
                    warmup: float = 0.1, data_dir: str | os.PathLike | None = None) -> tuple[Cluster, JobSet]:
-    """A dynamic MIG cluster of ``n_nodes`` :func:`~fgdopt.migsuites.mig_cluster` nodes and ``n_jobs`` stream jobs.
+    """A dynamic MIG cluster of ``n_nodes`` :func:`~fgdopt.mig.suites.mig_cluster` nodes and ``n_jobs`` stream jobs.
 
     As :func:`fgdopt.timeline.sources.openb_jobs` (Poisson arrivals, a stationary warm start, the measurement window
     after ``warmup``), with three differences: the pods are mapped to ``model``'s profiles; only the stream pods

@@ -7,7 +7,7 @@ sharing task's candidates are every (GPU, allowed start) whose slices are free, 
 whole-GPU task of k GPUs takes the k lowest-indexed completely free GPUs (start 0).
 
 =================  ===================================================================================
-``mig-fgd``        FGD: least increase of the node's MIG fragmentation F_n(M) (:mod:`fgdopt.migfrag`, memory
+``mig-fgd``        FGD: least increase of the node's MIG fragmentation F_n(M) (:mod:`fgdopt.mig.frag`, memory
                    slices, popularities of the target workload); real-valued deltas (no integer score);
                    inside the node the first (GPU, start) reaching the least delta
 ``mig-first-fit``  the feasible node of lowest rank; lowest GPU, lowest free allowed start
@@ -35,7 +35,7 @@ import numpy as np
 
 from fgdopt.frag import Workload, node_access
 from fgdopt.mig import MigLayout, profile_codes
-from fgdopt.migfrag import mig_node_fragmentations, mig_rows
+from fgdopt.mig.frag import mig_node_fragmentations, mig_rows
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.policies.base import RankedPolicy, pick
 from fgdopt.state import ClusterState

@@ -19,9 +19,22 @@ Every profile has a *compute code* ``milli = floor(1000 * compute_slices / max_c
 (``gpu_milli = 1000``) takes the full-GPU profile on each GPU; a sharing task one instance on one GPU. Of two
 profiles with equal compute the smaller memory one wins, so the double-memory 1g profiles (``1g.10gb`` on
 A100-40GB, ...) are in the table but never asked for by this rule (:attr:`MigProfile.requestable`).
-:func:`fgdopt.migsuites.mig_instance` writes the code itself into the tasks, so the mapping is explicit.
+:func:`fgdopt.mig.suites.mig_instance` writes the code itself into the tasks, so the mapping is explicit.
 
 Units: a *slice* is a memory slice; a GPU's occupancy is an 8-bit mask (bit q set = memory slice q used).
+
+MIG in one folder (this package; each module imports only from below it):
+
+================================  ===================================================================================
+:mod:`fgdopt.mig`                 the profile table, the slice rule, :class:`MigLayout` (read by ``ClusterState``)
+:mod:`fgdopt.mig.frag`            the MIG form of the fragmentation evaluator F(M)
+:mod:`fgdopt.mig.suites`          openb tasks mapped to profiles, MIG clusters and instances, adversarial instances
+:mod:`fgdopt.mig.policies`        the MIG placement policies (registered by name in :mod:`fgdopt.policies`)
+:mod:`fgdopt.mig.timeline`        MIG over time: the ``mig-repack`` mechanism (registered by name in
+                                  :mod:`fgdopt.timeline.preemption`), the static partition, openb jobs as profiles
+================================  ===================================================================================
+
+The exact models are formulations (``formulations.mig``), the study an experiment (``experiments.mig``).
 """
 
 from __future__ import annotations
