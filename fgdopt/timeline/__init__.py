@@ -5,7 +5,14 @@
 :mod:`fgdopt.timeline.sources`         jobs from the openb trace at a chosen offered load (Poisson or the
                                        trace's own arrival pattern), background services, warm start
 :mod:`fgdopt.timeline.queues`          queue disciplines (``fifo``, ``backfill``, ``sjf``, ``smallest``, ``none``)
-:mod:`fgdopt.timeline.engine`          :func:`simulate`: the event loop on the one ``ClusterState``
+:mod:`fgdopt.timeline.preemption`      checkpoints, the mechanisms that evict running jobs, their registry
+:mod:`fgdopt.timeline.engine`          :func:`simulate`: the event loop on the one ``ClusterState``; its module
+                                       docstring maps the objects below and walks through one instant
+:mod:`fgdopt.timeline.clock`           the engine's clock and event heap
+:mod:`fgdopt.timeline.jobtable`        the engine's per-job table (status, progress, counters)
+:mod:`fgdopt.timeline.pending`         the engine's pending queue (order, shape index, fit bookkeeping)
+:mod:`fgdopt.timeline.placement`       the engine's placement step (policy, feasibility, tenants, runs)
+:mod:`fgdopt.timeline.recorder`        the engine's series and snapshots
 :mod:`fgdopt.timeline.metrics`         per-run statistics (wait, JCT, time-averaged allocation, blocked jobs)
 =====================================  ======================================================================
 

@@ -1,0 +1,173 @@
+"""The pending queue of the time engine: the discipline's order, the shape index and the fit/unfit bookkeeping.
+
+Pending jobs are indexed by *shape* (CPU, memory, GPU count, milli-GPU, ``gpu_spec``; :class:`Shapes`): one heap per
+shape of ``(key, submit_s, job)``, ``key`` the discipline's (:mod:`fgdopt.timeline.queues`). A shape the policy could
+not place is marked *unfit*; placements only take capacity away, so it stays unfit until a job leaves, and then it
+can only fit on the node that job left: :meth:`PendingQueue.unblock` tests the unfit shapes against the freed nodes
+only (:meth:`~fgdopt.state.ClusterState.shapes_fit_node`), and only those that fit there are offered again. The other
+pending shapes are *candidates* (they may fit); a shape found to fit is remembered with a node where it fits (its
+*witness*), re-checked only when that node changed. A backfilling pass therefore ends with every pending shape unfit,
+and the next pass costs nothing until something leaves or arrives.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from fgdopt.model import TaskSet
+from fgdopt.state import ClusterState
+
+UNKNOWN, FIT, UNFIT = range(3)
+"""What is known of a pending shape: nothing since it last changed, it fits (at its witness node), it fits no node."""
+
+
+class Shapes:
+    """The distinct job shapes of a :class:`~fgdopt.model.TaskSet` (the pending queue's index)."""
+
+    def __init__(self, tasks: TaskSet):
+        key = pd.MultiIndex.from_arrays([tasks.cpu_milli, tasks.memory_mib, tasks.num_gpu, tasks.gpu_milli,
+                                         tasks.gpu_spec])
+        codes, uniques = pd.factorize(key, sort=False)
+        self.of = codes.astype(np.int64)                            # shape id of every job
+        first = np.full(len(uniques), -1, dtype=np.int64)
+        first[self.of[::-1]] = np.arange(len(tasks))[::-1]          # the first job of every shape
+        self.tasks = tasks.take(first)                              # one row per shape
+        self.task = list(self.tasks)
+        self.demand = self.tasks.gpu_demand.astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+
+class PendingQueue:
+    """The pending jobs by shape, in the discipline's order (module docstring); ``pending`` and ``pending_milli``
+    count them and their GPU demand (milli-GPU).
+
+    Parameters
+    ----------
+    shapes : the run's shapes. keys : float64 (n,), the discipline's key of every job. submit_s : float64 (n,).
+    demand : int (n,), every job's GPU demand, milli-GPU.
+    """
+
+    def __init__(self, shapes: Shapes, keys: np.ndarray, submit_s: np.ndarray, demand: np.ndarray):
+        self.shapes, self.keys, self.submit, self.demand = shapes, keys, submit_s, demand
+        self.buckets: dict[int, list[tuple[float, float, int]]] = {}   # shape -> heap of (key, submit, job)
+        self.fit = np.full(len(shapes), UNKNOWN, dtype=np.int8)
+        self.witness = np.full(len(shapes), -1, dtype=np.int64)       # a node where a FIT shape fits
+        self.cands: set[int] = set()                                   # pending shapes that may fit
+        self.unfit: set[int] = set()                                   # pending shapes that fit no node
+        self.pending = self.pending_milli = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.buckets)
+
+    def enqueue(self, j: int) -> None:
+        """Job ``j`` joins the queue (at its submission, or evicted: it keeps its place by key and submission)."""
+        s = int(self.shapes.of[j])
+        heapq.heappush(self.buckets.setdefault(s, []), (self.keys[j], float(self.submit[j]), j))
+        self.pending += 1
+        self.pending_milli += int(self.demand[j])
+        if self.fit[s] != UNFIT:
+            self.cands.add(s)
+
+    def withdraw(self, j: int) -> None:
+        """Pending job ``j`` leaves the queue (to start)."""
+        s = int(self.shapes.of[j])
+        bucket = self.buckets[s]
+        if bucket[0][2] == j:
+            heapq.heappop(bucket)
+        else:                                                       # a mechanism's beneficiary, inside the queue
+            bucket.remove(next(e for e in bucket if e[2] == j))
+            heapq.heapify(bucket)
+        self.pending -= 1
+        self.pending_milli -= int(self.demand[j])
+        if not bucket:
+            del self.buckets[s]
+            self.fit[s] = UNKNOWN
+            self.cands.discard(s)
+            self.unfit.discard(s)
+
+    def set_unfit(self, s: int) -> None:
+        """Shape ``s`` fits no node."""
+        self.fit[s] = UNFIT
+        self.cands.discard(s)
+        self.unfit.add(s)
+
+    def unblock(self, state: ClusterState, freed: set[int]) -> None:
+        """Jobs left ``freed`` nodes: the unfit shapes that fit one of them are candidates again."""
+        unfit = self.unfit
+        if freed and unfit:
+            ids = np.fromiter(unfit, dtype=np.int64)
+            ok = np.zeros(len(ids), dtype=bool)
+            for node in freed:
+                ok |= state.shapes_fit_node(self.shapes.tasks, ids, node)
+            for s in ids[ok].tolist():
+                unfit.discard(s)
+                self.fit[s] = UNKNOWN
+                self.cands.add(s)
+
+    def backfill_pass(self, try_start: Callable[[int, int], bool]) -> None:
+        """Offer the head of every candidate shape, in queue order, to ``try_start(job, shape)`` (True: started;
+        False: the shape is unfit now) until no candidate is left."""
+        buckets = self.buckets
+        heap = [(buckets[s][0], s) for s in self.cands]
+        heapq.heapify(heap)
+        while heap:
+            (_, _, j), s = heapq.heappop(heap)
+            if try_start(j, s) and s in buckets:
+                heapq.heappush(heap, (buckets[s][0], s))
+
+    def fifo_pass(self, try_start: Callable[[int, int], bool]) -> None:
+        """Offer the head of the queue to ``try_start`` while it starts (a blocking discipline)."""
+        buckets, fit = self.buckets, self.fit
+        while buckets:
+            (_, _, j), s = min((b[0], s) for s, b in buckets.items())
+            if fit[s] == UNFIT or not try_start(j, s):
+                return
+
+    def refresh(self, state: ClusterState, touched: set[int]) -> None:
+        """At the end of an instant: whether every candidate shape nobody tried (behind a FIFO head) fits, by its
+        witness node if that node is untouched or still holds it, else by a search (none: unfit)."""
+        fit, witness, task = self.fit, self.witness, self.shapes.task
+        for s in list(self.cands):
+            w = int(witness[s])
+            if fit[s] == FIT and (w not in touched or state.shapes_fit_node(self.shapes.tasks, [s], w)[0]):
+                continue
+            where = np.flatnonzero(state.feasible_nodes(task[s]))
+            if len(where):
+                fit[s], witness[s] = FIT, where[0]
+            else:
+                self.set_unfit(s)
+
+    def blocked(self, free_milli: int) -> tuple[int, int]:
+        """Of the pending jobs with GPU demand whose shape fits no node, the most that ``free_milli`` could hold
+        together, smallest demand first: (jobs, their milli-GPU)."""
+        demand, buckets = self.shapes.demand, self.buckets
+        jobs = milli = 0
+        for d, s in sorted((int(demand[s]), s) for s in self.unfit if demand[s] > 0):
+            k = min(len(buckets[s]), (free_milli - milli) // d)       # smallest first, within the free total
+            if k == 0:
+                break
+            jobs += k
+            milli += k * d
+        return jobs, milli
+
+    def first_unfit(self, k: int) -> list[int]:
+        """The first ``k`` pending jobs, in queue order, whose shape fits no node."""
+        buckets = self.buckets
+        return [e[2] for e in heapq.nsmallest(k, (e for s in self.unfit for e in buckets[s]))]
+
+    def queued(self) -> list[int]:
+        """Every pending job, in queue order."""
+        return [e[2] for e in sorted(e for b in self.buckets.values() for e in b)]
+
+    def present(self) -> np.ndarray:
+        """Every pending job in queue order (key, submission, index), int64."""
+        ids = np.array([e[2] for bucket in self.buckets.values() for e in bucket], dtype=np.int64)
+        if len(ids):
+            ids = ids[np.lexsort((ids, self.submit[ids], self.keys[ids]))]
+        return ids

@@ -1,0 +1,146 @@
+"""The placement step of the time engine: the policy's choice, the one feasibility rule, runs started and ended.
+
+:class:`Placer` owns the run's :class:`~fgdopt.state.ClusterState` (every placement and removal goes through
+:meth:`~fgdopt.state.ClusterState.place` / :meth:`~fgdopt.state.ClusterState.remove`, the one feasibility rule), the
+policy call, the GPU tenants of co-located jobs and their re-rating (:mod:`fgdopt.interference`), the allocation and
+running counters, and the nodes touched and freed in the current instant. Starting, ending, evicting and re-rating a
+job's run are its methods: each updates the state, the job's row of the :class:`~fgdopt.timeline.jobtable.JobTable`
+and its event on the :class:`~fgdopt.timeline.clock.Clock` together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from fgdopt.interference import Interference
+from fgdopt.model import GPU_MILLI, Cluster
+from fgdopt.policies import Policy, PolicyError
+from fgdopt.state import ClusterState, InfeasiblePlacement
+from fgdopt.timeline.clock import Clock
+from fgdopt.timeline.jobtable import PENDING, JobTable
+from fgdopt.timeline.pending import PendingQueue, Shapes
+
+
+class Placer:
+    """Places and removes the run's jobs (module docstring).
+
+    Parameters
+    ----------
+    state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; ``label``
+    names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock : the run's
+    job table and clock. interference : co-location slowdowns, or None.
+
+    Attributes
+    ----------
+    alloc, running : allocated milli-GPU and running jobs now. touched, freed : the nodes placed on or removed from,
+    and removed from, in the current instant (the engine renews them each instant). tenants : (node, GPU) -> the
+    sharing jobs on it (kept with interference only).
+    """
+
+    def __init__(self, state: ClusterState, policy: Policy, job_aware: bool, label: str, shapes: Shapes,
+                 jobs: JobTable, clock: Clock, interference: Interference | None):
+        self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
+        self.shapes, self.jobs, self.clock, self.interference = shapes, jobs, clock, interference
+        self.tasks = state.tasks
+        self.cluster: Cluster = state.cluster
+        self.demand = self.tasks.gpu_demand
+        self.tenants: dict[tuple[int, int], set[int]] = {}
+        self.alloc = self.running = 0
+        self.touched: set[int] = set()
+        self.freed: set[int] = set()
+
+    def ask(self, j: int):
+        """The policy's choice for job ``j`` (None: it fits nowhere)."""
+        try:
+            if self.job_aware:
+                return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j)
+            return self.policy(self.state, self.shapes.task[self.shapes.of[j]])
+        except Exception as exc:
+            raise PolicyError(f"policy {self.label!r} raised {type(exc).__name__} on job {j} "
+                              f"({self.tasks.names[j]}) at {self.clock.now} s: {exc}") from exc
+
+    def start(self, j: int, choice) -> None:
+        """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now."""
+        now = self.clock.now
+        try:
+            node, gpus, *starts = choice                           # MIG policies add the start slices
+            choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
+            self.state.place(j, *choice)
+        except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+            raise PolicyError(f"policy {self.label!r} chose {choice!r} for job {j} ({self.tasks.names[j]}) at {now} "
+                              f"s, where it does not fit: {exc}") from None
+        jobs = self.jobs
+        node, gpus = choice[0], choice[1]
+        jobs.begin(j, now, node, gpus[0] if gpus else -1)
+        interference = self.interference
+        if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
+            others = set()
+            for g in gpus:
+                others |= self.tenants.setdefault((node, g), set())
+                self.tenants[(node, g)].add(j)
+            jobs.rate[j] *= interference.slowdown(self.cluster.model[node], j, others)
+            for o in others:
+                self.rerate(o)
+        if jobs.rate[j] <= 0:
+            raise PolicyError(f"job {j} ({self.tasks.names[j]}) started at {now} s on node {node}, GPU model "
+                              f"{self.cluster.model[node]}, where its speed is 0")
+        self.alloc += int(self.demand[j])
+        self.running += 1
+        self.touched.add(int(node))
+        wall = jobs.launch(j, now)
+        if math.isfinite(wall):
+            self.clock.at(now + wall, j)
+
+    def rerate(self, j: int) -> None:
+        """Running job ``j``'s GPU companions changed: it continues at its new speed (:meth:`JobTable.rerate`)."""
+        node = int(self.state.node_of[j])
+        jobs = self.jobs
+        rate = jobs.pace[j, jobs.model_of[node]] * self.interference.slowdown(
+            self.cluster.model[node], j, {o for g in self.state.gpus_of[j] for o in self.tenants[(node, g)]} - {j})
+        self.clock.at(jobs.rerate(j, self.clock.now, rate), j)
+
+    def leave(self, j: int) -> int:
+        """Job ``j`` stops running now (finish or eviction); returns its node."""
+        state = self.state
+        node = int(state.node_of[j])
+        gpus = state.gpus_of[j]
+        state.remove(j)
+        if self.interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
+            others = set()
+            for g in gpus:
+                self.tenants[(node, g)].discard(j)
+                others |= self.tenants[(node, g)]
+            for o in others:
+                self.rerate(o)
+        self.alloc -= int(self.demand[j])
+        self.running -= 1
+        self.clock.cancel(j)
+        self.jobs.stop(j, self.clock.now)
+        self.freed.add(node)
+        return node
+
+    def finish(self, j: int) -> None:
+        """Job ``j``'s run ended with its work done."""
+        self.leave(j)
+        self.jobs.finish(j, self.clock.now)
+
+    def evict(self, j: int, kind: str, queue: PendingQueue, restart_s: Callable[[int], float], mechanism) -> None:
+        """Preempt, suspend, migrate or (MIG re-layout) evict running job ``j`` (:mod:`fgdopt.timeline.preemption`)
+        and requeue it."""
+        self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
+                        getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
+                        if kind == "suspend" else 0.0)
+        self.leave(j)
+        self.jobs.status[j] = PENDING
+        queue.enqueue(j)
+
+    def try_start(self, j: int, s: int, queue: PendingQueue) -> bool:
+        """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in ``queue``."""
+        choice = self.ask(j)
+        if choice is None:
+            queue.set_unfit(s)
+            return False
+        queue.withdraw(j)
+        self.start(j, choice)
+        return True
