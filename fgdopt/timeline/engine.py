@@ -110,6 +110,7 @@ class _View:
                  clock: Clock, workload: Workload, restart_s: Callable[[int], float]):
         self.state, self.priority, self.workload, self.restart_s = state, priority, workload, restart_s
         self.first_gpu, self.left_at = jobs.first_gpu, jobs.left_at
+        self.node_revision = None                                  # set by simulate (the placer's)
         self._jobs, self._queue, self._clock = jobs, queue, clock
         self._demand = state.tasks.gpu_demand
 
@@ -329,13 +330,13 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     clock = Clock(n)
     table = JobTable(jobs, pace, model_of, ckpt)
     pending = PendingQueue(shapes, qkey, submit, tasks.gpu_demand)
-    placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, interference)
+    placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, pending, interference)
     recorder = Recorder(state, workload, frag, snapshots)
     view = _View(state, jobs.priority, table, pending, clock, workload, restart_s)
+    view.node_revision = placer.node_revision
     events = instants = 0
 
-    def try_start(j: int, s: int) -> bool:
-        return placer.try_start(j, s, pending)
+    try_start = placer.try_start
 
     def schedule() -> None:
         """One scheduling pass of the discipline."""
@@ -347,9 +348,12 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     def unblock() -> None:
         """Jobs left nodes: they are touched, and the unfit shapes are tested on them."""
-        placer.touched.update(placer.freed)
-        pending.unblock(state, placer.freed)
-        placer.freed.clear()
+        freed = placer.freed
+        if freed:
+            placer.touched.update(freed)
+            if pending.unfit:
+                pending.unblock(state, freed)
+            freed.clear()
 
     next_arrival = 0
     status = table.status
@@ -365,7 +369,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         woken = now == clock.wake
         if woken:
             clock.wake = math.inf
-        recorder.snapshots_before(now, table, pending, placer.alloc)
+        if recorder.snap_times and recorder.snap_times[0] < now:
+            recorder.snapshots_before(now, table, pending, placer.alloc)
         clock.now = now
         instants += 1
         placer.touched, placer.freed = set(), set()
@@ -423,15 +428,15 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
     """Carry out a mechanism's plan (:class:`~fgdopt.timeline.preemption.Plan`): its evictions, then its starts."""
     if plan.kind in ("migrate", "round"):                           # evictions, then placements, as planned
         for move in plan.moves:
-            placer.evict(move.task, "migrate", pending, restart_s, mech)
+            placer.evict(move.task, "migrate", restart_s, mech)
         for v in plan.victims:
-            placer.evict(v, "preempt", pending, restart_s, mech)
+            placer.evict(v, "preempt", restart_s, mech)
         for move in (*plan.moves, *plan.admits):
             pending.withdraw(move.task)
             placer.start(move.task, (move.node, move.gpus))
     else:
         for v in plan.victims:
-            placer.evict(v, plan.kind, pending, restart_s, mech)
+            placer.evict(v, plan.kind, restart_s, mech)
         choice = placer.ask(plan.job) if plan.where is None else plan.where
         if choice is None:
             raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")

@@ -108,9 +108,10 @@ class JobTable:
         """Job ``j`` finished at ``now`` (its run's work done; after :meth:`stop`)."""
         self.status[j] = FINISHED
         self.finish_s[j] = now
-        self.overhead_s[j] += max((now - self.run_start[j]) - self.run_wall[j], 0.0)   # restart and checkpoint time
-        self.busy_s[j] += self.run_wall[j]
-        self.saved[j] += self.run_wall[j] * self.rate[j]
+        wall = self.run_wall[j]
+        self.overhead_s[j] += max((now - self.run_start[j]) - wall, 0.0)             # restart and checkpoint time
+        self.busy_s[j] += wall
+        self.saved[j] += wall * self.rate[j]
 
     def evict(self, j: int, now: float, kind: str, restart_s: Callable[[int], float], migrate_s: float = 0.0,
               suspend_s: float = 0.0) -> None:

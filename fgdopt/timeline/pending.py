@@ -12,6 +12,7 @@ and the next pass costs nothing until something leaves or arrives.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable
 
@@ -61,6 +62,8 @@ class PendingQueue:
         self.cands: set[int] = set()                                   # pending shapes that may fit
         self.unfit: set[int] = set()                                   # pending shapes that fit no node
         self.pending = self.pending_milli = 0
+        self._top: list[tuple[float, float, int]] | None = None        # first_unfit's entries, kept up to date
+        self._top_k = 0
 
     def __bool__(self) -> bool:
         return bool(self.buckets)
@@ -68,16 +71,22 @@ class PendingQueue:
     def enqueue(self, j: int) -> None:
         """Job ``j`` joins the queue (at its submission, or evicted: it keeps its place by key and submission)."""
         s = int(self.shapes.of[j])
-        heapq.heappush(self.buckets.setdefault(s, []), (self.keys[j], float(self.submit[j]), j))
+        entry = (self.keys[j], float(self.submit[j]), j)
+        heapq.heappush(self.buckets.setdefault(s, []), entry)
         self.pending += 1
         self.pending_milli += int(self.demand[j])
         if self.fit[s] != UNFIT:
             self.cands.add(s)
+        elif (top := self._top) is not None and (len(top) < self._top_k or entry < top[-1]):
+            bisect.insort(top, entry)
+            del top[self._top_k:]
 
     def withdraw(self, j: int) -> None:
         """Pending job ``j`` leaves the queue (to start)."""
         s = int(self.shapes.of[j])
         bucket = self.buckets[s]
+        if self._top is not None and self.fit[s] == UNFIT and any(e[2] == j for e in self._top):
+            self._top = None
         if bucket[0][2] == j:
             heapq.heappop(bucket)
         else:                                                       # a mechanism's beneficiary, inside the queue
@@ -93,6 +102,8 @@ class PendingQueue:
 
     def set_unfit(self, s: int) -> None:
         """Shape ``s`` fits no node."""
+        if self._top is not None and s not in self.unfit:
+            self._top = heapq.nsmallest(self._top_k, self._top + self.buckets[s])
         self.fit[s] = UNFIT
         self.cands.discard(s)
         self.unfit.add(s)
@@ -105,10 +116,13 @@ class PendingQueue:
             ok = np.zeros(len(ids), dtype=bool)
             for node in freed:
                 ok |= state.shapes_fit_node(self.shapes.tasks, ids, node)
-            for s in ids[ok].tolist():
+            back = ids[ok].tolist()
+            for s in back:
                 unfit.discard(s)
                 self.fit[s] = UNKNOWN
                 self.cands.add(s)
+            if back and self._top is not None and np.isin(self.shapes.of[[e[2] for e in self._top]], back).any():
+                self._top = None
 
     def backfill_pass(self, try_start: Callable[[int, int], bool]) -> None:
         """Offer the head of every candidate shape, in queue order, to ``try_start(job, shape)`` (True: started;
@@ -157,9 +171,12 @@ class PendingQueue:
         return jobs, milli
 
     def first_unfit(self, k: int) -> list[int]:
-        """The first ``k`` pending jobs, in queue order, whose shape fits no node."""
-        buckets = self.buckets
-        return [e[2] for e in heapq.nsmallest(k, (e for s in self.unfit for e in buckets[s]))]
+        """The first ``k`` pending jobs, in queue order, whose shape fits no node (kept up to date between calls by
+        every change of the unfit shapes' jobs: the first ``k`` of a set are unique, whatever the way to them)."""
+        if self._top is None or self._top_k != k:
+            buckets = self.buckets
+            self._top, self._top_k = heapq.nsmallest(k, (e for s in self.unfit for e in buckets[s])), k
+        return [e[2] for e in self._top]
 
     def queued(self) -> list[int]:
         """Every pending job, in queue order."""

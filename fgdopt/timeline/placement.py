@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.policies import Policy, PolicyError
@@ -28,20 +30,22 @@ class Placer:
     Parameters
     ----------
     state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; ``label``
-    names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock : the run's
-    job table and clock. interference : co-location slowdowns, or None.
+    names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
+    run's job table, clock and pending queue (a job starts from it, an evicted one returns to it). interference :
+    co-location slowdowns, or None.
 
     Attributes
     ----------
     alloc, running : allocated milli-GPU and running jobs now. touched, freed : the nodes placed on or removed from,
     and removed from, in the current instant (the engine renews them each instant). tenants : (node, GPU) -> the
-    sharing jobs on it (kept with interference only).
+    sharing jobs on it (kept with interference only). node_revision : int64 per node, the state's ``revision``
+    right after the node's latest placement or removal (what a mechanism's cache compares).
     """
 
     def __init__(self, state: ClusterState, policy: Policy, job_aware: bool, label: str, shapes: Shapes,
-                 jobs: JobTable, clock: Clock, interference: Interference | None):
+                 jobs: JobTable, clock: Clock, queue: PendingQueue, interference: Interference | None):
         self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
-        self.shapes, self.jobs, self.clock, self.interference = shapes, jobs, clock, interference
+        self.shapes, self.jobs, self.clock, self.queue, self.interference = shapes, jobs, clock, queue, interference
         self.tasks = state.tasks
         self.cluster: Cluster = state.cluster
         self.demand = self.tasks.gpu_demand
@@ -49,6 +53,7 @@ class Placer:
         self.alloc = self.running = 0
         self.touched: set[int] = set()
         self.freed: set[int] = set()
+        self.node_revision = np.zeros(self.cluster.n_nodes, dtype=np.int64)   # state.revision at each node's change
 
     def ask(self, j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere)."""
@@ -72,6 +77,7 @@ class Placer:
                               f"s, where it does not fit: {exc}") from None
         jobs = self.jobs
         node, gpus = choice[0], choice[1]
+        self.node_revision[node] = self.state.revision
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
         interference = self.interference
         if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
@@ -106,6 +112,7 @@ class Placer:
         node = int(state.node_of[j])
         gpus = state.gpus_of[j]
         state.remove(j)
+        self.node_revision[node] = state.revision
         if self.interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
             others = set()
             for g in gpus:
@@ -125,7 +132,7 @@ class Placer:
         self.leave(j)
         self.jobs.finish(j, self.clock.now)
 
-    def evict(self, j: int, kind: str, queue: PendingQueue, restart_s: Callable[[int], float], mechanism) -> None:
+    def evict(self, j: int, kind: str, restart_s: Callable[[int], float], mechanism) -> None:
         """Preempt, suspend, migrate or (MIG re-layout) evict running job ``j`` (:mod:`fgdopt.timeline.preemption`)
         and requeue it."""
         self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
@@ -133,14 +140,14 @@ class Placer:
                         if kind == "suspend" else 0.0)
         self.leave(j)
         self.jobs.status[j] = PENDING
-        queue.enqueue(j)
+        self.queue.enqueue(j)
 
-    def try_start(self, j: int, s: int, queue: PendingQueue) -> bool:
-        """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in ``queue``."""
+    def try_start(self, j: int, s: int) -> bool:
+        """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in the queue."""
         choice = self.ask(j)
         if choice is None:
-            queue.set_unfit(s)
+            self.queue.set_unfit(s)
             return False
-        queue.withdraw(j)
+        self.queue.withdraw(j)
         self.start(j, choice)
         return True

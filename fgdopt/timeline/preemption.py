@@ -169,6 +169,7 @@ class View(Protocol):
     workload: Workload              # the run's target workload M
     work_s: np.ndarray              # progress of each job so far, seconds of work at speed 1 (kept or not)
     restart_s: Callable[[int], float]   # the run's restart cost, s, by GPU count
+    node_revision: np.ndarray       # optional: per node, the state's ``revision`` after the node's latest change
 
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
@@ -189,10 +190,12 @@ class Mechanism(Protocol):
     def plan(self, view: View) -> Plan | None: ...
 
 
-def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: np.ndarray) -> tuple | None:
+def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost, where: np.ndarray | None = None
+                    ) -> tuple | None:
     """The best (size, cost, node, victims) for job ``j`` among the running ``candidates``: subsets by increasing
     size over every node where evicting all of its candidates frees enough CPU, memory and GPU in total (the
-    cheapest fitting subset of the smallest size; :meth:`ClusterState.fits_without`, the one feasibility rule)."""
+    cheapest fitting subset of the smallest size; :meth:`ClusterState.fits_without`, the one feasibility rule).
+    ``cost`` is indexed by job (milli-GPU x s lost); ``where`` (bool per node) limits the nodes searched."""
     task = state.tasks[j]
     tasks = state.tasks
     nodes = state.node_of[candidates]
@@ -204,7 +207,15 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: n
     hopeful &= (state.cluster.gpu >= task.num_gpu) & (np.bincount(nodes, minlength=size) > 0)
     if task.num_gpu:
         hopeful &= state.spec_mask(task.gpu_spec)
-    on = {n: candidates[nodes == n].tolist() for n in np.flatnonzero(hopeful).tolist()}
+    if where is not None:
+        hopeful &= where
+    keep = hopeful[nodes]                                     # the candidates on hopeful nodes, grouped by node
+    by_node = np.argsort(nodes[keep], kind="stable")
+    jobs_on, nodes_on = candidates[keep][by_node], nodes[keep][by_node]
+    hop = np.flatnonzero(hopeful)
+    bounds = np.searchsorted(nodes_on, hop, side="left").tolist() + [len(nodes_on)]
+    jobs_on = jobs_on.tolist()
+    on = {n: jobs_on[bounds[i]:bounds[i + 1]] for i, n in enumerate(hop.tolist())}
     for k in range(1, EXACT_VICTIMS + 1):
         found = [(float(cost[list(v)].sum()), n, v) for n, jobs in on.items() if len(jobs) >= k
                  for v in itertools.islice(itertools.combinations(jobs, k), MAX_SUBSETS)
@@ -217,14 +228,59 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost: n
     return min(found) if found else None
 
 
-def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray) -> Plan | None:
+class _Lazy:
+    """An array computed at its first indexing (the progress an eviction would lose: one per plan, if needed)."""
+
+    def __init__(self, make: Callable[[], np.ndarray]):
+        self.make, self.value = make, None
+
+    def __getitem__(self, index):
+        if self.value is None:
+            self.value = self.make()
+        return self.value[index]
+
+
+class Failures:
+    """The pending jobs whose victim search failed, each with the state revision it failed at, so that the next
+    search for them looks only at the nodes changed since (``view.node_revision``, the revision of every node's
+    latest change). Exact while the ranks stay those of the failures (``key``): a node's candidates and free
+    capacity change only with a placement or removal on it, so a node where no victims fitted still has none."""
+
+    def __init__(self):
+        self.state: ClusterState | None = None
+        self.key: np.ndarray | None = None
+        self.at: dict[int, int] = {}
+
+    def bind(self, view: View, key: np.ndarray | None = None) -> np.ndarray | None:
+        """The node revisions of ``view`` (None: it has none, nothing is remembered); forgets every failure of
+        another run or other ranks (``key``)."""
+        revisions = getattr(view, "node_revision", None)
+        if revisions is not None and (self.state is not view.state or (
+                key is not None and (self.key is None or not np.array_equal(key, self.key)))):
+            self.state, self.key, self.at = view.state, key, {}
+        return revisions
+
+
+def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray, failures: Failures | None = None,
+                      key: np.ndarray | None = None) -> Plan | None:
     """The first pending job of ``order`` for which evicting running jobs of lower ``rank`` can make room: the
-    fewest such jobs (:func:`_fewest_victims`), preempted."""
-    running = np.flatnonzero(view.state.node_of >= 0)
+    fewest such jobs (:func:`_fewest_victims`), preempted. With ``failures`` (ranks that change only with ``key``),
+    a job whose search failed is searched again only on the nodes changed since (:class:`Failures`)."""
+    state = view.state
+    running = np.flatnonzero(state.node_of >= 0)
+    revisions = failures.bind(view, key) if failures is not None else None
+    cost = _Lazy(lambda: view.lost_if_evicted)
     for j in order if len(running) else ():
+        where = None
+        if revisions is not None and j in failures.at:
+            where = revisions > failures.at[j]
+            if not where.any():
+                continue
         lower = running[rank[running] < rank[j]]
-        if len(lower) and (found := _fewest_victims(view.state, j, lower, view.lost_if_evicted)) is not None:
+        if len(lower) and (found := _fewest_victims(state, j, lower, cost, where)) is not None:
             return Plan(j, found[3], "preempt")
+        if revisions is not None:
+            failures.at[j] = state.revision
     return None
 
 
@@ -237,15 +293,16 @@ class NoMechanism:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass
 class PriorityPreemption:
     """``priority`` / ``transparent`` (module docstring)."""
 
     name: str = "priority"
     checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
+    failures: Failures = field(default_factory=Failures, repr=False, compare=False)
 
     def plan(self, view: View) -> Plan | None:
-        return _preempt_for_rank(view, view.pending(), view.priority)
+        return _preempt_for_rank(view, view.pending(), view.priority, self.failures)
 
 
 @dataclass
@@ -257,6 +314,7 @@ class TiresiasLAS:
     thresholds: tuple[float, ...] = (3250.0,)
     starvation: float = 0.0
     promoted: dict = field(default_factory=dict)           # job -> its run seconds when last promoted to Q0
+    failures: Failures = field(default_factory=Failures, repr=False, compare=False)
 
     def queues(self, view: View) -> np.ndarray:
         """The queue of every job (0 = highest priority) from its attained GPU-seconds since its last promotion."""
@@ -276,19 +334,32 @@ class TiresiasLAS:
                 if queue[j] > 0 and waited >= self.starvation * (view.run_s[j] - self.promoted.get(j, 0.0)):
                     self.promoted[j] = float(view.run_s[j])
                     queue[j] = 0
-        return _preempt_for_rank(view, sorted(pending, key=lambda j: queue[j]), -queue)   # stable within a queue
+        return _preempt_for_rank(view, sorted(pending, key=lambda j: queue[j]), -queue,   # stable within a queue
+                                 self.failures, queue)
 
 
-@dataclass(frozen=True)
+@dataclass
 class AffinodeSuspension:
-    """``affinode`` (module docstring)."""
+    """``affinode`` (module docstring). Its plan is a function of the state and the pending jobs alone, so a search
+    that failed is not repeated until one of them changes (``failed``: the state, its revision, the pending jobs)."""
 
     name: str = "affinode"
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     suspend_s: float = 7.0
     restore_s: float = 7.0
+    failed: tuple = field(default=(None, -1, ()), repr=False, compare=False)
 
     def plan(self, view: View) -> Plan | None:
+        state = view.state
+        pending = view.pending()
+        if self.failed[0] is state and self.failed[1] == state.revision and self.failed[2] == pending:
+            return None
+        plan = self._search(view, pending)
+        if plan is None:
+            self.failed = (state, state.revision, pending)
+        return plan
+
+    def _search(self, view: View, pending: list[int]) -> Plan | None:
         state = view.state
         tasks = state.tasks
         running = np.flatnonzero(state.node_of >= 0)
@@ -305,7 +376,7 @@ class AffinodeSuspension:
         prefix = np.cumsum(np.sort(cost, axis=1), axis=1)
         free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
         total_free = int(state.gpu_left.sum())
-        for j in view.pending():
+        for j in pending:
             if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free:
                 continue
             need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
