@@ -8,6 +8,7 @@ changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove`
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,6 +177,29 @@ class ClusterState:
         for v in victims:
             row[list(self.gpus_of[v])] += tasks.gpu_milli[v]
         return bool(gpu_fits(row, task.num_gpu, task.gpu_milli))
+
+    def fits_without_each(self, task: Task, victims) -> np.ndarray:
+        """For every placed task ``v`` of ``victims``: whether ``task`` would fit ``v``'s node if ``v`` alone left
+        it, i.e. ``fits_without(task, node_of[v], [v])`` for all of them at once (bool array; the same rule)."""
+        victims = np.asarray(victims, dtype=np.int64)
+        if self.mig is not None:
+            return np.array([self.fits_without(task, int(self.node_of[v]), [v]) for v in victims.tolist()], dtype=bool)
+        tasks = self.tasks
+        nodes = self.node_of[victims]
+        ok = ((self.cpu_left[nodes] + tasks.cpu_milli[victims] >= task.cpu_milli)
+              & (self.mem_left[nodes] + tasks.memory_mib[victims] >= task.memory_mib))
+        if task.num_gpu == 0:
+            return ok
+        ok &= self.spec_mask(task.gpu_spec)[nodes]
+        left = np.flatnonzero(ok)                                  # the GPU rule where CPU and memory fit
+        gpus = [self.gpus_of[v] for v in victims[left].tolist()]
+        count = np.fromiter(map(len, gpus), dtype=np.int64, count=len(gpus))
+        rows = self.gpu_left[nodes[left]]                          # a copy (fancy indexing): each victim's GPUs back
+        np.add.at(rows, (np.repeat(np.arange(len(left)), count),
+                         np.fromiter(itertools.chain.from_iterable(gpus), dtype=np.int64, count=int(count.sum()))),
+                  np.repeat(tasks.gpu_milli[victims[left]], count))
+        ok[left] = gpu_fits(rows, task.num_gpu, task.gpu_milli)
+        return ok
 
     def fits(self, task: Task, node: int) -> bool:
         """Whether ``task`` fits ``node`` now (some choice of GPUs exists)."""

@@ -24,7 +24,9 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     fewest such jobs that do (exact over subsets of up to :data:`EXACT_VICTIMS` jobs, ties: the least progress
     lost, in milli-GPU seconds; at most :data:`MAX_SUBSETS` subsets of a size per node), and the node of fewest
     victims (ties: least lost, then lowest index).
-    Checkpoints every 30 minutes of progress by default.
+    Checkpoints every 30 minutes of progress by default. A job whose search found nothing is searched again only on
+    the nodes that changed since (:class:`Failures`; the same plans, without repeating a fruitless search at every
+    instant while jobs are blocked).
 ``transparent``
     ``priority`` with transparent checkpoints (Singularity): preemption loses no progress.
 ``affinode``
@@ -190,6 +192,32 @@ class Mechanism(Protocol):
     def plan(self, view: View) -> Plan | None: ...
 
 
+def _room_test(state: ClusterState, task, on: dict[int, list[int]]) -> Callable[[int, tuple], bool]:
+    """A quick necessary condition of :meth:`~fgdopt.state.ClusterState.fits_without` for ``task`` on the nodes of
+    ``on`` (node -> its candidate victims): the node's free CPU, memory and total free milli-GPU plus the victims'
+    cover the task's (a GPU demand of ``num_gpu x gpu_milli`` needs at least that much free in total). It only
+    skips subsets the rule would refuse; the rule decides the others. On MIG (slices) it passes everything."""
+    if state.mig is not None:
+        return lambda n, victims: True
+    tasks = state.tasks
+    need_cpu, need_mem, need_gpu = int(task.cpu_milli), int(task.memory_mib), int(task.gpu_demand)
+    nodes = list(on)
+    room = dict(zip(nodes, zip(state.cpu_left[nodes].tolist(), state.mem_left[nodes].tolist(),
+                               state.gpu_left[nodes].sum(axis=1).tolist(), strict=True), strict=True))
+    jobs = [v for victims in on.values() for v in victims]
+    size = dict(zip(jobs, zip(tasks.cpu_milli[jobs].tolist(), tasks.memory_mib[jobs].tolist(),
+                              tasks.gpu_demand[jobs].tolist(), strict=True), strict=True))
+
+    def may_fit(n: int, victims: tuple) -> bool:
+        cpu, mem, gpu = room[n]
+        for v in victims:
+            c, m, g = size[v]
+            cpu, mem, gpu = cpu + c, mem + m, gpu + g
+        return cpu >= need_cpu and mem >= need_mem and gpu >= need_gpu
+
+    return may_fit
+
+
 def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost, where: np.ndarray | None = None
                     ) -> tuple | None:
     """The best (size, cost, node, victims) for job ``j`` among the running ``candidates``: subsets by increasing
@@ -199,27 +227,41 @@ def _fewest_victims(state: ClusterState, j: int, candidates: np.ndarray, cost, w
     task = state.tasks[j]
     tasks = state.tasks
     nodes = state.node_of[candidates]
-    size = state.cluster.n_nodes
-    cpu = state.cpu_left + np.bincount(nodes, tasks.cpu_milli[candidates], minlength=size)
-    mem = state.mem_left + np.bincount(nodes, tasks.memory_mib[candidates], minlength=size)
-    gpu = state.gpu_left.sum(axis=1) + np.bincount(nodes, tasks.gpu_demand[candidates], minlength=size)
+    if where is None:                                          # every node, by index
+        ids, size, pos = None, state.cluster.n_nodes, nodes
+    else:                                                      # the nodes of ``where`` only, by position in ``ids``
+        keep = where[nodes]
+        candidates, nodes = candidates[keep], nodes[keep]
+        ids = np.flatnonzero(where)
+        size, pos = len(ids), np.searchsorted(ids, nodes)
+
+    def of(values: np.ndarray) -> np.ndarray:
+        return values if ids is None else values[ids]
+
+    cpu = of(state.cpu_left) + np.bincount(pos, tasks.cpu_milli[candidates], minlength=size)
+    mem = of(state.mem_left) + np.bincount(pos, tasks.memory_mib[candidates], minlength=size)
+    gpu = of(state.gpu_left).sum(axis=1) + np.bincount(pos, tasks.gpu_demand[candidates], minlength=size)
     hopeful = (cpu >= task.cpu_milli) & (mem >= task.memory_mib) & (gpu >= task.gpu_demand)
-    hopeful &= (state.cluster.gpu >= task.num_gpu) & (np.bincount(nodes, minlength=size) > 0)
+    hopeful &= (of(state.cluster.gpu) >= task.num_gpu) & (np.bincount(pos, minlength=size) > 0)
     if task.num_gpu:
-        hopeful &= state.spec_mask(task.gpu_spec)
-    if where is not None:
-        hopeful &= where
-    keep = hopeful[nodes]                                     # the candidates on hopeful nodes, grouped by node
-    by_node = np.argsort(nodes[keep], kind="stable")
-    jobs_on, nodes_on = candidates[keep][by_node], nodes[keep][by_node]
+        hopeful &= of(state.spec_mask(task.gpu_spec))
+    keep = hopeful[pos]                                       # the candidates on hopeful nodes, grouped by node
+    by_node = np.argsort(pos[keep], kind="stable")
+    jobs_on, pos_on = candidates[keep][by_node].tolist(), pos[keep][by_node]
     hop = np.flatnonzero(hopeful)
-    bounds = np.searchsorted(nodes_on, hop, side="left").tolist() + [len(nodes_on)]
-    jobs_on = jobs_on.tolist()
-    on = {n: jobs_on[bounds[i]:bounds[i + 1]] for i, n in enumerate(hop.tolist())}
-    for k in range(1, EXACT_VICTIMS + 1):
+    bounds = np.searchsorted(pos_on, hop, side="left").tolist() + [len(pos_on)]
+    on = {n: jobs_on[bounds[i]:bounds[i + 1]] for i, n in enumerate((hop if ids is None else ids[hop]).tolist())}
+    singles = [(n, v) for n, jobs in on.items() for v in jobs[:MAX_SUBSETS]]     # one victim: all at once
+    fits = state.fits_without_each(task, [v for _, v in singles]).tolist() if singles else []
+    found = [(float(cost[v]), n, (v,)) for (n, v), ok in zip(singles, fits, strict=True) if ok]
+    if found:
+        lost, n, victims = min(found)
+        return 1, lost, n, victims
+    may_fit = _room_test(state, task, on)
+    for k in range(2, EXACT_VICTIMS + 1):
         found = [(float(cost[list(v)].sum()), n, v) for n, jobs in on.items() if len(jobs) >= k
                  for v in itertools.islice(itertools.combinations(jobs, k), MAX_SUBSETS)
-                 if state.fits_without(task, n, v)]
+                 if may_fit(n, v) and state.fits_without(task, n, v)]
         if found:
             lost, n, victims = min(found)
             return k, lost, n, victims
@@ -270,15 +312,24 @@ def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray, failures: 
     running = np.flatnonzero(state.node_of >= 0)
     revisions = failures.bind(view, key) if failures is not None else None
     cost = _Lazy(lambda: view.lost_if_evicted)
+    lowers: dict = {}                                         # rank -> the running jobs below it
+    failed = set()                                            # (task, rank) found no victims now
     for j in order if len(running) else ():
         where = None
         if revisions is not None and j in failures.at:
             where = revisions > failures.at[j]
             if not where.any():
                 continue
-        lower = running[rank[running] < rank[j]]
+        if (state.tasks[j], rank[j]) in failed:               # the same shape and rank: the same answer
+            if revisions is not None:
+                failures.at[j] = state.revision
+            continue
+        lower = lowers.get(rank[j])
+        if lower is None:
+            lower = lowers[rank[j]] = running[rank[running] < rank[j]]
         if len(lower) and (found := _fewest_victims(state, j, lower, cost, where)) is not None:
             return Plan(j, found[3], "preempt")
+        failed.add((state.tasks[j], rank[j]))
         if revisions is not None:
             failures.at[j] = state.revision
     return None
@@ -376,9 +427,12 @@ class AffinodeSuspension:
         prefix = np.cumsum(np.sort(cost, axis=1), axis=1)
         free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
         total_free = int(state.gpu_left.sum())
+        demand = tasks.gpu_demand
+        tried = set()                                          # the shapes found without a plan now
         for j in pending:
-            if tasks.gpu_milli[j] != GPU_MILLI or tasks.gpu_demand[j] > total_free:
+            if tasks.gpu_milli[j] != GPU_MILLI or demand[j] > total_free or (task := tasks[j]) in tried:
                 continue
+            tried.add(task)
             need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
             ok = (need >= 1) & (need <= state.cluster.gpu) & state.spec_mask(tasks.gpu_spec[j])
             price = np.where(ok, np.take_along_axis(prefix, np.clip(need - 1, 0, None)[:, None], axis=1)[:, 0], np.inf)
