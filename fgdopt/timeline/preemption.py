@@ -413,34 +413,38 @@ class AffinodeSuspension:
     def _search(self, view: View, pending: list[int]) -> Plan | None:
         state = view.state
         tasks = state.tasks
+        total_free = int(state.gpu_left.sum())
+        demand = tasks.gpu_demand
+        blocked, seen = [], set()                              # the whole-GPU jobs to try, one per shape
+        for j in pending:
+            if tasks.gpu_milli[j] == GPU_MILLI and demand[j] <= total_free and (task := tasks[j]) not in seen:
+                seen.add(task)
+                blocked.append(j)
         running = np.flatnonzero(state.node_of >= 0)
         sharing = running[(tasks.num_gpu[running] == 1) & (tasks.gpu_milli[running] < GPU_MILLI)]
-        if not len(sharing):
+        if not len(sharing) or not blocked:
             return None
         # per GPU: the sharing demand on it; a GPU can be cleared when sharing jobs are all it holds
         gpu_of = view.first_gpu[sharing]
+        node_of = state.node_of[sharing]
         shared = np.zeros_like(state.gpu_left)
-        np.add.at(shared, (state.node_of[sharing], gpu_of), tasks.gpu_demand[sharing])
+        np.add.at(shared, (node_of, gpu_of), demand[sharing])
         used = GPU_MILLI - state.gpu_left
         exists = np.arange(state.gpu_left.shape[1])[None, :] < state.cluster.gpu[:, None]
         cost = np.where(exists & (used > 0) & (shared == used), used, np.inf)   # milli-GPU to suspend per GPU
         prefix = np.cumsum(np.sort(cost, axis=1), axis=1)
         free_gpus = (exists & (state.gpu_left == GPU_MILLI)).sum(axis=1)
-        total_free = int(state.gpu_left.sum())
-        demand = tasks.gpu_demand
-        tried = set()                                          # the shapes found without a plan now
-        for j in pending:
-            if tasks.gpu_milli[j] != GPU_MILLI or demand[j] > total_free or (task := tasks[j]) in tried:
-                continue
-            tried.add(task)
+        for j in blocked:
             need = int(tasks.num_gpu[j]) - free_gpus                  # GPUs to clear on each node
             ok = (need >= 1) & (need <= state.cluster.gpu) & state.spec_mask(tasks.gpu_spec[j])
             price = np.where(ok, np.take_along_axis(prefix, np.clip(need - 1, 0, None)[:, None], axis=1)[:, 0], np.inf)
             for n in np.argsort(price, kind="stable")[:EXACT_NODES].tolist():
                 if not np.isfinite(price[n]):
                     break
-                cleared = np.argsort(cost[n], kind="stable")[:need[n]]
-                victims = tuple(sharing[(state.node_of[sharing] == n) & np.isin(gpu_of, cleared)].tolist())
+                cleared = np.zeros(cost.shape[1], dtype=bool)           # the GPUs to clear on node n
+                cleared[np.argsort(cost[n], kind="stable")[:need[n]]] = True
+                here = node_of == n
+                victims = tuple(sharing[here][cleared[gpu_of[here]]].tolist())
                 if state.fits_without(tasks[j], n, victims):            # CPU and memory too (the one rule)
                     return Plan(j, victims, "suspend")
         return None
