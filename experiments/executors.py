@@ -114,22 +114,28 @@ class RunJournal:
     Parameters
     ----------
     folder : where the results go, normally ``OUTPUT/.runs/STUDY`` (:meth:`for_study`).
-    resume : keep the runs already in ``folder`` (``--resume``); otherwise they are deleted first, so a sweep
+    resume : keep the runs already in ``folder`` (``--resume``); otherwise they are ignored, and deleted when
+        the first run of this sweep is saved (a sweep that fails before finishing any run keeps them), so a sweep
         without ``--resume`` starts afresh.
 
     Notes
     -----
     A run's key is the SHA-256 of its inputs as canonical JSON (:meth:`key`): the study passes, per job, every
-    input that changes its result (the job's arguments, its parameters; not the worker count). Results are
-    pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
+    input that changes its result (the job's arguments, its parameters; not the worker count), with each input
+    file as the digest of its content (:func:`content_digest`), not its path: a file edited since is a new run.
+    Results are pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
     killed while writing leaves no half file; a file that does not unpickle (written by another version of the
     code) counts as not finished.
     """
 
     def __init__(self, folder: str | os.PathLike, *, resume: bool = False):
         self.folder = Path(folder)
-        if not resume and self.folder.exists():
+        self._stale = not resume             # without --resume: ignore the runs there, delete them at the first save
+
+    def _clear(self) -> None:
+        if self._stale and self.folder.exists():
             shutil.rmtree(self.folder)
+        self._stale = False
         self.folder.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -148,6 +154,8 @@ class RunJournal:
 
     def load(self, inputs: Any) -> tuple[bool, Any]:
         """``(True, result)`` for a finished run with these inputs, else ``(False, None)``."""
+        if self._stale:
+            return False, None
         path = self._path(inputs)
         try:
             with path.open("rb") as f:
@@ -159,6 +167,7 @@ class RunJournal:
 
     def save(self, inputs: Any, result: Any) -> None:
         """Keep ``result`` as the finished run with these inputs (atomic: a temporary file renamed into place)."""
+        self._clear()
         path = self._path(inputs)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         with tmp.open("wb") as f:
@@ -166,7 +175,47 @@ class RunJournal:
         os.replace(tmp, path)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.folder.glob("*.pkl"))
+        return 0 if self._stale else sum(1 for _ in self.folder.glob("*.pkl"))
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def content_digest(*paths: str | os.PathLike | None) -> str | None:
+    """The hex SHA-256 of the contents of the files ``paths`` (in order; None when no path is given): the form in
+    which an input file enters a :class:`RunJournal` key. Cached per (path, size, mtime)."""
+    files = [Path(p) for p in paths if p is not None]
+    if not files:
+        return None
+    whole = hashlib.sha256()
+    for path in files:
+        stat = path.stat()
+        cache = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if cache not in _DIGESTS:
+            one = hashlib.sha256()
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    one.update(block)
+            _DIGESTS[cache] = one.hexdigest()
+        whole.update(_DIGESTS[cache].encode())
+    return whole.hexdigest()
+
+
+def policy_digest(name: str) -> str | list:
+    """A policy (or discipline) name as it enters a :class:`RunJournal` key: a built-in name as is; a
+    ``module:attribute`` spec with the digest of its module's source file, so that editing the code reruns it."""
+    if ":" not in name:
+        return name
+    module = name.partition(":")[0].strip()
+    if module.endswith(".py"):
+        source: str | None = module
+    else:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        source = found.origin if found is not None and found.origin not in (None, "built-in", "frozen") else None
+    return [name, content_digest(source) if source is not None and Path(source).is_file() else None]
 
 
 class SweepInterrupted(Exception):
