@@ -193,6 +193,14 @@ def parse_policies(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def parse_policy(text: str) -> str:
+    """``--policy``: one policy name or ``module:attribute`` spec (:func:`parse_policies`)."""
+    found = parse_policies(text)
+    if len(found) != 1:
+        raise argparse.ArgumentTypeError(f"expected one policy, got {text!r}")
+    return found[0]
+
+
 def existing_file(text: str) -> Path:
     """The type of an input file option: a readable file that exists."""
     path = Path(text)
@@ -221,7 +229,8 @@ def output_dir(text: str) -> Path:
     for p in (path, *path.parents):
         if p.exists():
             if not p.is_dir():
-                raise argparse.ArgumentTypeError(f"{text!r}: {str(p)!r} is a file; expected a folder")
+                where = "" if p == path else f"{str(p)!r} in "
+                raise argparse.ArgumentTypeError(f"{where}{text!r} is a file; expected a folder")
             break
     return path
 

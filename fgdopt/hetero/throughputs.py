@@ -170,13 +170,19 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
     Raises
     ------
     FileNotFoundError : no such file (the message says how to fetch it).
-    ValueError : a key names an unknown job type, scale factor or layout (the file and the key named).
+    ValueError : not JSON (a file cut off), not an object of objects, a key names an unknown job type, scale factor
+        or layout, a negative throughput (the file and the key named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run `python -m fgdopt.hetero download` or set "
                                 f"{ENV} to the folder of {FILE}")
-    raw = json.loads(path.read_text())
+    try:
+        raw = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON (cut off?): {exc}") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ValueError(f"{path}: expected a JSON object of GPU type -> {{job key: throughputs}}")
     unconsolidated = tuple(f"{g}_unconsolidated" for g in GPU_TYPES)
     extra = [w for w in unconsolidated if w in raw] + sorted(w for w in raw if w not in GPU_TYPES + unconsolidated)
     missing = [w for w in GPU_TYPES if w not in raw]
@@ -198,9 +204,12 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
                     if sb != sa or len(values) != 2:
                         raise ValueError(f"co-located entry {other!r} is not a same-scale pair")
                     col[a, b, sa, k] = values
-            except (KeyError, ValueError, SyntaxError, TypeError) as exc:
+            except (KeyError, ValueError, SyntaxError, TypeError, AttributeError) as exc:
                 raise ValueError(f"{path}: {worker} / {key}: {exc}") from None
-    return ThroughputTable(gpu_types, iso, col, path)
+    try:
+        return ThroughputTable(gpu_types, iso, col, path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 SHARED_GAVEL = Path(__file__).resolve().parents[3] / "shared" / "data" / "gavel"
