@@ -214,13 +214,26 @@ def existing_file(text: str) -> Path:
     return path
 
 
-def existing_dir(text: str) -> Path:
-    """The type of an input folder option (a data folder): a folder that exists."""
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is {'a file' if path.is_file() else 'not there'}; expected a "
-                                         "folder")
-    return path
+def folder(what: str = "a folder") -> Callable[[str], Path]:
+    """The type of an input folder option (a data folder): a folder that exists; ``what`` says what it should be."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        if not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is {'a file' if path.is_file() else 'not found'}; "
+                                             f"expected {what}")
+        return path
+
+    parse.__name__ = "folder"
+    return parse
+
+
+existing_dir = folder()
+"""An input folder that exists."""
+openb_dir = folder("the openb folder (`python -m fgdopt.traces download` fetches it)")
+"""``--data-dir`` of the openb studies."""
+gavel_dir = folder("the folder of Gavel's throughputs (`python -m fgdopt.hetero download` fetches it)")
+"""``--data-dir`` / ``--gavel-dir`` of the heterogeneous-GPU studies."""
 
 
 def output_dir(text: str) -> Path:

@@ -19,9 +19,9 @@ import sys
 import pandas as pd
 
 from experiments.args import (
-    existing_dir,
     int_list,
     non_negative_int,
+    openb_dir,
     output_dir,
     parse_policies,
     positive,
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue", type=parse_queues, default=["backfill"])
     parser.add_argument("--seed", type=non_negative_int, default=42)
     parser.add_argument("--no-frag", action="store_true", help="do not record F(M) at every instant")
-    parser.add_argument("--data-dir", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     parser.add_argument("--output", type=output_dir, default=None, help="folder for bench_timeline.csv")
     args = parser.parse_args(argv)
     frame = bench(args.sizes, args.load, args.policies, args.queue, args.seed, not args.no_frag,

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
-    existing_dir,
     int_list,
     non_negative_int,
+    openb_dir,
     output_dir,
     parse_policies,
     parse_seeds,
@@ -167,7 +167,7 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     ap = study_parser("experiments.defrag", __doc__)
     ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT", help="openb variant")
-    ap.add_argument("--data", type=existing_dir, default=None,
+    ap.add_argument("--data", type=openb_dir, default=None,
                     help="openb directory (default: $FGDOPT_DATA or the cache)")
     ap.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
     ap.add_argument("--at", type=real(0, 130, strict=True), default=100.0,

@@ -44,8 +44,8 @@ from tqdm import tqdm
 
 from experiments.args import (
     check_paths,
-    existing_dir,
     non_negative,
+    openb_dir,
     output_dir,
     parse_policies,
     parse_seeds,
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop an optimum once bound - incumbent <= tol x capacity (default: 0.001)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
-    parser.add_argument("--data-dir", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     parser.add_argument("--threads", type=threads_option, default=1,
                         help="HiGHS threads per optimum, or 'default' for HiGHS's own choice (default: 1)")
     parser.add_argument("--nodes", type=positive_int, default=None,

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
-    existing_dir,
+    gavel_dir,
     names,
     non_negative_int,
     output_dir,
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", type=existing_dir, default=None,
+    parser.add_argument("--data-dir", type=gavel_dir, default=None,
                         help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
     parser.add_argument("--output", type=output_dir, required=True, help="folder for hetero.csv and hetero.png")
     args = parser.parse_args(argv)

@@ -48,8 +48,9 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
-    existing_dir,
+    gavel_dir,
     names,
+    openb_dir,
     output_dir,
     parse_seeds,
     parse_traces,
@@ -179,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--gavel-dir", type=existing_dir, default=None,
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--gavel-dir", type=gavel_dir, default=None,
                         help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
     parser.add_argument("--output", type=output_dir, required=True, help="folder for interference.csv and .png")
     args = parser.parse_args(argv)

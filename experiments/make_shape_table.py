@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.args import existing_dir, output_dir, study_parser
+from experiments.args import openb_dir, output_dir, study_parser
 from fgdopt.suites import NODE_TYPE_FILE, NODE_TYPE_KEYS, SHAPE_FILE, SHAPE_KEYS
 from fgdopt.traces import read_nodes, read_pods
 
@@ -46,7 +46,7 @@ def node_type_table(data_dir: str | Path | None = None) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.make_shape_table", __doc__)
-    parser.add_argument("--data-dir", type=existing_dir, default=None,
+    parser.add_argument("--data-dir", type=openb_dir, default=None,
                         help="openb folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
     parser.add_argument("--output-dir", type=output_dir, default=DEFAULT_OUTPUT, help=f"default: {DEFAULT_OUTPUT}")
     args = parser.parse_args(argv)

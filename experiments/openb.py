@@ -36,8 +36,8 @@ from tqdm import tqdm
 from experiments.args import (
     FAMILIES,
     check_paths,
-    existing_dir,
     family,
+    openb_dir,
     output_dir,
     parse_policies,
     parse_seeds,
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     check_paths(parser, args.output, OUTPUTS, {})

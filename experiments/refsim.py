@@ -19,7 +19,7 @@ import time
 
 import pandas as pd
 
-from experiments.args import existing_dir, output_dir, parse_policy, study_parser
+from experiments.args import openb_dir, output_dir, parse_policy, study_parser
 from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.refsim import follow, load_refsim
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.refsim", __doc__)
     parser.add_argument("--policy", type=parse_policy, default="fgd",
                         help="policy to follow the log with (default: fgd)")
-    parser.add_argument("--data-dir", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     parser.add_argument("--output", type=output_dir, default=None, help="folder for refsim.csv")
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -41,10 +41,10 @@ import pandas as pd
 
 from experiments.args import (
     check_paths,
-    existing_dir,
     existing_file,
     int_list,
     non_negative_int,
+    openb_dir,
     output_dir,
     parse_policies,
     parse_seeds,
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=positive_int, default=2)
     ap.add_argument("--bench", type=non_negative_int, default=0, metavar="REPEATS",
                     help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
-    ap.add_argument("--data", type=existing_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    ap.add_argument("--data", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     ap.add_argument("--output", type=output_dir, default=Path("out/topology"))
     add_resume_option(ap)
     args = ap.parse_args(argv)

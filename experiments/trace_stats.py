@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from experiments.args import existing_dir, study_parser
+from experiments.args import openb_dir, study_parser
 from fgdopt.stats import trace_statistics
 from fgdopt.traces import VARIANTS, load_openb, read_pods
 
@@ -17,7 +17,7 @@ from fgdopt.traces import VARIANTS, load_openb, read_pods
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.trace_stats", __doc__)
     parser.add_argument("--variant", default="default", choices=VARIANTS, help="openb pod list (default: default)")
-    parser.add_argument("--data-dir", type=existing_dir, default=None,
+    parser.add_argument("--data-dir", type=openb_dir, default=None,
                         help="openb folder (default: $FGDOPT_DATA or the cache)")
     parser.add_argument("--format", default="markdown", choices=("markdown", "csv"))
     args = parser.parse_args(argv)
