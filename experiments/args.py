@@ -205,7 +205,7 @@ def existing_file(text: str) -> Path:
     """The type of an input file option: a readable file that exists."""
     path = Path(text)
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is {'a folder' if path.is_dir() else 'not there'}; expected a file")
+        raise argparse.ArgumentTypeError(f"{text!r} is {'a folder' if path.is_dir() else 'not found'}; expected a file")
     try:
         with path.open("rb"):
             pass

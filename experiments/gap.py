@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
             load_suite_dir(args.instances)
     except (FileNotFoundError, ValueError) as exc:
-        parser.error(str(exc))
+        parser.error(f"argument --instances: {exc}")
     config = Config(methods, policies, args.time_limit, args.seed, args.threads)
     journal = RunJournal.for_study(args.output, "gap", resume=args.resume)
     try:

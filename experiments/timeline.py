@@ -55,6 +55,7 @@ import pandas as pd
 from experiments.args import (
     check_paths,
     existing_file,
+    names,
     non_negative_int,
     openb_dir,
     output_dir,
@@ -104,13 +105,8 @@ def parse_queues(text: str) -> list[str]:
     return names
 
 
-def parse_mechanisms(text: str) -> list[str]:
-    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`)."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in MECHANISM_NAMES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}")
-    return names
+parse_mechanisms = names(MECHANISM_NAMES, "mechanisms")
+"""Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`)."""
 
 
 def load_cluster(path: str | Path) -> Cluster:
