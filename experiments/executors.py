@@ -13,13 +13,15 @@ Resumable sweeps. A :class:`RunJournal` keeps each finished run's result in the 
 JSON-able value). Given a journal, :func:`run_all` loads the runs already there instead of running them (the
 study's ``--resume``), saves the others as they finish, and when a run fails or the sweep is interrupted (Ctrl-C,
 a killed worker) raises :class:`SweepInterrupted` holding the results that did finish, so that the study writes
-valid CSVs of those before it stops (:func:`stop_message`). A study adopts it in three steps::
+valid CSVs of those before it stops (:func:`stop_message`), where they replace no earlier output
+(:func:`experiments.outputs.staged`). A study adopts it in three steps::
 
     journal = RunJournal.for_study(args.output, "openb", resume=args.resume)    # add_resume_option(parser)
     try:
-        results = run_all(pool, run_cell, cells, done, journal=journal, keys=cells)
+        results = run_all(pool, run_cell, cells, done, journal=journal, keys=keys)   # keys: content_digest of files
     except SweepInterrupted as stop:
-        write_outputs(stop.finished())
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop)
 
 A study whose runs are one flat list of cells does all of that with :func:`run_cells` (pool, journal and progress

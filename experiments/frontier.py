@@ -27,7 +27,8 @@ on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the
 ``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own (:mod:`fgdopt.policies`,
 "Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each (trace, seed) is kept
 in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`): ``--resume`` skips
-those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished.
+those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
