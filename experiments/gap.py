@@ -32,7 +32,8 @@ policy"): the fastest way to your policy's certified gap table.
 ``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown; each instance's
 rows are kept in ``DIR/.runs/gap`` as they finish (:class:`experiments.executors.RunJournal`), ``--resume`` solves
 only the instances not yet there with the same inputs, and a run stopped early writes ``gap.csv`` of the
-instances that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay). CSV columns:
+instances that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay). CSV columns:
 ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the row's placement, empty
 for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven bound, empty if it has none;
 policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:

@@ -33,7 +33,8 @@ policy and weight, means over seeds (:func:`fgdopt.plot.plot_interference`). Pri
 ``--quick``: load 1.1, seed 42, 1,000 stream jobs, fgd, best-fit, gpu-packing and fgd-interference at weights 0 and
 1, with and without interference (10 runs, about a minute on 2 cores). Each finished run is kept in ``DIR/.runs/``
 as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped sweep still writes
-the CSV of the runs that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay).
+the CSV of the runs that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations

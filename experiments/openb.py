@@ -20,7 +20,8 @@ workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker
 
 Each finished cell is kept in ``DIR/.runs/openb`` as it completes (:class:`experiments.executors.RunJournal`);
 ``--resume`` replays only the cells not yet there with the same inputs. A run stopped early (Ctrl-C, a failing
-policy, a killed worker) writes ``summary.csv`` and ``curves.csv`` of the cells that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay).
+policy, a killed worker) writes ``summary.csv`` and ``curves.csv`` of the cells that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations

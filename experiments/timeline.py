@@ -40,7 +40,8 @@ incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the
 GPUs that placement leaves idle against the certified optimum. ``--quick``: load 0.9, fgd and best-fit, backfill,
 seed 42, 3,000 stream jobs, one instant with a 30 s limit (about a minute on 2 cores). Each finished run is kept
 in ``DIR/.runs/`` as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped
-sweep still writes the CSVs of the runs that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay).
+sweep still writes the CSVs of the runs that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
