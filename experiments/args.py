@@ -21,18 +21,14 @@ from pathlib import Path
 from typing import NoReturn
 
 from fgdopt.policies import parse_policy_names
-from fgdopt.traces import VARIANTS
+from fgdopt.traces import VARIANTS, OneLineParser
 
 FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
 """The openb trace families: the variants whose names start with one of them."""
 
 
-class StudyParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose errors are one line: ``PROG: error: MESSAGE`` on stderr, exit 2
-    (argparse's own format without the usage lines; ``--help`` shows them)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+StudyParser = OneLineParser
+"""The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2."""
 
 
 def study_parser(module: str, doc: str | None) -> StudyParser:

@@ -271,8 +271,22 @@ def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, fi
     return target
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2
+    (argparse's format without the usage lines; ``--help`` shows them): the parser of every fgdopt command."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def check_dest(parser: argparse.ArgumentParser, dest: str | None) -> None:
+    """Stop (``parser.error``) when the ``--dest`` folder of a download is a file."""
+    if dest is not None and Path(dest).exists() and not Path(dest).is_dir():
+        parser.error(f"argument --dest: {dest!r} is a file; expected a folder")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fgdopt.traces", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fgdopt.traces", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dl = sub.add_parser("download", help="fetch the openb CSVs at the pinned commit")
     dl.add_argument("--dest", default=None, help="target folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
@@ -280,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("verify", help="check the SHA-256 of the local CSVs")
     args = parser.parse_args(argv)
     if args.command == "download":
+        check_dest(parser, args.dest)
         try:
             print(download(args.dest, args.base_url))
         except DownloadError as exc:

@@ -122,8 +122,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                      (["--policies", "nope"], "nope")],
     "bench-defrag": [(["--first", "0"], "--first"), (["--nodes", "0"], "--nodes")],
     "bench-formulations": [(["--time-limit", "0"], "--time-limit"), (["--methods", "magic"], "--methods")],
+    "traces": [(["fetch"], "invalid choice"), (["download", "--dest", "{a-file}"], "argument --dest")],
 }
-OUTPUT_OPTION = {"paper": "--results", "trace-stats": None, "bench-formulations": None}
+OUTPUT_OPTION = {"paper": "--results", "trace-stats": None, "bench-formulations": None, "traces": None}
 """The option naming a study's output folder (default ``--output``; None: it writes no folder)."""
 
 

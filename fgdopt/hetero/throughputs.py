@@ -22,7 +22,6 @@ entries) are NaN in the table.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgdopt.traces import DownloadError, cache_dir, fetch_file, sha256_of
+from fgdopt.traces import DownloadError, OneLineParser, cache_dir, check_dest, fetch_file, sha256_of
 
 COMMIT = "c4fa40097339e9608ab71fd64c8bdea96a5e4a4c"
 FILE = "simulation_throughputs.json"
@@ -254,8 +253,7 @@ def download(dest: str | os.PathLike | None = None, url: str = URL) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fgdopt.hetero",
-                                     description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fgdopt.hetero", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dl = sub.add_parser("download", help="fetch Gavel's throughput table at the pinned commit")
     dl.add_argument("--dest", default=None, help=f"target folder (default: ${ENV} or ~/.cache/fgdopt/gavel)")
@@ -263,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("verify", help="check the SHA-256 of the local file")
     args = parser.parse_args(argv)
     if args.command == "download":
+        check_dest(parser, args.dest)
         try:
             print(download(args.dest, args.url))
         except DownloadError as exc:
