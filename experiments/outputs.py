@@ -33,17 +33,22 @@ def staged(output: str | os.PathLike, *, partial: bool = False) -> Iterator[Path
 
     Yields
     ------
-    The temporary folder (``.NAME.tmp-XXXX`` beside ``output``), deleted on exit whatever happens.
+    The temporary folder (``.NAME.tmp-XXXX`` beside ``output``, or inside it where its parent is not writable),
+    deleted on exit whatever happens.
 
     Raises
     ------
     NotADirectoryError : ``output`` is a file.
     """
-    output = Path(output)
+    output = Path(output).absolute()
     if output.exists() and not output.is_dir():
         raise NotADirectoryError(f"--output {output} is a file; expected a folder")
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
+    except OSError:                                     # a parent we may not write: stage inside the folder
+        output.mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=output))
     try:
         yield tmp
         output.mkdir(exist_ok=True)

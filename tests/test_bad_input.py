@@ -224,3 +224,28 @@ def test_a_failing_sweep_keeps_the_previous_outputs_and_its_finished_runs(tmp_pa
     monkeypatch.setattr(timeline, "run_cell", refuse)
     pd.testing.assert_frame_equal(_timeline(tmp_path, workload, "--resume").drop(columns=["wall_s", "cpu_s"]),
                                   first.drop(columns=["wall_s", "cpu_s"]))
+
+
+def test_outputs_move_into_place_only_when_complete(tmp_path):
+    """:func:`experiments.outputs.staged`: files written in the block replace the output's only when the block ends
+    without error; a partial write (a stopped sweep) adds files but replaces none; nothing is left beside."""
+    from experiments.outputs import staged
+
+    out = tmp_path / "out"
+    with staged(out) as tmp:
+        (tmp / "a.csv").write_text("first\n")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "b.csv").write_text("first\n")
+    assert (out / "a.csv").read_text() == "first\n" and (out / "sub" / "b.csv").read_text() == "first\n"
+    with pytest.raises(RuntimeError), staged(out) as tmp:
+        (tmp / "a.csv").write_text("second\n")
+        raise RuntimeError("the study failed after writing a.csv")
+    assert (out / "a.csv").read_text() == "first\n"
+    with staged(out, partial=True) as tmp:
+        (tmp / "a.csv").write_text("partial\n")
+        (tmp / "c.csv").write_text("partial\n")
+    assert (out / "a.csv").read_text() == "first\n" and (out / "c.csv").read_text() == "partial\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError), staged(tmp_path / "file"):
+        pass
