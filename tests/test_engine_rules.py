@@ -80,11 +80,12 @@ def test_a_zero_duration_job_leaves_within_its_instant_and_frees_its_gpu_at_once
 
 def test_a_job_that_fits_no_empty_node_is_rejected_and_an_endless_one_never_leaves():
     """Nodes of 1 GPU: a 2-GPU job can never fit (rejected at submission, never queued, no start); on a node of no
-    GPUs every GPU job is rejected (not a crash) and the CPU job runs. A job of infinite duration keeps running."""
-    r = run(nodes(1), jobset((2, 1000, 0, 5), (1, 1000, 1, math.inf)))
-    assert status(r) == ["rejected", "running"] and np.isnan(r.start_s[0]) and r.node[0] == -1
+    GPUs every GPU job is rejected (not a crash) and the CPU job runs. A job of infinite duration keeps running; a
+    measured job that never finishes leaves the makespan undefined (NaN), though a CPU job finished at 5."""
+    r = run(nodes(1), jobset((2, 1000, 0, 5), (1, 1000, 1, math.inf), (0, 0, 0, 5)))
+    assert status(r) == ["rejected", "running", "finished"] and np.isnan(r.start_s[0]) and r.node[0] == -1
     stats = run_stats(r)
-    assert stats["rejected"] == 1 and stats["unfinished"] == 1 and np.isnan(stats["makespan_s"])
+    assert (stats["rejected"], stats["unfinished"], stats["jobs"]) == (1, 1, 3) and np.isnan(stats["makespan_s"])
     r = run(nodes(0), jobset((1, 500, 0, 5), (0, 0, 0, 5)))
     assert status(r) == ["rejected", "finished"] and np.isnan(run_stats(r)["alloc_time_avg_pct"])
 
@@ -158,6 +159,19 @@ def test_checkpoints_decide_what_a_preemption_loses():
     assert r.lost_s[1] == 10 and r.overhead_s[1] == 7
 
 
+def test_checkpoints_cost_time_but_not_at_the_finish_and_bound_the_loss():
+    """Checkpoints every 30 s of progress, 5 s each. Alone, 100 s of work takes checkpoints at 30, 60 and 90 (none at
+    the finish): 115 s. Preempted at 80 (a high-priority job, 10 s): two cycles of 35 s are done (60 s kept, 10 s of
+    overhead), 10 s into the third are lost; it restarts at 90 after 7 s with 40 s of work and one checkpoint: 142.
+    Overhead 10 + 7 + 5 = 22 s, lost 10 s."""
+    mech = make_mechanism("priority", checkpoint_s=30.0, checkpoint_cost_s=5.0)
+    alone = run(nodes(1), jobset((1, 1000, 0, 100)), mechanism=mech)
+    assert alone.finish_s[0] == 115 and alone.overhead_s[0] == 15
+    r = run(nodes(1), jobset((1, 1000, 0, 100), (1, 1000, 80, 10), priority=[0, 1]), mechanism=mech)
+    assert r.preemptions.tolist() == [1, 0] and r.finish_s.tolist() == [142, 90]
+    assert r.lost_s[0] == 10 and r.overhead_s[0] == 22
+
+
 def test_tiresias_counts_the_attained_service_of_every_gpu():
     """Tiresias: attained service = GPUs x seconds run; above 3250 GPU-s a job drops to queue 1 and a queue-0 job
     preempts it. A 4-GPU job from 0 on a 4-GPU node has attained 4 x 1000 = 4000 at 1000: the 1-GPU job arriving
@@ -215,6 +229,7 @@ def test_wait_and_jct_percentiles_interpolate_linearly():
     assert stats["mean_jct_s"] == 122.5
     assert [stats[f"p{q}_jct_s"] for q in (50, 95, 99)] == pytest.approx([105, 169.5, 177.9])
     assert stats["makespan_s"] == 210 and stats["alloc_time_avg_pct"] == pytest.approx(95)
+    assert (stats["rejected"], stats["unfinished"], stats["measured"]) == (0, 0, 4)
     assert stats["pending_time_avg"] == pytest.approx(0.8) and stats["p99_jct_s_gpu1"] == pytest.approx(177.9)
 
 
@@ -298,3 +313,35 @@ def test_water_filling_and_proportional_throughput():
     assert water_fill(np.array([1, 1, 4]), np.ones(3), 4.0) == pytest.approx([1, 1, 0.5])
     assert water_fill(np.array([1, 1]), np.ones(2), 2.0).tolist() == [1, 1]
     assert proportional_throughput(np.array([[2.0, 1.0]]), np.array([3, 1])) == pytest.approx([1.75])
+
+
+# -- jobs from the openb trace -------------------------------------------------------------------------------------
+
+@pytest.mark.trace
+def test_openb_jobs_keep_their_pods_shape_and_priority_and_repeat_the_trace_pattern(openb_dir):
+    """:func:`fgdopt.timeline.openb_jobs` with the trace's arrival pattern: every job (service, warm start, stream)
+    has the shape of the pod its name ends with and the priority of that pod's QoS; the stream replays the L stream
+    pods' creation offsets, compressed, and wraps after L with a gap of the mean gap: submit[L] - submit[L - 1] =
+    (submit[L - 1] - submit[0]) / (L - 1). Measured: the stream jobs submitted in the window (10% of the last
+    submission to the last)."""
+    from fgdopt.timeline import openb_jobs
+    from fgdopt.timeline.sources import QOS_PRIORITY
+    from fgdopt.traces import load_openb, read_pods
+
+    _, jobs = openb_jobs("default", 0.9, 8100, seed=3, arrivals="trace", data_dir=openb_dir)
+    _, pods = load_openb("default", openb_dir)
+    qos = read_pods("default", openb_dir)["qos"].tolist()
+    row = {name: k for k, name in enumerate(pods.names)}
+    of = np.array([row[name.rsplit(":", 1)[-1]] for name in jobs.tasks.names])
+    for field in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"):
+        assert np.array_equal(getattr(jobs.tasks, field), getattr(pods, field)[of]), field
+    assert jobs.priority.tolist() == [QOS_PRIORITY[qos[k]] for k in of]
+    stream = np.array([name.startswith("job:") for name in jobs.tasks.names])
+    sub = jobs.submit_s[stream]
+    first = of[stream][0]
+    wrap = int(np.flatnonzero(of[stream] == first)[1])                    # L: the stream pods, once each
+    assert np.all(np.diff(sub) >= 0) and sub[0] == 0
+    assert sub[wrap] - sub[wrap - 1] == pytest.approx((sub[wrap - 1] - sub[0]) / (wrap - 1), rel=1e-9)
+    lo, hi = jobs.window_s
+    assert (lo, hi) == pytest.approx((0.1 * sub[-1], sub[-1]))
+    assert np.array_equal(jobs.measured, stream & (jobs.submit_s >= lo) & (jobs.submit_s <= hi))
