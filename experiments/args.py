@@ -9,7 +9,8 @@ The argument types are small functions of the text (``type=`` of ``add_argument`
 :class:`argparse.ArgumentTypeError` with that one line: counts and numbers within bounds (:func:`integer`,
 :func:`real`), comma-separated lists of them and of integer ranges (:func:`int_list`, :func:`real_list`), names
 from a registry (:func:`names`; :func:`parse_traces`, :func:`parse_policies`), and paths (:func:`existing_file`,
-:func:`existing_dir`, :func:`output_dir`). A study builds its parser with :func:`study_parser`.
+:func:`folder` and its :data:`openb_dir` / :data:`gavel_dir`, :func:`output_dir`, :func:`output_file`). A study builds
+its parser with :func:`study_parser` and calls :func:`check_paths` so that no output replaces one of its input files.
 """
 
 from __future__ import annotations

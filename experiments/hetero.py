@@ -192,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
         table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
-
     points = [(rate, s) for s in args.seeds for rate in args.rates]
     if args.batch:
         points += [(math.inf, s) for s in args.seeds]
