@@ -37,7 +37,6 @@ import json
 import multiprocessing
 import os
 import pickle
-import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -116,9 +115,9 @@ class RunJournal:
     Parameters
     ----------
     folder : where the results go, normally ``OUTPUT/.runs/STUDY`` (:meth:`for_study`).
-    resume : keep the runs already in ``folder`` (``--resume``); otherwise they are ignored, and deleted when
-        the first run of this sweep is saved (a sweep that fails before finishing any run keeps them), so a sweep
-        without ``--resume`` starts afresh.
+    resume : reuse the runs already in ``folder`` (``--resume``); otherwise they are not reused, so a sweep
+        without ``--resume`` starts afresh. They are never deleted: a failing sweep loses nothing, and a later
+        ``--resume`` reuses every run whose inputs (its key) match.
 
     Notes
     -----
@@ -132,13 +131,7 @@ class RunJournal:
 
     def __init__(self, folder: str | os.PathLike, *, resume: bool = False):
         self.folder = Path(folder)
-        self._stale = not resume             # without --resume: ignore the runs there, delete them at the first save
-
-    def _clear(self) -> None:
-        if self._stale and self.folder.exists():
-            shutil.rmtree(self.folder)
-        self._stale = False
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.resume = resume
 
     @classmethod
     def for_study(cls, output: str | os.PathLike | None, study: str, *, resume: bool = False) -> RunJournal | None:
@@ -156,7 +149,7 @@ class RunJournal:
 
     def load(self, inputs: Any) -> tuple[bool, Any]:
         """``(True, result)`` for a finished run with these inputs, else ``(False, None)``."""
-        if self._stale:
+        if not self.resume:
             return False, None
         path = self._path(inputs)
         try:
@@ -169,7 +162,7 @@ class RunJournal:
 
     def save(self, inputs: Any, result: Any) -> None:
         """Keep ``result`` as the finished run with these inputs (atomic: a temporary file renamed into place)."""
-        self._clear()
+        self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(inputs)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         with tmp.open("wb") as f:
@@ -177,7 +170,8 @@ class RunJournal:
         os.replace(tmp, path)
 
     def __len__(self) -> int:
-        return 0 if self._stale else sum(1 for _ in self.folder.glob("*.pkl"))
+        """The finished runs in the folder (reused or not)."""
+        return sum(1 for _ in self.folder.glob("*.pkl"))
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
