@@ -13,7 +13,8 @@ numbers of lines that ``raise`` are skipped: their messages); ``--sample`` of th
 same draw for the same code, so that runs before and after new tests compare), each applied to a copy of the
 repository (``git ls-files``) and judged by the test files ``--tests`` (``pytest -x``, under ``nice``, at most
 ``--timeout`` seconds: a timeout counts as caught). Prints one line per mutant and the count caught; with
-``--output``, writes ``mutants.csv`` (``file, line, kind, before, after, outcome, seconds``).
+``--output``, writes ``mutants.csv`` (``file, line, kind, before, after, outcome, seconds, failed``: the first
+test that failed). ``--only FILE:LINE ...`` reruns some of the drawn mutants.
 """
 
 from __future__ import annotations
@@ -104,28 +105,32 @@ def all_candidates(paths: list[str]) -> list[Mutant]:
     return [m for f in files for m in candidates(f, str(f.relative_to(ROOT)))]
 
 
-def run_mutant(copy: Path, mutant: Mutant, tests: list[str], timeout: float) -> tuple[str, float]:
-    """``caught``, ``survived``, ``timeout`` (caught) or ``invalid`` (does not compile), and seconds taken."""
+def run_mutant(copy: Path, mutant: Mutant, tests: list[str], timeout: float) -> tuple[str, float, str]:
+    """``caught``, ``survived``, ``timeout`` (caught) or ``invalid`` (does not compile), seconds taken, and the
+    first test that failed."""
     path = copy / mutant.file
     original = path.read_text()
     mutated = mutant.apply(original)
     try:
         compile(mutated, str(path), "exec")
     except SyntaxError:
-        return "invalid", 0.0
+        return "invalid", 0.0, ""
     path.write_text(mutated)
     t0 = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    failed = ""
     try:
         done = subprocess.run(["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", "-p",
-                               "no:cacheprovider", *tests], cwd=copy, env=env, capture_output=True,
-                              timeout=timeout)
+                               "no:cacheprovider", "-rf", *tests], cwd=copy, env=env, capture_output=True,
+                              text=True, timeout=timeout)
         outcome = "survived" if done.returncode == 0 else "caught"
+        failed = next((line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED ")),
+                      "" if done.returncode == 0 else done.stdout.strip().splitlines()[-1:][0][:80])
     except subprocess.TimeoutExpired:
         outcome = "timeout"
     finally:
         path.write_text(original)
-    return outcome, time.perf_counter() - t0
+    return outcome, time.perf_counter() - t0, failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the draw (default: 0)")
     parser.add_argument("--timeout", type=positive, default=180.0, help="seconds per mutant (default: 180)")
     parser.add_argument("--list", action="store_true", help="only print the drawn mutants")
+    parser.add_argument("--only", nargs="+", default=None, metavar="FILE:LINE",
+                        help="run only the drawn mutants at these places")
     parser.add_argument("--output", type=output_dir, default=None, help="folder for mutants.csv")
     args = parser.parse_args(argv)
     for p in [*args.paths, *args.tests]:
@@ -144,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     pool = all_candidates(args.paths)
     drawn = sorted(random.Random(args.seed).sample(pool, min(args.sample, len(pool))),
                    key=lambda m: (m.file, m.line, m.start))
+    if args.only is not None:
+        drawn = [m for m in drawn if f"{m.file}:{m.line}" in args.only]
     print(f"{len(pool)} candidate mutants, {len(drawn)} drawn (seed {args.seed})", file=sys.stderr)
     if args.list:
         for m in drawn:
@@ -159,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / name, copy / name)
         for k, m in enumerate(drawn):
-            outcome, seconds = run_mutant(copy, m, args.tests, args.timeout)
+            outcome, seconds, failed = run_mutant(copy, m, args.tests, args.timeout)
             rows.append({"file": m.file, "line": m.line, "kind": m.kind, "before": m.before, "after": m.after,
-                         "outcome": outcome, "seconds": round(seconds, 1)})
+                         "outcome": outcome, "seconds": round(seconds, 1), "failed": failed})
             print(f"[{k + 1}/{len(drawn)}] {outcome:8} {m.file}:{m.line}: {m.before!r} -> {m.after!r} "
-                  f"({seconds:.0f} s)", flush=True)
+                  f"({seconds:.0f} s) {failed}", flush=True)
     frame = pd.DataFrame(rows)
     valid = frame[frame.outcome != "invalid"]
     caught = int(valid.outcome.isin(["caught", "timeout"]).sum())
