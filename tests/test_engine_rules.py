@@ -345,3 +345,15 @@ def test_openb_jobs_keep_their_pods_shape_and_priority_and_repeat_the_trace_patt
     lo, hi = jobs.window_s
     assert (lo, hi) == pytest.approx((0.1 * sub[-1], sub[-1]))
     assert np.array_equal(jobs.measured, stream & (jobs.submit_s >= lo) & (jobs.submit_s <= hi))
+
+
+def test_hetero_generators_take_their_boundaries(gavel_table):
+    """Zero jobs is an empty trace, not an error, for Gavel's generator and for the openb job classes; half a step
+    of work is a job (work > 0), no work is not."""
+    from fgdopt.hetero import HeteroJobs, gavel_jobs
+    from fgdopt.hetero.interference import openb_classes
+
+    assert len(openb_classes(0, seed=1)) == 0 and len(gavel_jobs(gavel_table, 0, 1.0)) == 0
+    assert len(HeteroJobs([0], [1], [0.5], [0.0])) == 1
+    with pytest.raises(ValueError, match="total_steps"):
+        HeteroJobs([0], [1], [0.0], [0.0])
