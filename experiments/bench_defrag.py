@@ -11,14 +11,14 @@ to compare); ``--output`` writes ``DIR/bench_defrag.csv``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-from experiments.defrag import best_report, online_problem, parse_seeds
+from experiments.args import int_list, output_dir, parse_seeds, positive, positive_int, study_parser
+from experiments.defrag import best_report, online_problem
+from experiments.outputs import staged
 from fgdopt.defrag import HEURISTICS, DefragProblem, defrag
 from fgdopt.frag import Workload
 from fgdopt.suites import random_instance
@@ -41,21 +41,21 @@ def bench(problem: DefragProblem, objective: str, budget: int | None, time_limit
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.bench_defrag", description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="3,17,5", help="random_instance seeds (default: 3,17,5)")
-    ap.add_argument("--nodes", type=int, default=16)
-    ap.add_argument("--budgets", default="3,5,10", help="objective (b) budgets (default: 3,5,10)")
-    ap.add_argument("--first", default="4,6,8", help="objective (a): admit the first j waiting tasks (default: 4,6,8)")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact run (default: 60)")
+    ap = study_parser("experiments.bench_defrag", __doc__)
+    ap.add_argument("--seeds", type=parse_seeds, default=[3, 17, 5], help="random_instance seeds (default: 3,17,5)")
+    ap.add_argument("--nodes", type=positive_int, default=16)
+    ap.add_argument("--budgets", type=int_list(0), default=[3, 5, 10], help="objective (b) budgets (default: 3,5,10)")
+    ap.add_argument("--first", type=int_list(1), default=[4, 6, 8],
+                    help="objective (a): admit the first j waiting tasks (default: 4,6,8)")
+    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run (default: 60)")
     ap.add_argument("--envelope", action="store_true", help="add the net-gain envelope rows (solve_defrag)")
-    ap.add_argument("--output", type=Path, default=None, help="folder for bench_defrag.csv")
+    ap.add_argument("--output", type=output_dir, default=None, help="folder for bench_defrag.csv")
     args = ap.parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",") if b]
-    firsts = [int(j) for j in args.first.split(",") if j]
+    budgets, firsts = args.budgets, args.first
     rows = []
     print("| seed | running | objective | status | moves | admitted (milli) | bound | wall s | CPU s |\n"
           "|--:|--:|:--|:--|--:|--:|--:|--:|--:|")
-    for seed in parse_seeds(args.seeds):
+    for seed in args.seeds:
         instance = random_instance(args.nodes, seed)
         problem = online_problem(instance, "fgd")
         workload = Workload.from_tasks(instance.tasks)
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {seed} | {row['running']} | {what} | {row['status']} | {row['moves']} | "
                   f"{row['admitted_milli']} | {bound} | {row['wall_s']:.1f} | {row['cpu_s']:.1f} |", flush=True)
     if args.output:
-        args.output.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).to_csv(args.output / "bench_defrag.csv", index=False)
+        with staged(args.output) as tmp:
+            pd.DataFrame(rows).to_csv(tmp / "bench_defrag.csv", index=False)
     return 0
 
 

@@ -17,10 +17,9 @@ time (milp-highs). Wall times include model building; the machine is shared, so 
 
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
 
+from experiments.args import non_negative_int, output_file, positive, positive_int, study_parser
 from fgdopt.simulate import run_online
 from fgdopt.suites import random_instance
 from formulations import EXACT, METHODS, solve
@@ -95,15 +94,15 @@ def run_ideas(sizes, seeds, time_limit: float, warm: bool = True) -> pd.DataFram
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=None)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--methods", nargs="+", default=["milp-highs", "milp-cbc", "cpsat", "lp", "unified-device",
-                                                         "config-lp"])
+    parser = study_parser("experiments.bench_formulations", __doc__)
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=None)
+    parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[0])
+    parser.add_argument("--time-limit", type=positive, default=60.0)
+    parser.add_argument("--methods", nargs="+", choices=METHODS, metavar="METHOD",
+                        default=["milp-highs", "milp-cbc", "cpsat", "lp", "unified-device", "config-lp"])
     parser.add_argument("--no-warm-start", action="store_true")
     parser.add_argument("--ideas", action="store_true", help="measure the modelling ideas instead")
-    parser.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    parser.add_argument("--csv", type=output_file, default=None, help="also write the table to this CSV file")
     args = parser.parse_args(argv)
     warm = not args.no_warm_start
     if args.ideas:

@@ -19,7 +19,6 @@ process: ``DIR/bench_hetero_points.csv`` (``rate, policy, mean_jct_s, cpu_s, wal
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -28,7 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fgdopt.hetero import GPU_TYPES, gavel_jobs, load_throughputs
+from experiments.args import int_list, names, non_negative_int, output_dir, positive_int, real_list, study_parser
+from experiments.hetero import parse_cluster
+from experiments.outputs import staged
+from fgdopt.hetero import gavel_jobs, load_throughputs
 from formulations.hetero import POLICIES, allocate
 
 
@@ -75,28 +77,29 @@ def bench_points(rates: list[float], cluster: dict[str, int], seed: int = 0,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_hetero", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="50,200,1000", help="active jobs per allocation, comma-separated")
-    parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated, of {', '.join(POLICIES)}")
-    parser.add_argument("--cluster", default="36:36:36", help="GPUs V100:P100:K80 (Gavel's 36:36:36)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per point; the fastest is kept")
-    parser.add_argument("--points", default="", help="also time whole simulation points of Gavel's pair at these "
-                        "rates, jobs/hour, comma-separated (bench_hetero_points.csv; default: none)")
-    parser.add_argument("--output", default=".", help="folder of bench_hetero.csv")
+    parser = study_parser("experiments.bench_hetero", __doc__)
+    parser.add_argument("--sizes", type=int_list(1), default=[50, 200, 1000],
+                        help="active jobs per allocation, comma-separated")
+    parser.add_argument("--policies", type=names(POLICIES, "policies"), default=list(POLICIES),
+                        help=f"comma-separated, of {', '.join(POLICIES)}")
+    parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
+                        help="GPUs V100:P100:K80 (Gavel's 36:36:36)")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--repeat", type=positive_int, default=3, help="runs per point; the fastest is kept")
+    parser.add_argument("--points", type=real_list(0.0), default=[], help="also time whole simulation points of "
+                        "Gavel's pair at these rates, jobs/hour, comma-separated (bench_hetero_points.csv; "
+                        "default: none)")
+    parser.add_argument("--output", type=output_dir, default=Path("."), help="folder of bench_hetero.csv")
     args = parser.parse_args(argv)
-    policies = args.policies.split(",")
-    if unknown := sorted(set(policies) - set(POLICIES)):
-        parser.error(f"unknown policies {unknown}; choose among {', '.join(POLICIES)}")
-    cluster = dict(zip(GPU_TYPES, map(int, args.cluster.split(":")), strict=True))
-    frame = bench([int(s) for s in args.sizes.split(",")], policies, cluster, args.seed, args.repeat)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "bench_hetero.csv", index=False)
+    cluster = args.cluster
+    frame = bench(args.sizes, args.policies, cluster, args.seed, args.repeat)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    if args.points:
-        points = bench_points([float(r) for r in args.points.split(",")], cluster, args.seed)
-        points.to_csv(out / "bench_hetero_points.csv", index=False)
+    points = bench_points(args.points, cluster, args.seed) if args.points else None
+    with staged(args.output) as out:
+        frame.to_csv(out / "bench_hetero.csv", index=False)
+        if points is not None:
+            points.to_csv(out / "bench_hetero_points.csv", index=False)
+    if points is not None:
         print(points.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     return 0
 

@@ -9,35 +9,34 @@ to compare on a shared machine.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-from experiments.openb import parse_policies
+from experiments.args import non_negative_int, output_dir, parse_policies, positive, positive_int, study_parser
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.policies import POLICY_NAMES
 from fgdopt.simulate import replay
-from fgdopt.traces import load_openb
+from fgdopt.traces import VARIANTS, load_openb
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_replay", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", default="default", help="openb variant (default: default)")
+    parser = study_parser("experiments.bench_replay", __doc__)
+    parser.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT",
+                        help="openb variant (default: default)")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
                         help="comma-separated names or module:attribute specs (default: all built-in)")
-    parser.add_argument("--ratio", type=float, default=1.3, help="inflation ratio (default: 1.3)")
-    parser.add_argument("--seed", type=int, default=42, help="replay seed (default: 42)")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per policy (default: 1)")
-    parser.add_argument("--output", type=Path, default=None, help="folder for bench_replay.csv")
+    parser.add_argument("--ratio", type=positive, default=1.3, help="inflation ratio (default: 1.3)")
+    parser.add_argument("--seed", type=non_negative_int, default=42, help="replay seed (default: 42)")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="runs per policy (default: 1)")
+    parser.add_argument("--output", type=output_dir, default=None, help="folder for bench_replay.csv")
     args = parser.parse_args(argv)
     try:
         cluster, tasks = load_openb(args.trace)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
     workload = Workload.from_tasks(tasks)
     print(f"openb {args.trace}: {cluster.n_nodes} nodes, {len(tasks)} trace tasks, ratio {args.ratio}")
     print("| policy | tasks | wall_s | cpu_s | tasks/s (wall) | alloc_130 (%) |\n|---|---|---|---|---|---|")
@@ -53,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {n} | {result.wall_s:.2f} | {cpu:.2f} | {n / result.wall_s:,.0f} | "
                   f"{rows[-1]['alloc_ratio_130']:.2f} |", flush=True)
     if args.output:
-        args.output.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).to_csv(args.output / "bench_replay.csv", index=False)
+        with staged(args.output) as tmp:
+            pd.DataFrame(rows).to_csv(tmp / "bench_replay.csv", index=False)
     return 0
 
 

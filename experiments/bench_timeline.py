@@ -15,13 +15,20 @@ than ``none`` (the eviction mechanisms, :mod:`fgdopt.timeline.preemption`).
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import pandas as pd
 
-from experiments.openb import parse_policies
+from experiments.args import (
+    int_list,
+    non_negative_int,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    positive,
+    study_parser,
+)
+from experiments.outputs import staged
 from experiments.timeline import parse_mechanisms, parse_queues
 from fgdopt.timeline import openb_jobs, simulate
 
@@ -45,24 +52,25 @@ def bench(sizes: list[int], load: float, policies: list[str], queues: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_timeline", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,20000,40000", help="stream jobs per run (default: 10000,20000,40000)")
-    parser.add_argument("--load", type=float, default=0.9, help="offered load (default: 0.9)")
+    parser = study_parser("experiments.bench_timeline", __doc__)
+    parser.add_argument("--sizes", type=int_list(1), default=[10000, 20000, 40000],
+                        help="stream jobs per run (default: 10000,20000,40000)")
+    parser.add_argument("--load", type=positive, default=0.9, help="offered load (default: 0.9)")
     parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
     parser.add_argument("--queue", type=parse_queues, default=["backfill"])
     parser.add_argument("--mechanisms", type=parse_mechanisms, default=["none"],
                         help="eviction mechanisms, comma-separated (default: none)")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=non_negative_int, default=42)
     parser.add_argument("--no-frag", action="store_true", help="do not record F(M) at every instant")
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--output", type=Path, default=None, help="folder for bench_timeline.csv")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--output", type=output_dir, default=None, help="folder for bench_timeline.csv")
     args = parser.parse_args(argv)
-    frame = bench([int(s) for s in args.sizes.split(",")], args.load, args.policies, args.queue, args.seed,
-                  not args.no_frag, args.data_dir, tuple(args.mechanisms))
+    frame = bench(args.sizes, args.load, args.policies, args.queue, args.seed, not args.no_frag,
+                  None if args.data_dir is None else str(args.data_dir), tuple(args.mechanisms))
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.output / "bench_timeline.csv", index=False)
+        with staged(args.output) as tmp:
+            frame.to_csv(tmp / "bench_timeline.csv", index=False)
     return 0
 
 

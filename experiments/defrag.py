@@ -28,7 +28,6 @@ Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterable
@@ -38,15 +37,28 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from experiments.args import (
+    int_list,
+    non_negative_int,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    positive,
+    positive_int,
+    real,
+    study_parser,
+)
 from experiments.executors import add_dask_option, executor, run_all
+from experiments.outputs import staged
 from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag, extend_plan
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import TaskSet
 from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
-from fgdopt.suites import suite
-from fgdopt.traces import load_openb
+from fgdopt.suites import SUITES, suite
+from fgdopt.traces import VARIANTS, load_openb
 
 if TYPE_CHECKING:
     from formulations.defrag import DefragSolution
@@ -55,16 +67,8 @@ COLUMNS = ("trace", "seed", "at_pct", "method", "kind", "budget", "moves", "admi
            "status", "wall_s", "policy", "nodes")
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"42-51"`` or ``"42,43"`` -> list of ints."""
-    out: list[int] = []
-    for part in text.split(","):
-        if "-" in part:
-            lo, hi = part.split("-")
-            out.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            out.append(int(part))
-    return out
+SOLVERS = ("highs", "cbc", "cpsat")
+"""The solvers of :func:`formulations.defrag.solve_defrag`."""
 
 
 def slice_problem(problem: DefragProblem, nodes: np.ndarray) -> DefragProblem:
@@ -161,29 +165,41 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.defrag", description=__doc__.split("\n")[0])
-    ap.add_argument("--trace", default="default")
-    ap.add_argument("--data", default=None, help="openb directory (default: $FGDOPT_DATA or the cache)")
-    ap.add_argument("--seeds", default="42")
-    ap.add_argument("--at", type=float, default=100.0, help="arrived GPU demand, percent of capacity")
-    ap.add_argument("--budgets", default="0,10,50,100,500")
-    ap.add_argument("--policies", default="fgd,best-fit")
-    ap.add_argument("--slices", type=int, default=1, help="exact comparisons per seed and policy (0: none)")
-    ap.add_argument("--slice-nodes", type=int, default=64)
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact run")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--solver", default="highs")
-    ap.add_argument("--output", default=None)
-    ap.add_argument("--suite", default=None, help="instead of the trace: run_online states of this suite")
-    ap.add_argument("--jobs", type=int, default=1, help="(seed, policy) pairs run side by side (trace study)")
+    ap = study_parser("experiments.defrag", __doc__)
+    ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT", help="openb variant")
+    ap.add_argument("--data", type=openb_dir, default=None,
+                    help="openb directory (default: $FGDOPT_DATA or the cache)")
+    ap.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
+    ap.add_argument("--at", type=real(0, 130, strict=True), default=100.0,
+                    help="arrived GPU demand, percent of capacity (0 < AT <= 130)")
+    ap.add_argument("--budgets", type=int_list(0), default=[0, 10, 50, 100, 500],
+                    help="move budgets (default: 0,10,50,100,500)")
+    ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
+    ap.add_argument("--slices", type=non_negative_int, default=1,
+                    help="exact comparisons per seed and policy (0: none)")
+    ap.add_argument("--slice-nodes", type=positive_int, default=64)
+    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run")
+    ap.add_argument("--threads", type=positive_int, default=1)
+    ap.add_argument("--solver", choices=SOLVERS, default="highs",
+                    help=f"one of {', '.join(SOLVERS)} (default: highs)")
+    ap.add_argument("--output", type=output_dir, default=None)
+    ap.add_argument("--suite", choices=SUITES, default=None,
+                    help="instead of the trace: run_online states of this suite")
+    ap.add_argument("--jobs", type=positive_int, default=1,
+                    help="(seed, policy) pairs run side by side (trace study)")
     add_dask_option(ap)
     args = ap.parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",")]
+    args.data = None if args.data is None else str(args.data)
+    budgets = args.budgets
     if args.suite:
-        rows = run_suite(args.suite, args.policies.split(","), budgets, args.time_limit, args.threads, args.solver)
+        rows = run_suite(args.suite, args.policies, budgets, args.time_limit, args.threads, args.solver)
         return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
+    try:                                                   # a missing or broken trace stops here, in one line
+        load_openb(args.trace, args.data)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
     jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
-             args.threads, args.solver) for seed in parse_seeds(args.seeds) for policy in args.policies.split(",")]
+             args.threads, args.solver) for seed in args.seeds for policy in args.policies]
     with executor(args.jobs, args.dask) as pool:
         rows = [row for rows_ in run_all(pool, trace_rows, jobs) for row in rows_]
     return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived")
@@ -211,18 +227,17 @@ def trace_rows(trace: str, data: str | None, seed: int, policy: str, at: float, 
     return rows
 
 
-def _write(frame: pd.DataFrame, output: str | None, title: str) -> int:
+def _write(frame: pd.DataFrame, output: Path | None, title: str) -> int:
     """Print the table; with ``output``, write ``defrag.csv``, ``defrag.md`` and ``defrag.png`` there."""
     text = table(frame).to_markdown(index=False)
     print(text)
     if output:
-        out = Path(output)
-        out.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out / "defrag.csv", index=False)
-        (out / "defrag.md").write_text(text + "\n")
         from fgdopt.plot import plot_defrag
 
-        plot_defrag(frame, out / "defrag.png", title=title)
+        with staged(output) as out:
+            frame.to_csv(out / "defrag.csv", index=False)
+            (out / "defrag.md").write_text(text + "\n")
+            plot_defrag(frame, out / "defrag.png", title=title)
     return 0
 
 

@@ -13,13 +13,15 @@ Resumable sweeps. A :class:`RunJournal` keeps each finished run's result in the 
 JSON-able value). Given a journal, :func:`run_all` loads the runs already there instead of running them (the
 study's ``--resume``), saves the others as they finish, and when a run fails or the sweep is interrupted (Ctrl-C,
 a killed worker) raises :class:`SweepInterrupted` holding the results that did finish, so that the study writes
-valid CSVs of those before it stops (:func:`stop_message`). A study adopts it in three steps::
+valid CSVs of those before it stops (:func:`stop_message`), where they replace no earlier output
+(:func:`experiments.outputs.staged`). A study adopts it in three steps::
 
     journal = RunJournal.for_study(args.output, "openb", resume=args.resume)    # add_resume_option(parser)
     try:
-        results = run_all(pool, run_cell, cells, done, journal=journal, keys=cells)
+        results = run_all(pool, run_cell, cells, done, journal=journal, keys=keys)   # keys: content_digest of files
     except SweepInterrupted as stop:
-        write_outputs(stop.finished())
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop)
 
 A study whose runs are one flat list of cells does all of that with :func:`run_cells` (pool, journal and progress
@@ -35,7 +37,6 @@ import json
 import multiprocessing
 import os
 import pickle
-import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -114,23 +115,23 @@ class RunJournal:
     Parameters
     ----------
     folder : where the results go, normally ``OUTPUT/.runs/STUDY`` (:meth:`for_study`).
-    resume : keep the runs already in ``folder`` (``--resume``); otherwise they are deleted first, so a sweep
-        without ``--resume`` starts afresh.
+    resume : reuse the runs already in ``folder`` (``--resume``); otherwise they are not reused, so a sweep
+        without ``--resume`` starts afresh. They are never deleted: a failing sweep loses nothing, and a later
+        ``--resume`` reuses every run whose inputs (its key) match.
 
     Notes
     -----
     A run's key is the SHA-256 of its inputs as canonical JSON (:meth:`key`): the study passes, per job, every
-    input that changes its result (the job's arguments, its parameters; not the worker count). Results are
-    pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
+    input that changes its result (the job's arguments, its parameters; not the worker count), with each input
+    file as the digest of its content (:func:`content_digest`), not its path: a file edited since is a new run.
+    Results are pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
     killed while writing leaves no half file; a file that does not unpickle (written by another version of the
     code) counts as not finished.
     """
 
     def __init__(self, folder: str | os.PathLike, *, resume: bool = False):
         self.folder = Path(folder)
-        if not resume and self.folder.exists():
-            shutil.rmtree(self.folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.resume = resume
 
     @classmethod
     def for_study(cls, output: str | os.PathLike | None, study: str, *, resume: bool = False) -> RunJournal | None:
@@ -148,6 +149,8 @@ class RunJournal:
 
     def load(self, inputs: Any) -> tuple[bool, Any]:
         """``(True, result)`` for a finished run with these inputs, else ``(False, None)``."""
+        if not self.resume:
+            return False, None
         path = self._path(inputs)
         try:
             with path.open("rb") as f:
@@ -159,6 +162,7 @@ class RunJournal:
 
     def save(self, inputs: Any, result: Any) -> None:
         """Keep ``result`` as the finished run with these inputs (atomic: a temporary file renamed into place)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(inputs)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         with tmp.open("wb") as f:
@@ -166,7 +170,48 @@ class RunJournal:
         os.replace(tmp, path)
 
     def __len__(self) -> int:
+        """The finished runs in the folder (reused or not)."""
         return sum(1 for _ in self.folder.glob("*.pkl"))
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def content_digest(*paths: str | os.PathLike | None) -> str | None:
+    """The hex SHA-256 of the contents of the files ``paths`` (in order; None when no path is given): the form in
+    which an input file enters a :class:`RunJournal` key. Cached per (path, size, mtime)."""
+    files = [Path(p) for p in paths if p is not None]
+    if not files:
+        return None
+    whole = hashlib.sha256()
+    for path in files:
+        stat = path.stat()
+        cache = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if cache not in _DIGESTS:
+            one = hashlib.sha256()
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    one.update(block)
+            _DIGESTS[cache] = one.hexdigest()
+        whole.update(_DIGESTS[cache].encode())
+    return whole.hexdigest()
+
+
+def policy_digest(name: str) -> str | list:
+    """A policy (or discipline) name as it enters a :class:`RunJournal` key: a built-in name as is; a
+    ``module:attribute`` spec with the digest of its module's source file, so that editing the code reruns it."""
+    if ":" not in name:
+        return name
+    module = name.partition(":")[0].strip()
+    if module.endswith(".py"):
+        source: str | None = module
+    else:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        source = found.origin if found is not None and found.origin not in (None, "built-in", "frozen") else None
+    return [name, content_digest(source) if source is not None and Path(source).is_file() else None]
 
 
 class SweepInterrupted(Exception):

@@ -27,7 +27,8 @@ on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the
 ``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own (:mod:`fgdopt.policies`,
 "Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each (trace, seed) is kept
 in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`): ``--resume`` skips
-those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished.
+those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -36,23 +37,36 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.args import (
+    check_paths,
+    non_negative,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    parse_traces,
+    positive,
+    positive_int,
+    study_parser,
+)
 from experiments.executors import (
     RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
+    content_digest,
     executor,
+    policy_digest,
     run_all,
     stop_message,
 )
-from experiments.openb import parse_policies, parse_seeds, parse_traces
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
@@ -60,18 +74,31 @@ from fgdopt.plot import plot_frontier
 from fgdopt.policies import PAPER_POLICIES, PolicyError, SpecError
 from fgdopt.simulate import replay
 from fgdopt.state import Placement
-from fgdopt.traces import load_openb
+from fgdopt.traces import load_openb, trace_files
 
 COLUMNS = ("trace", "seed", "arrived_pct", "method", "kind", "allocated_milli", "bound_milli", "gap_pct", "wall_s")
 METHOD = "config-types"
 RATIO = 1.3
 
 
+OUTPUTS = ("frontier.csv", "frontier.png")
+"""The files the study writes into ``--output``."""
+
+
+def threads_option(text: str) -> int | None:
+    """``--threads``: a count >= 1, or ``default`` (None: HiGHS's own choice)."""
+    return None if text == "default" else positive_int(text)
+
+
 def parse_points(text: str) -> list[int]:
     """``"80,90,100"`` -> [80, 90, 100] (arrived GPU demand in percent of capacity, 0..130)."""
-    points = sorted({int(p) for p in text.split(",") if p.strip()})
+    try:
+        points = sorted({int(p) for p in text.split(",") if p.strip()})
+    except ValueError:
+        points = []
     if not points or points[0] < 0 or points[-1] > round(100 * RATIO):
-        raise argparse.ArgumentTypeError(f"points must lie in 0..{round(100 * RATIO)}")
+        raise argparse.ArgumentTypeError(f"expected integers in 0..{round(100 * RATIO)} separated by commas, "
+                                         f"got {text!r}")
     return points
 
 
@@ -149,7 +176,8 @@ def frontier(traces: list[str], seeds: list[int], points: list[int], jobs: int =
     policies = tuple(policies)
     groups = [(t, s) for t in traces for s in seeds]
     keys = {g: {"trace": g[0], "seed": g[1], "points": points, "time_limit": time_limit, "tol": tol,
-                "data_dir": data_dir, "threads": threads, "nodes": nodes, "policies": policies} for g in groups}
+                "data": content_digest(*trace_files(g[0], data_dir)), "threads": threads, "nodes": nodes,
+                "policies": [policy_digest(p) for p in policies]} for g in groups}
     finished = {g: journal.load(keys[g]) for g in groups} if journal is not None else {}
     todo = [g for g in groups if not finished.get(g, (False, None))[0]]
     previously = [finished[g][1] for g in groups if g not in todo]
@@ -244,44 +272,52 @@ def headline(frame: pd.DataFrame, capacity: dict, tol: float = 0.001, policy: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.frontier", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.frontier", __doc__)
     parser.add_argument("--trace", type=parse_traces, default=["default"],
                         help="comma-separated variants, a family (cpu, gpushare, multigpu, gpuspec) or all")
     parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
                         help="seeds as a range A-B or a list a,b,c (default: 42-51)")
     parser.add_argument("--points", type=parse_points, default=[80, 90, 100, 110, 120, 130],
                         help="arrived-workload points in percent of capacity (default: 80,90,100,110,120,130)")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimum (default: 60)")
-    parser.add_argument("--tol", type=float, default=0.001,
+    parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per optimum (default: 60)")
+    parser.add_argument("--tol", type=non_negative, default=0.001,
                         help="stop an optimum once bound - incumbent <= tol x capacity (default: 0.001)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--threads", type=lambda v: None if v == "default" else int(v), default=1,
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--threads", type=threads_option, default=1,
                         help="HiGHS threads per optimum, or 'default' for HiGHS's own choice (default: 1)")
-    parser.add_argument("--nodes", type=int, default=None,
+    parser.add_argument("--nodes", type=positive_int, default=None,
                         help="replay on the cluster's first NODES nodes only (a quick check; default: all)")
     parser.add_argument("--policies", type=parse_policies, default=list(PAPER_POLICIES),
                         help="comma-separated policies: names or module:attribute specs of your own "
                         "(default: the paper's six)")
-    parser.add_argument("--output", type=Path, required=True, help="folder for frontier.csv and frontier.png")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for frontier.csv and frontier.png")
     add_resume_option(parser)
     args = parser.parse_args(argv)
+    args.data_dir = None if args.data_dir is None else str(args.data_dir)
+    check_paths(parser, args.output, OUTPUTS, {})
+    try:                                                   # a missing or broken trace stops here, in one line
+        for trace in args.trace:
+            load_openb(trace, args.data_dir)
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
 
     journal = RunJournal.for_study(args.output, "frontier", resume=args.resume)
-    out = args.output
     try:
         frame, capacity = frontier(args.trace, args.seeds, args.points, args.jobs, args.time_limit, args.tol,
                                    args.data_dir, args.threads, args.nodes, args.dask, args.policies, journal)
     except SweepInterrupted as stop:
-        stop.partial[0][list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
+        with staged(args.output, partial=True) as tmp:
+            stop.partial[0][list(COLUMNS)].to_csv(tmp / "frontier.csv", index=False)
         return stop_message(stop, parser.prog)
     except (PolicyError, SpecError) as exc:
         return stop_message(exc, parser.prog)
-    frame[list(COLUMNS)].to_csv(out / "frontier.csv", index=False)
     trace = args.trace[0]
-    plot_frontier(frame[frame["trace"] == trace], capacity[trace], out / "frontier.png",
-                  f"openb {trace}: online policies vs the offline optimum")
+    with staged(args.output) as tmp:
+        frame[list(COLUMNS)].to_csv(tmp / "frontier.csv", index=False)
+        plot_frontier(frame[frame["trace"] == trace], capacity[trace], tmp / "frontier.png",
+                      f"openb {trace}: online policies vs the offline optimum")
     opt = frame[frame["kind"] == "optimum"]
     print(opt[["trace", "seed", "arrived_pct", "allocated_milli", "bound_milli", "gap_pct", "wall_s", "cpu_s",
                "status"]].to_string(index=False))

@@ -23,8 +23,8 @@ weak; ``skipped`` after 2-7.3 s on 8-GPU nodes, which have millions of configura
 MILPs beyond 16 nodes) are available through ``--methods``. Every solver run gets ``--time-limit`` seconds of
 wall time. ``--jobs N`` solves N instances side by side in local processes, ``--dask ADDRESS`` on the workers of
 a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same. An instance with no tasks
-(or no nodes) has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no workload to
-measure it against).
+has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no workload to measure it against);
+an instance file with no nodes is refused before any work.
 
 ``--policies`` also takes ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own
 policy"): the fastest way to your policy's certified gap table.
@@ -32,7 +32,8 @@ policy"): the fastest way to your policy's certified gap table.
 ``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown; each instance's
 rows are kept in ``DIR/.runs/gap`` as they finish (:class:`experiments.executors.RunJournal`), ``--resume`` solves
 only the instances not yet there with the same inputs, and a run stopped early writes ``gap.csv`` of the
-instances that finished. CSV columns:
+instances that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay). CSV columns:
 ``instance, method, kind`` (policy / exact / relaxation / flawed), ``allocated_milli`` (the row's placement, empty
 for pure bounds), ``bound_milli`` (exact and relaxation rows: the method's own proven bound, empty if it has none;
 policy and flawed rows: the instance's best proven bound), ``status`` (policies: ``heuristic``; solvers:
@@ -43,25 +44,33 @@ policy and flawed rows: the instance's best proven bound), ``status`` (policies:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.args import (
+    names,
+    non_negative_int,
+    output_dir,
+    parse_policies,
+    positive,
+    positive_int,
+    study_parser,
+)
 from experiments.executors import (
     RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
     executor,
+    policy_digest,
     run_all,
     stop_message,
 )
-from experiments.openb import parse_policies
+from experiments.outputs import staged
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.policies import POLICY_NAMES, PolicyError, SpecError
@@ -156,7 +165,8 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
 
 def run_key(instance: Instance, config: Config) -> dict:
     """The inputs of one instance's rows (its content and the study's parameters): its :class:`RunJournal` key."""
-    return {"instance": instance.to_dict(), "config": asdict(config)}
+    return {"instance": instance.to_dict(),
+            "config": asdict(config) | {"policies": [policy_digest(p) for p in config.policies]}}
 
 
 def run(instances: list[Instance], config: Config, jobs: int = 1, dask: str | None = None,
@@ -266,43 +276,41 @@ def frag_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.gap", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.gap", __doc__)
     parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
-    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                        help=f"comma-separated solver methods from {', '.join(METHODS)} (default: %(default)s)")
+    parser.add_argument("--methods", type=names(METHODS, "methods"), default=list(DEFAULT_METHODS),
+                        help=f"comma-separated solver methods from {', '.join(METHODS)} "
+                        f"(default: {','.join(DEFAULT_METHODS)})")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
                         help="comma-separated online policies: names or module:attribute specs of your own "
                         "(default: all built-in)")
-    parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per solver run (default: 10)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--time-limit", type=positive, default=10.0, help="seconds per solver run (default: 10)")
+    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
                         help="instances solved in parallel (default: the number of cores)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--threads", type=int, default=None, help="solver threads (default: all cores)")
-    parser.add_argument("--seed", type=int, default=0, help="suite and policy seed (default: 0)")
-    parser.add_argument("--output", type=Path, default=None, help="write gap.csv and the tables here")
+    parser.add_argument("--threads", type=positive_int, default=None, help="solver threads (default: all cores)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="suite and policy seed (default: 0)")
+    parser.add_argument("--output", type=output_dir, default=None, help="write gap.csv and the tables here")
     parser.add_argument("--format", choices=("markdown", "csv"), default="markdown")
     args = parser.parse_args(argv)
 
-    methods = tuple(m for m in args.methods.split(",") if m)
+    methods = tuple(args.methods)
     policies = tuple(args.policies)
-    for m in methods:
-        if m not in METHODS:
-            parser.error(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
     if args.resume and args.output is None:
         parser.error("--resume needs --output (the folder of the finished runs)")
     try:
         instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
             load_suite_dir(args.instances)
     except (FileNotFoundError, ValueError) as exc:
-        parser.error(str(exc))
+        parser.error(f"argument --instances: {exc}")
     config = Config(methods, policies, args.time_limit, args.seed, args.threads)
     journal = RunJournal.for_study(args.output, "gap", resume=args.resume)
     try:
         df = run(instances, config, args.jobs, args.dask, journal)
     except SweepInterrupted as stop:
-        args.output.mkdir(parents=True, exist_ok=True)
-        stop.partial.to_csv(args.output / "gap.csv", index=False)
+        with staged(args.output, partial=True) as tmp:
+            stop.partial.to_csv(tmp / "gap.csv", index=False)
         return stop_message(stop, parser.prog)
     except (PolicyError, SpecError) as exc:   # without --output: nothing was kept
         return stop_message(exc, parser.prog)
@@ -319,10 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         for key, table in tables.items():
             print(f"## {titles[key]}\n\n{table.to_markdown(index=False)}\n")
     if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
-        csv.to_csv(args.output / "gap.csv", index=False)
-        (args.output / "gap.md").write_text("".join(f"## {titles[k]}\n\n{t.to_markdown(index=False)}\n\n"
-                                                    for k, t in tables.items()))
+        with staged(args.output) as tmp:
+            csv.to_csv(tmp / "gap.csv", index=False)
+            (tmp / "gap.md").write_text("".join(f"## {titles[k]}\n\n{t.to_markdown(index=False)}\n\n"
+                                                for k, t in tables.items()))
     return 0
 
 

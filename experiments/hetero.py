@@ -41,15 +41,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.args import (
+    gavel_dir,
+    names,
+    non_negative_int,
+    output_dir,
+    parse_seeds,
+    positive,
+    positive_int,
+    real_list,
+    study_parser,
+)
 from experiments.executors import (
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
+    content_digest,
     run_cells,
     stop_message,
 )
-from experiments.openb import parse_seeds
-from experiments.timeline import parse_floats
+from experiments.outputs import staged
 from fgdopt.hetero import GPU_TYPES, gavel_jobs, load_throughputs
 from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
@@ -64,11 +75,7 @@ COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mea
            "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves")
 
 
-def parse_policies(text: str) -> list[str]:
-    names = [p for p in text.split(",") if p]
-    if bad := sorted(set(names) - set(POLICY_NAMES)):
-        raise argparse.ArgumentTypeError(f"unknown policies {bad}; choose among {', '.join(POLICY_NAMES)}")
-    return names
+parse_policies = names(POLICY_NAMES, "policies")
 
 
 def parse_cluster(text: str) -> dict[str, int]:
@@ -150,36 +157,39 @@ def ratio_lines(frame: pd.DataFrame) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.hetero", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.hetero", __doc__)
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
                         help=f"comma-separated, of {', '.join(POLICY_NAMES)} (default: all)")
     parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
                         help="GPUs V100:P100:K80 (default: Gavel's 36:36:36)")
-    parser.add_argument("--rates", type=parse_floats, default=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
+    parser.add_argument("--rates", type=real_list(0.0), default=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
                         help="arrival rates, jobs/hour (default: 0.5 to 3.5 by 0.5)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")
     parser.add_argument("--window", type=parse_window, default=(4000, 5000),
                         help="measured jobs, START:END by index (default: Gavel's 4000:5000)")
-    parser.add_argument("--batch", type=int, default=0, help="also a static batch of this many jobs per seed "
+    parser.add_argument("--batch", type=non_negative_int, default=0,
+                        help="also a static batch of this many jobs per seed "
                         "(makespan against its certified bound; default: 0, none)")
     parser.add_argument("--multi-gpu", action="store_true", help="multi-GPU jobs (Gavel's -m); default single-GPU")
-    parser.add_argument("--gpus-per-node", type=int, default=None,
+    parser.add_argument("--gpus-per-node", type=positive_int, default=None,
                         help="GPUs per node (default: 1, Gavel's sweep; 8 with --multi-gpu)")
-    parser.add_argument("--round-s", type=float, default=ROUND_S, help="seconds per round (default: 360)")
+    parser.add_argument("--round-s", type=positive, default=ROUND_S, help="seconds per round (default: 360)")
     parser.add_argument("--quick", action="store_true", help="12:12:12, rates 0.5 and 1, seed 0, jobs 300-500, "
                         "fifo, las, las-aware, makespan-aware")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", default=None, help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
-    parser.add_argument("--output", type=Path, required=True, help="folder for hetero.csv and hetero.png")
+    parser.add_argument("--data-dir", type=gavel_dir, default=None,
+                        help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for hetero.csv and hetero.png")
     args = parser.parse_args(argv)
+    args.data_dir = None if args.data_dir is None else str(args.data_dir)
     if args.quick:
         args.cluster, args.rates, args.seeds = parse_cluster("12:12:12"), [0.5, 1.0], [0]
         args.window, args.policies = (300, 500), ["fifo", "las", "las-aware", "makespan-aware"]
     per_node = args.gpus_per_node or (8 if args.multi_gpu else 1)
     try:
-        load_throughputs(args.data_dir)                    # a missing table stops here, in one line
+        table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     points = [(rate, s) for s in args.seeds for rate in args.rates]
@@ -187,19 +197,22 @@ def main(argv: list[str] | None = None) -> int:
         points += [(math.inf, s) for s in args.seeds]
     cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
               per_node, args.round_s, args.data_dir) for rate, s in points for p in args.policies]
+    keys = [(*c[:-1], content_digest(table.source)) for c in cells]       # the table by its content, not its path
     try:
-        rows = run_cells("hetero", run_point, cells, args)
+        rows = run_cells("hetero", run_point, cells, args, keys)
     except SweepInterrupted as stop:
-        write_outputs(stop.finished(), args.output)
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop, parser.prog)
-    frame = write_outputs(rows, args.output)
+    with staged(args.output) as tmp:
+        frame = write_outputs(rows, tmp)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))
     return 0
 
 
 def write_outputs(rows: list[dict], out: Path) -> pd.DataFrame:
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``hetero.csv`` and ``hetero.png`` of ``rows`` into the folder ``out``; returns the frame."""
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame.to_csv(out / "hetero.csv", index=False)
     if len(frame):

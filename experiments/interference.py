@@ -33,7 +33,8 @@ policy and weight, means over seeds (:func:`fgdopt.plot.plot_interference`). Pri
 ``--quick``: load 1.1, seed 42, 1,000 stream jobs, fgd, best-fit, gpu-packing and fgd-interference at weights 0 and
 1, with and without interference (10 runs, about a minute on 2 cores). Each finished run is kept in ``DIR/.runs/``
 as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped sweep still writes
-the CSV of the runs that finished.
+the CSV of the runs that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -47,15 +48,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.args import (
+    gavel_dir,
+    names,
+    openb_dir,
+    output_dir,
+    parse_seeds,
+    parse_traces,
+    positive_int,
+    real_list,
+    study_parser,
+)
 from experiments.executors import (
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
+    content_digest,
     run_cells,
     stop_message,
 )
-from experiments.openb import parse_seeds, parse_traces
-from experiments.timeline import parse_floats
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.hetero import load_throughputs
 from fgdopt.hetero.interference import openb_interference
@@ -64,7 +76,7 @@ from fgdopt.plot import plot_interference
 from fgdopt.policies.interference import InterferenceFGD
 from fgdopt.timeline import openb_jobs, run_stats, simulate
 from fgdopt.timeline.engine import FINISHED
-from fgdopt.traces import load_openb
+from fgdopt.traces import load_openb, trace_files
 
 AWARE = "fgd-interference"
 POLICY_NAMES = ("fgd", "best-fit", "gpu-packing", "random", AWARE)
@@ -74,21 +86,8 @@ COLUMNS = (*KEYS, "measured", "sharing", "unfinished", "alloc_time_avg_pct", "fr
            "slowed_pct", "lost_gpu_pct", "jct_ratio", "mean_jct_ratio", "wall_s")
 
 
-def parse_policies(text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    if (bad := sorted(set(names) - set(POLICY_NAMES))) or not names:
-        raise argparse.ArgumentTypeError(f"unknown policies {bad}; choose among {', '.join(POLICY_NAMES)}")
-    return names
-
-
-def parse_weights(text: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"weights must be numbers separated by commas, got {text!r}") from None
-    if not values or not all(math.isfinite(v) and v >= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"weights must be finite and >= 0, got {text!r}")
-    return values
+parse_policies = names(POLICY_NAMES, "policies")
+parse_weights = real_list(0.0, strict=False)
 
 
 def parse_switch(text: str) -> list[bool]:
@@ -155,7 +154,7 @@ def table(results: list[dict]) -> pd.DataFrame:
 
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``interference.csv`` (and ``interference.png``) of ``results`` into the folder ``out``."""
     frame = table(results)
     frame.to_csv(out / "interference.csv", index=False)
     if (frame["interference"] == "on").any():
@@ -164,10 +163,10 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.interference", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.interference", __doc__)
     parser.add_argument("--trace", type=parse_traces, default=["default"],
                         help="openb variants, comma-separated, a family or all (default: default)")
-    parser.add_argument("--load", type=parse_floats, default=[0.9, 1.1],
+    parser.add_argument("--load", type=real_list(0.0), default=[0.9, 1.1],
                         help="offered loads, fractions of GPU capacity (default: 0.9,1.1)")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
                         help=f"comma-separated, of {', '.join(POLICY_NAMES)} (default: all)")
@@ -176,23 +175,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interference", type=parse_switch, default=[True, False],
                         help="run with the co-location slowdowns (on), without (off), or both (default: on,off)")
     parser.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
-    parser.add_argument("--n-jobs", type=int, default=5000, help="stream jobs per run (default: 5000)")
+    parser.add_argument("--n-jobs", type=positive_int, default=5000, help="stream jobs per run (default: 5000)")
     parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, best-fit, "
                         f"gpu-packing, {AWARE} at weights 0 and 1")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--gavel-dir", default=None, help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
-    parser.add_argument("--output", type=Path, required=True, help="folder for interference.csv and .png")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--gavel-dir", type=gavel_dir, default=None,
+                        help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for interference.csv and .png")
     args = parser.parse_args(argv)
+    args.data_dir, args.gavel_dir = (None if d is None else str(d) for d in (args.data_dir, args.gavel_dir))
     if args.quick:
         args.load, args.seeds, args.n_jobs = [1.1], [42], 1000
         args.policies, args.weights = ["fgd", "best-fit", "gpu-packing", AWARE], [0.0, 1.0]
-    if args.n_jobs < 1:
-        parser.error("--n-jobs must be >= 1")
-    try:                                                   # a missing data set stops here, in one line
-        load_throughputs(args.gavel_dir)
+    try:                                                   # a missing or broken data set stops here, in one line
+        table = load_throughputs(args.gavel_dir)
         for trace in args.trace:
             load_openb(trace, args.data_dir)
     except (OSError, ValueError) as exc:
@@ -201,14 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(t, s, ld, p, w, on, args.n_jobs, args.data_dir, args.gavel_dir)
              for t in args.trace for s in args.seeds for ld in args.load for p, w in variants
              for on in args.interference]
-    keys = [(*c[:4], None if math.isnan(c[4]) else c[4], *c[5:7], *(None if f is None else str(Path(f).resolve())
-                                                                      for f in c[7:])) for c in cells]
+    keys = [(*c[:4], None if math.isnan(c[4]) else c[4], *c[5:7], content_digest(*trace_files(c[0], c[7])),
+             content_digest(table.source)) for c in cells]           # the data by content, not by path
     try:
         results = run_cells("interference", run_cell, cells, args, keys)
     except SweepInterrupted as stop:
-        write_outputs(stop.finished(), args.output)
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop, parser.prog)
-    frame = write_outputs(results, args.output)
+    with staged(args.output) as tmp:
+        frame = write_outputs(results, tmp)
     show = [*KEYS, "alloc_time_avg_pct", "frag_time_avg_pct", "mean_jct_s", "mean_jct_s_sharing",
             "p95_jct_s_sharing", "mean_slowdown", "slowed_pct", "lost_gpu_pct", "jct_ratio"]
     print(frame[show].to_string(index=False, float_format=lambda v: f"{v:.3f}"))

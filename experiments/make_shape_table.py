@@ -16,12 +16,12 @@ trace-like instances without the trace. Regenerate them with::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.args import openb_dir, output_dir, study_parser
 from fgdopt.suites import NODE_TYPE_FILE, NODE_TYPE_KEYS, SHAPE_FILE, SHAPE_KEYS
 from fgdopt.traces import read_nodes, read_pods
 
@@ -45,11 +45,10 @@ def node_type_table(data_dir: str | Path | None = None) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.make_shape_table",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", default=None,
+    parser = study_parser("experiments.make_shape_table", __doc__)
+    parser.add_argument("--data-dir", type=openb_dir, default=None,
                         help="openb folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
-    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"default: {DEFAULT_OUTPUT}")
+    parser.add_argument("--output-dir", type=output_dir, default=DEFAULT_OUTPUT, help=f"default: {DEFAULT_OUTPUT}")
     args = parser.parse_args(argv)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     for file, table in ((SHAPE_FILE, shape_table(args.data_dir)), (NODE_TYPE_FILE, node_type_table(args.data_dir))):

@@ -18,13 +18,13 @@ or 120 s. Solver threads: ``--threads`` (default 1).
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from experiments.args import int_list, output_dir, parse_seeds, positive, positive_int, study_parser
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.mig.suites import arrived_prefix, capacity_slices, mig_instance, task_slices
 from fgdopt.plot import plot_mig
@@ -34,14 +34,6 @@ from formulations.mig import config_bound, solve_mig
 
 COLUMNS = ("instance", "nodes", "seed", "method", "kind", "accepted_tasks", "accepted_slices", "bound_slices",
            "status", "wall_s")
-
-
-def _ints(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def run(nodes: list[int], seeds: list[int], ratio: float, quick: bool, threads: int = 1) -> tuple[pd.DataFrame, ...]:
@@ -94,24 +86,26 @@ def run(nodes: list[int], seeds: list[int], ratio: float, quick: bool, threads: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m experiments.mig", description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", default="16,64", help="cluster sizes, comma-separated (default: 16,64)")
-    ap.add_argument("--seeds", default="0-4", help="seeds as a range A-B or a list a,b,c (default: 0-4)")
-    ap.add_argument("--ratio", type=float, default=1.3,
+    ap = study_parser("experiments.mig", __doc__)
+    ap.add_argument("--nodes", type=int_list(1), default=[16, 64],
+                    help="cluster sizes, comma-separated (default: 16,64)")
+    ap.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2, 3, 4],
+                    help="seeds as a range A-B or a list a,b,c (default: 0-4)")
+    ap.add_argument("--ratio", type=positive, default=1.3,
                     help="arrived memory slices as a multiple of the cluster's (default: 1.3)")
     ap.add_argument("--quick", action="store_true",
                     help="the first two seeds, CP-SAT only, 10 s per exact run (under 3 minutes on 2 cores)")
-    ap.add_argument("--threads", type=int, default=1, help="solver threads (default: 1)")
-    ap.add_argument("--output", required=True, help="folder for mig.csv, mig_curves.csv and mig.png")
+    ap.add_argument("--threads", type=positive_int, default=1, help="solver threads (default: 1)")
+    ap.add_argument("--output", type=output_dir, required=True, help="folder for mig.csv, mig_curves.csv and mig.png")
     args = ap.parse_args(argv)
-    seeds = _ints(args.seeds)[:2] if args.quick else _ints(args.seeds)
+    seeds = args.seeds[:2] if args.quick else args.seeds
     t0, c0 = time.perf_counter(), time.process_time()
-    frame, curves = run(_ints(args.nodes), seeds, args.ratio, args.quick, args.threads)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    frame[[*COLUMNS, "arrival", "cpu_s"]].to_csv(out / "mig.csv", index=False)
-    curves.to_csv(out / "mig_curves.csv", index=False)
-    plot_mig(frame, curves, out / "mig.png")
+    frame, curves = run(args.nodes, seeds, args.ratio, args.quick, args.threads)
+    out = args.output
+    with staged(out) as tmp:
+        frame[[*COLUMNS, "arrival", "cpu_s"]].to_csv(tmp / "mig.csv", index=False)
+        curves.to_csv(tmp / "mig_curves.csv", index=False)
+        plot_mig(frame, curves, tmp / "mig.png")
     print(f"wrote {out / 'mig.csv'}, {out / 'mig.png'} in {time.perf_counter() - t0:.1f} s wall, "
           f"{time.process_time() - c0:.1f} s CPU")
 

@@ -20,7 +20,8 @@ workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker
 
 Each finished cell is kept in ``DIR/.runs/openb`` as it completes (:class:`experiments.executors.RunJournal`);
 ``--resume`` replays only the cells not yet there with the same inputs. A run stopped early (Ctrl-C, a failing
-policy, a killed worker) writes ``summary.csv`` and ``curves.csv`` of the cells that finished.
+policy, a killed worker) writes ``summary.csv`` and ``curves.csv`` of the cells that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -33,68 +34,42 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from experiments.args import (
+    FAMILIES,
+    check_paths,
+    family,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    parse_traces,
+    positive,
+    positive_int,
+    study_parser,
+)
 from experiments.executors import (
     RunJournal,
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
+    content_digest,
     executor,
+    policy_digest,
     run_all,
     stop_message,
 )
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
-from fgdopt.policies import POLICY_NAMES, PolicyError, parse_policy_names
+from fgdopt.policies import POLICY_NAMES, PolicyError
 from fgdopt.refsim import paper_allocation
 from fgdopt.simulate import CURVE_COLUMNS, replay
-from fgdopt.traces import VARIANTS, load_openb
+from fgdopt.traces import load_openb, trace_files
 
+OUTPUTS = ("summary.csv", "curves.csv", "alloc.png", "frag_rate.png", "bars_*.png")
+"""The files the study writes into ``--output``."""
 SUMMARY_COLUMNS = ("trace", "policy", "seed", "alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130",
                    "frag_rate_130", "wall_s")
-FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
-
-
-def family(trace: str) -> str | None:
-    """The family of a variant name (``None`` for ``default``)."""
-    return next((f for f in FAMILIES if trace.startswith(f)), None)
-
-
-def parse_traces(text: str) -> list[str]:
-    if text == "all":
-        return list(VARIANTS)
-    out: list[str] = []
-    for item in text.split(","):
-        item = item.strip()
-        if item in FAMILIES:
-            out += [v for v in VARIANTS if family(v) == item]
-        elif item in VARIANTS:
-            out.append(item)
-        else:
-            raise argparse.ArgumentTypeError(f"unknown trace {item!r}; use all, a family {FAMILIES} or {VARIANTS}")
-    return list(dict.fromkeys(out))
-
-
-def parse_policies(text: str) -> list[str]:
-    """The ``--policies`` argument type of every study: comma-separated names or ``module:attribute`` specs,
-    each checked (specs imported) by :func:`fgdopt.policies.parse_policy_names`.
-
-    Raises
-    ------
-    argparse.ArgumentTypeError : an unknown name or a bad spec; one line naming it.
-    """
-    try:
-        return parse_policy_names(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"42-51"`` -> 42..51 (inclusive); ``"1,5,7"`` -> [1, 5, 7]; the two forms combine."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        seeds += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return seeds
 
 
 @lru_cache(maxsize=4)
@@ -142,7 +117,7 @@ def markdown_table(summary: pd.DataFrame, paper: pd.DataFrame | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.openb", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.openb", __doc__)
     parser.add_argument("--trace", type=parse_traces, default=["default"],
                         help="comma-separated variants (default, cpu050, ...), a family (cpu, gpushare, multigpu, "
                         "gpuspec) "
@@ -152,40 +127,44 @@ def main(argv: list[str] | None = None) -> int:
                         f"(default: all {len(POLICY_NAMES)} built-in)")
     parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
                         help="seeds as a range A-B or a list a,b,c (default: 42-51, as in the paper)")
-    parser.add_argument("--ratio", type=float, default=1.3,
+    parser.add_argument("--ratio", type=positive, default=1.3,
                         help="inflate arrivals to this multiple of GPU capacity (default: 1.3)")
-    parser.add_argument("--output", type=Path, required=True,
+    parser.add_argument("--output", type=output_dir, required=True,
                         help="folder for summary.csv, curves.csv and the figures")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
+    args.data_dir = None if args.data_dir is None else str(args.data_dir)
+    check_paths(parser, args.output, OUTPUTS, {})
     try:
-        for trace in args.trace:                  # fail before any work if a trace is missing
+        for trace in args.trace:                  # fail before any work if a trace is missing or broken
             _load(trace, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
 
     cells = [(t, p, s, args.ratio, args.data_dir) for t in args.trace for p in args.policies for s in args.seeds]
+    keys = [(t, policy_digest(p), s, r, content_digest(*trace_files(t, d))) for t, p, s, r, d in cells]
     journal = RunJournal.for_study(args.output, "openb", resume=args.resume)
     try:
         with tqdm(total=len(cells), desc="replays", unit="run", file=sys.stderr) as bar, \
                 executor(args.jobs, args.dask) as pool:
-            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal)
+            results = run_all(pool, run_cell, cells, lambda _: bar.update(), journal=journal, keys=keys)
     except SweepInterrupted as stop:
-        write_outputs(stop.finished(), args, plots=False)
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), args, tmp, plots=False)
         return stop_message(stop, parser.prog)
-    summary = write_outputs(results, args)
+    with staged(args.output) as tmp:
+        summary = write_outputs(results, args, tmp)
     print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None))
     return 0
 
 
-def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Namespace,
+def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Namespace, out: Path,
                   plots: bool = True) -> pd.DataFrame:
     """Write ``summary.csv``, ``curves.csv`` (and with ``plots`` the figures) of the finished cells ``results``
-    to ``args.output``, rows in command-line order; returns the summary."""
+    to the folder ``out``, rows in command-line order; returns the summary."""
     rows, curves = [row for row, _ in results], [curve for _, curve in results]
 
     def rank(trace: str, policy: str) -> tuple:
@@ -195,8 +174,6 @@ def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Names
     curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"]) if curves else \
         pd.DataFrame(columns=["trace", "policy", "seed", *CURVE_COLUMNS])
 
-    out = args.output
-    out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     curves_df.to_csv(out / "curves.csv", index=False)
     if not plots:

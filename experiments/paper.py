@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.args import output_dir, study_parser
 from experiments.report import PAPER_DIR, write_report
 from fgdopt.traces import SHA256
 
@@ -199,11 +200,11 @@ def _names(text: str) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.paper", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.paper", __doc__)
     parser.add_argument("--quick", action="store_true", help="small settings (the committed paper's profile)")
     parser.add_argument("--only", type=_names, default=None, help="comma-separated studies to run (default: all)")
     parser.add_argument("--rerun", type=_names, default=set(), help="studies to rerun even if cached, or 'all'")
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="cache folder (default: paper/results)")
+    parser.add_argument("--results", type=output_dir, default=RESULTS_DIR, help="cache folder (default: paper/results)")
     parser.add_argument("--report-only", action="store_true", help="only rewrite tables, figures and paper.md")
     args = parser.parse_args(argv)
     profile = "quick" if args.quick else "full"

@@ -14,13 +14,13 @@ difference of the cluster's F(M) after a step, milli-GPU, against the log's two 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
+from experiments.args import openb_dir, output_dir, parse_policy, study_parser
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.refsim import follow, load_refsim
 from fgdopt.simulate import run_online
@@ -41,22 +41,22 @@ def fidelity(policy: str = "fgd", data_dir: str | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.refsim", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--policy", default="fgd", help="policy to follow the log with (default: fgd)")
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--output", type=Path, default=None, help="folder for refsim.csv")
+    parser = study_parser("experiments.refsim", __doc__)
+    parser.add_argument("--policy", type=parse_policy, default="fgd",
+                        help="policy to follow the log with (default: fgd)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--output", type=output_dir, default=None, help="folder for refsim.csv")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        row = fidelity(args.policy, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        row = fidelity(args.policy, None if args.data_dir is None else str(args.data_dir))
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
     frame = pd.DataFrame([row])
     print(frame.to_markdown(index=False))
     if args.output:
-        args.output.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.output / "refsim.csv", index=False)
+        with staged(args.output) as tmp:
+            frame.to_csv(tmp / "refsim.csv", index=False)
     print(f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 

@@ -40,7 +40,8 @@ incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the
 GPUs that placement leaves idle against the certified optimum. ``--quick``: load 0.9, fgd and best-fit, backfill,
 seed 42, 3,000 stream jobs, one instant with a 30 s limit (about a minute on 2 cores). Each finished run is kept
 in ``DIR/.runs/`` as it completes: ``--resume`` skips the runs already there with the same inputs, and a stopped
-sweep still writes the CSVs of the runs that finished.
+sweep still writes the CSVs of the runs that finished
+(only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -52,14 +53,30 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.args import (
+    check_paths,
+    existing_file,
+    non_negative_int,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    parse_traces,
+    positive,
+    positive_int,
+    real_list,
+    study_parser,
+)
 from experiments.executors import (
     SweepInterrupted,
     add_dask_option,
     add_resume_option,
+    content_digest,
+    policy_digest,
     run_cells,
     stop_message,
 )
-from experiments.openb import parse_policies, parse_seeds, parse_traces
+from experiments.outputs import staged
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
@@ -67,21 +84,15 @@ from fgdopt.plugins import is_spec
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
 from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism, mechanism_factory
+from fgdopt.traces import load_openb, trace_files
 
 KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism", "layout")
 """The columns that name a run in every output file."""
+OUTPUTS = ("timeline.csv", "jobs.csv", "series.csv", "optimum.csv", "timeline.png")
+"""The files the study writes into ``--output``."""
+parse_floats = real_list(0.0)
+"""``--load``: offered loads, fractions of GPU capacity (each > 0)."""
 JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured", "evictions")
-
-
-def parse_floats(text: str) -> list[float]:
-    """``"0.7,0.9"`` -> [0.7, 0.9] (offered loads, fractions of GPU capacity, each > 0)."""
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"loads must be numbers separated by commas, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"loads must be > 0, got {text!r}")
-    return values
 
 
 def parse_queues(text: str) -> list[str]:
@@ -119,9 +130,14 @@ def load_cluster(path: str | Path) -> Cluster:
         raise FileNotFoundError(f"cluster file {path} not found")
     try:
         data = json.loads(path.read_text())
-        return Instance.from_dict({"tasks": [], **data}).cluster
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object with a 'nodes' list, got a {type(data).__name__}")
+        cluster = Instance.from_dict({"tasks": [], **data}).cluster
     except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path}: not a valid node list ({exc})") from None
+    if cluster.n_nodes == 0:
+        raise ValueError(f"{path}: no nodes (the cluster needs at least one)")
+    return cluster
 
 
 def parse_layouts(text: str) -> list[str]:
@@ -181,8 +197,7 @@ def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechan
 
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
-    """Write the CSVs and the figure of the finished ``results``; returns the run table."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the CSVs and the figure of the finished ``results`` into the folder ``out``; returns the run table."""
     runs = pd.DataFrame([r["row"] for r in results], columns=[*KEYS, *STATS_COLUMNS])
     runs.to_csv(out / "timeline.csv", index=False)
     if not results:
@@ -218,7 +233,7 @@ def idle_lines(results: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.timeline", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.timeline", __doc__)
     parser.add_argument("--trace", type=parse_traces, default=["default"],
                         help="openb variants, comma-separated, a family or all (default: default)")
     parser.add_argument("--load", type=parse_floats, default=[0.7, 0.9, 1.1],
@@ -230,30 +245,35 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: fifo,backfill)")
     parser.add_argument("--mechanism", type=parse_mechanisms, default=["none"],
                         help=f"what may evict running jobs, among {', '.join(MECHANISM_NAMES)} (default: none)")
-    parser.add_argument("--checkpoint-s", type=float, default=1800.0,
+    parser.add_argument("--checkpoint-s", type=positive, default=1800.0,
                         help="checkpoint interval of the priority mechanism, seconds of progress (default: 1800)")
     parser.add_argument("--mig", default=None, metavar="MODEL",
                         help="MIG over time: openb jobs as MODEL's profiles on --mig-nodes nodes (e.g. A100-40GB)")
-    parser.add_argument("--mig-nodes", type=int, default=32, help="nodes of the MIG cluster (default: 32)")
+    parser.add_argument("--mig-nodes", type=positive_int, default=32, help="nodes of the MIG cluster (default: 32)")
     parser.add_argument("--layout", type=parse_layouts, default=None,
                         help="with --mig: dynamic, static or static:CONFIG, comma-separated (default: dynamic)")
     parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
-    parser.add_argument("--n-jobs", type=int, default=20_000, help="stream jobs per run (default: 20000)")
+    parser.add_argument("--n-jobs", type=positive_int, default=20_000, help="stream jobs per run (default: 20000)")
     parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
                         help="stream arrivals: Poisson, or the trace's creation times compressed (default: poisson)")
-    parser.add_argument("--instants", type=int, default=3, help="optimum instants per run (default: 3; 0: none)")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimum question (default: 60)")
-    parser.add_argument("--sample", type=float, default=60.0, help="series.csv sampling step, seconds (default: 60)")
-    parser.add_argument("--workload", default=None, help="a workload CSV instead of --trace (needs --cluster)")
-    parser.add_argument("--cluster", default=None, help="an instance JSON file whose nodes are the cluster")
+    parser.add_argument("--instants", type=non_negative_int, default=3,
+                        help="optimum instants per run (default: 3; 0: none)")
+    parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per optimum question (default: 60)")
+    parser.add_argument("--sample", type=positive, default=60.0, help="series.csv sampling step, seconds (default: 60)")
+    parser.add_argument("--workload", type=existing_file, default=None,
+                        help="a workload CSV instead of --trace (needs --cluster)")
+    parser.add_argument("--cluster", type=existing_file, default=None,
+                        help="an instance JSON file whose nodes are the cluster")
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
                         "3000 jobs, one instant of 30 s")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA)")
-    parser.add_argument("--output", type=Path, required=True, help="folder for the CSVs and timeline.png")
+    parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for the CSVs and timeline.png")
     args = parser.parse_args(argv)
+    args.data_dir = None if args.data_dir is None else str(args.data_dir)
+    check_paths(parser, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
     if (args.workload is None) != (args.cluster is None):
         parser.error("--workload and --cluster go together")
     if args.mig is not None:
@@ -275,19 +295,29 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
         traces, loads = [Path(args.workload).stem], [float("nan")]
+        args.workload, args.cluster = str(args.workload), str(args.cluster)
     else:
         traces, loads = args.trace, args.load
+        try:                                               # a missing or broken trace stops here too
+            for trace in traces:
+                load_openb(trace, args.data_dir)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
     cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
               args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay)
              for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
              for m in args.mechanism for lay in (args.layout or [""])]
-    keys = [(*c[:12], *(None if f is None else str(Path(f).resolve()) for f in c[13:15]), *c[15:]) for c in cells]
+    keys = [(c[0], c[1], c[2], policy_digest(c[3]), policy_digest(c[4]), *c[5:12],
+             content_digest(*trace_files(c[0], c[12])) if c[13] is None else None,
+             content_digest(c[13]), content_digest(c[14]), *c[15:]) for c in cells]
     try:
         results = run_cells("timeline", run_cell, cells, args, keys)
     except SweepInterrupted as stop:
-        write_outputs(stop.finished(), args.output)
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop, parser.prog)
-    runs = write_outputs(results, args.output)
+    with staged(args.output) as tmp:
+        runs = write_outputs(results, tmp)
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]
     if set(args.mechanism) != {"none"}:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m experiments.topology --trace default,multigpu50 --seeds 42-44 [--quick] --output DIR \\
+    python -m experiments.topology --trace default,multigpu50 --seeds 42-44 [--quick] [--resume] --output DIR \\
         [--policies fgd,best-fit] [--mapping FILE.json] [--jobs N] [--exact-nodes 2,3 --exact-seeds 0-2]
     python -m experiments.topology --trace default,multigpu50 --seeds 42 --policies fgd,best-fit --bench 3
 
@@ -21,6 +21,9 @@ the trace has none) or ``--mapping``. Writes:
   ``DIR/topology_node.png`` (one node's GPU graph with a misplaced task's GPUs highlighted);
 * a Markdown summary on stdout (means over seeds).
 
+Each finished replay is kept in ``DIR/.runs/topology`` (:class:`experiments.executors.RunJournal`, keyed by the
+trace's and the mapping's contents): ``--resume`` replays only the cells not yet there.
+
 ``--bench R`` only times ``best-ring`` against ``lowest-index`` replays (``DIR/topology_bench.csv``).
 
 ``--quick`` replays ``fgd``, ``best-fit`` and ``random`` only and solves 2-node instances with 10 s per solve
@@ -29,7 +32,6 @@ the trace has none) or ``--mapping``. Writes:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -37,20 +39,45 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.executors import executor, run_all
-from experiments.openb import parse_policies, parse_seeds, parse_traces
+from experiments.args import (
+    check_paths,
+    existing_file,
+    int_list,
+    non_negative_int,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    parse_traces,
+    positive,
+    positive_int,
+    study_parser,
+)
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_resume_option,
+    content_digest,
+    executor,
+    policy_digest,
+    run_all,
+    stop_message,
+)
+from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_topology_misplaced, plot_topology_node
 from fgdopt.policies import PAPER_POLICIES
 from fgdopt.simulate import replay
 from fgdopt.topology import TopologyMap, ring_report
-from fgdopt.traces import load_openb
+from fgdopt.traces import load_openb, trace_files
 
 COLUMNS = ("trace", "seed", "policy", "gpu_choice", "alloc_ratio_130", "multi_gpu_tasks", "misplaced_tasks",
            "mean_ring_gbps", "wall_s", "cpu_s")
 EXACT_COLUMNS = ("instance", "nodes", "gpus", "tasks", "multi_gpu_tasks", "rule", "status", "objective_milli",
                  "bound_milli", "misplaced_tasks", "wall_s")
 QUICK_POLICIES = ("fgd", "best-fit", "random")
+OUTPUTS = ("topology.csv", "topology_exact.csv", "topology_misplaced.png", "topology_node.png", "topology_bench.csv")
+"""The files the study writes into ``--output``."""
 
 
 def cells(policies: list[str]) -> list[tuple[str, str]]:
@@ -149,49 +176,70 @@ def exact_table(frame: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trace", default="default,multigpu50")
-    ap.add_argument("--seeds", default="42-44")
+    ap = study_parser("experiments.topology", __doc__)
+    ap.add_argument("--trace", type=parse_traces, default=["default", "multigpu50"],
+                    help="openb variants, comma-separated, a family or all (default: default,multigpu50)")
+    ap.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
     ap.add_argument("--policies", type=parse_policies, default=None,
                     help="comma-separated names or module:attribute specs (default: the paper's six; --quick: three)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--mapping", default=None, help="JSON model -> topology name (default: the shipped assumption)")
-    ap.add_argument("--exact-nodes", default=None, help="node counts of the exact instances (default 2-4; quick 2)")
-    ap.add_argument("--exact-seeds", default="0-2")
-    ap.add_argument("--exact-time", type=float, default=None, help="seconds per exact solve (default 60; quick 10)")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--bench", type=int, default=0, metavar="REPEATS",
+    ap.add_argument("--mapping", type=existing_file, default=None,
+                    help="JSON model -> topology name (default: the shipped assumption)")
+    ap.add_argument("--exact-nodes", type=int_list(1), default=None,
+                    help="node counts of the exact instances (default 2-4; quick 2)")
+    ap.add_argument("--exact-seeds", type=parse_seeds, default=[0, 1, 2])
+    ap.add_argument("--exact-time", type=positive, default=None,
+                    help="seconds per exact solve (default 60; quick 10)")
+    ap.add_argument("--jobs", type=positive_int, default=2)
+    ap.add_argument("--bench", type=non_negative_int, default=0, metavar="REPEATS",
                     help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
-    ap.add_argument("--data", default=None)
-    ap.add_argument("--output", default="out/topology")
+    ap.add_argument("--data", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    ap.add_argument("--output", type=output_dir, default=Path("out/topology"))
+    add_resume_option(ap)
     args = ap.parse_args(argv)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    traces, seeds = parse_traces(args.trace), parse_seeds(args.seeds)
+    args.data = None if args.data is None else str(args.data)
+    mapping = None if args.mapping is None else str(args.mapping)
+    check_paths(ap, args.output, OUTPUTS, {"--mapping": mapping})
+    try:                                                   # bad data stops here, in one line, before any work
+        for trace in args.trace:
+            load_openb(trace, args.data)
+        if mapping:
+            TopologyMap.load(mapping)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
+    traces, seeds = args.trace, args.seeds
     policies = args.policies if args.policies else list(QUICK_POLICIES if args.quick else PAPER_POLICIES)
     if args.bench:
         table = bench(traces, seeds[0], policies, args.bench, args.data)
-        table.to_csv(out / "topology_bench.csv", index=False)
+        with staged(args.output) as out:
+            table.to_csv(out / "topology_bench.csv", index=False)
         print(table.to_markdown(index=False, floatfmt=".2f"))
         return 0
-    jobs = [(t, s, p, g, args.data, args.mapping) for t in traces for s in seeds for p, g in cells(policies)]
+    jobs = [(t, s, p, g, args.data, mapping) for t in traces for s in seeds for p, g in cells(policies)]
+    keys = [(t, s, policy_digest(p), g, content_digest(*trace_files(t, d)), content_digest(m))
+            for t, s, p, g, d, m in jobs]
+    journal = RunJournal.for_study(args.output, "topology", resume=args.resume)
     start = time.perf_counter()
-    with executor(args.jobs) as pool:
-        rows = run_all(pool, run_cell, jobs)
+    try:
+        with executor(args.jobs) as pool:
+            rows = run_all(pool, run_cell, jobs, journal=journal, keys=keys)
+    except SweepInterrupted as stop:
+        with staged(args.output, partial=True) as out:
+            pd.DataFrame(stop.finished(), columns=list(COLUMNS)).to_csv(out / "topology.csv", index=False)
+        return stop_message(stop, ap.prog)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    frame.to_csv(out / "topology.csv", index=False)
     print(f"## Replays ({len(rows)}, {time.perf_counter() - start:.1f} s wall)\n\n{summary_table(frame)}\n")
-    plot_topology_misplaced(frame, out / "topology_misplaced.png", title="openb, ratio 1.3")
 
-    nodes = parse_seeds(args.exact_nodes) if args.exact_nodes else ([2] if args.quick else [2, 3, 4])
+    nodes = args.exact_nodes or ([2] if args.quick else [2, 3, 4])
     limit = args.exact_time or (10.0 if args.quick else 60.0)
     t0 = time.perf_counter()
-    exact = pd.DataFrame(exact_rows(nodes, parse_seeds(args.exact_seeds), limit, args.data),
-                         columns=list(EXACT_COLUMNS))
-    exact.to_csv(out / "topology_exact.csv", index=False)
+    exact = pd.DataFrame(exact_rows(nodes, args.exact_seeds, limit, args.data), columns=list(EXACT_COLUMNS))
     print(f"## Price of topology at the optimum ({time.perf_counter() - t0:.1f} s wall)\n\n{exact_table(exact)}\n")
-
-    _node_figure(traces[0], seeds[0], args.data, args.mapping, out / "topology_node.png")
+    with staged(args.output) as out:
+        frame.to_csv(out / "topology.csv", index=False)
+        plot_topology_misplaced(frame, out / "topology_misplaced.png", title="openb, ratio 1.3")
+        exact.to_csv(out / "topology_exact.csv", index=False)
+        _node_figure(traces[0], seeds[0], args.data, mapping, out / "topology_node.png")
     print(f"total {time.perf_counter() - start:.1f} s wall", file=sys.stderr)
     return 0
 

@@ -7,24 +7,24 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from experiments.args import openb_dir, study_parser
 from fgdopt.stats import trace_statistics
 from fgdopt.traces import VARIANTS, load_openb, read_pods
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.trace_stats", description=__doc__.split("\n")[0])
+    parser = study_parser("experiments.trace_stats", __doc__)
     parser.add_argument("--variant", default="default", choices=VARIANTS, help="openb pod list (default: default)")
-    parser.add_argument("--data-dir", default=None, help="openb folder (default: $FGDOPT_DATA or the cache)")
+    parser.add_argument("--data-dir", type=openb_dir, default=None,
+                        help="openb folder (default: $FGDOPT_DATA or the cache)")
     parser.add_argument("--format", default="markdown", choices=("markdown", "csv"))
     args = parser.parse_args(argv)
     try:
         cluster, tasks = load_openb(args.variant, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
     table = trace_statistics(cluster, tasks, read_pods(args.variant, args.data_dir)["pod_phase"].to_numpy())
     table["value"] = table["value"].map(lambda v: f"{v:g}")
     print(f"openb trace statistics, variant {args.variant!r}\n")

@@ -32,6 +32,12 @@ class Instance:
 
     @classmethod
     def from_dict(cls, data: dict) -> Instance:
+        if not isinstance(data, dict):
+            raise ValueError(f"instance: expected a JSON object with keys name, nodes, tasks, got a "
+                             f"{type(data).__name__}")
+        for key in ("nodes", "tasks"):
+            if key in data and not isinstance(data[key], list):
+                raise ValueError(f"instance: {key!r} must be a list of objects, got a {type(data[key]).__name__}")
         unknown = set(data) - {"name", "nodes", "tasks"}
         if unknown:
             raise ValueError(f"instance: unknown key(s) {sorted(unknown)}; expected name, nodes, tasks")
@@ -48,14 +54,29 @@ class Instance:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Instance:
+        """The instance of a JSON file.
+
+        Raises
+        ------
+        FileNotFoundError : no such file.
+        ValueError : one line naming the file: not JSON, not an object, an unknown or missing key, a bad node or
+            task field (its row named), or no nodes.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"instance file {path} not found")
         try:
             data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from None
-        return cls.from_dict(data)
+        try:
+            instance = cls.from_dict(data)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        if instance.cluster.n_nodes == 0:
+            raise ValueError(f"{path}: no nodes (an instance needs at least one node; its optimum would be "
+                             "trivially 0)")
+        return instance
 
     def __repr__(self) -> str:
         return f"Instance({self.name!r}, {self.cluster!r}, {self.tasks!r})"

@@ -270,6 +270,8 @@ def _columns(records: list[Mapping], fields: Sequence[str], kind: str, optional:
     allowed = set(fields) | set(optional)
     cols: dict[str, list] = {f: [] for f in fields}
     for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            raise ValueError(f"{kind} row {i}: expected an object of fields {list(fields)}, got {rec!r}")
         unknown = set(rec) - allowed
         if unknown:
             raise ValueError(f"{kind} row {i}: unknown field(s) {sorted(unknown)}; expected {list(fields)}")

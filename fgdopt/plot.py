@@ -449,7 +449,7 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     fig = Figure(figsize=(5.2 * panels + 1, 4.8))
     axes = fig.subplots(1, panels, gridspec_kw={"width_ratios": [1.5] + [1] * (panels - 1)})
     ax, waits = axes[0], axes[-1]
-    scale = 100.0 / capacity_milli
+    scale = 100.0 / capacity_milli if capacity_milli else np.nan     # no GPUs: no allocation to draw
     part, opt_part = same(series), same(optimum)
     by = [k for k in ("policy", "queue", "mechanism") if k in runs and (k != "mechanism" or runs[k].nunique() > 1)]
     colours = {run: f"C{k}" for k, run in enumerate(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))}

@@ -467,8 +467,5 @@ def load_suite_dir(path: str | os.PathLike) -> list[Instance]:
         raise ValueError(f"no instance files (*.json) in {folder}")
     instances = []
     for file in files:
-        try:
-            instances.append(Instance.load(file))
-        except ValueError as exc:
-            raise ValueError(f"{file}: {exc}") from None
+        instances.append(Instance.load(file))        # its errors name the file
     return instances

@@ -338,8 +338,23 @@ class TopologyMap:
 
     @classmethod
     def load(cls, path: str | Path) -> TopologyMap:
-        """From a JSON object ``{"<key>": "<shipped topology name>", ...}``."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """From a JSON object ``{"<key>": "<shipped topology name>", ...}``.
+
+        Raises
+        ------
+        ValueError : not JSON, not an object, or an unknown topology name; one line naming the file.
+        """
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object of model -> topology name, got a {type(data).__name__}")
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     def lookup(self, model: str, n_gpus: int) -> Topology:
         """The topology of a node with ``n_gpus`` GPUs of ``model``.

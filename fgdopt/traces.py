@@ -12,6 +12,7 @@ checks every file's SHA-256.
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import os
 import shutil
@@ -100,11 +101,42 @@ def find_openb() -> Path | None:
     return next((c for c in (data_dir(), SHARED_OPENB) if (c / NODE_FILE).is_file()), None)
 
 
+def check_csv_rows(path: str | os.PathLike, what: str = "row") -> int:
+    """Check that every row of the CSV file ``path`` has as many fields as its header (a file cut off, a stray or
+    a missing comma); returns the number of rows (blank lines are skipped, as pandas does).
+
+    Raises
+    ------
+    ValueError : one line naming the file, the row (0-based, as the ``what`` rows of the error messages of the
+        readers; and its line number) and the field counts; or an empty file (no header).
+    """
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                raise ValueError(f"{path}: empty file; expected a header line and rows")
+            rows = 0
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    more = "more" if len(row) > len(header) else "fewer"
+                    raise ValueError(f"{path}: {what} {rows} (line {reader.line_num}) has {len(row)} fields, "
+                                     f"{more} than the {len(header)} of the header ({','.join(header)})")
+                rows += 1
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path}: not a CSV file ({exc})") from None
+    return rows
+
+
 def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> pd.DataFrame:
     """Read a trace CSV, checking its columns; an absent ``gpu_spec`` column (multigpu*) means "any"."""
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} not found; run `python -m fgdopt.traces download` or set FGDOPT_DATA to the openb folder")
+    check_csv_rows(path)
     frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "model": str})
     unknown = set(frame.columns) - set(required) - set(extra)
     if "gpu_spec" in required and "gpu_spec" not in frame.columns:
@@ -113,6 +145,12 @@ def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> 
     if unknown or missing:
         raise ValueError(f"{path.name}: unknown columns {sorted(unknown)}, missing columns {sorted(missing)}")
     return frame
+
+
+def trace_files(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """The two CSVs :func:`load_openb` reads for ``variant``: the node list and the pod list."""
+    folder = data_dir(data_dir_)
+    return folder / NODE_FILE, folder / pod_file(variant)
 
 
 def read_pods(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -233,8 +271,22 @@ def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, fi
     return target
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2
+    (argparse's format without the usage lines; ``--help`` shows them): the parser of every fgdopt command."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def check_dest(parser: argparse.ArgumentParser, dest: str | None) -> None:
+    """Stop (``parser.error``) when the ``--dest`` folder of a download is a file."""
+    if dest is not None and Path(dest).exists() and not Path(dest).is_dir():
+        parser.error(f"argument --dest: {dest!r} is a file; expected a folder")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fgdopt.traces", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fgdopt.traces", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dl = sub.add_parser("download", help="fetch the openb CSVs at the pinned commit")
     dl.add_argument("--dest", default=None, help="target folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
@@ -242,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("verify", help="check the SHA-256 of the local CSVs")
     args = parser.parse_args(argv)
     if args.command == "download":
+        check_dest(parser, args.dest)
         try:
             print(download(args.dest, args.base_url))
         except DownloadError as exc:

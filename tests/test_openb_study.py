@@ -9,11 +9,13 @@ from experiments import openb
 
 
 def test_a_missing_trace_is_one_line_and_exit_2(tmp_path, capsys):
-    code = openb.main(["--seeds", "42", "--policies", "fgd", "--data-dir", str(tmp_path / "nowhere"),
-                       "--output", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as stop:                  # at the parser: before any work
+        openb.main(["--seeds", "42", "--policies", "fgd", "--data-dir", str(tmp_path / "nowhere"),
+                    "--output", str(tmp_path / "out")])
+    code = stop.value.code
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
-    assert "not found" in err and "fgdopt.traces download" in err
+    assert "argument --data-dir" in err and "not found" in err and "fgdopt.traces download" in err
     assert not (tmp_path / "out").exists()
 
 

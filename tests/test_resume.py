@@ -34,7 +34,8 @@ def test_the_journal_keeps_finished_runs_and_reports_an_interruption(tmp_path):
     resumed = run_all(None, lambda x: calls.append(x) or -x, [(1,), (2,), (3,), (4,)],
                       journal=RunJournal(tmp_path / "j", resume=True))
     assert resumed == [1, 4, -3, -4] and calls == [3, 4]
-    assert len(RunJournal(tmp_path / "j")) == 0                   # without resume: a fresh sweep
+    fresh = RunJournal(tmp_path / "j")                            # without resume: a fresh sweep, nothing deleted
+    assert fresh.load((1,)) == (False, None) and len(fresh) == 4
     assert RunJournal.key({"a": (1, 2), "b": None}) == RunJournal.key({"b": None, "a": [1, 2]})
 
 

@@ -22,7 +22,6 @@ entries) are NaN in the table.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgdopt.traces import DownloadError, cache_dir, fetch_file, sha256_of
+from fgdopt.traces import DownloadError, OneLineParser, cache_dir, check_dest, fetch_file, sha256_of
 
 COMMIT = "c4fa40097339e9608ab71fd64c8bdea96a5e4a4c"
 FILE = "simulation_throughputs.json"
@@ -170,13 +169,19 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
     Raises
     ------
     FileNotFoundError : no such file (the message says how to fetch it).
-    ValueError : a key names an unknown job type, scale factor or layout (the file and the key named).
+    ValueError : not JSON (a file cut off), not an object of objects, a key names an unknown job type, scale factor
+        or layout, a negative throughput (the file and the key named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run `python -m fgdopt.hetero download` or set "
                                 f"{ENV} to the folder of {FILE}")
-    raw = json.loads(path.read_text())
+    try:
+        raw = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON (cut off?): {exc}") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ValueError(f"{path}: expected a JSON object of GPU type -> {{job key: throughputs}}")
     unconsolidated = tuple(f"{g}_unconsolidated" for g in GPU_TYPES)
     extra = [w for w in unconsolidated if w in raw] + sorted(w for w in raw if w not in GPU_TYPES + unconsolidated)
     missing = [w for w in GPU_TYPES if w not in raw]
@@ -198,9 +203,12 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
                     if sb != sa or len(values) != 2:
                         raise ValueError(f"co-located entry {other!r} is not a same-scale pair")
                     col[a, b, sa, k] = values
-            except (KeyError, ValueError, SyntaxError, TypeError) as exc:
+            except (KeyError, ValueError, SyntaxError, TypeError, AttributeError) as exc:
                 raise ValueError(f"{path}: {worker} / {key}: {exc}") from None
-    return ThroughputTable(gpu_types, iso, col, path)
+    try:
+        return ThroughputTable(gpu_types, iso, col, path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 SHARED_GAVEL = Path(__file__).resolve().parents[3] / "shared" / "data" / "gavel"
@@ -245,8 +253,7 @@ def download(dest: str | os.PathLike | None = None, url: str = URL) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fgdopt.hetero",
-                                     description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m fgdopt.hetero", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dl = sub.add_parser("download", help="fetch Gavel's throughput table at the pinned commit")
     dl.add_argument("--dest", default=None, help=f"target folder (default: ${ENV} or ~/.cache/fgdopt/gavel)")
@@ -254,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("verify", help="check the SHA-256 of the local file")
     args = parser.parse_args(argv)
     if args.command == "download":
+        check_dest(parser, args.dest)
         try:
             print(download(args.dest, args.url))
         except DownloadError as exc:

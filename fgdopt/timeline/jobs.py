@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.model import TASK_FIELDS, TaskSet
+from fgdopt.traces import check_csv_rows
 
 WORKLOAD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "submit_s", "duration_s")
 """Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU); an
@@ -129,12 +130,15 @@ def read_workload(path: str | os.PathLike) -> JobSet:
     Raises
     ------
     FileNotFoundError : no such file.
-    ValueError : one line naming the file and the first bad row or column (unknown or missing column,
-        a missing, negative or non-numeric duration or submission time, an invalid task shape).
+    ValueError : one line naming the file and the first bad row or column (a row with more or fewer fields than
+        the header, no rows, an unknown or missing column, a missing, negative or non-numeric duration or
+        submission time, an invalid task shape, a name used twice).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"workload file {path} not found")
+    if check_csv_rows(path, "job row") == 0:
+        raise ValueError(f"{path}: no jobs (a header and no rows)")
     try:
         frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "name": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -153,6 +157,11 @@ def read_workload(path: str | os.PathLike) -> JobSet:
                                  f"({frame[name].iloc[bad[0]]!r})")
             cols[name] = values.to_numpy(dtype=np.float64)
         names = tuple(frame["name"]) if "name" in frame else ()
+        seen: dict[str, int] = {}
+        for row, name in enumerate(names):
+            if name and seen.setdefault(name, row) != row:
+                raise ValueError(f"job row {row}: field 'name' {name!r} is the name of job row {seen[name]} too "
+                                 "(names must be unique: they identify the jobs in the outputs)")
         spec = frame["gpu_spec"].to_numpy() if "gpu_spec" in frame else None
         numeric = {f: pd.to_numeric(frame[f], errors="coerce").to_numpy() for f in TASK_FIELDS if f != "gpu_spec"}
         for f, arr in numeric.items():

@@ -104,7 +104,8 @@ def run_stats(result: TimelineResult) -> dict:
         **_moments(wait[started], "wait"), **_moments(jct[finished], "jct"),
         "makespan_s": float(np.nanmax(result.finish_s[measured])) if ended[measured].all() and finished.any()
         else np.nan,
-        "alloc_time_avg_pct": 100.0 * time_average(times, series["alloc_milli"].to_numpy(), window) / cap,
+        "alloc_time_avg_pct": 100.0 * time_average(times, series["alloc_milli"].to_numpy(), window) / cap
+        if cap else np.nan,                                      # a cluster of no GPUs: no GPU allocation to rate
         "frag_time_avg": time_average(times, series["frag_milli"].to_numpy(), window),
         "pending_time_avg": time_average(times, series["pending"].to_numpy(), window),
         "blocked_time_avg_milli": time_average(times, series["blocked_milli"].to_numpy(), window),

@@ -1,0 +1,270 @@
+"""The command-line dialect every study shares: its parser, its argument types and its checks of files and folders.
+
+Every option is checked when the command line is parsed, before any work starts: a bad value ends the study with
+one line on stderr naming the option and the value, and exit code 2 (:class:`StudyParser`)::
+
+    python -m experiments.openb: error: argument --seeds: expected integers >= 0 or ranges A-B with A <= B, got '5-2'
+
+The argument types are small functions of the text (``type=`` of ``add_argument``) raising
+:class:`argparse.ArgumentTypeError` with that one line: counts and numbers within bounds (:func:`integer`,
+:func:`real`), comma-separated lists of them and of integer ranges (:func:`int_list`, :func:`real_list`), names
+from a registry (:func:`names`; :func:`parse_traces`, :func:`parse_policies`), and paths (:func:`existing_file`,
+:func:`folder` and its :data:`openb_dir` / :data:`gavel_dir`, :func:`output_dir`, :func:`output_file`). A study builds
+its parser with :func:`study_parser` and calls :func:`check_paths` so that no output replaces one of its input files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from fgdopt.policies import parse_policy_names
+from fgdopt.traces import VARIANTS, OneLineParser
+
+FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
+"""The openb trace families: the variants whose names start with one of them."""
+
+
+StudyParser = OneLineParser
+"""The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2."""
+
+
+def study_parser(module: str, doc: str | None) -> StudyParser:
+    """The parser of ``python -m MODULE``: its ``prog`` and the first paragraph of the module docstring."""
+    return StudyParser(prog=f"python -m {module}", description=(doc or "").split("\n\n")[0])
+
+
+def _fail(what: str, text: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+
+
+def _bounds(minimum: float | None, maximum: float | None, strict: bool) -> str:
+    parts = []
+    if minimum is not None:
+        parts.append(f"{'>' if strict else '>='} {minimum:g}")
+    if maximum is not None:
+        parts.append(f"<= {maximum:g}")
+    return " and ".join(parts)
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    """The type of an integer option within ``[minimum, maximum]`` (either may be None: unbounded)."""
+    what = " ".join(filter(None, ("an integer", _bounds(minimum, maximum, False))))
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            _fail(what, text)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            _fail(what, text)
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def real(minimum: float | None = None, maximum: float | None = None, *, strict: bool = False) -> Callable[[str], float]:
+    """The type of a finite number option: ``> minimum`` (``strict``) or ``>= minimum``, and ``<= maximum``."""
+    what = " ".join(filter(None, ("a finite number", _bounds(minimum, maximum, strict))))
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            _fail(what, text)
+        if not math.isfinite(value) or (minimum is not None and (value <= minimum if strict else value < minimum)) \
+                or (maximum is not None and value > maximum):
+            _fail(what, text)
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+positive_int = integer(1)
+"""Counts: workers, jobs, nodes, repeats (>= 1)."""
+non_negative_int = integer(0)
+"""Counts where 0 means none (instants, slices, a batch), seeds."""
+positive = real(0, strict=True)
+"""Durations, time limits, rates, loads, ratios, intervals (> 0, finite)."""
+non_negative = real(0)
+"""Tolerances and weights (>= 0, finite)."""
+fraction = real(0, 1)
+"""A share between 0 and 1 inclusive."""
+
+
+def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
+    """The type of a list of integers ``>= minimum`` (>= 0): ``"42-51"`` (inclusive, ``A <= B``), ``"1,5,7"``, or
+    both (``"1,4-6"``); the values in the order written, at least one."""
+    what = f"integers >= {minimum} or ranges A-B with A <= B"
+
+    def parse(text: str) -> list[int]:
+        out: list[int] = []
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            try:
+                a, b = int(lo), int(hi) if sep else int(lo)
+            except ValueError:
+                _fail(what, text)
+            if not minimum <= a <= b:
+                _fail(what, text)
+            out += range(a, b + 1)
+        return out
+
+    parse.__name__ = "integer list"
+    return parse
+
+
+parse_seeds = int_list(0)
+"""``--seeds``: ``"42-51"`` -> 42..51 (inclusive); ``"1,5,7"`` -> [1, 5, 7]; the two forms combine."""
+
+
+def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], list[float]]:
+    """The type of a comma-separated list of finite numbers ``> minimum`` (``strict``) or ``>= minimum``."""
+    one = real(minimum, strict=strict)
+    what = f"finite numbers {_bounds(minimum, None, strict)} separated by commas"
+
+    def parse(text: str) -> list[float]:
+        parts = [p for p in text.split(",") if p.strip()]
+        if not parts:
+            _fail(what, text)
+        try:
+            return [one(p) for p in parts]
+        except argparse.ArgumentTypeError:
+            _fail(what, text)
+
+    parse.__name__ = "number list"
+    return parse
+
+
+def names(choices: Iterable[str], what: str = "names") -> Callable[[str], list[str]]:
+    """The type of a comma-separated list of names among ``choices`` (at least one; repeats dropped)."""
+    known = tuple(choices)
+
+    def parse(text: str) -> list[str]:
+        items = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        bad = [n for n in items if n not in known]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"unknown {what} {bad or [text]}; choose among {', '.join(known)}")
+        return items
+
+    parse.__name__ = what
+    return parse
+
+
+def family(trace: str) -> str | None:
+    """The family of an openb variant name (``None`` for ``default``)."""
+    return next((f for f in FAMILIES if trace.startswith(f)), None)
+
+
+def parse_traces(text: str) -> list[str]:
+    """``--trace``: openb variants separated by commas, a family name (its variants) or ``all``."""
+    if text.strip() == "all":
+        return list(VARIANTS)
+    out: list[str] = []
+    for item in (i.strip() for i in text.split(",")):
+        if item in FAMILIES:
+            out += [v for v in VARIANTS if family(v) == item]
+        elif item in VARIANTS:
+            out.append(item)
+        else:
+            raise argparse.ArgumentTypeError(f"unknown trace {item!r}; use all, a family {FAMILIES} or {VARIANTS}")
+    return list(dict.fromkeys(out))
+
+
+def parse_policies(text: str) -> list[str]:
+    """The ``--policies`` argument type of every study: comma-separated names or ``module:attribute`` specs,
+    each checked (specs imported) by :func:`fgdopt.policies.parse_policy_names`.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError : an unknown name or a bad spec; one line naming it.
+    """
+    try:
+        return parse_policy_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_policy(text: str) -> str:
+    """``--policy``: one policy name or ``module:attribute`` spec (:func:`parse_policies`)."""
+    found = parse_policies(text)
+    if len(found) != 1:
+        raise argparse.ArgumentTypeError(f"expected one policy, got {text!r}")
+    return found[0]
+
+
+def existing_file(text: str) -> Path:
+    """The type of an input file option: a readable file that exists."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is {'a folder' if path.is_dir() else 'not found'}; expected a file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read ({exc.strerror})") from None
+    return path
+
+
+def folder(what: str = "a folder") -> Callable[[str], Path]:
+    """The type of an input folder option (a data folder): a folder that exists; ``what`` says what it should be."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        if not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is {'a file' if path.is_file() else 'not found'}; "
+                                             f"expected {what}")
+        return path
+
+    parse.__name__ = "folder"
+    return parse
+
+
+existing_dir = folder()
+"""An input folder that exists."""
+openb_dir = folder("the openb folder (`python -m fgdopt.traces download` fetches it)")
+"""``--data-dir`` of the openb studies."""
+gavel_dir = folder("the folder of Gavel's throughputs (`python -m fgdopt.hetero download` fetches it)")
+"""``--data-dir`` / ``--gavel-dir`` of the heterogeneous-GPU studies."""
+
+
+def output_dir(text: str) -> Path:
+    """The type of ``--output``: a folder, or a path where one can be made (no file on the way)."""
+    path = Path(text)
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                where = "" if p == path else f"{str(p)!r} in "
+                raise argparse.ArgumentTypeError(f"{where}{text!r} is a file; expected a folder")
+            break
+    return path
+
+
+def output_file(text: str) -> Path:
+    """The type of an output file option (``--csv``): not a folder, in a folder that exists or can be made."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; expected a file name")
+    output_dir(str(path.parent))
+    return path
+
+
+def check_paths(parser: argparse.ArgumentParser, output: Path | None, writes: Sequence[str],
+                inputs: dict[str, str | Path | None]) -> None:
+    """Stop (``parser.error``) when an output file the study writes into ``output`` (``writes``: names, shell
+    patterns allowed) would replace one of the input files ``inputs`` (option -> path) of the same command line."""
+    if output is None:
+        return
+    folder = output.resolve()
+    for option, path in inputs.items():
+        if path is None:
+            continue
+        src = Path(path).resolve()
+        if src.parent == folder and any(src.match(pattern) for pattern in writes):
+            parser.error(f"argument {option}: {str(path)!r} is in the output folder and would be replaced by an "
+                         f"output of the same name; copy it elsewhere or choose another --output")

@@ -1,0 +1,64 @@
+"""Outputs replaced atomically: a study writes its files into a temporary folder beside ``--output`` and moves each
+into place only once all are complete.
+
+Usage::
+
+    with staged(args.output) as tmp:           # tmp: an empty folder on the same file system as args.output
+        write_outputs(results, tmp)             # an exception here leaves args.output as it was
+    # every file of tmp is now in args.output (os.replace: each one whole, old or new, never half written)
+
+A stopped sweep (Ctrl-C, a failing run) writes the files of the runs that finished with ``partial=True``: they are
+moved only where no file of that name is there already, so the outputs of an earlier complete run are never
+replaced by a partial one (the finished runs are in the run journal: ``--resume`` completes them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def staged(output: str | os.PathLike, *, partial: bool = False) -> Iterator[Path]:
+    """A temporary folder beside ``output`` whose files move into ``output`` when the block ends without error.
+
+    Parameters
+    ----------
+    output : the study's output folder (made if needed, with its parents).
+    partial : move a file only where ``output`` has none of that name (the outputs of a stopped sweep).
+
+    Yields
+    ------
+    The temporary folder (``.NAME.tmp-XXXX`` beside ``output``, or inside it where its parent is not writable),
+    deleted on exit whatever happens.
+
+    Raises
+    ------
+    NotADirectoryError : ``output`` is a file.
+    """
+    output = Path(output).absolute()
+    if output.exists() and not output.is_dir():
+        raise NotADirectoryError(f"--output {output} is a file; expected a folder")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
+    except OSError:                                     # a parent we may not write: stage inside the folder
+        output.mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=output))
+    try:
+        yield tmp
+        output.mkdir(exist_ok=True)
+        for file in sorted(tmp.rglob("*")):
+            if file.is_dir():
+                continue
+            target = output / file.relative_to(tmp)
+            if partial and target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
