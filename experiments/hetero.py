@@ -49,9 +49,8 @@ from experiments.executors import (
     stop_message,
 )
 from experiments.openb import parse_seeds
-from experiments.timeline import parse_floats
-from fgdopt.hetero import GPU_TYPES, gavel_jobs, load_throughputs
-from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero import GPU_TYPES, load_throughputs
+from fgdopt.hetero.jobs import gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
 from fgdopt.plot import plot_hetero
@@ -76,9 +75,23 @@ def parse_cluster(text: str) -> dict[str, int]:
         counts = [int(c) for c in text.split(":")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"cluster {text!r}: expected V100:P100:K80 GPU counts") from None
-    if len(counts) != len(GPU_TYPES) or min(counts) < 0 or sum(counts) == 0:
+    if len(counts) != len(GPU_TYPES) or min(counts) < 0:
         raise argparse.ArgumentTypeError(f"cluster {text!r}: expected three GPU counts >= 0, e.g. 36:36:36")
+    if sum(counts) == 0:
+        raise argparse.ArgumentTypeError(f"cluster {text!r} has no GPUs")
     return dict(zip(GPU_TYPES, counts, strict=True))
+
+
+def parse_rates(text: str) -> list[float]:
+    """``"0.4,0.8"`` -> [0.4, 0.8] (arrival rates, jobs/hour, each finite and > 0)."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rates {text!r}: expected jobs/hour separated by commas") from None
+    if not values or not all(0 < v < math.inf for v in values):
+        raise argparse.ArgumentTypeError(f"rates {text!r}: every rate must be a finite number of jobs/hour > 0 "
+                                         "(a static batch is --batch N)")
+    return values
 
 
 def parse_window(text: str) -> tuple[int, int]:
@@ -91,6 +104,20 @@ def parse_window(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+TAIL_H = 2000.0
+"""Hours of arrivals generated past the measured window (at least): the measured jobs must finish before the trace's
+last arrival, as they do in Gavel's endless trace (checked after every run)."""
+
+
+def trace_length(rate: float, window: tuple[int, int]) -> int:
+    """Jobs of Gavel's stream a run at ``rate`` jobs/hour simulates for the measured jobs ``window`` (by index): the
+    window, then at least a quarter of its end, its width and :data:`TAIL_H` hours of arrivals. A round-based run
+    stops once the measured jobs have finished (:class:`RoundScheduler` ``stop_after``), so the arrivals past that
+    instant cost only their queueing; what happens before it is the same for any longer trace."""
+    lo, hi = window
+    return hi + max(hi - lo, hi // 4, math.ceil(rate * TAIL_H))
+
+
 def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window: tuple[int, int], multi_gpu: bool,
               gpus_per_node: int, round_s: float, data_dir: str | None = None) -> dict:
     """One row of hetero.csv: ``policy`` on Gavel's trace at ``rate`` jobs/hour (``inf``: a static batch of
@@ -98,34 +125,30 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     t0 = time.perf_counter()
     table = load_throughputs(data_dir)
     batch = math.isinf(rate)
-    n = window[1] if batch else window[1] + max(window[1] - window[0], window[1] // 4)
-    while True:                                      # arrivals must outlast the measured jobs
-        trace = gavel_jobs(table, n, rate, seed=seed, multi_gpu=multi_gpu)
-        measured = np.zeros(n, dtype=bool)
-        measured[0 if batch else window[0]:window[1]] = True
-        packed = policy == "gandiva"
-        jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured, gpu_milli=500 if packed else 1000)
-        cluster = gavel_cluster(gpus, gpus_per_node)
-        options: dict = {"speed": speed, "frag": False}
-        solves = 0
-        if policy == "fifo":
-            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, **options)
-        elif packed:
-            result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
-                              interference=trace.interference(table, tuple(gpus)), **options)
-        else:
-            mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                                  shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s)
-            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
-                              restart_s=lambda gpus: 0.0, **options)
-            solves = mech.solves
-        last = np.max(result.finish_s[measured])
-        if batch or last <= jobs.submit_s.max():
-            break
-        if n >= 16 * window[1]:
-            raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still run after "
-                               f"{n} arrivals (the cluster is overloaded); lower the rate")
-        n *= 2
+    n = window[1] if batch else trace_length(rate, window)
+    trace = take_jobs(iter_gavel_jobs(table, rate, seed=seed, multi_gpu=multi_gpu), n)
+    measured = np.zeros(n, dtype=bool)
+    measured[0 if batch else window[0]:window[1]] = True
+    packed = policy == "gandiva"
+    jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured, gpu_milli=500 if packed else 1000)
+    cluster = gavel_cluster(gpus, gpus_per_node)
+    options: dict = {"speed": speed, "frag": False}
+    solves = 0
+    if policy == "fifo":
+        result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, **options)
+    elif packed:
+        result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
+                          interference=trace.interference(table, tuple(gpus)), **options)
+    else:
+        mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                              shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
+                              stop_after=np.flatnonzero(measured))
+        result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
+                          restart_s=lambda gpus: 0.0, **options)
+        solves = mech.solves
+    if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():
+        raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still ran after the last of "
+                           f"{n} arrivals (the cluster is overloaded); lower the rate")
     bound = math.nan
     if batch:
         bound = float(allocate("makespan-aware", table, trace, gpus).bound)
@@ -155,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, of {', '.join(POLICY_NAMES)} (default: all)")
     parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
                         help="GPUs V100:P100:K80 (default: Gavel's 36:36:36)")
-    parser.add_argument("--rates", type=parse_floats, default=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
+    parser.add_argument("--rates", type=parse_rates, default=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5],
                         help="arrival rates, jobs/hour (default: 0.5 to 3.5 by 0.5)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")
     parser.add_argument("--window", type=parse_window, default=(4000, 5000),

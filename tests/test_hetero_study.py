@@ -46,6 +46,9 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     (["--cluster", "36:36"], "expected three GPU counts"),
     (["--policies", "las,fastest"], "unknown policies ['fastest']"),
     (["--window", "50:10"], "expected 0 <= START < END"),
+    (["--rates", "1,0"], "every rate must be a finite number of jobs/hour > 0"),
+    (["--rates", "-2"], "every rate must be a finite number of jobs/hour > 0"),
+    (["--cluster", "0:0:0"], "cluster '0:0:0' has no GPUs"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_:
