@@ -192,6 +192,69 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
     return RawResult(status, values, objective, bound, wall, duals)
 
 
+def solve_lp_highs(model: LinearModel, time_limit: float = 60.0, threads: int | None = None,
+                   options: dict | None = None) -> RawResult:
+    """Solve the LP ``model`` (no integer columns) with HiGHS directly, as :func:`solve_model` ``(model, "highs")``
+    does through PuLP but without PuLP's per-coefficient objects (no duals).
+
+    HiGHS is handed the very LP PuLP hands it, so its answer is the same to the last bit (tested): the columns in
+    PuLP's order (sorted by the names ``v0, v1, ...`` as strings), the negated (minimized) objective with PuLP's
+    ``-0.0`` costs, each row in PuLP's order (a two-sided row is PuLP's upper then its lower constraint) with its
+    nonzero coefficients in model order, and PuLP's options (output off, ``threads``, ``time_limit``, then
+    ``options``).
+    """
+    import highspy
+
+    if any(model.integer):
+        raise ValueError(f"{model.name}: solve_lp_highs solves LPs only")
+    t0 = time.perf_counter()
+    n = model.n_vars
+    order = sorted(range(n), key=lambda j: f"v{j}")         # PuLP's column order
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    lb, ub, obj = (np.asarray(v, dtype=np.float64)[order] for v in (model.lb, model.ub, model.obj))
+    lows, highs_, starts, idx, vals = [], [], [], [], []
+    for k_idx, coef, lo, hi in model.rows:
+        sides = [(lo, hi)] if lo == hi else [s for s in ((-INF, hi) if hi < INF else None,
+                                                          (lo, INF) if lo > -INF else None) if s is not None]
+        for a, b in sides:
+            starts.append(len(idx))
+            lows.append(a)
+            highs_.append(b)
+            idx.extend(pos[k_idx].tolist())
+            vals.extend(coef.tolist())
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if (count := highs_threads(threads)) is not None:
+        h.setOptionValue("threads", count)
+    h.setOptionValue("time_limit", float(max(time_limit - (time.perf_counter() - t0), 0.5)))
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
+    inf = highspy.kHighsInf
+    h.addCols(n, -obj, np.where(lb == -INF, -inf, lb), np.where(ub == INF, inf, ub), 0, np.zeros(0, np.int32),
+              np.zeros(0, np.int32), np.zeros(0))
+    low, up = np.asarray(lows, dtype=np.float64), np.asarray(highs_, dtype=np.float64)
+    h.addRows(len(lows), np.where(low == -INF, -inf, low), np.where(up == INF, inf, up), len(idx),
+              np.asarray(starts, dtype=np.int32), np.asarray(idx, dtype=np.int32), np.asarray(vals, dtype=np.float64))
+    h.run()
+    status, bound = _highs_status(h, False)
+    wall = time.perf_counter() - t0
+    ms = h.getModelStatus()
+    usable = ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                    highspy.HighsModelStatus.kIterationLimit, highspy.HighsModelStatus.kInterrupt,
+                    highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kObjectiveTarget)
+    values = None
+    if usable:
+        values = np.asarray(h.getSolution().col_value, dtype=np.float64)[pos]
+        values[values == 0] = 0.0                            # PuLP's ``varValue or 0.0`` turns -0.0 into 0.0
+    objective = model.objective_of(values) if values is not None else None
+    if status == "optimal" and values is None:
+        status = "error"
+    if status == "optimal" and bound is None:
+        bound = objective
+    return RawResult(status, values, objective, bound, wall)
+
+
 def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
     import highspy
 

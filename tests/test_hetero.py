@@ -7,7 +7,10 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fgdopt.hetero import (
     DISTRIBUTED,
@@ -21,8 +24,10 @@ from fgdopt.hetero import (
     read_throughputs,
 )
 from fgdopt.hetero import throughputs as tp
+from fgdopt.hetero.jobs import iter_gavel_jobs, take_jobs
 from formulations.hetero import (
     POLICIES,
+    _max_min,
     allocate,
     isolated_share,
     proportional_throughput,
@@ -321,6 +326,20 @@ def test_agnostic_makespan_realized_at_true_throughputs_is_worse(gavel_table):
     assert realized > aw.objective * 1.2
 
 
+def test_lazy_stream_gives_the_eager_jobs(gavel_table):
+    """:func:`iter_gavel_jobs` is Gavel's endless trace: its first n jobs are :func:`gavel_jobs` of n (same draws,
+    same order), whatever n, and taking more later continues the same stream (multi-GPU and weights drawn too)."""
+    for rate, seed, multi in ((3.0, 0, False), (5.6, 2, True), (math.inf, 1, True)):
+        eager = gavel_jobs(gavel_table, 120, rate, seed=seed, multi_gpu=multi, multi_priority=multi).to_frame()
+        stream = iter_gavel_jobs(gavel_table, rate, seed=seed, multi_gpu=multi, multi_priority=multi)
+        head, tail = take_jobs(stream, 45).to_frame(), take_jobs(stream, 75).to_frame()
+        lazy = pd.concat([head, tail], ignore_index=True)
+        pd.testing.assert_frame_equal(lazy, eager, check_exact=True)
+        assert gavel_jobs(gavel_table, 0, rate, seed=seed).to_frame().empty
+    with pytest.raises(ValueError, match="rate_per_hour must be > 0"):
+        next(iter_gavel_jobs(gavel_table, 0.0))
+
+
 def test_water_fill():
     # 1-, 2- and 8-GPU jobs on 6 GPUs. Level lam = s_i y_i for every unsaturated job: all three, lam = 6 / 3 = 2
     # > 1 saturates the 1-GPU job; the other two, lam = (6 - 1) / 2 = 2.5 > 2 saturates the 2-GPU job; the 8-GPU
@@ -329,6 +348,20 @@ def test_water_fill():
     # weights: w = (1, 3) on 2 GPUs for two 4-GPU jobs: lam (1 + 3) = 2, y = lam w / 4 = (1/8, 3/8)
     np.testing.assert_allclose(water_fill([4, 4], [1, 3], 2.0), [1 / 8, 3 / 8])
     assert water_fill([1, 1], [1, 1], 5.0).tolist() == [1.0, 1.0]
+
+
+@given(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=12), st.integers(1, 40),
+       st.lists(st.sampled_from([1.0, 5.0]), min_size=12, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_water_fill_attains_the_pooled_lp_optimum(scale, gpus, weights):
+    """``las`` solves no LP (its X is the water-filling totals): their level equals the pooled LP's optimum
+    ``max t, s_i y_i / w_i >= t``, and they use at most the pooled GPUs."""
+    s, w = np.array(scale, dtype=np.float64), np.array(weights[:len(scale)])
+    y = water_fill(s, w, float(gpus))
+    status, _, t = _max_min((s / w)[:, None], s, np.array([float(gpus)]), 60.0, 1)
+    assert status == "optimal"
+    assert (s * y / w).min() == pytest.approx(t, rel=1e-6)
+    assert (s * y).sum() <= gpus * (1 + 1e-9) and (y <= 1).all()
 
 
 def test_bad_inputs():
