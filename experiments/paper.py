@@ -36,11 +36,10 @@ from fgdopt.traces import SHA256
 RESULTS_DIR = PAPER_DIR / "results"
 PAPER_SIX = "random,dot-product,gpu-clustering,gpu-packing,best-fit,fgd"
 MIG_POLICIES = "mig-fgd,mig-first-fit,mig-best-fit,mig-greedy"
-GAVEL_RATES = "0.4,0.5,0.8,1,1.2,1.6,2,2.4,2.5,2.8,3,3.2,3.5,3.6,4"
-"""Arrival rates (jobs/hour) of the heterogeneity study: Gavel's Figure 8 grid (0.4 to 6.0 by 0.4) up to 4, and the
-other rates at which Gavel's own simulator was run for the cross-check (``results/gavel-crosscheck``). Past about
-4.5 jobs/hour the queue grows, ``experiments.hetero`` reruns a point with twice the jobs until arrivals outlast the
-measured jobs, and its points take far longer than Gavel's, whose trace is generated while it runs."""
+GAVEL_RATES = "0.4,0.5,0.8,1,1.2,1.6,2,2.4,2.5,2.8,3,3.2,3.5,3.6,4,4.4,4.8,5.2,5.6,6"
+"""Arrival rates (jobs/hour) of the heterogeneity study: Gavel's Figure 8 grid (0.4 to 6.0 by 0.4) and the other rates
+at which Gavel's own simulator was run for the cross-check (``results/gavel-crosscheck``), 20 in all. Past about 4.5
+jobs/hour the queue grows; a run stops once its measured jobs have finished, as Gavel's does."""
 
 
 @dataclass(frozen=True)
