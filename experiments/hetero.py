@@ -7,10 +7,12 @@ Usage::
         [--multi-gpu] [--gpus-per-node 1] [--round-s 360] [--jobs N | --dask ADDRESS] [--resume] [--quick]
         --output DIR
 
-Each (rate, seed) is one trace of :func:`fgdopt.hetero.gavel_jobs` (Gavel's generator draw for draw: Poisson arrivals
-at ``rate`` jobs/hour, Philly durations, Gavel's 26 job types, single-GPU unless ``--multi-gpu``), long enough that
-arrivals continue until the jobs of ``--window`` (by index, Gavel's ``--window-start/--window-end``) have finished;
-only those are measured. Every policy runs the same trace on the time engine (:func:`fgdopt.timeline.simulate`):
+Each (rate, seed) is one trace of :func:`fgdopt.hetero.iter_gavel_jobs` (Gavel's endless generator draw for draw:
+Poisson arrivals at ``rate`` jobs/hour, Philly durations, Gavel's 26 job types, single-GPU unless ``--multi-gpu``),
+taken once and long enough (:func:`trace_length`) that arrivals continue until the jobs of ``--window`` (by index,
+Gavel's ``--window-start/--window-end``) have finished, which is checked; only those are measured, and a round-based
+run stops once they have finished, as Gavel's does. Every policy runs the same trace on the time engine
+(:func:`fgdopt.timeline.simulate`):
 
 * ``las``, ``las-aware``, ``ftf``, ``ftf-aware``, ``makespan``, ``makespan-aware``: Gavel's round-based mechanism
   (:class:`fgdopt.hetero.rounds.RoundScheduler`) realizing X from :func:`formulations.hetero.round_allocator`;
@@ -142,11 +144,11 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     else:
         mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
                               shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
-                              stop_after=np.flatnonzero(measured))
+                              stop_after=np.flatnonzero(measured), stop_by_s=float(jobs.submit_s.max()))
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves
-    if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():
+    if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():    # NaN: unfinished
         raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still ran after the last of "
                            f"{n} arrivals (the cluster is overloaded); lower the rate")
     bound = math.nan

@@ -73,6 +73,8 @@ class RoundScheduler:
         run at the next round: it stops every running job and never starts one again, so the engine has only the
         remaining arrivals left to queue (None: never). Nothing before that round changes, so every figure over
         those jobs is the one of a run that went on (Gavel's simulator ends there too, its trace being endless).
+    stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds; e.g. the trace's last
+        arrival, past which the run no longer follows an endless trace), whether or not those jobs have finished.
 
     After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran (both
     up to the stop); ``stopped_s`` is the time of the stop (NaN: none).
@@ -89,6 +91,7 @@ class RoundScheduler:
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
     stop_after: np.ndarray | None = None
+    stop_by_s: float = math.inf
     solves: int = 0
     stopped_s: float = math.nan
     rounds: int = 0
@@ -149,7 +152,7 @@ class RoundScheduler:
         self._stale |= bool(gone)
         if self._waiting is not None:
             self._waiting -= gone
-            if not self._waiting:                          # every job of stop_after has finished: stop the run
+            if not self._waiting or now > self.stop_by_s:  # every job of stop_after has finished: stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
