@@ -152,7 +152,7 @@ class RoundScheduler:
         self._stale |= bool(gone)
         if self._waiting is not None:
             self._waiting -= gone
-            if not self._waiting or now > self.stop_by_s:  # every job of stop_after has finished: stop the run
+            if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
