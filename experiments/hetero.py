@@ -106,7 +106,7 @@ def parse_window(text: str) -> tuple[int, int]:
     return lo, hi
 
 
-TAIL_H = 2000.0
+TAIL_H = 4000.0
 """Hours of arrivals generated past the measured window (at least): the measured jobs must finish before the trace's
 last arrival, as they do in Gavel's endless trace (checked after every run)."""
 
