@@ -25,6 +25,7 @@ from fgdopt.hetero import (
 )
 from fgdopt.hetero import throughputs as tp
 from fgdopt.hetero.jobs import iter_gavel_jobs, take_jobs
+from formulations.backends import solve_model
 from formulations.hetero import (
     POLICIES,
     _max_min,
@@ -34,6 +35,7 @@ from formulations.hetero import (
     solve_allocation,
     water_fill,
 )
+from formulations.linear import INF, LinearModel
 
 GAVEL_CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
 
@@ -324,6 +326,32 @@ def test_agnostic_makespan_realized_at_true_throughputs_is_worse(gavel_table):
     # the agnostic X, realized at the true throughputs, finishes later than the aware bound
     realized = (jobs.total_steps / agn.effective_throughput(T)).max()
     assert realized > aw.objective * 1.2
+
+
+def test_the_max_min_lp_built_from_arrays_is_pulps_to_the_bit():
+    """``_max_min`` hands HiGHS its LP from arrays (``solve_lp_arrays``); through PuLP (``solve_model``) the same
+    LinearModel gives the same X and t to the last bit (the interior point method's point inside the optimal face
+    depends on the column and row order, which both keep), on random instances with zero coefficients."""
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 4))
+        c = rng.choice([0.0, 0.3, 1.0, 2.5], size=(n, k)) * rng.random((n, k))
+        c[c.sum(axis=1) == 0, 0] = 1.0
+        scale, cap = rng.choice([1.0, 2.0, 8.0], size=n), np.full(k, float(rng.choice([4, 36])))
+        kappa = 1.0 / c.max()
+        model = LinearModel("hetero-maxmin")
+        xs = model.add_vars(n * k, ub=1.0, integer=False).reshape(n, k)
+        t = int(model.add_vars(1, ub=INF, integer=False, obj=1.0)[0])
+        for i in range(n):
+            model.add_row(xs[i], 1.0, hi=1.0)
+            model.add_row(np.append(xs[i], t), np.append(c[i] * kappa, -1.0), lo=0.0)
+        for j in range(k):
+            model.add_row(xs[:, j], scale, hi=float(cap[j]))
+        raw = solve_model(model, "highs", time_limit=60, threads=1, options={"solver": "ipm", "run_crossover": "off"})
+        status, x, level = _max_min(c, scale, cap, 60.0, 1, central=True)
+        assert status == raw.status
+        if status == "optimal":
+            assert np.array_equal(x, np.clip(raw.values[xs], 0.0, 1.0)) and level == raw.values[t] / kappa
 
 
 def test_lazy_stream_gives_the_eager_jobs(gavel_table):
