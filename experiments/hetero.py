@@ -7,10 +7,12 @@ Usage::
         [--multi-gpu] [--gpus-per-node 1] [--round-s 360] [--jobs N | --dask ADDRESS] [--resume] [--quick]
         --output DIR
 
-Each (rate, seed) is one trace of :func:`fgdopt.hetero.gavel_jobs` (Gavel's generator draw for draw: Poisson arrivals
-at ``rate`` jobs/hour, Philly durations, Gavel's 26 job types, single-GPU unless ``--multi-gpu``), long enough that
-arrivals continue until the jobs of ``--window`` (by index, Gavel's ``--window-start/--window-end``) have finished;
-only those are measured. Every policy runs the same trace on the time engine (:func:`fgdopt.timeline.simulate`):
+Each (rate, seed) is one trace of :func:`fgdopt.hetero.iter_gavel_jobs` (Gavel's endless generator draw for draw:
+Poisson arrivals at ``rate`` jobs/hour, Philly durations, Gavel's 26 job types, single-GPU unless ``--multi-gpu``),
+taken once and long enough (:func:`trace_length`) that arrivals continue until the jobs of ``--window`` (by index,
+Gavel's ``--window-start/--window-end``) have finished, which is checked; only those are measured, and a round-based
+run stops once they have finished, as Gavel's does. Every policy runs the same trace on the time engine
+(:func:`fgdopt.timeline.simulate`):
 
 * ``las``, ``las-aware``, ``ftf``, ``ftf-aware``, ``makespan``, ``makespan-aware``: Gavel's round-based mechanism
   (:class:`fgdopt.hetero.rounds.RoundScheduler`) realizing X from :func:`formulations.hetero.round_allocator`;
@@ -61,8 +63,8 @@ from experiments.executors import (
     stop_message,
 )
 from experiments.outputs import staged
-from fgdopt.hetero import GPU_TYPES, gavel_jobs, load_throughputs
-from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero import GPU_TYPES, load_throughputs
+from fgdopt.hetero.jobs import gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
 from fgdopt.plot import plot_hetero
@@ -83,8 +85,10 @@ def parse_cluster(text: str) -> dict[str, int]:
         counts = [int(c) for c in text.split(":")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"cluster {text!r}: expected V100:P100:K80 GPU counts") from None
-    if len(counts) != len(GPU_TYPES) or min(counts) < 0 or sum(counts) == 0:
+    if len(counts) != len(GPU_TYPES) or min(counts) < 0:
         raise argparse.ArgumentTypeError(f"cluster {text!r}: expected three GPU counts >= 0, e.g. 36:36:36")
+    if sum(counts) == 0:
+        raise argparse.ArgumentTypeError(f"cluster {text!r} has no GPUs")
     return dict(zip(GPU_TYPES, counts, strict=True))
 
 
@@ -98,6 +102,20 @@ def parse_window(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+TAIL_H = 4000.0
+"""Hours of arrivals generated past the measured window (at least): the measured jobs must finish before the trace's
+last arrival, as they do in Gavel's endless trace (checked after every run)."""
+
+
+def trace_length(rate: float, window: tuple[int, int]) -> int:
+    """Jobs of Gavel's stream a run at ``rate`` jobs/hour simulates for the measured jobs ``window`` (by index): the
+    window, then at least a quarter of its end, its width and :data:`TAIL_H` hours of arrivals. A round-based run
+    stops once the measured jobs have finished (:class:`RoundScheduler` ``stop_after``), so the arrivals past that
+    instant cost only their queueing; what happens before it is the same for any longer trace."""
+    lo, hi = window
+    return hi + max(hi - lo, hi // 4, math.ceil(rate * TAIL_H))
+
+
 def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window: tuple[int, int], multi_gpu: bool,
               gpus_per_node: int, round_s: float, data_dir: str | None = None) -> dict:
     """One row of hetero.csv: ``policy`` on Gavel's trace at ``rate`` jobs/hour (``inf``: a static batch of
@@ -105,34 +123,30 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     t0 = time.perf_counter()
     table = load_throughputs(data_dir)
     batch = math.isinf(rate)
-    n = window[1] if batch else window[1] + max(window[1] - window[0], window[1] // 4)
-    while True:                                      # arrivals must outlast the measured jobs
-        trace = gavel_jobs(table, n, rate, seed=seed, multi_gpu=multi_gpu)
-        measured = np.zeros(n, dtype=bool)
-        measured[0 if batch else window[0]:window[1]] = True
-        packed = policy == "gandiva"
-        jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured, gpu_milli=500 if packed else 1000)
-        cluster = gavel_cluster(gpus, gpus_per_node)
-        options: dict = {"speed": speed, "frag": False}
-        solves = 0
-        if policy == "fifo":
-            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, **options)
-        elif packed:
-            result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
-                              interference=trace.interference(table, tuple(gpus)), **options)
-        else:
-            mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                                  shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s)
-            result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
-                              restart_s=lambda gpus: 0.0, **options)
-            solves = mech.solves
-        last = np.max(result.finish_s[measured])
-        if batch or last <= jobs.submit_s.max():
-            break
-        if n >= 16 * window[1]:
-            raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still run after "
-                               f"{n} arrivals (the cluster is overloaded); lower the rate")
-        n *= 2
+    n = window[1] if batch else trace_length(rate, window)
+    trace = take_jobs(iter_gavel_jobs(table, rate, seed=seed, multi_gpu=multi_gpu), n)
+    measured = np.zeros(n, dtype=bool)
+    measured[0 if batch else window[0]:window[1]] = True
+    packed = policy == "gandiva"
+    jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured, gpu_milli=500 if packed else 1000)
+    cluster = gavel_cluster(gpus, gpus_per_node)
+    options: dict = {"speed": speed, "frag": False}
+    solves = 0
+    if policy == "fifo":
+        result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, **options)
+    elif packed:
+        result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
+                          interference=trace.interference(table, tuple(gpus)), **options)
+    else:
+        mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                              shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
+                              stop_after=np.flatnonzero(measured), stop_by_s=float(jobs.submit_s.max()))
+        result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
+                          restart_s=lambda gpus: 0.0, **options)
+        solves = mech.solves
+    if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():    # NaN: unfinished
+        raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still ran after the last of "
+                           f"{n} arrivals (the cluster is overloaded); lower the rate")
     bound = math.nan
     if batch:
         bound = float(allocate("makespan-aware", table, trace, gpus).bound)

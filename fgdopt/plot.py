@@ -497,23 +497,31 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     return _save(fig, path)
 
 
-def plot_hetero(runs: pd.DataFrame, path: str | Path) -> Path:
+def plot_hetero(runs: pd.DataFrame, path: str | Path, reference: pd.DataFrame | None = None) -> Path:
     """Heterogeneous GPUs (the frame of ``python -m experiments.hetero``), Gavel's Figure 8 form.
 
     Left: mean JCT (hours) of the measured jobs against the arrival rate (jobs/hour), one line per policy, means over
     seeds, heterogeneity-aware policies solid and the others dashed. Right: the same runs' finish-time fairness
     (mean rho). Static-batch rows (rate ``inf``) are left out. ``runs`` needs ``policy, lambda_per_hour,
-    mean_jct_s, mean_rho``.
+    mean_jct_s, mean_rho``. ``reference``: another simulator's runs of the same points (``policy, lambda_per_hour,
+    mean_jct_s``, e.g. Gavel's own), drawn on the left as crosses in each policy's colour (means over seeds).
     """
     runs = runs[np.isfinite(runs["lambda_per_hour"].astype(float))]
     fig = Figure(figsize=(11, 4.6))
     jct_ax, rho_ax = fig.subplots(1, 2)
+    colour = {}
     for k, (policy, part) in enumerate(runs.groupby("policy", sort=False)):
         mean = part.groupby("lambda_per_hour")[["mean_jct_s", "mean_rho"]].mean()
-        style = {"color": f"C{k}", "marker": "o", "linestyle": "-" if policy.endswith("-aware") else "--",
+        colour[policy] = f"C{k}"
+        style = {"color": colour[policy], "marker": "o", "linestyle": "-" if policy.endswith("-aware") else "--",
                  "label": policy}
         jct_ax.plot(mean.index, mean["mean_jct_s"] / 3600, **style)
         rho_ax.plot(mean.index, mean["mean_rho"], **style)
+    if reference is not None:
+        for policy, part in reference[reference["policy"].isin(list(colour))].groupby("policy", sort=False):
+            mean = part.groupby("lambda_per_hour")["mean_jct_s"].mean()
+            jct_ax.plot(mean.index, mean / 3600, linestyle="none", marker="x", markersize=8, color=colour[policy],
+                        label=f"{policy}: Gavel's simulator")
     jct_ax.set_ylabel("Mean JCT of the measured jobs (hours)")
     rho_ax.set_ylabel("Mean finish-time fairness rho")
     for ax in (jct_ax, rho_ax):

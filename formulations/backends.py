@@ -192,6 +192,81 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
     return RawResult(status, values, objective, bound, wall, duals)
 
 
+def solve_lp_highs(model: LinearModel, time_limit: float = 60.0, threads: int | None = None,
+                   options: dict | None = None) -> RawResult:
+    """Solve the LP ``model`` (no integer columns) with HiGHS directly, as :func:`solve_model` ``(model, "highs")``
+    does through PuLP but without PuLP's per-coefficient objects (no duals): :func:`solve_lp_arrays` of its rows."""
+    if any(model.integer):
+        raise ValueError(f"{model.name}: solve_lp_highs solves LPs only")
+    lows, highs_, starts, idx, vals = [], [], [], [], []
+    for k_idx, coef, lo, hi in model.rows:
+        sides = [(lo, hi)] if lo == hi else [s for s in ((-INF, hi) if hi < INF else None,
+                                                          (lo, INF) if lo > -INF else None) if s is not None]
+        for a, b in sides:
+            starts.append(len(idx))
+            lows.append(a)
+            highs_.append(b)
+            idx.extend(k_idx.tolist())
+            vals.extend(coef.tolist())
+    return solve_lp_arrays(np.asarray(model.obj, dtype=np.float64), np.asarray(model.lb, dtype=np.float64),
+                           np.asarray(model.ub, dtype=np.float64), np.asarray(lows, dtype=np.float64),
+                           np.asarray(highs_, dtype=np.float64), np.asarray(starts, dtype=np.int64),
+                           np.asarray(idx, dtype=np.int64), np.asarray(vals, dtype=np.float64), time_limit, threads,
+                           options)
+
+
+def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray,
+                    starts: np.ndarray, idx: np.ndarray, vals: np.ndarray, time_limit: float = 60.0,
+                    threads: int | None = None, options: dict | None = None) -> RawResult:
+    """Maximize ``obj @ x`` over ``lb <= x <= ub`` and ``row_lo <= A x <= row_hi`` (``A`` by rows: row ``r`` has the
+    columns ``idx[starts[r]:starts[r + 1]]`` with coefficients ``vals[...]``, each row one-sided or an equality, as
+    PuLP splits them) with HiGHS directly, handing it the very LP PuLP would (same answer to the last bit, tested).
+
+    What PuLP does, followed here: the columns in the order of their names ``v0, v1, ...`` sorted as strings, the
+    objective negated (minimized; PuLP's ``-0.0`` costs), the rows in order with their coefficients in model order,
+    options output off, ``threads``, ``time_limit`` (model translation included), then ``options``; a solution's
+    ``-0.0`` values read as ``0.0`` (PuLP's ``varValue or 0.0``). Columns of ``obj``, ``idx`` and the values
+    returned are in model order.
+    """
+    import highspy
+
+    t0 = time.perf_counter()
+    n = len(obj)
+    order = np.array(sorted(range(n), key=lambda j: f"v{j}"), dtype=np.int64)     # PuLP's column order
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if (count := highs_threads(threads)) is not None:
+        h.setOptionValue("threads", count)
+    h.setOptionValue("time_limit", float(max(time_limit - (time.perf_counter() - t0), 0.5)))
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
+    inf = highspy.kHighsInf
+    lo, up = lb[order], ub[order]
+    h.addCols(n, -obj[order], np.where(lo == -INF, -inf, lo), np.where(up == INF, inf, up), 0,
+              np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    h.addRows(len(row_lo), np.where(row_lo == -INF, -inf, row_lo), np.where(row_hi == INF, inf, row_hi), len(idx),
+              starts.astype(np.int32), pos[idx].astype(np.int32), vals)
+    h.run()
+    status, bound = _highs_status(h, False)
+    wall = time.perf_counter() - t0
+    ms = h.getModelStatus()
+    usable = ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                    highspy.HighsModelStatus.kIterationLimit, highspy.HighsModelStatus.kInterrupt,
+                    highspy.HighsModelStatus.kObjectiveBound, highspy.HighsModelStatus.kObjectiveTarget)
+    values = None
+    if usable:
+        values = np.asarray(h.getSolution().col_value, dtype=np.float64)[pos]
+        values[values == 0] = 0.0                            # PuLP's ``varValue or 0.0`` turns -0.0 into 0.0
+    objective = float(np.dot(obj, values)) if values is not None else None
+    if status == "optimal" and values is None:
+        status = "error"
+    if status == "optimal" and bound is None:
+        bound = objective
+    return RawResult(status, values, objective, bound, wall)
+
+
 def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
     import highspy
 

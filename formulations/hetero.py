@@ -44,7 +44,8 @@ y_i G_j / G`` — the equal split on Gavel's 36:36:36 cluster (on unequal cluste
 infeasible, the proportional one never is). For ``las`` the totals are degenerate too when scale factors
 differ; fgdopt takes the water-filling totals ``y_i = min(1, lambda w_i / s_i)``, lambda the largest level the
 pooled capacity allows (every job at the common fair level, capped at its whole time), which attains the LP's
-optimum (checked against it); with single-GPU jobs (Gavel's Figure 8 trace) the totals are unique anyway.
+optimum (a test checks it against the LP, so no LP is solved for ``las``); with single-GPU jobs (Gavel's Figure 8
+trace) the totals are unique anyway.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from fgdopt.hetero.allocation import Allocation, allocation_violation, check_all
 from fgdopt.hetero.jobs import HeteroJobs
 from fgdopt.hetero.throughputs import GPU_TYPES, ThroughputTable
 from fgdopt.timeline.jobs import JobSet
-from formulations.backends import solve_model
+from formulations.backends import solve_lp_arrays, solve_model
 from formulations.linear import INF, LinearModel
 
 POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "makespan", "makespan-aware")
@@ -98,24 +99,59 @@ def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit:
     """Solve ``max t s.t. sum_j c[i, j] X[i, j] >= t``, base constraints; (status, X clipped to [0, 1], t).
     ``central``: HiGHS' interior point method without crossover, which ends inside the optimal face (as Gavel's
     ECOS does) rather than at a vertex; where it ends uncertified (HiGHS status unknown, seen on tiny LPs), the
-    simplex method's vertex instead."""
+    simplex method's vertex instead.
+
+    No warm start between recomputations, deliberately: the interior point method (HiGHS' IPX) starts from its own
+    central initial point whatever basis it is given, and a simplex method warm-started from the previous basis ends
+    at a vertex of the optimal face, which is not the point Gavel's ECOS (and this IPM) returns, so X, and the JCTs,
+    would change (a vertex moved JCT by about 1% at 3 jobs/h). Building the LP straight into HiGHS from arrays
+    (:func:`_max_min_rows`, :func:`~formulations.backends.solve_lp_arrays`: the same LP bit for bit as through
+    PuLP, tested) cuts its cost instead."""
     n, k = c.shape
     kappa = 1.0 / c.max()                                   # one common scale: the optimum X is unchanged
-    model = LinearModel("hetero-maxmin")
-    xs = model.add_vars(n * k, ub=1.0, integer=False).reshape(n, k)
-    t = int(model.add_vars(1, ub=INF, integer=False, obj=1.0)[0])
-    for i in range(n):
-        model.add_row(xs[i], 1.0, hi=1.0)
-        model.add_row(np.append(xs[i], t), np.append(c[i] * kappa, -1.0), lo=0.0)
-    for j in range(k):
-        model.add_row(xs[:, j], scale, hi=float(capacity[j]))
-    raw = solve_model(model, "highs", time_limit=time_limit, threads=threads,
-                      options={"solver": "ipm", "run_crossover": "off"} if central else None)
-    if central and raw.status != "optimal":                 # IPM without crossover may end uncertified: a vertex
+    ck = c * kappa
+    raw = None
+    if central:
+        raw = solve_lp_arrays(*_max_min_rows(ck, scale, capacity), time_limit=time_limit, threads=threads,
+                              options={"solver": "ipm", "run_crossover": "off"})
+    if raw is None or raw.status != "optimal":              # IPM without crossover may end uncertified: a vertex
+        model = LinearModel("hetero-maxmin")
+        xs = model.add_vars(n * k, ub=1.0, integer=False).reshape(n, k)
+        t = int(model.add_vars(1, ub=INF, integer=False, obj=1.0)[0])
+        for i in range(n):
+            model.add_row(xs[i], 1.0, hi=1.0)
+            model.add_row(np.append(xs[i], t), np.append(ck[i], -1.0), lo=0.0)
+        for j in range(k):
+            model.add_row(xs[:, j], scale, hi=float(capacity[j]))
         raw = solve_model(model, "highs", time_limit=time_limit, threads=threads)
     if raw.values is None:
         return raw.status, None, None
-    return raw.status, np.clip(raw.values[xs], 0.0, 1.0), float(raw.values[t]) / kappa
+    return raw.status, np.clip(raw.values[:n * k].reshape(n, k), 0.0, 1.0), float(raw.values[n * k]) / kappa
+
+
+def _max_min_rows(ck: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The max-min LP of :func:`_max_min` (columns ``X`` row by row, then ``t``; rows per job ``sum_j X[i, j] <= 1``
+    then ``sum_j ck[i, j] X[i, j] - t >= 0``, then per type ``sum_i s_i X[i, j] <= capacity[j]``; zero coefficients
+    left out) as :func:`~formulations.backends.solve_lp_arrays` takes it: the same LP the ``LinearModel`` of the
+    fallback builds, row for row and coefficient for coefficient, without a Python call per row."""
+    n, k = ck.shape
+    cols = n * k + 1
+    obj, lb, ub = np.zeros(cols), np.zeros(cols), np.ones(cols)
+    obj[-1], ub[-1] = 1.0, INF
+    x = np.arange(n * k).reshape(n, k)
+    nz = ck != 0
+    keep = np.hstack([np.ones((n, k), dtype=bool), nz, np.ones((n, 1), dtype=bool)])
+    idx_jobs = np.hstack([x, x, np.full((n, 1), n * k)])[keep]
+    val_jobs = np.hstack([np.ones((n, k)), ck, np.full((n, 1), -1.0)])[keep]
+    used = np.flatnonzero(scale != 0)
+    idx_types = x[used].T.ravel()
+    val_types = np.tile(scale[used], k)
+    lengths = np.concatenate([np.column_stack([np.full(n, k), nz.sum(axis=1) + 1]).ravel(), np.full(k, len(used))])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    row_lo = np.concatenate([np.tile([-INF, 0.0], n), np.full(k, -INF)])
+    row_hi = np.concatenate([np.tile([1.0, INF], n), np.asarray(capacity, dtype=np.float64)])
+    return (obj, lb, ub, row_lo, row_hi, starts, np.concatenate([idx_jobs, idx_types]),
+            np.concatenate([val_jobs, val_types]))
 
 
 def _ftf(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray, remaining: np.ndarray, elapsed: np.ndarray,
@@ -228,17 +264,16 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
             deadline, threads, gap, max_iter, central)
         info |= extra
     else:
-        if kind == "las":
-            c = T * (scale / (w * proportional_throughput(T, pool)))[:, None]
+        if kind == "las" and not aware:                     # the pooled LP's optimum in closed form, no solve
+            status, x = "optimal", water_fill(scale, w, float(pool[0]))[:, None]
+            t = float((scale * x[:, 0] / w).min())
         else:
-            c = T / np.asarray(steps_remaining, dtype=np.float64)[:, None]
-        status, x, t = _max_min(c, scale, pool, deadline - time.perf_counter(), threads, central)
+            if kind == "las":
+                c = T * (scale / (w * proportional_throughput(T, pool)))[:, None]
+            else:
+                c = T / np.asarray(steps_remaining, dtype=np.float64)[:, None]
+            status, x, t = _max_min(c, scale, pool, deadline - time.perf_counter(), threads, central)
         objective = bound = t
-        if kind == "las" and not aware and x is not None:
-            x = water_fill(scale, w, float(pool[0]))[:, None]
-            objective = float((scale * x[:, 0] / w).min())
-            if abs(objective - t) > 1e-6 * max(1.0, t):
-                raise ValueError(f"las: water-filling level {objective} differs from the LP optimum {t}")
         if kind == "makespan" and t is not None:
             objective = bound = 1.0 / t if t > 0 else INF
     if x is not None:

@@ -7,7 +7,10 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fgdopt.hetero import (
     DISTRIBUTED,
@@ -21,14 +24,18 @@ from fgdopt.hetero import (
     read_throughputs,
 )
 from fgdopt.hetero import throughputs as tp
+from fgdopt.hetero.jobs import iter_gavel_jobs, take_jobs
+from formulations.backends import solve_model
 from formulations.hetero import (
     POLICIES,
+    _max_min,
     allocate,
     isolated_share,
     proportional_throughput,
     solve_allocation,
     water_fill,
 )
+from formulations.linear import INF, LinearModel
 
 GAVEL_CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
 
@@ -321,6 +328,46 @@ def test_agnostic_makespan_realized_at_true_throughputs_is_worse(gavel_table):
     assert realized > aw.objective * 1.2
 
 
+def test_the_max_min_lp_built_from_arrays_is_pulps_to_the_bit():
+    """``_max_min`` hands HiGHS its LP from arrays (``solve_lp_arrays``); through PuLP (``solve_model``) the same
+    LinearModel gives the same X and t to the last bit (the interior point method's point inside the optimal face
+    depends on the column and row order, which both keep), on random instances with zero coefficients."""
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 4))
+        c = rng.choice([0.0, 0.3, 1.0, 2.5], size=(n, k)) * rng.random((n, k))
+        c[c.sum(axis=1) == 0, 0] = 1.0
+        scale, cap = rng.choice([1.0, 2.0, 8.0], size=n), np.full(k, float(rng.choice([4, 36])))
+        kappa = 1.0 / c.max()
+        model = LinearModel("hetero-maxmin")
+        xs = model.add_vars(n * k, ub=1.0, integer=False).reshape(n, k)
+        t = int(model.add_vars(1, ub=INF, integer=False, obj=1.0)[0])
+        for i in range(n):
+            model.add_row(xs[i], 1.0, hi=1.0)
+            model.add_row(np.append(xs[i], t), np.append(c[i] * kappa, -1.0), lo=0.0)
+        for j in range(k):
+            model.add_row(xs[:, j], scale, hi=float(cap[j]))
+        raw = solve_model(model, "highs", time_limit=60, threads=1, options={"solver": "ipm", "run_crossover": "off"})
+        status, x, level = _max_min(c, scale, cap, 60.0, 1, central=True)
+        assert status == raw.status
+        if status == "optimal":
+            assert np.array_equal(x, np.clip(raw.values[xs], 0.0, 1.0)) and level == raw.values[t] / kappa
+
+
+def test_lazy_stream_gives_the_eager_jobs(gavel_table):
+    """:func:`iter_gavel_jobs` is Gavel's endless trace: its first n jobs are :func:`gavel_jobs` of n (same draws,
+    same order), whatever n, and taking more later continues the same stream (multi-GPU and weights drawn too)."""
+    for rate, seed, multi in ((3.0, 0, False), (5.6, 2, True), (math.inf, 1, True)):
+        eager = gavel_jobs(gavel_table, 120, rate, seed=seed, multi_gpu=multi, multi_priority=multi).to_frame()
+        stream = iter_gavel_jobs(gavel_table, rate, seed=seed, multi_gpu=multi, multi_priority=multi)
+        head, tail = take_jobs(stream, 45).to_frame(), take_jobs(stream, 75).to_frame()
+        lazy = pd.concat([head, tail], ignore_index=True)
+        pd.testing.assert_frame_equal(lazy, eager, check_exact=True)
+        assert gavel_jobs(gavel_table, 0, rate, seed=seed).to_frame().empty
+    with pytest.raises(ValueError, match="rate_per_hour must be > 0"):
+        next(iter_gavel_jobs(gavel_table, 0.0))
+
+
 def test_water_fill():
     # 1-, 2- and 8-GPU jobs on 6 GPUs. Level lam = s_i y_i for every unsaturated job: all three, lam = 6 / 3 = 2
     # > 1 saturates the 1-GPU job; the other two, lam = (6 - 1) / 2 = 2.5 > 2 saturates the 2-GPU job; the 8-GPU
@@ -329,6 +376,20 @@ def test_water_fill():
     # weights: w = (1, 3) on 2 GPUs for two 4-GPU jobs: lam (1 + 3) = 2, y = lam w / 4 = (1/8, 3/8)
     np.testing.assert_allclose(water_fill([4, 4], [1, 3], 2.0), [1 / 8, 3 / 8])
     assert water_fill([1, 1], [1, 1], 5.0).tolist() == [1.0, 1.0]
+
+
+@given(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=12), st.integers(1, 40),
+       st.lists(st.sampled_from([1.0, 5.0]), min_size=12, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_water_fill_attains_the_pooled_lp_optimum(scale, gpus, weights):
+    """``las`` solves no LP (its X is the water-filling totals): their level equals the pooled LP's optimum
+    ``max t, s_i y_i / w_i >= t``, and they use at most the pooled GPUs."""
+    s, w = np.array(scale, dtype=np.float64), np.array(weights[:len(scale)])
+    y = water_fill(s, w, float(gpus))
+    status, _, t = _max_min((s / w)[:, None], s, np.array([float(gpus)]), 60.0, 1)
+    assert status == "optimal"
+    assert (s * y / w).min() == pytest.approx(t, rel=1e-6)
+    assert (s * y).sum() <= gpus * (1 + 1e-9) and (y <= 1).all()
 
 
 def test_bad_inputs():

@@ -166,6 +166,23 @@ def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
     assert (r.series.alloc_milli <= 4000).all()
 
 
+def test_gavel_stop_by_hand():
+    # the alternation above (job 0 done at 860 s, job 1 at 1000 s), stopped after job 0: the round at 860 s, where the
+    # scheduler sees job 0 gone, stops the run; job 1 is preempted there and never runs again; job 0's figures are
+    # those of the full run; a third job arriving at 900 s is only queued. stop_by_s = 500 stops at the round of
+    # 720 s, the first after it, with both jobs unfinished
+    jobs = JobSet(whole(1, 1, 1), [0.0, 0.0, 900.0], [500.0, 500.0, 10.0])
+    speed = {"a": np.ones(3)}
+    for stop_by, finish, stopped in ((np.inf, [860.0, np.nan, np.nan], 860.0), (500.0, [np.nan] * 3, 720.0)):
+        mech = RoundScheduler(round_allocator("las", speed, jobs, {"a": 1}), speed, jobs.duration_s, ("a",),
+                              stop_after=[0], stop_by_s=stop_by)
+        r = simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                     restart_s=lambda g: 0.0)
+        np.testing.assert_array_equal(r.finish_s, finish)
+        assert mech.stopped_s == stopped and (r.series.time_s.to_numpy()[-1] == 900.0)
+        assert r.series.alloc_milli.to_numpy()[-1] == 0
+
+
 def test_a_job_that_runs_half_its_time_on_each_type_finishes_when_its_work_is_done():
     # X = 1/2 of each type for both jobs; one GPU of each type, job speeds 1 (fast) and 1/2 (slow), 540 s of work:
     # round 1 (0-360 s) job 0 fast (360 s of work), job 1 slow (180 s); round 2 they swap (Gavel's priorities), and

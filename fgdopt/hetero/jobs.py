@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -221,13 +223,60 @@ def _duration_s(rng: random.Random) -> float:
     return 60 * (10 ** rng.uniform(1.5, 3))
 
 
+def iter_gavel_jobs(table: ThroughputTable, rate_per_hour: float, seed: int = 0, *, multi_gpu: bool = False,
+                    multi_priority: bool = False) -> Iterator[tuple[int, int, float, float, float, float]]:
+    """Gavel's synthetic continuous trace, one job at a time and without end, as its simulator draws it while it runs.
+
+    Yields ``(job_type, scale_factor, total_steps, submit_s, priority_weight, duration_s)`` per job, in submission
+    order; the first ``n`` are exactly the jobs of :func:`gavel_jobs` with ``n_jobs=n`` (same draws, same order,
+    whatever ``n``: the job stream and the gap stream are separate generators, and the gap after a job is drawn only
+    when the next job is asked for). Parameters as :func:`gavel_jobs`; a rate of ``math.inf`` submits every job at
+    0 s.
+
+    Examples
+    --------
+    >>> from itertools import islice
+    >>> first = list(islice(iter_gavel_jobs(load_throughputs(), 3.0, seed=0), 10))  # doctest: +SKIP
+    """
+    if not rate_per_hour > 0:
+        raise ValueError(f"rate_per_hour must be > 0 (math.inf for a static batch), got {rate_per_hour}")
+    job_rng, gap_rng = random.Random(seed + 2), random.Random(seed + 3)
+    mean_gap_s = 3600.0 / rate_per_hour                     # Gavel's ``lam``
+    distributed = [a for a, d in enumerate(DISTRIBUTED) if d]
+    v100 = table.gpu_index([REFERENCE_GPU])[0]
+    submit = 0.0
+    while True:
+        scale = _scale_factor(job_rng)
+        duration = _duration_s(job_rng)
+        if not multi_gpu:
+            scale = 1
+        while True:
+            a = job_rng.choice(range(len(JOB_TYPES)))
+            if scale == 1 or a in distributed:
+                break
+        steps = duration * float(table.isolated[a, SCALE_FACTORS.index(scale), v100])
+        weight = 5.0 if multi_priority and job_rng.uniform(0, 1) <= 0.2 else 1.0
+        yield a, scale, steps, submit, weight, duration
+        if mean_gap_s > 0:
+            submit += -math.log(1.0 - gap_rng.random()) / (1.0 / mean_gap_s)
+
+
+def take_jobs(stream: Iterator[tuple], n_jobs: int) -> HeteroJobs:
+    """The next ``n_jobs`` jobs of a stream of :func:`iter_gavel_jobs` as :class:`HeteroJobs`."""
+    if n_jobs < 0:
+        raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
+    rows = list(islice(stream, n_jobs))
+    cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
+    return HeteroJobs(*cols)
+
+
 def gavel_jobs(table: ThroughputTable, n_jobs: int, rate_per_hour: float, seed: int = 0, *,
                multi_gpu: bool = False, multi_priority: bool = False) -> HeteroJobs:
     """Gavel's synthetic continuous trace: ``n_jobs`` jobs with Poisson arrivals at ``rate_per_hour`` jobs/hour.
 
     The module docstring lists what is followed from Gavel's code; with the same ``seed`` and rate the jobs and
     arrival times are the ones Gavel's simulator generates (``simulate_scheduler_with_generated_jobs.py -l
-    3600/rate --seed seed [-m]``).
+    3600/rate --seed seed [-m]``). The first ``n_jobs`` of :func:`iter_gavel_jobs`.
 
     Parameters
     ----------
@@ -242,29 +291,7 @@ def gavel_jobs(table: ThroughputTable, n_jobs: int, rate_per_hour: float, seed: 
     --------
     >>> jobs = gavel_jobs(load_throughputs(), 1000, rate_per_hour=3.0, seed=0)  # doctest: +SKIP
     """
-    if not rate_per_hour > 0:
-        raise ValueError(f"rate_per_hour must be > 0 (math.inf for a static batch), got {rate_per_hour}")
     if n_jobs < 0:
         raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
-    job_rng, gap_rng = random.Random(seed + 2), random.Random(seed + 3)
-    mean_gap_s = 3600.0 / rate_per_hour                     # Gavel's ``lam``
-    distributed = [a for a, d in enumerate(DISTRIBUTED) if d]
-    v100 = table.gpu_index([REFERENCE_GPU])[0]
-    rows = []
-    submit = 0.0
-    for _ in range(n_jobs):
-        scale = _scale_factor(job_rng)
-        duration = _duration_s(job_rng)
-        if not multi_gpu:
-            scale = 1
-        while True:
-            a = job_rng.choice(range(len(JOB_TYPES)))
-            if scale == 1 or a in distributed:
-                break
-        steps = duration * float(table.isolated[a, SCALE_FACTORS.index(scale), v100])
-        weight = 5.0 if multi_priority and job_rng.uniform(0, 1) <= 0.2 else 1.0
-        rows.append((a, scale, steps, submit, weight, duration))
-        if mean_gap_s > 0:
-            submit += -math.log(1.0 - gap_rng.random()) / (1.0 / mean_gap_s)
-    cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
-    return HeteroJobs(*cols)
+    return take_jobs(iter_gavel_jobs(table, rate_per_hour, seed, multi_gpu=multi_gpu,
+                                     multi_priority=multi_priority), n_jobs)

@@ -46,15 +46,17 @@ def hetero_stats(result: TimelineResult, speed: Mapping[str, np.ndarray], gpus: 
     """:data:`HETERO_COLUMNS` over the measured jobs of ``result``.
 
     ``makespan_s`` runs from the first measured submission to the last measured finish (for a static batch, the
-    makespan); ``utilization`` is the time-averaged share of GPUs allocated over that span. A measured job that did
+    makespan); ``utilization`` is the time-averaged share of GPUs allocated over that span (from the instants up to
+    its end only, so that a run stopped there gives the same figures as one that went on). A measured job that did
     not finish makes the JCT figures NaN.
     """
     measured = result.jobs.measured
     jct = (result.finish_s - result.jobs.submit_s)[measured]
     rho = finish_time_fairness(result, speed, gpus)[measured]
     first, last = float(result.jobs.submit_s[measured].min()), float(np.max(result.finish_s[measured]))
-    series = result.series
-    busy = time_average(series.time_s.to_numpy(), series.alloc_milli.to_numpy(), (first, last)) if last > first \
+    times = result.series.time_s.to_numpy()
+    upto = np.searchsorted(times, last, side="right")   # the instants up to the last measured finish: nothing after it
+    busy = time_average(times[:upto], result.series.alloc_milli.to_numpy()[:upto], (first, last)) if last > first \
         else float("nan")
     return {"measured_jobs": int(measured.sum()), "mean_jct_s": float(jct.mean()),
             "p95_jct_s": float(np.percentile(jct, 95)), "makespan_s": last - first,

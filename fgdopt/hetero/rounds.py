@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import insort
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -68,8 +69,15 @@ class RoundScheduler:
     round_s, reset_s : seconds (:data:`ROUND_S`, :data:`RESET_S`).
     name : the mechanism's name in results.
     checkpointing : what a job stopped between rounds keeps (default transparent: it resumes where it stopped).
+    stop_after : job indices (e.g. the measured jobs); once every one of them has finished, the scheduler stops the
+        run at the next round: it stops every running job and never starts one again, so the engine has only the
+        remaining arrivals left to queue (None: never). Nothing before that round changes, so every figure over
+        those jobs is the one of a run that went on (Gavel's simulator ends there too, its trace being endless).
+    stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds; e.g. the trace's last
+        arrival, past which the run no longer follows an endless trace), whether or not those jobs have finished.
 
-    After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran.
+    After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran (both
+    up to the stop); ``stopped_s`` is the time of the stop (NaN: none).
     """
 
     allocate: Allocator
@@ -82,7 +90,10 @@ class RoundScheduler:
     name: str = "gavel"
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
+    stop_after: np.ndarray | None = None
+    stop_by_s: float = math.inf
     solves: int = 0
+    stopped_s: float = math.nan
     rounds: int = 0
     _next_s: float = 0.0
     _stale: bool = False
@@ -102,6 +113,7 @@ class RoundScheduler:
         self._w = np.zeros(len(self.gpu_types))
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
+        self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
 
     def _types(self, cluster) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
         """Per node its type index (-1: not a scheduled type), per type its nodes and GPUs (once per cluster)."""
@@ -113,10 +125,10 @@ class RoundScheduler:
 
     def wake_s(self, view: View) -> float:
         """The end of the current round (none while nothing runs: the next arrival starts a round)."""
-        return self._next_s if self._next_s > view.now else math.inf
+        return self._next_s if self._next_s > view.now and math.isnan(self.stopped_s) else math.inf
 
     def plan(self, view: View) -> Plan | None:
-        if view.now < self._next_s or view.now == self._planned_at:
+        if view.now < self._next_s or view.now == self._planned_at or not math.isnan(self.stopped_s):
             return None
         now, state = view.now, view.state
         self._planned_at = now
@@ -138,16 +150,24 @@ class RoundScheduler:
             self._x.pop(j, None)
             self._deficit.pop(j, None)
         self._stale |= bool(gone)
+        if self._waiting is not None:
+            self._waiting -= gone
+            if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
+                self.stopped_s = now
+                return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
             self._reset(now, np.asarray(present, dtype=np.int64), view)
         chosen = self._choose(present, state.tasks.num_gpu, state.cluster)
         plan, runs = self._round_plan(state, running, chosen)
         self.rounds += bool(runs)
-        started = {m.task for m in plan.admits}
-        left = np.maximum(self.duration_s - view.work_s, 0.0)       # seconds of work left, at speed 1
-        self._next_s = max((now + min(self.round_s, left[j] / self._thr[j, g] + (
-            view.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0)) for j, g in runs.items()),
-            default=self._last_reset + self.reset_s if present else now)   # waiting jobs not yet in X
+        if runs:                                           # the round ends when its last run ends
+            started = {m.task for m in plan.admits}
+            js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
+            cost = np.array([view.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0 for j in runs])
+            left = np.maximum(self.duration_s[js] - view.work_s[js], 0.0)    # seconds of work left, at speed 1
+            self._next_s = float((now + np.minimum(self.round_s, left / self._thr[js, gs] + cost)).max())
+        else:                                              # waiting jobs not yet in X: the next recomputation
+            self._next_s = self._last_reset + self.reset_s if present else now
         self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
         return plan
 
@@ -186,42 +206,64 @@ class RoundScheduler:
         priority[(x == 0) | (thr == 0)] = 0.0
         priority[[j not in self._x for j in present]] = 0.0
         rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
+        runs_on = (thr > 0).T.tolist()                       # per type, per job: whether it runs there
+        gpus = scale[ids].tolist()
         chosen: dict[int, int] = {}
         for g in order:
+            if left[g] == 0:
+                continue
+            can, room = runs_on[g], left[g]
             for r in np.lexsort((rank, -x[:, g], -deficit[:, g], -priority[:, g])).tolist():
-                if left[g] == 0:
-                    break
-                j = int(ids[r])
-                if j in chosen or thr[r, g] <= 0 or scale[j] > left[g]:
+                j = present[r]
+                if j in chosen or not can[r] or gpus[r] > room:
                     continue
                 chosen[j] = g
-                left[g] -= int(scale[j])
+                room -= gpus[r]
+                if room == 0:
+                    break
+            left[g] = room
         return chosen
 
     def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> tuple[Plan, dict[int, int]]:
         """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
-        the plan and the type of every job that runs in the round."""
+        the plan and the type of every job that runs in the round.
+
+        Each new job, largest first, goes to the node of its type with the fewest free GPUs that holds it whole
+        (ties: the lowest node index), on that node's lowest free GPUs. The nodes of a type are kept in buckets by
+        their free GPUs, so a placement costs no scan of the type's nodes."""
         cluster = state.cluster
         node_type, of_type, _ = self._types(cluster)
+        node_of, gpus_of, num_gpu = state.node_of, state.gpus_of, state.tasks.num_gpu
         runs = {j: g for j, g in chosen.items() if j in self._x}   # a job not in X takes GPUs but does not run
-        stay = {j for j in running.tolist() if runs.get(j) == node_type[state.node_of[j]]}
+        stay = {j for j in running.tolist() if runs.get(j) == node_type[node_of[j]]}
         victims = tuple(j for j in running.tolist() if j not in stay)
-        free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-        for v in victims:
-            free[state.node_of[v], list(state.gpus_of[v])] = True
-        count = free.sum(axis=1)
+        new = sorted((j for j in runs if j not in stay), key=lambda j: (-int(num_gpu[j]), j))
         admits = []
-        for j in sorted((j for j in runs if j not in stay), key=lambda j: (-int(state.tasks.num_gpu[j]), j)):
-            need = int(state.tasks.num_gpu[j])
-            nodes = of_type[runs[j]]
-            spare = count[nodes]
-            ok = np.flatnonzero(spare >= need)
-            if not len(ok):
-                continue                                  # no node of its type holds it whole this round
-            node = int(nodes[ok[np.argmin(spare[ok])]])
-            gpus = tuple(np.flatnonzero(free[node])[:need].tolist())
-            free[node, list(gpus)] = False
-            count[node] -= need
-            admits.append(Move(j, node, gpus))
+        if new:
+            free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
+            if victims:
+                at = [(node_of[v], g) for v in victims for g in gpus_of[v]]
+                free[[a for a, _ in at], [g for _, g in at]] = True
+            count = free.sum(axis=1).tolist()
+            buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
+            gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
+            for j in new:
+                need, g = int(num_gpu[j]), runs[j]
+                if g not in buckets:
+                    by_free = [[] for _ in range(free.shape[1] + 1)]
+                    for node in of_type[g].tolist():
+                        by_free[count[node]].append(node)
+                    buckets[g] = by_free
+                by_free = buckets[g]
+                spare = next((c for c in range(need, len(by_free)) if by_free[c]), None)
+                if spare is None:
+                    continue                              # no node of its type holds it whole this round
+                node = by_free[spare].pop(0)
+                insort(by_free[spare - need], node)
+                if node not in gpus_free:
+                    gpus_free[node] = np.flatnonzero(free[node]).tolist()
+                gpus = tuple(gpus_free[node][:need])
+                del gpus_free[node][:need]
+                admits.append(Move(j, node, gpus))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         return Plan(kind="round", victims=victims, admits=tuple(admits)), ran
