@@ -21,6 +21,13 @@ The LP. Cut time into intervals ``I_k = [k D, (k+1) D)`` up to a cap ``T`` (``D`
    (its work is latest when it is packed just before ``C_j``), and at least the right-hand sum minus ``p_j / 2``
    (each piece of work is done no earlier than the start of its interval, its submission, or ``w_j``).
 
+5. *remaining work*: with ``F_j(t)`` the fraction done before ``t >= r_j`` (a sum of ``f_jk``, or ``1 - z_j`` at
+   ``w_j``), ``C_j + max(p_j, t - r_j) F_j(t) >= t + p_j``. Proof: ``C_j - r_j - p_j`` is the time in
+   ``[r_j, C_j)`` without work (rate <= 1). If ``j`` is unfinished at ``t``, that idle time is at least
+   ``(t - r_j) - p_j F_j(t)``, which is at least ``(t - r_j)(1 - F_j(t))`` when ``t - r_j >= p_j``; if it is
+   finished (``F_j = 1``, possible only when ``t - r_j >= p_j``) the row says ``C_j >= r_j + p_j``. It makes deferring a long job's work cost what it
+   delays it (the LP states 5. at ``t = w_j`` only).
+
 Minimizing ``sum_j C_j`` over the counted jobs gives a lower bound on their total completion time in every
 schedule, hence on their mean JCT (subtract the mean submission) and mean wait (subtract the mean duration too;
 in a non-preemptive schedule wait = JCT - duration). Jobs neither counted nor pinned are dropped (a relaxation
@@ -47,7 +54,7 @@ from fgdopt.timeline.schedule import rejected_jobs
 
 SAFETY = 1e-6
 """Relative amount by which the LP optimum is lowered before it is reported as a bound."""
-MAX_COLUMNS = 600_000
+MAX_COLUMNS = 300_000
 """The default grid step starts at 1 s and grows by a quarter (rounded up to whole seconds) until the interval
 variables are at most this many."""
 
@@ -55,8 +62,9 @@ variables are at most this many."""
 @dataclass(frozen=True)
 class PooledBound:
     """Lower bounds (seconds) on the counted jobs' mean JCT and mean wait; ``status`` ``optimal`` when the LP was
-    solved (the bounds are then certified), else ``time_limit`` / ``error`` (the bounds are the trivial ones:
-    JCT >= duration). ``jobs`` counted, ``columns`` interval variables, ``step_s`` and ``slack_s`` of the grid."""
+    solved (the bounds are then certified), ``infeasible`` when the pinned jobs alone exceed a pooled capacity at
+    some moment (no schedule starts them all on arrival; the bounds are NaN), else ``time_limit`` / ``error``
+    (the bounds are the trivial ones: JCT >= duration, wait >= 0). ``jobs`` counted, ``columns`` interval variables, ``step_s`` and ``slack_s`` of the grid."""
 
     mean_jct_s: float
     mean_wait_s: float
@@ -151,8 +159,9 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
             overlap = np.clip(np.minimum(edges[1:], b) - np.maximum(edges[:-1], a), 0.0, None)
             used += overlap * float(demand[res][j])
         room_k = (total - used) / total
-        if (room_k < -1e-9).any():
-            raise ValueError(f"the pinned jobs alone exceed the pooled {res} capacity")
+        if (room_k < -1e-9).any():                                  # no schedule starts them all at once
+            return PooledBound(math.nan, math.nan, trivial, "infeasible", n, 0, float(step_s), float(slack),
+                               time.perf_counter() - wall0, time.process_time() - cpu0)
         coef = d[job_of] * pj / total
         keep = coef > 0
         row_idx.append(2 * n + q * n_int + k_of[keep])
@@ -160,7 +169,22 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         vals.append(coef[keep])
         cap_lo.append(np.full(n_int, -np.inf))
         cap_hi.append(np.maximum(room_k, 0.0))
-    n_rows = 2 * n + len(resources) * n_int
+    # remaining-work rows (5. of the module docstring) at w_j, via z_j
+    base = 2 * n + len(resources) * n_int
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rw_rows, rw_cols, rw_vals, rw_rhs = [], [], [], []
+    for j in range(n):
+        c = max(p[j], w[j] - r[j])
+        rw_rows += [np.full(2, base + len(rw_rhs))]
+        rw_cols += [np.array([z_cols[j], c_cols[j]])]
+        rw_vals += [np.array([-c, 1.0])]
+        rw_rhs.append(w[j] + p[j] - c)
+    row_idx += rw_rows
+    col_idx += rw_cols
+    vals += rw_vals
+    cap_lo.append(np.array(rw_rhs))
+    cap_hi.append(np.full(len(rw_rhs), np.inf))
+    n_rows = base + len(rw_rhs)
     n_cols = n_f + 2 * n
     a = sp.csc_matrix((np.concatenate(vals), (np.concatenate(row_idx), np.concatenate(col_idx))),
                       shape=(n_rows, n_cols))
