@@ -97,7 +97,7 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         empty node) are never counted.
     pinned : bool mask of jobs assumed to run from their submission (module docstring); default none.
     step_s : the grid step ``D`` (default: see :data:`MAX_COLUMNS`). slack_s : a job's window beyond ``r_j + p_j``
-        (default: a tenth of the submission span plus ``4 D``).
+        (default: a tenth of the submission span plus ``4 D`` plus twice the median duration).
     time_limit : HiGHS' limit in seconds. resources : the pooled resources (``gpu``, ``cpu``, ``memory``).
     """
     import highspy
@@ -115,15 +115,16 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     if n == 0:
         return PooledBound(math.nan, math.nan, math.nan, "optimal", 0, 0, 0.0, 0.0, 0.0, 0.0)
     span = float(r.max() - r.min())
+    med = float(np.median(p))
     if step_s is None:
         step_s = 1.0
         while True:
-            slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s
+            slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s + 2 * med
             k0, k1 = _columns(r, p, float(r.max()) + slack, step_s, slack)
             if (k1 - k0).sum() <= MAX_COLUMNS:
                 break
             step_s = float(math.ceil(step_s * 1.25))
-    slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s
+    slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s + 2 * med
     cap_t = float(r.max()) + slack
     k0, k1 = _columns(r, p, cap_t, step_s, slack)
     n_int = int(k1.max())
