@@ -17,7 +17,8 @@ objective and method: ``instance, objective, method, value, bound, status, gap_p
 ``policy/queue`` for engine runs (status ``engine``) and ``optimum`` for the model (``value`` its incumbent,
 ``bound`` its proven bound, ``status`` ``optimal`` when proven); ``gap_pct = 100 (value - bound) / bound``),
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
-best engine value), ``starts.csv`` (the optimal schedules: ``instance, objective, job, start_s, node, gpus``) and
+best engine value), ``starts.csv`` (the optimal schedule, and the best run's that warm-started it: ``instance,
+objective, method, job, start_s, node, gpus``, ``gpus`` space-separated ids) and
 ``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum).
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
@@ -83,7 +84,8 @@ def check_args(args: argparse.Namespace) -> str | None:
     try:
         args.objectives = [o.strip() for o in args.objective.split(",") if o.strip()]
         if not args.objectives or (bad := [o for o in args.objectives if o not in OBJECTIVE_NAMES]):
-            return f"--objective: unknown objective(s) {args.objectives and bad}; choose from {', '.join(OBJECTIVE_NAMES)}"
+            return (f"--objective: unknown objective(s) {args.objectives and bad}; "
+                    f"choose from {', '.join(OBJECTIVE_NAMES)}")
         try:
             args.limit = float(args.time_limit)
         except ValueError:
@@ -146,10 +148,10 @@ def run_instance(suite: str | None, name: str, workload: str | None, cluster: st
                      "bound": res.bound, "status": "engine", "gap_pct": _gap(value, res.bound), "wall_s": wall})
     rows.append({"instance": name, "objective": objective, "method": "optimum", "value": res.value,
                  "bound": res.bound, "status": res.status, "gap_pct": res.gap_pct, "wall_s": res.wall_s})
-    s = res.schedule
-    starts = [{"instance": name, "objective": objective, "job": inst.jobs.tasks.names[j], "start_s": s.start_s[j],
-               "node": int(s.node[j]), "gpus": " ".join(map(str, s.gpus[j]))} for j in range(len(s))]
-    return {"rows": rows, "starts": starts, "best": best, "best_schedule": runs[best][2], "optimum": s,
+    starts = [{"instance": name, "objective": objective, "method": method, "job": inst.jobs.tasks.names[j],
+               "start_s": s.start_s[j], "node": int(s.node[j]), "gpus": " ".join(map(str, s.gpus[j]))}
+              for method, s in (("optimum", res.schedule), (best, runs[best][2])) for j in range(len(s))]
+    return {"rows": rows, "starts": starts, "best": best, "best_schedule": runs[best][2], "optimum": res.schedule,
             "cpu_s": res.cpu_s}
 
 
@@ -159,24 +161,29 @@ def _gap(value: float, bound: float) -> float:
     return max(0.0, 100.0 * (value - bound) / bound)
 
 
+def method_summary(part: pd.DataFrame) -> pd.DataFrame:
+    """Per method of one objective's rows of ``schedule.csv``: mean and max gap (percent, against the proven bound),
+    proven (instances where its value meets the bound, "k/n") and wins (instances where it has the best engine
+    value)."""
+    best = part[part["status"] == "engine"].groupby("instance")["value"].min()
+    win = (part["status"] == "engine") & (part["value"] <= part["instance"].map(best) + 1e-9)
+    flags = part.assign(win=win, proven=part["gap_pct"].fillna(np.inf) <= 1e-6)
+    table = flags.groupby("method", sort=False).agg(mean_gap_pct=("gap_pct", "mean"), max_gap_pct=("gap_pct", "max"),
+                                                    proven=("proven", "sum"), wins=("win", "sum"))
+    table["proven"] = [f"{int(v)}/{part['instance'].nunique()}" for v in table["proven"]]
+    return table.round(2).reset_index()
+
+
 def tables(frame: pd.DataFrame) -> str:
-    """The Markdown tables of ``schedule.csv``: per instance (value and gap of every method) and per method."""
+    """The Markdown tables of ``schedule.csv``: per instance (value of every method) and per method."""
     out = []
     for objective, part in frame.groupby("objective", sort=False):
         wide = part.pivot(index="instance", columns="method", values="value").round(2)
         opt = part[part["method"] == "optimum"].set_index("instance")
         wide["bound"] = opt["bound"].round(2)
         wide["status"] = opt["status"]
-        out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False), ""]
-        engine = part[part["status"] == "engine"]
-        best = engine.groupby("instance")["value"].transform("min")
-        summary = part.assign(win=(part["status"] == "engine") & (part["value"] <= best.reindex(part.index) + 1e-9),
-                              proven=part["gap_pct"].fillna(np.inf) <= 1e-6)
-        table = summary.groupby("method", sort=False).agg(mean_gap_pct=("gap_pct", "mean"),
-                                                          max_gap_pct=("gap_pct", "max"),
-                                                          proven=("proven", "sum"), wins=("win", "sum"))
-        table["proven"] = [f"{int(v)}/{part['instance'].nunique()}" for v in table["proven"]]
-        out += [table.round(2).reset_index().to_markdown(index=False), ""]
+        out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False), "",
+                method_summary(part).to_markdown(index=False), ""]
     return "\n".join(out)
 
 

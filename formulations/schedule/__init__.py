@@ -14,8 +14,6 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, validate_schedule

@@ -25,8 +25,8 @@ The LP. Cut time into intervals ``I_k = [k D, (k+1) D)`` up to a cap ``T`` (``D`
    ``w_j``), ``C_j + max(p_j, t - r_j) F_j(t) >= t + p_j``. Proof: ``C_j - r_j - p_j`` is the time in
    ``[r_j, C_j)`` without work (rate <= 1). If ``j`` is unfinished at ``t``, that idle time is at least
    ``(t - r_j) - p_j F_j(t)``, which is at least ``(t - r_j)(1 - F_j(t))`` when ``t - r_j >= p_j``; if it is
-   finished (``F_j = 1``, possible only when ``t - r_j >= p_j``) the row says ``C_j >= r_j + p_j``. It makes deferring a long job's work cost what it
-   delays it (the LP states 5. at ``t = w_j`` only).
+   finished (``F_j = 1``, possible only when ``t - r_j >= p_j``) the row says ``C_j >= r_j + p_j``.
+   It makes deferring a long job's work cost what it delays it (the LP states 5. at ``t = w_j`` only).
 
 Minimizing ``sum_j C_j`` over the counted jobs gives a lower bound on their total completion time in every
 schedule, hence on their mean JCT (subtract the mean submission) and mean wait (subtract the mean duration too;
@@ -64,7 +64,8 @@ class PooledBound:
     """Lower bounds (seconds) on the counted jobs' mean JCT and mean wait; ``status`` ``optimal`` when the LP was
     solved (the bounds are then certified), ``infeasible`` when the pinned jobs alone exceed a pooled capacity at
     some moment (no schedule starts them all on arrival; the bounds are NaN), else ``time_limit`` / ``error``
-    (the bounds are the trivial ones: JCT >= duration, wait >= 0). ``jobs`` counted, ``columns`` interval variables, ``step_s`` and ``slack_s`` of the grid."""
+    (the bounds are the trivial ones: JCT >= duration, wait >= 0). ``jobs`` counted, ``columns`` interval
+    variables, ``step_s`` and ``slack_s`` of the grid."""
 
     mean_jct_s: float
     mean_wait_s: float
@@ -172,7 +173,6 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         cap_hi.append(np.maximum(room_k, 0.0))
     # remaining-work rows (5. of the module docstring) at w_j, via z_j
     base = 2 * n + len(resources) * n_int
-    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rw_rows, rw_cols, rw_vals, rw_rhs = [], [], [], []
     for j in range(n):
         c = max(p[j], w[j] - r[j])

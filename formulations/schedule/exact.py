@@ -195,7 +195,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
             need = [int(demand[j]) for j, _, _ in items]
             if sum(need) > cap:
                 m.add_cumulative([iv for _, _, iv in items], need, int(cap))
-    for (n, g), items in on_gpu.items():
+    for items in on_gpu.values():
         need = [int(tasks.gpu_milli[j]) for j, _, _ in items]
         if len(items) > 1 and sum(need) > GPU_MILLI:
             if min(need) == GPU_MILLI:
@@ -239,10 +239,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     bound = -math.inf
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) and len(rows):
         raw = float(solver.best_objective_bound)
-        if objective == "makespan":
-            bound = raw * unit
-        else:                                                   # sum of ends -> mean JCT
-            bound = (raw * unit - float(jobs.submit_s[rows].sum())) / len(rows)
+        total_submit = 0.0 if objective == "makespan" else float(jobs.submit_s[rows].sum())
+        bound = (raw * unit - total_submit) / (1 if objective == "makespan" else len(rows))  # sum of ends -> mean
     elif not len(rows):
         bound = math.nan if objective == "mean-jct" else 0.0
     return ExactRun(schedule, status, bound, time.perf_counter() - wall0, time.process_time() - cpu0, info)
@@ -269,7 +267,7 @@ def _symmetry(m, cluster: Cluster, rows: np.ndarray, x: dict, y: dict) -> dict:
         return out
 
     for group in node_types(cluster):
-        for prev, n in zip(group, group[1:]):
+        for prev, n in zip(group, group[1:], strict=False):
             before = count(("n", prev), lambda j, prev=prev: x.get((j, prev)))
             for j in rows.tolist():
                 if (j, n) in x:
