@@ -35,8 +35,9 @@ too). *Pinned* jobs are assumed to run at their submission for their whole durat
 taken off the capacity): that bound holds for the schedules that start the pinned jobs at once (e.g. an engine run
 in which every background job started on arrival, which the study checks run by run), not for every schedule.
 The grid costs at most ``D`` per job (a piece of work counted at its interval's start); the bound stays valid for
-any ``D`` and ``slack_s``. HiGHS solves it (interior point, one thread); the reported bound is its optimum lowered
-by a relative 1e-6 to absorb the solver's feasibility tolerances.
+any ``D`` and ``slack_s``. The LP is written in the waits ``I_j = C_j - r_j - p_j >= 0`` (minimize their sum;
+no row carries absolute times). HiGHS solves it (interior point, one thread); the reported bound is its optimum
+lowered by :data:`SAFETY` to absorb the solver's feasibility tolerances.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
 
 SAFETY = 1e-6
-"""Relative amount by which the LP optimum is lowered before it is reported as a bound."""
+"""Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
 MAX_COLUMNS = 300_000
 """The default grid step starts at 1 s and grows by a quarter (rounded up to whole seconds) until the interval
 variables are at most this many."""
@@ -146,11 +147,12 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     # rows: n work rows (=1), n completion rows (>= p/2), len(resources) x n_int capacity rows
     f_cols = np.arange(n_f)
     z_cols = n_f + np.arange(n)
-    c_cols = n_f + n + np.arange(n)
-    # rows: n work rows (= 1), n completion rows (>= p / 2), then one capacity row per resource and interval
+    i_cols = n_f + n + np.arange(n)                                 # I_j = C_j - r_j - p_j >= 0 (the wait)
+    # rows: n work rows (= 1), n mean-busy-time rows (4.), one capacity row per resource and interval (3.), n
+    # remaining-work rows (5.); all in terms of I_j, so that no row carries absolute times
     row_idx = [job_of, n + job_of, np.arange(n), n + np.arange(n), n + np.arange(n)]
-    col_idx = [f_cols, f_cols, z_cols, z_cols, c_cols]
-    vals = [np.ones(n_f), -left, np.ones(n), -w, np.ones(n)]
+    col_idx = [f_cols, f_cols, z_cols, z_cols, i_cols]
+    vals = [np.ones(n_f), -(left - r[job_of]), np.ones(n), -(w - r), np.ones(n)]
     cap_lo, cap_hi = [], []
     for q, res in enumerate(resources):
         d = demand[res][rows].astype(np.float64)
@@ -173,28 +175,22 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         cap_hi.append(np.maximum(room_k, 0.0))
     # remaining-work rows (5. of the module docstring) at w_j, via z_j
     base = 2 * n + len(resources) * n_int
-    rw_rows, rw_cols, rw_vals, rw_rhs = [], [], [], []
-    for j in range(n):
-        c = max(p[j], w[j] - r[j])
-        rw_rows += [np.full(2, base + len(rw_rhs))]
-        rw_cols += [np.array([z_cols[j], c_cols[j]])]
-        rw_vals += [np.array([-c, 1.0])]
-        rw_rhs.append(w[j] + p[j] - c)
-    row_idx += rw_rows
-    col_idx += rw_cols
-    vals += rw_vals
-    cap_lo.append(np.array(rw_rhs))
-    cap_hi.append(np.full(len(rw_rhs), np.inf))
-    n_rows = base + len(rw_rhs)
+    c = np.maximum(p, w - r)                                        # C_j - c z_j >= w_j + p_j - c, minus r_j + p_j
+    row_idx += [base + np.arange(n), base + np.arange(n)]
+    col_idx += [z_cols, i_cols]
+    vals += [-c, np.ones(n)]
+    cap_lo.append(w - r - c)
+    cap_hi.append(np.full(n, np.inf))
+    n_rows = base + n
     n_cols = n_f + 2 * n
     a = sp.csc_matrix((np.concatenate(vals), (np.concatenate(row_idx), np.concatenate(col_idx))),
                       shape=(n_rows, n_cols))
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_cols, n_rows
     lp.col_cost_ = np.concatenate([np.zeros(n_f + n), np.ones(n)])
-    lp.col_lower_ = np.concatenate([np.zeros(n_f + n), r + p])
+    lp.col_lower_ = np.zeros(n_f + 2 * n)
     lp.col_upper_ = np.concatenate([f_upper, np.ones(n), np.full(n, np.inf)])
-    lp.row_lower_ = np.concatenate([np.ones(n), p / 2, *cap_lo])
+    lp.row_lower_ = np.concatenate([np.ones(n), -p / 2, *cap_lo])
     lp.row_upper_ = np.concatenate([np.ones(n), np.full(n, np.inf), *cap_hi])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = a.indptr
@@ -210,9 +206,9 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     status = h.getModelStatus()
     jct, wait, state = trivial, 0.0, "error"
     if status == highspy.HighsModelStatus.kOptimal:
-        total_c = h.getInfo().objective_function_value * (1 - SAFETY)
-        jct = max(trivial, (total_c - float(r.sum())) / n)
-        wait, state = jct - trivial, "optimal"
+        total = h.getInfo().objective_function_value
+        wait, state = max(0.0, total - SAFETY * max(1.0, abs(total))) / n, "optimal"
+        jct = trivial + wait
     elif status == highspy.HighsModelStatus.kTimeLimit:
         state = "time_limit"
     return PooledBound(jct, wait, trivial, state, n, n_f, float(step_s), float(slack), time.perf_counter() - wall0,
