@@ -11,9 +11,9 @@ Usage::
 Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` of
 :mod:`fgdopt.timeline.suites`, or one ``--workload`` on the nodes of ``--cluster``): every (policy, queue) runs
 in the time engine (:func:`fgdopt.timeline.schedule.recorded_run`, policies seeded by ``--seed``); for each
-objective the exact model (:func:`formulations.schedule.solve_schedule`, CP-SAT with 2 workers, ``--time-limit``
-seconds of search) is warm-started from the best run. Writes to ``DIR``: ``schedule.csv`` (one row per instance,
-objective and method: ``instance, objective, method, value, bound, status, gap_pct, wall_s``; ``method`` is
+objective the exact model (:func:`formulations.schedule.solve_schedule`, CP-SAT with 2 workers; ``--time-limit``
+seconds for build, search and LP bound together) is warm-started from the best run. Writes to ``DIR``:
+``schedule.csv`` (one row per instance, objective and method: ``instance, objective, method, value, bound, status, gap_pct, wall_s``; ``method`` is
 ``policy/queue`` for engine runs (status ``engine``) and ``optimum`` for the model (``value`` its incumbent,
 ``bound`` its proven bound, ``status`` ``optimal`` when proven); ``gap_pct = 100 (value - bound) / bound``),
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", default="mean-jct,makespan")
     p.add_argument("--policies", default="fgd,best-fit")
     p.add_argument("--queue", default="fifo,backfill,sjf,smallest")
-    p.add_argument("--time-limit", default="60", help="CP-SAT seconds per instance and objective")
+    p.add_argument("--time-limit", default="60", help="wall seconds of the model per instance and objective "
+                   "(build, CP-SAT search and LP bound; the LP time limit with --trace)")
     p.add_argument("--load", default="0.7,0.9,1.1")
     p.add_argument("--n-jobs", default="20000")
     p.add_argument("--seeds", default="42")

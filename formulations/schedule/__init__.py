@@ -21,6 +21,8 @@ from formulations.schedule.bound import PooledBound, pooled_bound
 from formulations.schedule.exact import MODEL_OBJECTIVES, solve_exact
 
 STATUSES = ("optimal", "time_limit", "infeasible")
+EXACT_SHARE = 0.95
+"""The share of ``time_limit`` the exact model gets when the LP bound follows it."""
 BOUND_TOLERANCE = 1e-6
 """Relative tolerance within which an incumbent meeting its bound counts as proven (CP-SAT's bounds are exact
 integers in the model's unit; the LP's are lowered by :data:`formulations.schedule.bound.SAFETY`)."""
@@ -74,7 +76,9 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     ----------
     cluster, jobs : the instance; jobs that fit no empty node are rejected and leave both sides.
     objective : one of :data:`~formulations.schedule.exact.MODEL_OBJECTIVES`.
-    time_limit : CP-SAT's search limit (wall seconds); the model build and the LP come on top.
+    time_limit : wall seconds for the whole solve: the exact model (build and search) gets
+        :data:`EXACT_SHARE` of it (all of it for ``makespan`` or without ``lp_bound``), the LP what is left (at
+        least 1 s); the replay checks come on top (milliseconds on small instances).
     hint : a feasible schedule (e.g. the best engine run): CP-SAT's hint, and the incumbent if CP-SAT finds none.
     threads : CP-SAT workers (at most 2). seed : CP-SAT's random seed.
     deterministic_time : CP-SAT's deterministic-time limit as well (for reproducible stops).
@@ -90,7 +94,8 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     if not time_limit >= 0:
         raise ValueError(f"time limit must be >= 0 seconds, got {time_limit}")
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    run = solve_exact(cluster, jobs, objective, time_limit, hint, threads, seed, deterministic_time)
+    share = EXACT_SHARE if objective == "mean-jct" and lp_bound else 1.0
+    run = solve_exact(cluster, jobs, objective, share * time_limit, hint, threads, seed, deterministic_time)
     schedule = run.schedule
     if schedule is None or (hint is not None and objective_value(jobs, hint, objective)
                             < objective_value(jobs, schedule, objective)):
@@ -101,7 +106,7 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     if objective == "mean-jct" and admitted.any():
         bound = max(bound, float(jobs.duration_s[admitted].mean()))
         if lp_bound and run.status != "optimal":
-            lp = pooled_bound(cluster, jobs, time_limit=max(time_limit, 10.0))
+            lp = pooled_bound(cluster, jobs, time_limit=max(time_limit - (time.perf_counter() - wall0), 1.0))
             info["lp_bound"] = lp.mean_jct_s
             if lp.status == "optimal":
                 bound = max(bound, lp.mean_jct_s)

@@ -131,7 +131,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     Parameters
     ----------
     objective : ``"mean-jct"`` or ``"makespan"``.
-    time_limit : CP-SAT's ``max_time_in_seconds`` (wall seconds of search; the model build comes on top).
+    time_limit : wall seconds for the model build and the search (CP-SAT's ``max_time_in_seconds`` is what the
+        build left, at least 0).
     hint : a feasible schedule (validated here; ``ValueError`` if it is not).
     threads : CP-SAT workers (``num_workers``, at most 2 here). seed : its ``random_seed``.
     deterministic_time : CP-SAT's ``max_deterministic_time`` as well (a budget independent of the machine's load).
@@ -218,7 +219,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     if hint is not None:
         _add_hint(m, hint, r, unit, rows, start, x, y, prefix)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(max(time_limit, 0.0))
+    solver.parameters.max_time_in_seconds = float(max(time_limit - (time.perf_counter() - wall0), 0.0))
     solver.parameters.num_workers = int(min(max(threads, 1), 2))
     solver.parameters.random_seed = int(seed)
     if deterministic_time is not None:
