@@ -13,7 +13,8 @@ Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` o
 in the time engine (:func:`fgdopt.timeline.schedule.recorded_run`, policies seeded by ``--seed``); for each
 objective the exact model (:func:`formulations.schedule.solve_schedule`, CP-SAT with 2 workers; ``--time-limit``
 seconds for build, search and LP bound together) is warm-started from the best run. Writes to ``DIR``:
-``schedule.csv`` (one row per instance, objective and method: ``instance, objective, method, value, bound, status, gap_pct, wall_s``; ``method`` is
+``schedule.csv`` (one row per instance, objective and method: ``instance, objective, method, value, bound, status,
+gap_pct, wall_s``; ``method`` is
 ``policy/queue`` for engine runs (status ``engine``) and ``optimum`` for the model (``value`` its incumbent,
 ``bound`` its proven bound, ``status`` ``optimal`` when proven); ``gap_pct = 100 (value - bound) / bound``),
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
