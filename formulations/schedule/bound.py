@@ -55,7 +55,7 @@ from fgdopt.timeline.schedule import rejected_jobs
 
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
-MAX_COLUMNS = 300_000
+MAX_COLUMNS = 150_000
 """The default grid step starts at 1 s and grows by a quarter (rounded up to whole seconds) until the interval
 variables are at most this many."""
 
@@ -88,9 +88,29 @@ def _columns(r: np.ndarray, p: np.ndarray, cap_t: float, step: float, slack: flo
     return k0, k1
 
 
+def _groups(r: np.ndarray, p: np.ndarray, k0: np.ndarray, k1: np.ndarray, step: float, shape: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The *long* jobs (``p_j >= 2 (w_j - r_j)``), their group (same window and demands) and each group's first job.
+
+    For a long job, row 4. is void (its right-hand side is at most ``w_j - r_j - p_j / 2 <= 0 <= I_j``) and row 5.
+    reads ``I_j >= (w_j - r_j) - W_j``, ``W_j`` its work (seconds) in the window, so the LP depends on a group's jobs
+    only through their summed work per interval: one column per group and interval (at most the group's size
+    times the interval's room) replaces theirs, and the sum of their ``I_j`` is ``sum (w - r) - sum W``."""
+    w = k1 * step
+    long = p >= 2 * (w - r)
+    key = np.column_stack([r, k0, k1, shape])[long]
+    group_of = np.full(len(r), -1, dtype=np.int64)
+    if not long.any():
+        return long, group_of, np.zeros(0, dtype=np.int64)
+    _, first_local, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    group_of[long] = inverse.ravel()
+    return long, group_of, np.flatnonzero(long)[first_local]
+
+
 def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = None,
                  pinned: np.ndarray | None = None, step_s: float | None = None, slack_s: float | None = None,
-                 time_limit: float = 60.0, resources: tuple[str, ...] = ("gpu", "cpu", "memory")) -> PooledBound:
+                 time_limit: float = 60.0, resources: tuple[str, ...] = ("gpu", "cpu", "memory"),
+                 solver: str = "ipm", crossover: str = "off") -> PooledBound:
     """The LP bound of the module docstring.
 
     Parameters
@@ -99,7 +119,7 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         empty node) are never counted.
     pinned : bool mask of jobs assumed to run from their submission (module docstring); default none.
     step_s : the grid step ``D`` (default: see :data:`MAX_COLUMNS`). slack_s : a job's window beyond ``r_j + p_j``
-        (default: a tenth of the submission span plus ``4 D`` plus twice the median duration).
+        (default: a tenth of the submission span plus twice the median duration).
     time_limit : HiGHS' limit in seconds. resources : the pooled resources (``gpu``, ``cpu``, ``memory``).
     """
     import highspy
@@ -116,20 +136,30 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     trivial = float(p.mean()) if n else math.nan
     if n == 0:
         return PooledBound(math.nan, math.nan, math.nan, "optimal", 0, 0, 0.0, 0.0, 0.0, 0.0)
+    shape = np.stack([jobs.tasks.gpu_demand[rows], jobs.tasks.cpu_milli[rows], jobs.tasks.memory_mib[rows]], axis=1)
     span = float(r.max() - r.min())
     med = float(np.median(p))
     if step_s is None:
         step_s = 1.0
         while True:
-            slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s + 2 * med
+            slack = slack_s if slack_s is not None else 0.1 * span + 2 * med
             k0, k1 = _columns(r, p, float(r.max()) + slack, step_s, slack)
-            if (k1 - k0).sum() <= MAX_COLUMNS:
+            long, _, first = _groups(r, p, k0, k1, step_s, shape)
+            if (k1 - k0)[~long].sum() + (k1 - k0)[first].sum() <= MAX_COLUMNS:
                 break
             step_s = float(math.ceil(step_s * 1.25))
-    slack = slack_s if slack_s is not None else 0.1 * span + 4 * step_s + 2 * med
+    slack = slack_s if slack_s is not None else 0.1 * span + 2 * med
     cap_t = float(r.max()) + slack
     k0, k1 = _columns(r, p, cap_t, step_s, slack)
     n_int = int(k1.max())
+    long, group_of, first = _groups(r, p, k0, k1, step_s, shape)
+    mult = np.bincount(group_of[long], minlength=len(first)).astype(np.float64) if long.any() else np.zeros(0)
+    g_r, g_w, g_k0, g_k1, g_d = r[first], k1[first] * step_s, k0[first], k1[first], shape[first]
+    constant = float((mult * (g_w - g_r)).sum())                   # sum over long jobs of w - r
+    n_all, trivial_all = n, trivial
+    keep_rows = ~long
+    r, p, k0, k1, rows = r[keep_rows], p[keep_rows], k0[keep_rows], k1[keep_rows], rows[keep_rows]
+    n = len(rows)
     demand = {"gpu": jobs.tasks.gpu_demand, "cpu": jobs.tasks.cpu_milli, "memory": jobs.tasks.memory_mib}
     capacity = {"gpu": cluster.gpu_capacity_milli, "cpu": int(cluster.cpu_milli.sum()),
                 "memory": int(cluster.memory_mib.sum())}
@@ -137,17 +167,23 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     # columns: f_jk (job-major), then z_j, then C_j
     counts = k1 - k0
     job_of = np.repeat(np.arange(n), counts)
-    k_of = np.concatenate([np.arange(a, b) for a, b in zip(k0.tolist(), k1.tolist(), strict=True)])
+    k_of = np.concatenate([np.arange(a, b) for a, b in zip(k0.tolist(), k1.tolist(), strict=True)]
+                          + [np.zeros(0, dtype=np.int64)])
     n_f = len(job_of)
     left = np.maximum(edges[k_of], r[job_of])
     room = edges[k_of + 1] - left                                   # rate <= 1 from the submission on
     pj = p[job_of]
     f_upper = np.where(pj > 0, np.minimum(1.0, room / np.where(pj > 0, pj, 1.0)), 1.0)
     w = edges[k1]
-    # rows: n work rows (=1), n completion rows (>= p/2), len(resources) x n_int capacity rows
+    # long jobs, by group: Y_gk = the group's work (seconds) in I_k, at most its size times the room after r_g
+    gk_of = np.repeat(np.arange(len(first)), g_k1 - g_k0)
+    gk_k = np.concatenate([np.arange(a, b) for a, b in zip(g_k0.tolist(), g_k1.tolist(), strict=True)]
+                          + [np.zeros(0, dtype=np.int64)])
+    g_upper = mult[gk_of] * (edges[gk_k + 1] - np.maximum(edges[gk_k], g_r[gk_of])) if len(first) else np.zeros(0)
     f_cols = np.arange(n_f)
     z_cols = n_f + np.arange(n)
     i_cols = n_f + n + np.arange(n)                                 # I_j = C_j - r_j - p_j >= 0 (the wait)
+    g_cols = n_f + 2 * n + np.arange(len(gk_of))
     # rows: n work rows (= 1), n mean-busy-time rows (4.), one capacity row per resource and interval (3.), n
     # remaining-work rows (5.); all in terms of I_j, so that no row carries absolute times
     row_idx = [job_of, n + job_of, np.arange(n), n + np.arange(n), n + np.arange(n)]
@@ -171,6 +207,10 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         row_idx.append(2 * n + q * n_int + k_of[keep])
         col_idx.append(f_cols[keep])
         vals.append(coef[keep])
+        gcoef = g_d[gk_of, q] / total if len(gk_of) else np.zeros(0)
+        row_idx.append(2 * n + q * n_int + gk_k[gcoef > 0])
+        col_idx.append(g_cols[gcoef > 0])
+        vals.append(gcoef[gcoef > 0])
         cap_lo.append(np.full(n_int, -np.inf))
         cap_hi.append(np.maximum(room_k, 0.0))
     # remaining-work rows (5. of the module docstring) at w_j, via z_j
@@ -182,14 +222,14 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     cap_lo.append(w - r - c)
     cap_hi.append(np.full(n, np.inf))
     n_rows = base + n
-    n_cols = n_f + 2 * n
+    n_cols = n_f + 2 * n + len(gk_of)
     a = sp.csc_matrix((np.concatenate(vals), (np.concatenate(row_idx), np.concatenate(col_idx))),
                       shape=(n_rows, n_cols))
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_cols, n_rows
-    lp.col_cost_ = np.concatenate([np.zeros(n_f + n), np.ones(n)])
-    lp.col_lower_ = np.zeros(n_f + 2 * n)
-    lp.col_upper_ = np.concatenate([f_upper, np.ones(n), np.full(n, np.inf)])
+    lp.col_cost_ = np.concatenate([np.zeros(n_f + n), np.ones(n), -np.ones(len(gk_of))])
+    lp.col_lower_ = np.zeros(n_cols)
+    lp.col_upper_ = np.concatenate([f_upper, np.ones(n), np.full(n, np.inf), g_upper])
     lp.row_lower_ = np.concatenate([np.ones(n), -p / 2, *cap_lo])
     lp.row_upper_ = np.concatenate([np.ones(n), np.full(n, np.inf), *cap_hi])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
@@ -199,17 +239,18 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
-    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("solver", solver)
     h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("run_crossover", crossover)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
     jct, wait, state = trivial, 0.0, "error"
     if status == highspy.HighsModelStatus.kOptimal:
-        total = h.getInfo().objective_function_value
-        wait, state = max(0.0, total - SAFETY * max(1.0, abs(total))) / n, "optimal"
-        jct = trivial + wait
+        total = h.getInfo().objective_function_value + constant
+        wait, state = max(0.0, total - SAFETY * max(1.0, abs(total))) / n_all, "optimal"
+        jct = trivial_all + wait
     elif status == highspy.HighsModelStatus.kTimeLimit:
         state = "time_limit"
-    return PooledBound(jct, wait, trivial, state, n, n_f, float(step_s), float(slack), time.perf_counter() - wall0,
-                       time.process_time() - cpu0)
+    return PooledBound(jct, wait, trivial_all, state, n_all, n_cols, float(step_s), float(slack),
+                       time.perf_counter() - wall0, time.process_time() - cpu0)
