@@ -108,6 +108,17 @@ def test_pooled_bound_two_jobs_one_gpu():
     assert b.mean_wait_s == pytest.approx(b.mean_jct_s - 10.0)
 
 
+def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
+    """One whole GPU; A (100 s) and B (10 s) at 0, C (10 s) at 5. Optimum: B 0-10, C 10-20, A 20-120: JCTs 10, 15,
+    120, mean 145/3 = 48.33 (A first costs B and C 100 s each; B, A, C costs C 105). With a 1 s window slack A is
+    *long* (100 >= 2 x its window), so it enters through its group's column; the bound stays below 48.33 and above
+    the trivial 40 (B and C cannot both run at once, nor beside A)."""
+    jobs = jobs_of((1, 1000, 0, 100), (1, 1000, 0, 10), (1, 1000, 5, 10))
+    assert solve_schedule(one_gpu(), jobs, "mean-jct", 10.0).value == pytest.approx(145 / 3)
+    b = pooled_bound(one_gpu(), jobs, step_s=1.0, slack_s=1.0)
+    assert b.status == "optimal" and 40.0 < b.mean_jct_s <= 145 / 3 + 1e-9
+
+
 def test_forced_time_limit_gives_a_true_bound():
     """A stop after almost no search is reported ``time_limit`` with the hint as incumbent and a bound at most
     the proven optimum."""

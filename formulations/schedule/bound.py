@@ -36,8 +36,11 @@ taken off the capacity): that bound holds for the schedules that start the pinne
 in which every background job started on arrival, which the study checks run by run), not for every schedule.
 The grid costs at most ``D`` per job (a piece of work counted at its interval's start); the bound stays valid for
 any ``D`` and ``slack_s``. The LP is written in the waits ``I_j = C_j - r_j - p_j >= 0`` (minimize their sum;
-no row carries absolute times). HiGHS solves it (interior point, one thread); the reported bound is its optimum
-lowered by :data:`SAFETY` to absorb the solver's feasibility tolerances.
+no row carries absolute times). Jobs much longer than their window (``p_j >= 2 (w_j - r_j)``: the services and most
+of the warm start at full scale) enter through one column per group of equal window and demands and interval
+(:func:`_groups`: an exact reformulation, not a further relaxation). HiGHS solves it (interior point without
+crossover, one thread); the reported bound is its optimum lowered by :data:`SAFETY` to absorb the solver's
+feasibility tolerances.
 """
 
 from __future__ import annotations
