@@ -265,7 +265,7 @@ def bound_tables(frame: pd.DataFrame) -> str:
         pin = part[part["method"].str.startswith("bound-pinned")]["stream_wait_s"].iloc[0]
         runs = part[~part["method"].str.startswith("bound")].copy()
         runs["capacity_s"] = b
-        runs["fragmentation_and_order_s"] = runs["mean_wait_s"] - b
+        runs["fragmentation_and_order_s"] = (runs["mean_wait_s"] - b).round(1) + 0.0          # no -0
         runs["stream_capacity_s"] = np.where(runs["background_on_time"], pin, np.nan)
         cols = ["method", "mean_wait_s", "mean_jct_s", "capacity_s", "fragmentation_and_order_s", "stream_wait_s",
                 "stream_capacity_s", "background_on_time"]
