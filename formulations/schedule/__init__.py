@@ -21,8 +21,8 @@ from formulations.schedule.bound import PooledBound, pooled_bound
 from formulations.schedule.exact import MODEL_OBJECTIVES, solve_exact
 
 STATUSES = ("optimal", "time_limit", "infeasible")
-EXACT_SHARE = 0.95
-"""The share of ``time_limit`` the exact model gets when the LP bound follows it."""
+LP_SHARE = 0.25
+"""The most of ``time_limit`` the LP bound may take (it runs first; the exact model gets what it leaves)."""
 BOUND_TOLERANCE = 1e-6
 """Relative tolerance within which an incumbent meeting its bound counts as proven (CP-SAT's bounds are exact
 integers in the model's unit; the LP's are lowered by :data:`formulations.schedule.bound.SAFETY`)."""
@@ -76,9 +76,9 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     ----------
     cluster, jobs : the instance; jobs that fit no empty node are rejected and leave both sides.
     objective : one of :data:`~formulations.schedule.exact.MODEL_OBJECTIVES`.
-    time_limit : wall seconds for the whole solve: the exact model (build and search) gets
-        :data:`EXACT_SHARE` of it (all of it for ``makespan`` or without ``lp_bound``), the LP what is left (at
-        least 1 s); the replay checks come on top (milliseconds on small instances).
+    time_limit : wall seconds for the whole solve: the LP bound (``mean-jct``) runs first, within
+        :data:`LP_SHARE` of it (at least 1 s), the exact model (build and search) gets what is left; the replay
+        checks come on top (milliseconds on small instances).
     hint : a feasible schedule (e.g. the best engine run): CP-SAT's hint, and the incumbent if CP-SAT finds none.
     threads : CP-SAT workers (at most 2). seed : CP-SAT's random seed.
     deterministic_time : CP-SAT's deterministic-time limit as well (for reproducible stops).
@@ -94,20 +94,22 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     if not time_limit >= 0:
         raise ValueError(f"time limit must be >= 0 seconds, got {time_limit}")
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    share = EXACT_SHARE if objective == "mean-jct" and lp_bound else 1.0
-    run = solve_exact(cluster, jobs, objective, share * time_limit, hint, threads, seed, deterministic_time)
+    admitted = ~rejected_jobs(cluster, jobs)
+    lp = None
+    if objective == "mean-jct" and lp_bound and admitted.any():
+        lp = pooled_bound(cluster, jobs, time_limit=max(LP_SHARE * time_limit, 1.0))
+    run = solve_exact(cluster, jobs, objective, max(time_limit - (time.perf_counter() - wall0), 0.0), hint, threads,
+                      seed, deterministic_time)
     schedule = run.schedule
     if schedule is None or (hint is not None and objective_value(jobs, hint, objective)
                             < objective_value(jobs, schedule, objective)):
         schedule = hint
     info = {**run.info, "cpsat_status": run.status, "cpsat_bound": run.bound_s}
-    admitted = ~rejected_jobs(cluster, jobs)
     bound = run.bound_s
     if objective == "mean-jct" and admitted.any():
         bound = max(bound, float(jobs.duration_s[admitted].mean()))
-        if lp_bound and run.status != "optimal":
-            lp = pooled_bound(cluster, jobs, time_limit=max(time_limit - (time.perf_counter() - wall0), 1.0))
-            info["lp_bound"] = lp.mean_jct_s
+        if lp is not None:
+            info["lp_bound"], info["lp_status"] = lp.mean_jct_s, lp.status
             if lp.status == "optimal":
                 bound = max(bound, lp.mean_jct_s)
     elif objective == "makespan" and admitted.any():
