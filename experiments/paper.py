@@ -144,6 +144,14 @@ STUDIES: tuple[Study, ...] = (
           ("--rates", GAVEL_RATES, "--seeds", "0-2", "--batch", "500", "--policies",
            "fifo,gandiva,ftf,ftf-aware,makespan-aware", "--jobs", "2"),
           ("hetero.csv",)),
+    Study("schedule", "schedule", ("--instances", "small-time", "--time-limit", "60"),
+          ("--instances", "small-time", "--time-limit", "60"), ("schedule.csv", "starts.csv")),
+    Study("schedule-bound", "schedule",
+          ("--trace", "default", "--load", "0.7,0.9,1.1", "--n-jobs", "20000", "--seeds", "42", "--policies",
+           "fgd,best-fit", "--queue", "fifo,backfill", "--time-limit", "120"),
+          ("--trace", "default", "--load", "0.7,0.9,1.1", "--n-jobs", "20000", "--seeds", "42-44", "--policies",
+           "fgd,best-fit,random", "--queue", "fifo,backfill,sjf", "--time-limit", "120", "--jobs", "2"),
+          ("schedule-bound.csv",)),
 )
 """The studies of the paper, in the order they run."""
 

@@ -640,11 +640,44 @@ def interference_table(results: Path) -> dict[str, str]:
     return items
 
 
+def schedule_tables(results: Path) -> dict[str, str]:
+    """How far from optimal over time: per objective and method on ``small-time`` (mean and max gap against the
+    proven bound, proven count, wins), the headline values, and the full-scale bound beside the runs."""
+    from experiments.schedule import bound_tables, method_summary
+
+    items: dict[str, str] = {}
+    frame = _csv(results, "schedule", "schedule.csv")
+    if frame is not None:
+        parts = [method_summary(part).assign(objective=obj) for obj, part in frame.groupby("objective", sort=False)]
+        table = pd.concat(parts)[["objective", "method", "mean_gap_pct", "max_gap_pct", "proven", "wins"]]
+        items["schedule_small"] = table.to_markdown(index=False)
+        opt = frame[frame["method"] == "optimum"]
+        for obj, tag in (("mean-jct", "jct"), ("makespan", "makespan")):
+            part = opt[opt["objective"] == obj]
+            items[f"schedule_proven_{tag}"] = f"{int((part['status'] == 'optimal').sum())} of {len(part)}"
+            items[f"schedule_worst_gap_{tag}"] = f"{part['gap_pct'].max():.2f}"
+        items["schedule_max_wall"] = f"{opt['wall_s'].max():.0f}"
+        cost = results / "schedule" / "run.json"
+        if cost.is_file():
+            import json
+
+            run = json.loads(cost.read_text())
+            items["schedule_suite_wall"] = f"{run['wall_s'] / 60:.1f}"
+            items["schedule_suite_cpu"] = f"{run['cpu_s'] / 60:.1f}"
+    bound = _csv(results, "schedule-bound", "schedule-bound.csv")
+    if bound is not None:
+        items["schedule_bound"] = bound_tables(bound).strip()
+        rows = bound[bound["method"].str.startswith("bound")]
+        items["schedule_bound_max_wall"] = f"{rows['wall_s'].max():.0f}"
+        items["schedule_bound_max_cpu"] = f"{rows['cpu_s'].max():.0f}"
+    return items
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
-    preemption_table, mig_time_table, hetero_tables, interference_table)
+    preemption_table, mig_time_table, hetero_tables, interference_table, schedule_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -722,6 +755,9 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
     inter = _csv(results, "interference", "interference.csv")
     if inter is not None:
         drawn.append(plot_interference(inter, figures / "interference.png"))
+    starts = _csv(results, "schedule", "starts.csv")
+    if starts is not None:
+        drawn.append(_schedule_gantt(_csv(results, "schedule", "schedule.csv"), starts, figures / "gantt.png"))
     pair, others = _pair(results), _csv(results, "hetero-policies", "hetero.csv")
     if pair is not None or others is not None:
         frame = pd.concat([f for f in (pair, others) if f is not None])
@@ -731,6 +767,30 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
                                                                       "gavel_jct_s": "mean_jct_s"})
         drawn.append(plot_hetero(frame, figures / "hetero.png", gavel))
     return drawn
+
+
+def _schedule_gantt(frame: pd.DataFrame, starts: pd.DataFrame, path: Path) -> Path:
+    """The Gantt figure of 4.11: the ``small-time`` instance (at most 14 GPUs, mean JCT) where the best run is
+    furthest above the optimum, that run above the optimum's schedule."""
+    from fgdopt.plot import plot_gantt
+    from fgdopt.timeline.schedule import Schedule
+    from fgdopt.timeline.suites import time_suite
+
+    suite = {i.name: i for i in time_suite("small-time") if i.cluster.total_gpus <= 14}
+    jct = frame[(frame["objective"] == "mean-jct") & frame["instance"].isin(list(suite))]
+    best = jct[jct["status"] == "engine"].groupby("instance")["value"].min()
+    opt = jct[jct["method"] == "optimum"].set_index("instance")["value"]
+    name = str(((best - opt) / opt).idxmax())
+    inst = suite[name]
+    rows = starts[(starts["instance"] == name) & (starts["objective"] == "mean-jct")]
+    schedules = {}
+    for method, part in sorted(rows.groupby("method", sort=False), key=lambda kv: kv[0] == "optimum"):
+        gpus = tuple(() if not isinstance(s, str) and pd.isna(s) else tuple(int(float(g)) for g in str(s).split())
+                     for s in part["gpus"])
+        schedules[method] = Schedule(part["start_s"].to_numpy(), part["node"].to_numpy(), gpus)
+    gap = 100 * (best[name] - opt[name]) / opt[name]
+    return plot_gantt(inst.cluster, inst.jobs, schedules, path,
+                      f"{name}: best run ({gap:.1f}% above) against the optimal schedule (mean JCT)")
 
 
 def write_report(results: Path, paper: Path = PAPER_DIR) -> list[Path]:

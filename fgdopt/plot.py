@@ -572,3 +572,33 @@ def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
+
+
+def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = "") -> Path:
+    """Gantt charts of schedules of one instance, one panel per schedule (in the order of ``schedules``, e.g. a
+    policy's above the optimum's): one row per GPU (node:GPU), a bar per job over ``[start, start + duration)``
+    on each of its GPUs, its height the job's share of the GPU (milli-GPU / 1000), coloured by job (the same
+    colour in every panel). CPU-only jobs are not drawn. ``schedules`` maps a label to a
+    :class:`fgdopt.timeline.schedule.Schedule`; time in seconds."""
+    import matplotlib
+
+    rows = [(n, g) for n in range(cluster.n_nodes) for g in range(int(cluster.gpu[n]))]
+    row_of = {key: k for k, key in enumerate(rows)}
+    colours = matplotlib.colormaps["tab20"]
+    fig = Figure(figsize=(9, 1.2 + 0.22 * len(rows) * len(schedules)), dpi=DPI)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(schedules), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (label, sched) in zip(axes, schedules.items(), strict=True):
+        for j in np.flatnonzero(sched.node >= 0).tolist():
+            share = int(jobs.tasks.gpu_milli[j]) / GPU_MILLI
+            for g in sched.gpus[j]:
+                k = row_of[(int(sched.node[j]), g)]
+                ax.barh(k, jobs.duration_s[j], left=sched.start_s[j], height=0.8 * share, color=colours(j % 20),
+                        edgecolor="black", linewidth=0.3)
+        ax.set_yticks(range(len(rows)), [f"{n}:{g}" for n, g in rows], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_ylabel(label, fontsize=8)
+    axes[-1].set_xlabel("time (s)")
+    if title:
+        axes[0].set_title(title, fontsize=9)
+    return _save(fig, path)

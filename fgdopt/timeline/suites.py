@@ -1,0 +1,169 @@
+"""Instance suites over time: small job sets whose optimal schedule is in reach, and hand-made traps.
+
+* :func:`random_time_instance` -- openb nodes of the types with at most 4 GPUs (:data:`SMALL_NODE_TYPES`, in
+  their openb proportions: with 8-GPU nodes a few dozen jobs of 0.75 GPU on average never contend) and jobs
+  with openb shapes (:func:`fgdopt.suites.openb_shapes`, only those that fit an empty node), heavy-tailed
+  lifetimes scaled to minutes (log-normal, median :data:`MEDIAN_S`, sigma :data:`SIGMA`, whole seconds clipped to
+  [:data:`MIN_S`, :data:`MAX_S`]) and Poisson arrivals (whole seconds) at an offered load over the arrival span:
+  the jobs' whole GPU work (GPU demand x lifetime) is ``load`` times the GPU capacity times the span from the first
+  to the expected last arrival (a few dozen jobs never reach a steady state, so the load is that of the batch).
+  Deterministic per seed; no trace needed.
+* :func:`trap_instances` -- hand-made instances where an online discipline or placement provably loses, each with
+  its optimum (mean JCT and makespan, seconds) derived in its docstring: :data:`KNOWN_OPTIMA`.
+* :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 4-16
+  nodes, 20-80 jobs, loads 0.7, 1.0 and 1.3, and the traps) and ``medium-time`` (6 instances of 24-32 nodes and
+  120-200 jobs: bounded, not all proven).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.suites import SHAPE_KEYS, _cluster_of, apportion, fitting_shapes, openb_node_types, openb_shapes
+from fgdopt.timeline.jobs import JobSet
+
+MEDIAN_S, SIGMA, MIN_S, MAX_S = 240.0, 1.0, 10.0, 3600.0
+"""Lifetimes of generated jobs: log-normal of median 4 minutes and sigma 1, in whole seconds within [10 s, 1 h]."""
+LOADS = (0.7, 1.0, 1.3)
+SMALL_NODE_TYPES = ("T4x2-104c", "P100x2-16c", "V100M16x4-32c", "P100x2-64c", "V100M16x1-8c", "T4x4-96c")
+"""The openb node types of the generated clusters (weighted by their node counts in openb)."""
+SMALL_SIZES = ((4, 20), (4, 30), (6, 30), (6, 40), (8, 40), (8, 50), (12, 60), (16, 80))
+"""(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`LOADS`)."""
+MEDIUM_SIZES = ((24, 120), (32, 200))
+TIME_SUITES = ("small-time", "medium-time", "traps")
+
+
+@dataclass(frozen=True, eq=False)
+class TimeInstance:
+    """A named cluster and job set; ``optimum`` maps objectives to their hand-derived optimum (traps only)."""
+
+    name: str
+    cluster: Cluster
+    jobs: JobSet
+    optimum: dict = field(default_factory=dict)
+
+
+def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None
+                         ) -> TimeInstance:
+    """``n_nodes`` openb nodes and ``n_jobs`` jobs at offered ``load`` (module docstring), seeded by ``seed``."""
+    if n_nodes < 1 or n_jobs < 1 or load <= 0:
+        raise ValueError(f"need n_nodes >= 1, n_jobs >= 1 and load > 0 (got {n_nodes}, {n_jobs}, {load})")
+    rng = np.random.default_rng(seed)
+    types = openb_node_types().loc[list(SMALL_NODE_TYPES)]
+    cluster = _cluster_of(types, apportion(types["count"].to_numpy(), n_nodes))
+    shapes = fitting_shapes(cluster, openb_shapes())
+    weights = shapes["count"].to_numpy(dtype=np.float64)
+    rows = rng.choice(len(shapes), size=n_jobs, p=weights / weights.sum())
+    tasks = TaskSet(*(shapes[k].to_numpy()[rows] for k in SHAPE_KEYS), names=tuple(f"j{i}" for i in range(n_jobs)))
+    life = np.clip(np.round(MEDIAN_S * np.exp(SIGMA * rng.standard_normal(n_jobs))), MIN_S, MAX_S)
+    work = float((tasks.gpu_demand * life).sum())
+    span = work / (load * cluster.gpu_capacity_milli) if work > 0 else MEDIAN_S * n_jobs
+    rate = max(n_jobs - 1, 1) / span
+    submit = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n_jobs)))
+    submit -= submit[0]
+    return TimeInstance(name or f"time-n{n_nodes}-j{n_jobs}-l{load:g}-s{seed}", cluster,
+                        JobSet(tasks, submit, life))
+
+
+def _one_node(gpus: int, n_nodes: int = 1) -> Cluster:
+    return Cluster([32_000] * n_nodes, [65_536] * n_nodes, [gpus] * n_nodes, ["T4"] * n_nodes)
+
+
+def _jobs(*rows: tuple) -> JobSet:
+    """Jobs from ``(num_gpu, gpu_milli, submit_s, duration_s)`` (1 core, 1 GiB each)."""
+    n = len(rows)
+    tasks = TaskSet([1000] * n, [1024] * n, [r[0] for r in rows], [r[1] for r in rows],
+                    names=tuple(f"{chr(65 + i)}" for i in range(n)))
+    return JobSet(tasks, [r[2] for r in rows], [r[3] for r in rows])
+
+
+def trap_shortest_first() -> TimeInstance:
+    """One whole GPU, three whole-GPU jobs submitted at 0 with durations 3, 1, 2 s (in that order).
+
+    FIFO runs them in order: finishes 3, 4, 6, mean JCT 13/3. Shortest first: 1, 3, 6, mean 10/3, the optimum
+    (on one machine shortest-processing-time first minimizes the total completion time). Makespan 6 in every
+    order without idle time.
+    """
+    return TimeInstance("trap-shortest-first", _one_node(1), _jobs((1, 1000, 0, 3), (1, 1000, 0, 1),
+                                                                  (1, 1000, 0, 2)),
+                        {"mean-jct": 10 / 3, "makespan": 6.0})
+
+
+def trap_head_of_line() -> TimeInstance:
+    """FIFO's head of line: one node of 2 GPUs; A (1 GPU, submitted 0, 10 s), B (2 GPUs, 1, 10 s), C (1 GPU, 2,
+    2 s).
+
+    FIFO: A 0-10; B waits for both GPUs, 10-20; C waits behind B, 20-22: JCTs 10, 19, 20, mean 49/3. Optimum:
+    A 0-10, C 2-4 on the other GPU, B 10-20: JCTs 10, 19, 2, mean 31/3 = 10.33. It is optimal: A and C start
+    on submission; B overlaps A, so it starts after A ends (>= 10) or A starts after B ends (>= 11, then A's JCT
+    is >= 21 and the sum >= 10 + 21 + 2 > 31). Makespan: B and A cannot overlap, so the later of them ends at
+    >= 20 (A first: B ends >= 20; B first: A ends >= 21); 20 is reached by the optimum above.
+    """
+    return TimeInstance("trap-head-of-line", _one_node(2), _jobs((1, 1000, 0, 10), (2, 1000, 1, 10),
+                                                                (1, 1000, 2, 2)),
+                        {"mean-jct": 31 / 3, "makespan": 20.0})
+
+
+def trap_wait_beats_start() -> TimeInstance:
+    """Waiting beats starting: one whole GPU; A (whole GPU, submitted 0, 100 s), B (whole GPU, 1, 1 s).
+
+    Every engine discipline starts A at 0, so B waits until 100: JCTs 100, 100, mean 100. Leaving the GPU idle
+    for one second: B 1-2, A 2-102: JCTs 102 and 1, mean 51.5, the optimum (A first costs B >= 99 s of wait;
+    B first makes A start >= 2). Makespan: A first, 0-100, then B 100-101: 101 (B first ends at >= 102).
+    """
+    return TimeInstance("trap-wait-beats-start", _one_node(1), _jobs((1, 1000, 0, 100), (1, 1000, 1, 1)),
+                        {"mean-jct": 51.5, "makespan": 101.0})
+
+
+def trap_sharing_fragments() -> TimeInstance:
+    """A sharing job placed where it fragments the GPU a later whole-GPU job needs: one node of 2 GPUs; S1, S2
+    (0.5 GPU each, submitted 0 and 1, 100 s), W (whole GPU, 2, 10 s).
+
+    S2 beside S1 on one GPU leaves the other whole for W: everyone starts on submission, JCTs 100, 100, 10,
+    mean 70 (the trivial bound: each JCT is at least its duration), so it is optimal. S2 on the other GPU
+    blocks W until 100 (JCT 108, mean 102.67). Makespan 101 (S2 ends at >= 101).
+    """
+    return TimeInstance("trap-sharing-fragments", _one_node(2), _jobs((1, 500, 0, 100), (1, 500, 1, 100),
+                                                                     (1, 1000, 2, 10)),
+                        {"mean-jct": 70.0, "makespan": 101.0})
+
+
+def trap_spread_delays_multi() -> TimeInstance:
+    """A placement choice that delays a multi-GPU job: two nodes of 2 GPUs; A, B (1 GPU each, submitted 0 and 1,
+    100 s), M (2 GPUs on one node, 2, 10 s).
+
+    B beside A leaves a whole node for M: everyone starts on submission, mean JCT (100 + 100 + 10) / 3 = 70, the
+    trivial bound, so optimal. B on the other node (spreading, or a packing score that prefers the emptier
+    node) blocks M until 100: JCT 108, mean 102.67. Makespan 101 (B ends at >= 101).
+    """
+    return TimeInstance("trap-spread-delays-multi", _one_node(2, 2), _jobs((1, 1000, 0, 100), (1, 1000, 1, 100),
+                                                                          (2, 1000, 2, 10)),
+                        {"mean-jct": 70.0, "makespan": 101.0})
+
+
+def trap_instances() -> list[TimeInstance]:
+    """The hand-made traps, each with its hand-derived optimum."""
+    return [trap_shortest_first(), trap_head_of_line(), trap_wait_beats_start(), trap_sharing_fragments(),
+            trap_spread_delays_multi()]
+
+
+KNOWN_OPTIMA = {inst.name: inst.optimum for inst in trap_instances()}
+"""Trap name -> {objective: optimum in seconds}."""
+
+
+def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
+    """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds."""
+    if name == "traps":
+        return trap_instances()
+    if name == "small-time":
+        sizes, extra = SMALL_SIZES, trap_instances()
+    elif name == "medium-time":
+        sizes, extra = MEDIUM_SIZES, []
+    else:
+        raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")
+    out = [random_time_instance(n, j, load, seed + k)
+           for k, ((n, j), load) in enumerate((s, load) for s in sizes for load in LOADS)]
+    return out + extra

@@ -1,0 +1,322 @@
+"""The exact model of the offline scheduling problem (:mod:`fgdopt.timeline.schedule`): CP-SAT.
+
+Time. The model counts time in an integer *unit* ``u``: the largest of 1, 0.1, 0.01 and 0.001 s of which every
+submission time and duration of the admitted jobs is a whole multiple (to 1e-6 of a unit); a job set with a
+time finer than a millisecond is refused (``ValueError``), never rounded, so the model's optimum is the optimum of
+the stated problem. Starts are then whole units too: it loses nothing, since in a schedule of integer
+submissions and durations every start can be moved left to a submission or a finish time without delaying any
+job (the left-shift argument), and those are whole units.
+
+Variables. Per admitted job ``j``: its start ``S_j`` (units, ``>= r_j``, its submission) and end ``E_j = S_j +
+p_j``; per node ``n`` that fits ``j`` when empty, a literal ``x_jn`` with an optional interval
+``[S_j, E_j)`` present iff ``x_jn``, and ``sum_n x_jn = 1``; per GPU job, per such node and GPU ``g``, a literal
+``y_jng`` with its optional interval, ``sum_g y_jng = num_gpu_j x_jn``.
+
+Constraints. Per node a cumulative of CPU (milli-cores) and one of memory (MiB) over its ``x`` intervals (left out
+where its candidate jobs' whole demand fits); per GPU a cumulative of milli-GPU with capacity 1000 over its ``y``
+intervals (a no-overlap where all its candidates ask 1000). So a whole-GPU job (1000 per GPU) only runs on wholly
+free GPUs, and a sharing job shares a GPU with jobs whose milli-GPU adds up to at most 1000. ``gpu_spec`` is
+in the candidate nodes. Redundant: a cumulative of all jobs' GPU demand and one of their CPU over the pooled
+capacity (they cut nothing feasible; they give the search a bound).
+
+Symmetry (each rule keeps at least one optimal schedule, see :func:`_sorted_labels`): nodes of one type
+(same CPU, memory, GPU count and model) are interchangeable, so they are ordered by the index of the first job
+each holds: job ``j`` may take the type's ``i``-th node only if a job of index ``<= j`` holds its ``(i-1)``-th.
+Likewise the GPUs of a node are ordered by the first job that uses each.
+
+Horizon. There is an optimal schedule (for both objectives) in which, after the last submission, the cluster is
+never empty until the last finish (otherwise shift everything after the gap left), so every end is at most
+``max r + sum p``. With a hint schedule of objective value ``V`` (validated first): for ``makespan`` every end is
+at most ``V``; for ``mean-jct`` (total ``T = n V``) ``E_j - r_j <= T - sum_{i != j} p_i``, since every other job's
+JCT is at least its duration. The hint (the best engine run, node and GPU labels re-sorted to the symmetry rule) is
+given to CP-SAT, and if CP-SAT returns no schedule it is the incumbent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from fgdopt.mig import is_mig
+from fgdopt.model import GPU_MILLI, Cluster
+from fgdopt.state import ClusterState
+from fgdopt.timeline import JobSet
+from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, validate_schedule
+
+UNITS = (1.0, 0.1, 0.01, 0.001)
+"""Candidate model time units (seconds), coarsest first."""
+MODEL_OBJECTIVES = ("mean-jct", "makespan")
+
+
+def time_unit(times: np.ndarray) -> float:
+    """The coarsest of :data:`UNITS` of which every value of ``times`` (seconds) is a whole multiple.
+
+    Raises
+    ------
+    ValueError : a time finer than 1 ms, or not finite.
+    """
+    times = np.asarray(times, dtype=np.float64)
+    if not np.isfinite(times).all():
+        raise ValueError("the exact model needs finite submission times and durations")
+    for unit in UNITS:
+        scaled = times / unit
+        if np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6):
+            return unit
+    bad = times[~np.isclose(times / UNITS[-1], np.round(times / UNITS[-1]), rtol=0, atol=1e-6)][0]
+    raise ValueError(f"the exact model counts time in whole milliseconds; {bad!r} s is finer (round the workload)")
+
+
+def node_types(cluster: Cluster) -> list[list[int]]:
+    """Groups of identical nodes (CPU, memory, GPU count, model), each in index order."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for n in range(cluster.n_nodes):
+        groups[(int(cluster.cpu_milli[n]), int(cluster.memory_mib[n]), int(cluster.gpu[n]),
+                str(cluster.model[n]))].append(n)
+    return list(groups.values())
+
+
+def _sorted_labels(schedule: Schedule, cluster: Cluster, order: np.ndarray) -> Schedule:
+    """``schedule`` with the nodes of each type and the GPUs of each node relabelled by the position (in
+    ``order``) of the first job that uses them: a feasible schedule stays feasible (identical nodes and GPUs),
+    and it then satisfies the model's symmetry rules. Unused nodes and GPUs go last."""
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    first_node = {}
+    first_gpu = {}
+    for j in order.tolist():
+        n = int(schedule.node[j])
+        if n < 0:
+            continue
+        first_node.setdefault(n, pos[j])
+        for g in schedule.gpus[j]:
+            first_gpu.setdefault((n, g), pos[j])
+    node_map = np.arange(cluster.n_nodes)
+    for group in node_types(cluster):
+        ranked = sorted(group, key=lambda n: (first_node.get(n, math.inf), n))
+        node_map[ranked] = group                      # the k-th first-used node becomes the k-th node of the type
+    gpu_map = {}
+    for n in range(cluster.n_nodes):
+        gs = list(range(int(cluster.gpu[n])))
+        ranked = sorted(gs, key=lambda g: (first_gpu.get((n, g), math.inf), g))
+        for new, old in enumerate(ranked):
+            gpu_map[(n, old)] = new
+    node = np.where(schedule.node >= 0, node_map[np.maximum(schedule.node, 0)], -1)
+    gpus = tuple(tuple(sorted(gpu_map[(int(n), g)] for g in gs)) if n >= 0 else ()
+                 for n, gs in zip(schedule.node, schedule.gpus, strict=True))
+    return Schedule(schedule.start_s, node, gpus)
+
+
+@dataclass(frozen=True, eq=False)
+class ExactRun:
+    """What CP-SAT said: ``schedule`` (None if it found none), ``status`` (``optimal``, ``time_limit``,
+    ``infeasible``, ``error``), ``bound_s`` (proven lower bound of the objective, seconds; -inf if none), its
+    wall and CPU seconds and the model's size."""
+
+    schedule: Schedule | None
+    status: str
+    bound_s: float
+    wall_s: float
+    cpu_s: float
+    info: dict
+
+
+def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", time_limit: float = 60.0,
+                hint: Schedule | None = None, threads: int = 2, seed: int = 0,
+                deterministic_time: float | None = None) -> ExactRun:
+    """Build and solve the CP-SAT model (module docstring) of ``jobs`` on ``cluster`` for ``objective``.
+
+    Parameters
+    ----------
+    objective : ``"mean-jct"`` or ``"makespan"``.
+    time_limit : wall seconds for the model build and the search (CP-SAT's ``max_time_in_seconds`` is what the
+        build left, at least 0).
+    hint : a feasible schedule (validated here; ``ValueError`` if it is not).
+    threads : CP-SAT workers (``num_workers``, at most 2 here). seed : its ``random_seed``.
+    deterministic_time : CP-SAT's ``max_deterministic_time`` as well (a budget independent of the machine's load).
+    """
+    import time
+
+    from ortools.sat.python import cp_model
+
+    if objective not in MODEL_OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; the model minimizes one of {', '.join(MODEL_OBJECTIVES)}")
+    if is_mig(cluster):
+        raise ValueError("the schedule model does not handle MIG clusters")
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    tasks = jobs.tasks
+    rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
+    if len(rows) and not np.isfinite(jobs.duration_s[rows]).all():
+        raise ValueError("a job never finishes (duration inf): no schedule has a finite objective")
+    unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows]]))
+    r = np.round(jobs.submit_s / unit).astype(np.int64)
+    p = np.round(np.where(np.isfinite(jobs.duration_s), jobs.duration_s, 0) / unit).astype(np.int64)
+    if hint is not None:
+        validate_schedule(cluster, jobs, hint)
+        hint = _sorted_labels(hint, cluster, rows)
+    horizon = int(r[rows].max(initial=0) + p[rows].sum())
+    ends_ub = np.full(len(jobs), horizon, dtype=np.int64)
+    if hint is not None and len(rows):
+        value = objective_value(jobs, hint, objective)
+        if objective == "makespan":
+            ends_ub[:] = min(horizon, int(math.floor(value / unit + 1e-6)))
+        else:
+            total = int(round(value * len(rows) / unit))
+            ends_ub[rows] = np.minimum(horizon, r[rows] + total - (p[rows].sum() - p[rows]))
+    m = cp_model.CpModel()
+    empty = ClusterState(cluster, tasks)
+    start, end, main = {}, {}, {}
+    on_node: dict[int, list[tuple[int, object, object]]] = defaultdict(list)      # node -> (job, lit, interval)
+    on_gpu: dict[tuple[int, int], list[tuple[int, object, object]]] = defaultdict(list)
+    x: dict[tuple[int, int], object] = {}
+    y: dict[tuple[int, int, int], object] = {}
+    for j in rows.tolist():
+        start[j] = m.new_int_var(int(r[j]), int(max(r[j], ends_ub[j] - p[j])), f"S{j}")
+        end[j] = start[j] + int(p[j])
+        main[j] = m.new_fixed_size_interval_var(start[j], int(p[j]), f"I{j}")
+        cands = np.flatnonzero(empty.feasible_nodes(tasks[j])).tolist()
+        for n in cands:
+            lit = m.new_bool_var(f"x{j}_{n}")
+            x[(j, n)] = lit
+            on_node[n].append((j, lit, m.new_optional_fixed_size_interval_var(start[j], int(p[j]), lit, f"I{j}_{n}")))
+            if tasks.num_gpu[j]:
+                lits = []
+                for g in range(int(cluster.gpu[n])):
+                    lg = m.new_bool_var(f"y{j}_{n}_{g}")
+                    y[(j, n, g)] = lg
+                    lits.append(lg)
+                    on_gpu[(n, g)].append((j, lg, m.new_optional_fixed_size_interval_var(
+                        start[j], int(p[j]), lg, f"I{j}_{n}_{g}")))
+                m.add(sum(lits) == int(tasks.num_gpu[j]) * lit)
+        m.add_exactly_one([x[(j, n)] for n in cands])
+    for n, items in on_node.items():
+        for demand, cap in ((tasks.cpu_milli, cluster.cpu_milli[n]), (tasks.memory_mib, cluster.memory_mib[n])):
+            need = [int(demand[j]) for j, _, _ in items]
+            if sum(need) > cap:
+                m.add_cumulative([iv for _, _, iv in items], need, int(cap))
+    for items in on_gpu.values():
+        need = [int(tasks.gpu_milli[j]) for j, _, _ in items]
+        if len(items) > 1 and sum(need) > GPU_MILLI:
+            if min(need) == GPU_MILLI:
+                m.add_no_overlap([iv for _, _, iv in items])
+            else:
+                m.add_cumulative([iv for _, _, iv in items], need, GPU_MILLI)
+    if len(rows):                                               # redundant pooled capacity
+        m.add_cumulative([main[j] for j in rows.tolist()], [int(tasks.gpu_demand[j]) for j in rows.tolist()],
+                         int(cluster.gpu_capacity_milli))
+        m.add_cumulative([main[j] for j in rows.tolist()], [int(tasks.cpu_milli[j]) for j in rows.tolist()],
+                         int(cluster.cpu_milli.sum()))
+    prefix = _symmetry(m, cluster, rows, x, y)
+    if objective == "makespan":
+        span = m.new_int_var(0, int(ends_ub.max(initial=0)), "makespan")
+        if len(rows):
+            m.add_max_equality(span, [end[j] for j in rows.tolist()])
+        m.minimize(span)
+    else:
+        m.minimize(sum(end[j] for j in rows.tolist()))
+    if hint is not None:
+        _add_hint(m, hint, r, unit, rows, start, x, y, prefix)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(max(time_limit - (time.perf_counter() - wall0), 0.0))
+    solver.parameters.num_workers = int(min(max(threads, 1), 2))
+    solver.parameters.random_seed = int(seed)
+    if deterministic_time is not None:
+        solver.parameters.max_deterministic_time = float(deterministic_time)
+    code = solver.solve(m)
+    info = {"unit_s": unit, "jobs": len(rows), "x": len(x), "y": len(y), "cpsat": solver.status_name(code),
+            "branches": int(solver.num_branches)}
+    schedule = None
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        schedule = _read(solver, cluster, jobs, rows, start, x, y, unit)
+        status = "optimal" if code == cp_model.OPTIMAL else "time_limit"
+    elif code == cp_model.INFEASIBLE:
+        status = "infeasible"
+    elif code == cp_model.UNKNOWN:
+        status = "time_limit"
+    else:
+        raise RuntimeError(f"CP-SAT: {solver.status_name(code)} ({solver.solution_info()})")
+    bound = -math.inf
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN) and len(rows):
+        raw = float(solver.best_objective_bound)
+        total_submit = 0.0 if objective == "makespan" else float(jobs.submit_s[rows].sum())
+        bound = (raw * unit - total_submit) / (1 if objective == "makespan" else len(rows))  # sum of ends -> mean
+    elif not len(rows):
+        bound = math.nan if objective == "mean-jct" else 0.0
+    return ExactRun(schedule, status, bound, time.perf_counter() - wall0, time.process_time() - cpu0, info)
+
+
+def _symmetry(m, cluster: Cluster, rows: np.ndarray, x: dict, y: dict) -> dict:
+    """The symmetry rules of the module docstring, with prefix counts ``P[key, j]`` = how many jobs of index
+    ``<= j`` use ``key`` (a node, or a node's GPU); returns the prefix variables (for the hint)."""
+    prefix: dict = {}
+
+    def count(key, lits_of) -> dict:
+        """Prefix counts of ``key`` over the jobs in ``rows`` order, as linear expressions of new variables."""
+        out, running = {}, None
+        for j in rows.tolist():
+            lit = lits_of(j)
+            if lit is None:
+                out[j] = running
+                continue
+            v = m.new_int_var(0, len(rows), f"P{key}_{j}")
+            m.add(v == (lit if running is None else running + lit))
+            prefix[(key, j)] = v
+            running = v
+            out[j] = v
+        return out
+
+    for group in node_types(cluster):
+        for prev, n in zip(group, group[1:], strict=False):
+            before = count(("n", prev), lambda j, prev=prev: x.get((j, prev)))
+            for j in rows.tolist():
+                if (j, n) in x:
+                    m.add(x[(j, n)] <= (before[j] if before[j] is not None else 0))
+    for n in range(cluster.n_nodes):
+        for g in range(1, int(cluster.gpu[n])):
+            before = count(("g", n, g - 1), lambda j, n=n, g=g: y.get((j, n, g - 1)))
+            for j in rows.tolist():
+                if (j, n, g) in y:
+                    m.add(y[(j, n, g)] <= (before[j] if before[j] is not None else 0))
+    return prefix
+
+
+def _add_hint(m, hint: Schedule, r, unit: float, rows: np.ndarray, start: dict, x: dict, y: dict,
+              prefix: dict) -> None:
+    """Hint every variable from ``hint`` (already relabelled to the symmetry rules)."""
+    by_job: dict = defaultdict(list)
+    for key, lit in (*x.items(), *y.items()):
+        by_job[key[0]].append((key, lit))
+    counts_at: dict = defaultdict(list)
+    for (key, j), v in prefix.items():
+        counts_at[j].append((key, v))
+    used: dict = defaultdict(int)
+    for j in rows.tolist():
+        m.add_hint(start[j], int(round(hint.start_s[j] / unit)))
+        n = int(hint.node[j])
+        for key, lit in by_job[j]:
+            m.add_hint(lit, int(key[1] == n and (len(key) == 2 or key[2] in hint.gpus[j])))
+        used[("n", n)] += 1
+        for g in hint.gpus[j]:
+            used[("g", n, g)] += 1
+        for key, v in counts_at[j]:
+            m.add_hint(v, used.get(key, 0))
+
+
+def _read(solver, cluster: Cluster, jobs: JobSet, rows: np.ndarray, start: dict, x: dict, y: dict,
+          unit: float) -> Schedule:
+    """The solver's schedule (start in seconds, node, GPUs)."""
+    n_jobs = len(jobs)
+    s = np.full(n_jobs, np.nan)
+    node = np.full(n_jobs, -1, dtype=np.int64)
+    gpus: list[tuple[int, ...]] = [()] * n_jobs
+    for (j, n), lit in x.items():
+        if solver.boolean_value(lit):
+            node[j] = n
+    for (j, n, g), lit in y.items():
+        if n == node[j] and solver.boolean_value(lit):
+            gpus[j] = (*gpus[j], g)
+    for j in rows.tolist():
+        s[j] = solver.value(start[j]) * unit
+    return Schedule(s, node, tuple(gpus))

@@ -1,0 +1,202 @@
+"""The offline scheduling problem: hand-worked optima, bounds, the replay check, the study's command line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.schedule import main
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import InfeasiblePlacement
+from fgdopt.timeline import JobSet
+from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, rejected_jobs, validate_schedule
+from fgdopt.timeline.suites import KNOWN_OPTIMA, random_time_instance, time_suite, trap_instances
+from formulations.schedule import pooled_bound, solve_schedule
+from formulations.schedule.exact import time_unit
+
+
+def one_gpu(gpus: int = 1) -> Cluster:
+    return Cluster([32_000], [65_536], [gpus], ["T4"])
+
+
+def jobs_of(*rows) -> JobSet:
+    """Jobs from (num_gpu, gpu_milli, submit_s, duration_s), 1 core and 1 GiB each."""
+    n = len(rows)
+    return JobSet(TaskSet([1000] * n, [1024] * n, [r[0] for r in rows], [r[1] for r in rows]),
+                  [r[2] for r in rows], [r[3] for r in rows])
+
+
+@pytest.mark.parametrize("inst", trap_instances(), ids=lambda i: i.name)
+@pytest.mark.parametrize("objective", ["mean-jct", "makespan"])
+def test_traps_reach_their_hand_derived_optimum(inst, objective):
+    """Each trap's optimum is derived in its docstring (fgdopt.timeline.suites); the model proves exactly it,
+    and its schedule replays on the ClusterState."""
+    res = solve_schedule(inst.cluster, inst.jobs, objective, 20.0)
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(KNOWN_OPTIMA[inst.name][objective])
+    assert res.bound == pytest.approx(res.value)
+    validate_schedule(inst.cluster, inst.jobs, res.schedule)
+
+
+def test_engine_loses_where_the_traps_say():
+    """Head of line: FIFO gives JCTs 10, 19, 20 (C waits behind B until 20), mean 49/3; backfill starts C at 2:
+    31/3. Waiting beats starting: every discipline starts A at 0, B waits 99 s: JCTs 100 and 100, mean 100
+    (the optimum, 51.5, idles the GPU for a second)."""
+    traps = {i.name: i for i in trap_instances()}
+    hol = traps["trap-head-of-line"]
+    _, fifo = recorded_run(hol.cluster, hol.jobs, "best-fit", "fifo")
+    _, back = recorded_run(hol.cluster, hol.jobs, "best-fit", "backfill")
+    assert objective_value(hol.jobs, fifo, "mean-jct") == pytest.approx(49 / 3)
+    assert objective_value(hol.jobs, back, "mean-jct") == pytest.approx(31 / 3)
+    wait = traps["trap-wait-beats-start"]
+    for q in ("fifo", "backfill", "sjf"):
+        _, s = recorded_run(wait.cluster, wait.jobs, "fgd", q)
+        assert objective_value(wait.jobs, s, "mean-jct") == pytest.approx(100.0)
+
+
+def test_two_sharing_jobs_on_one_gpu():
+    """One GPU. 0.6 + 0.4 GPU share it: both run 0-10, mean JCT 10. 0.6 + 0.6 do not: one runs 0-10, the other
+    10-20, mean JCT 15, makespan 20; the model places the sharing pair on the same GPU."""
+    both = jobs_of((1, 600, 0, 10), (1, 400, 0, 10))
+    res = solve_schedule(one_gpu(), both, "mean-jct", 10.0)
+    assert (res.status, res.value) == ("optimal", pytest.approx(10.0))
+    assert res.schedule.gpus == ((0,), (0,))
+    apart = jobs_of((1, 600, 0, 10), (1, 600, 0, 10))
+    assert solve_schedule(one_gpu(), apart, "mean-jct", 10.0).value == pytest.approx(15.0)
+    assert solve_schedule(one_gpu(), apart, "makespan", 10.0).value == pytest.approx(20.0)
+
+
+def test_rejected_jobs_leave_both_sides():
+    """A 2-GPU job on a 1-GPU node fits no empty node: rejected by the engine and the model alike; the mean JCT
+    is over the one other job (5 s)."""
+    jobs = jobs_of((2, 1000, 0, 100), (1, 1000, 0, 5))
+    assert rejected_jobs(one_gpu(), jobs).tolist() == [True, False]
+    res = solve_schedule(one_gpu(), jobs, "mean-jct", 5.0)
+    assert math.isnan(res.schedule.start_s[0]) and res.value == pytest.approx(5.0)
+    _, run = recorded_run(one_gpu(), jobs, "best-fit", "fifo")
+    assert objective_value(jobs, run, "mean-jct") == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("spec", [(4, 20, 0.7, 0), (4, 20, 1.0, 1), (6, 30, 1.3, 8)])
+def test_bound_optimum_and_engine_runs_are_ordered(spec):
+    """On small generated instances: LP bound <= model bound <= optimum <= every engine run (same rejected jobs),
+    and the optimal schedule replays event by event."""
+    inst = random_time_instance(*spec)
+    runs = [recorded_run(inst.cluster, inst.jobs, p, q)[1] for p in ("fgd", "best-fit") for q in ("fifo", "sjf")]
+    values = [objective_value(inst.jobs, s, "mean-jct") for s in runs]
+    res = solve_schedule(inst.cluster, inst.jobs, "mean-jct", 30.0, hint=runs[int(np.argmin(values))])
+    validate_schedule(inst.cluster, inst.jobs, res.schedule)
+    assert res.bound <= res.value + 1e-9
+    assert res.value <= min(values) + 1e-9
+    lp = pooled_bound(inst.cluster, inst.jobs)
+    assert lp.status == "optimal"
+    assert lp.mean_jct_s <= res.value + 1e-6 if res.status == "optimal" else lp.mean_jct_s <= res.bound + 1e-6
+    if res.status == "optimal":
+        assert objective_value(inst.jobs, res.schedule, "mean-jct") == pytest.approx(res.value)
+
+
+def test_pooled_bound_two_jobs_one_gpu():
+    """Two whole-GPU 10 s jobs at 0 on one GPU: the optimum is 10 and 20, mean 15. The pooled LP (1 s grid) is at
+    most that and above the trivial 10: its preemptive relaxation is 15 too (mean busy times 5 and 15, or both
+    shared: 10 and 10, plus p/2), and the grid costs at most one step per job."""
+    b = pooled_bound(one_gpu(), jobs_of((1, 1000, 0, 10), (1, 1000, 0, 10)), step_s=1.0)
+    assert b.status == "optimal"
+    assert 14.0 - 1e-6 <= b.mean_jct_s <= 15.0 + 1e-9
+    assert b.mean_wait_s == pytest.approx(b.mean_jct_s - 10.0)
+
+
+def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
+    """One whole GPU; A (100 s) and B (10 s) at 0, C (10 s) at 5. Optimum: B 0-10, C 10-20, A 20-120: JCTs 10, 15,
+    120, mean 145/3 = 48.33 (A first costs B and C 100 s each; B, A, C costs C 105). With a 1 s window slack A is
+    *long* (100 >= 2 x its window), so it enters through its group's column; the bound stays below 48.33 and above
+    the trivial 40 (B and C cannot both run at once, nor beside A)."""
+    jobs = jobs_of((1, 1000, 0, 100), (1, 1000, 0, 10), (1, 1000, 5, 10))
+    assert solve_schedule(one_gpu(), jobs, "mean-jct", 10.0).value == pytest.approx(145 / 3)
+    b = pooled_bound(one_gpu(), jobs, step_s=1.0, slack_s=1.0)
+    assert b.status == "optimal" and 40.0 < b.mean_jct_s <= 145 / 3 + 1e-9
+
+
+def test_forced_time_limit_gives_a_true_bound():
+    """A stop after almost no search is reported ``time_limit`` with the hint as incumbent and a bound at most
+    the proven optimum."""
+    inst = random_time_instance(4, 20, 1.0, 1)
+    runs = [recorded_run(inst.cluster, inst.jobs, "best-fit", q)[1] for q in ("fifo", "backfill")]
+    hint = min(runs, key=lambda s: objective_value(inst.jobs, s, "mean-jct"))
+    stopped = solve_schedule(inst.cluster, inst.jobs, "mean-jct", 0.0, hint=hint, deterministic_time=0.0)
+    full = solve_schedule(inst.cluster, inst.jobs, "mean-jct", 60.0, hint=hint)
+    assert full.status == "optimal"
+    assert stopped.status == "time_limit"
+    assert stopped.bound <= full.value + 1e-9 <= stopped.value + 1e-9
+    assert stopped.gap_pct > 0
+
+
+def test_solves_are_deterministic():
+    inst = random_time_instance(4, 20, 0.7, 0)
+    a, b = (solve_schedule(inst.cluster, inst.jobs, "makespan", 20.0, seed=3) for _ in range(2))
+    assert (a.status, a.value, a.bound) == (b.status, b.value, b.bound)
+    r1, r2 = (recorded_run(inst.cluster, inst.jobs, "fgd", "backfill", seed=5)[1] for _ in range(2))
+    assert np.array_equal(r1.start_s, r2.start_s, equal_nan=True) and r1.gpus == r2.gpus
+
+
+def test_replay_rejects_infeasible_schedules():
+    """Two whole-GPU jobs overlapping on the one GPU; a start before the submission; an admitted job never
+    started: each is named."""
+    c, jobs = one_gpu(), jobs_of((1, 1000, 0, 10), (1, 1000, 5, 10))
+    validate_schedule(c, jobs, Schedule([0, 10], [0, 0], ((0,), (0,))))
+    with pytest.raises(InfeasiblePlacement, match="at 5.0 s: task 1"):
+        validate_schedule(c, jobs, Schedule([0, 5], [0, 0], ((0,), (0,))))
+    with pytest.raises(InfeasiblePlacement, match="before its submission"):
+        validate_schedule(c, jobs, Schedule([0, 4], [0, 0], ((0,), (0,))))
+    with pytest.raises(InfeasiblePlacement, match="never starts"):
+        validate_schedule(c, jobs, Schedule([0, np.nan], [0, -1], ((0,), ())))
+
+
+def test_time_unit_keeps_the_problem_exact():
+    assert time_unit(np.array([0, 5, 12])) == 1.0
+    assert time_unit(np.array([0.5, 1.25])) == 0.01
+    with pytest.raises(ValueError, match="milliseconds"):
+        time_unit(np.array([0.0001]))
+
+
+def test_suites_are_seeded_and_sized():
+    small = time_suite("small-time")
+    assert 20 <= len(small) <= 40
+    again = time_suite("small-time")
+    assert all(np.array_equal(a.jobs.submit_s, b.jobs.submit_s) for a, b in zip(small, again, strict=True))
+    generated = [i for i in small if not i.optimum]
+    assert all(4 <= i.cluster.n_nodes <= 16 and 20 <= len(i.jobs) <= 80 for i in generated)
+
+
+def test_cli_jobs_1_equals_jobs_2_and_keeps_other_files(tmp_path):
+    keep = tmp_path / "one" / "mine.txt"
+    keep.parent.mkdir()
+    keep.write_text("keep")
+    args = ["--instances", "traps", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "10"]
+    assert main([*args, "--jobs", "1", "--output", str(tmp_path / "one")]) == 0
+    assert main([*args, "--jobs", "2", "--output", str(tmp_path / "two")]) == 0
+    one, two = (pd.read_csv(tmp_path / d / "schedule.csv").drop(columns="wall_s") for d in ("one", "two"))
+    pd.testing.assert_frame_equal(one, two)
+    assert (one[one["method"] == "optimum"]["status"] == "optimal").all()
+    assert keep.read_text() == "keep" and (tmp_path / "one" / "gantt.png").is_file()
+
+
+@pytest.mark.parametrize("argv, word", [(["--objective", "mean-flow"], "--objective"),
+                                        (["--time-limit", "-1"], "--time-limit"),
+                                        (["--workload", "nope.csv", "--cluster", "c.json"], "nope.csv"),
+                                        (["--instances", "huge"], "--instances")])
+def test_cli_bad_input_one_line(argv, word, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err
+
+
+def test_cli_bad_cluster_file(tmp_path, capsys):
+    wl = tmp_path / "w.csv"
+    jobs_of((1, 1000, 0, 10)).save(wl)
+    bad = tmp_path / "c.json"
+    bad.write_text("{not json")
+    assert main(["--workload", str(wl), "--cluster", str(bad)]) == 2
+    assert "c.json" in capsys.readouterr().err
