@@ -14,7 +14,7 @@ As Pollux's ``goodput.py`` / ``speedup.py`` (``petuum/adaptdl``, ``c793c708``) d
 * **Speedup** of (nodes, replicas): goodput over that of a reference configuration (one GPU, or a fair share).
 
 :func:`fit_perf_params` fits the seven parameters to a job's measured step times (bounded least squares of the log
-errors with Pollux's regularizers; Pollux differentiates with ``autograd``, here scipy's finite differences).
+errors with Pollux's regularizers, L-BFGS-B with the analytic gradient; Pollux differentiates with ``autograd``).
 """
 
 from __future__ import annotations
@@ -128,14 +128,29 @@ class Speedup:
         return np.array([self._memo[k] for k in keys]).reshape(nodes.shape)
 
 
-def _objective(params, nodes, replicas, atomic_bsz, accum_time, optim_time):
-    pred_accum = _accum_time(params, atomic_bsz)
-    pred_log_optim = _log_optim_time(params, pred_accum, _network_time(params, nodes, replicas))
-    err1 = np.sqrt(((np.log(pred_accum) - np.log(accum_time)) ** 2).mean())
-    err2 = np.sqrt(((pred_log_optim - np.log(optim_time)) ** 2).mean())
-    reg1 = 1e-3 * (params[6] - 1) ** 2
-    reg2 = 1e-2 * ((params[3] / params[2]) ** 2 + (params[5] / params[4]) ** 2)
-    return err1 + err2 + reg1 + reg2
+def _objective(params, data) -> tuple[float, np.ndarray]:
+    """Pollux's fitting objective and its gradient in the seven parameters: RMS log errors of the accumulation and
+    optimizer step times, ``1e-3 (gamma - 1)^2`` and ``1e-2 ((beta_n / alpha_n)^2 + (beta_r / alpha_r)^2)``."""
+    ac, bc, an, bn, ar, br, g = params
+    b, cross, within, x, log_a, log_o = data
+    accum = ac + bc * b
+    net = np.where(cross, an + bn * x, np.where(within, ar + br * x, 1e-8 + 1e-8 * x))
+    pa, pn = accum ** g, net ** g
+    total = pa + pn
+    log_opt = np.log(total) / g
+    d1, d2 = np.log(accum) - log_a, log_opt - log_o
+    err1, err2 = np.sqrt((d1 ** 2).mean()), np.sqrt((d2 ** 2).mean())
+    value = err1 + err2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
+    w1 = d1 / (accum * len(b) * err1) if err1 > 0 else np.zeros_like(d1)    # d err1 / d accum
+    w2 = d2 / (len(b) * err2) if err2 > 0 else np.zeros_like(d2)            # d err2 / d log_opt
+    dl_da, dl_dn = pa / (accum * total), pn / (net * total)                 # d log_opt / d accum, d net
+    da = w1 + w2 * dl_da
+    dn = w2 * dl_dn
+    dg = (w2 * ((pa * np.log(accum) + pn * np.log(net)) / total / g - np.log(total) / g ** 2)).sum()
+    grad = np.array([da.sum(), (da * b).sum(), (dn * cross).sum() - 2e-2 * bn ** 2 / an ** 3,
+                     (dn * cross * x).sum() + 2e-2 * bn / an ** 2, (dn * within).sum() - 2e-2 * br ** 2 / ar ** 3,
+                     (dn * within * x).sum() + 2e-2 * br / ar ** 2, dg + 2e-3 * (g - 1)])
+    return float(value), grad
 
 
 def fit_perf_params(nodes, replicas, atomic_bsz, accum_time, optim_time) -> PerfParams:
@@ -164,14 +179,17 @@ def fit_perf_params(nodes, replicas, atomic_bsz, accum_time, optim_time) -> Perf
         params[i] = upper[i] = lower[i]
     free = [i for i in range(7) if lower[i] < upper[i]]
     full = np.array(params, dtype=np.float64)
-    args = (nodes, replicas, atomic_bsz, accum_time, optim_time)
+    cross = nodes > 1
+    data = (atomic_bsz, cross, ~cross & (replicas > 1), np.maximum(replicas - 2, 1e-8), np.log(accum_time),
+            np.log(optim_time))
 
     def objective(x):
         p = full.copy()
         p[free] = x
-        return _objective(p, *args)
+        value, grad = _objective(p, data)
+        return value, grad[free]
 
-    result = minimize(objective, full[free], method="L-BFGS-B",
+    result = minimize(objective, full[free], jac=True, method="L-BFGS-B",
                       bounds=Bounds([lower[i] for i in free], [upper[i] for i in free], keep_feasible=True))
     full[free] = result.x
     if not np.any(nodes > 1):                               # prior: across nodes at least as slow as within
