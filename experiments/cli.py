@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "timeline": "experiments.timeline",
     "hetero": "experiments.hetero",
     "interference": "experiments.interference",
+    "pollux": "experiments.pollux",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",
