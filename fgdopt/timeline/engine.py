@@ -424,9 +424,10 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if fit[s] != _UNFIT:
             cands.add(s)
 
-    def rerate(j: int) -> None:
-        """Running job ``j``'s GPU companions changed: keep the progress of its run so far, run the rest at its new
-        speed (a transparent stop and start in place, with what is left of its start cost)."""
+    def rerate(j: int, speed: float | None = None) -> None:
+        """Running job ``j``'s GPU companions changed (or a plan set its ``speed``): keep the progress of its run so
+        far, run the rest at its new speed (a transparent stop and start in place, with what is left of its start
+        cost); at speed 0 it has no finish event until it is re-rated."""
         nonlocal seq
         elapsed = now - run_start[j]
         busy = min(max(elapsed - run_cost[j], 0.0), run_wall[j])
@@ -435,14 +436,20 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         overhead_s[j] += elapsed - busy
         saved[j] += busy * rate[j]
         node = int(state.node_of[j])
-        rate[j] = pace[j, model_of[node]] * interference.slowdown(
-            cluster.model[node], j, {o for g in state.gpus_of[j] for o in tenants[(node, g)]} - {j})
+        if speed is None:
+            rate[j] = pace[j, model_of[node]] * interference.slowdown(
+                cluster.model[node], j, {o for g in state.gpus_of[j] for o in tenants[(node, g)]} - {j})
+        else:
+            rate[j] = speed
         run_start[j], run_cost[j] = now, max(run_cost[j] - elapsed, 0.0)
         run_work[j] = duration[j] - saved[j]
-        run_wall[j] = run_work[j] / rate[j]
-        heapq.heappush(finishes, (now + ckpt.run_time(float(run_wall[j]), float(run_cost[j])), seq, j))
-        live[j] = seq
-        seq += 1
+        run_wall[j] = run_work[j] / rate[j] if rate[j] > 0 else math.inf
+        end = now + ckpt.run_time(float(run_wall[j]), float(run_cost[j]))
+        live[j] = -1
+        if math.isfinite(end):
+            heapq.heappush(finishes, (end, seq, j))
+            live[j] = seq
+            seq += 1
 
     def leave(j: int) -> int:
         """Job ``j`` stops running now (finish or eviction); returns its node."""
@@ -650,6 +657,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
                     for move in (*plan.moves, *plan.admits):
                         withdraw(move.task)
                         start(move.task, (move.node, move.gpus))
+                    for j, speed in plan.rates:                          # engine hook: speeds set by the plan
+                        if status[j] != RUNNING or not (math.isfinite(speed) and speed >= 0):
+                            raise RuntimeError(f"mechanism {mech.name!r}: rate {speed} for job {j}, not a running "
+                                               "job or not a speed >= 0")
+                        rerate(int(j), float(speed))
                 else:
                     for v in plan.victims:
                         evict(v, plan.kind)
