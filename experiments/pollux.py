@@ -3,15 +3,18 @@
 Usage::
 
     python -m experiments.pollux [--policies pollux,optimus,tiresias] [--workloads 0.5,1.0,1.5,2.0 | DIR]
-        [--names workload-1,...] [--seeds 0] [--generations 100] [--pollux-dir DIR] [--jobs N | --dask ADDRESS]
+        [--names workload-1,...] [--seeds 0] [--generations 100] [--loop engine|intervals] [--pollux-dir DIR]
+        [--jobs N | --dask ADDRESS]
         [--resume] [--quick] --output DIR
 
-Each run is one workload file of Pollux's simulator (``petuum/adaptdl`` branch ``osdi21-artifact`` at
-``c793c708``, ``simulator/``; found in ``--pollux-dir``, else ``$FGDOPT_POLLUX``) on its cluster (16 nodes of 4
-GPUs), 60 s intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``tiresias`` and
-``optimus`` are deterministic (run once, with the first seed), ``pollux`` runs once per ``--seeds`` value (its
-genetic search seeded; ``--generations`` per interval, Pollux's 100). ``--workloads`` takes Pollux's job loads
-(folders ``workloads-0.5``, ``workloads``, ``workloads-1.5``, ``workloads-2.0``) or a folder of workload files.
+Each run is one workload file of Pollux's simulator (``petuum/adaptdl`` branch ``osdi21-artifact`` at ``c793c708``,
+``simulator/``; found in ``--pollux-dir``, else ``$FGDOPT_POLLUX``) on its cluster (16 nodes of 4 GPUs), 60 s
+intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``tiresias`` and ``optimus`` are
+deterministic (run once, with the first seed), ``pollux`` runs once per ``--seeds`` value (its genetic search
+seeded; ``--generations`` per interval, Pollux's 100). Runs are on fgdopt's event engine
+(:mod:`fgdopt.elastic.onengine`; ``--loop intervals``: on Pollux's interval loop, the same JCTs). ``--workloads``
+takes Pollux's job loads (folders ``workloads-0.5``, ``workloads``, ``workloads-1.5``, ``workloads-2.0``) or a
+folder of workload files.
 
 Writes ``DIR/pollux.csv``, one row per run: ``workload`` (file name), ``load``, ``policy``, ``seed``, ``jobs``,
 ``mean_jct_s``, ``p99_jct_s``, ``makespan_s``, ``utilization`` (GPU time held over capacity until the makespan),
@@ -36,8 +39,9 @@ import pandas as pd
 from experiments.executors import SweepInterrupted, add_dask_option, add_resume_option, run_cells, stop_message
 from experiments.openb import parse_seeds
 from fgdopt.elastic.applications import load_applications, pollux_dir
-from fgdopt.elastic.intervals import run_intervals
+from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
 from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
+from fgdopt.elastic.onengine import simulate_elastic
 from fgdopt.elastic.policies import PLANNERS, make_planner
 from fgdopt.elastic.pollux import GENERATIONS, PolluxPlanner
 
@@ -63,14 +67,22 @@ def reference(root: str | None, policy: str, load: float, workload: str) -> floa
         return math.nan
 
 
-def run_cell(path: str, load: float, policy: str, seed: int, generations: int, root: str | None = None) -> dict:
-    """One run: its row of pollux.csv and its per-job frame (as records)."""
+def run_cell(path: str, load: float, policy: str, seed: int, generations: int, root: str | None = None,
+             engine: bool = True) -> dict:
+    """One run (on fgdopt's engine, :func:`fgdopt.elastic.onengine.simulate_elastic`, else on the interval loop,
+    :func:`fgdopt.elastic.intervals.run_intervals`): its row of pollux.csv and its per-job frame (as records)."""
     t0, c0 = time.perf_counter(), time.process_time()
     if root not in _APPS:
         _APPS[root] = load_applications(root)
     frame = read_workload(path)
     planner = PolluxPlanner(seed=seed, generations=generations) if policy == "pollux" else make_planner(policy)
-    result = run_intervals(make_jobs(frame, _APPS[root], policy), planner)
+    elastic = make_jobs(frame, _APPS[root], policy)
+    if engine:
+        run, peak = simulate_elastic(elastic, planner)
+        result = ElasticResult(elastic, policy, run.series, peak, (GPUS,) * NODES, run.wall_s,
+                               run.cpu_s, run.finish_s)
+    else:
+        result = run_intervals(elastic, planner)
     stats = result.stats()
     name = Path(path).stem
     ref = reference(root, policy, load, name)
@@ -127,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generations", type=int, default=GENERATIONS,
                         help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
     parser.add_argument("--pollux-dir", default=None, help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
+    parser.add_argument("--loop", choices=("engine", "intervals"), default="engine",
+                        help="run on fgdopt's event engine (default) or on the interval loop (Pollux's own form)")
     parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
@@ -155,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())
-    cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root)
+    cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root, args.loop == "engine")
              for load, f in files for p in args.policies for s in (args.seeds if p == "pollux" else args.seeds[:1])]
     try:
         results = run_cells("pollux", run_cell, cells, args)

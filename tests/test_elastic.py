@@ -21,6 +21,7 @@ from fgdopt.elastic.applications import Application, find_pollux, load_applicati
 from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
 from fgdopt.elastic.intervals import run_intervals
 from fgdopt.elastic.jobs import ElasticJob, make_jobs, placement_of, read_workload
+from fgdopt.elastic.onengine import simulate_elastic
 from fgdopt.elastic.policies import Optimus, Tiresias
 from fgdopt.elastic.pollux import PolluxPlanner, speedup_table
 
@@ -76,13 +77,18 @@ def test_a_reallocation_loses_exactly_its_restart_delay(toy):
     pays the 30 s restart delay and progresses from 90 s: epoch 1 ends at 690 s, epoch 2 at 1,290 s (JCT 1,290 s).
     Moved at 300 s to two GPUs (same speed), it pays 30 s more: JCT 1,320 s, 30 s of delay more, the same 1,200 s
     of progress."""
-    runs = []
+    runs, engine = [], []
     for planner in (Fixed([0]), Fixed([0], [0, 0], switch_s=300)):
         job = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64)
         result = run_intervals([job], planner, nodes=(2, 2))
         runs.append(result.job_frame().jct_s.iloc[0])
         assert job.busy_s == 1200.0
+        twin = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64)
+        on, _ = simulate_elastic([twin], planner, nodes=(2, 2))          # the same on fgdopt's engine
+        engine.append(float(on.finish_s[0]))
+        assert on.work_s[0] == pytest.approx(1200.0)
     assert runs == [1290.0, 1320.0]
+    assert engine == pytest.approx([1290.0, 1320.0], abs=1e-9)
 
 
 def test_restart_penalty_and_held_time_accounting(toy):
@@ -143,13 +149,18 @@ def test_work_is_conserved_on_random_workloads(toy, specs, policy):
     """Random jobs of the toy application (1,200 units at 1 unit/s wherever they run) under each planner on 2 nodes
     of 2 GPUs: every job completes having progressed exactly its work, in exactly 1,200 s of progressing time
     (epoch boundaries fall on whole seconds here), held GPUs for its restart delays (30 s each) plus that, never
-    before its submission plus the first plan, and no node ever held more than 2 GPUs (``check`` of the run)."""
+    before its submission plus the first plan, and no node ever held more than 2 GPUs (``check`` of the run). On
+    fgdopt's engine (:func:`simulate_elastic`) the same jobs finish at the same times, the engine's own accounting
+    having done each job's work (``TimelineResult.check``)."""
     apps = {"toy": toy}
     frame = pd.DataFrame({"name": [f"j{i}" for i in range(len(specs))], "time": [s for s, _ in specs],
                           "application": "toy", "num_replicas": [r for _, r in specs], "batch_size": 64})
-    planner = {"tiresias": Tiresias(), "optimus": Optimus(), "pollux": PolluxPlanner(seed=1, generations=2)}[policy]
+    planners = {"tiresias": Tiresias, "optimus": Optimus, "pollux": lambda: PolluxPlanner(seed=1, generations=2)}
     jobs = make_jobs(frame, apps, policy)
-    result = run_intervals(jobs, planner, nodes=(2, 2))
+    result = run_intervals(jobs, planners[policy](), nodes=(2, 2))
+    on, peak = simulate_elastic(make_jobs(frame, apps, policy), planners[policy](), nodes=(2, 2))
+    assert on.finish_s == pytest.approx(result.job_frame().finish_s.to_numpy(), abs=1e-5)   # engine = loop
+    assert on.work_s == pytest.approx(np.full(len(jobs), 1200.0)) and (peak <= 2).all()
     for job in jobs:
         assert job.progress == job.work == 1200.0
         if policy != "pollux":                                # pollux's own batch sizes may accumulate
@@ -176,7 +187,8 @@ def test_bad_workload_stops_with_one_line(tmp_path, toy):
 
 def test_cross_check_with_pollux_results():
     """Pollux's own raw results (committed: the authors' mean JCT per run, ``reference.csv``): tiresias and optimus
-    on workloads 1 and 6 at load 1.0 within 3% (they reproduce every job's JCT exactly)."""
+    on workloads 1 and 6 at load 1.0 within 3% (they reproduce every job's JCT exactly), on the interval loop and
+    on fgdopt's engine."""
     root = find_pollux()
     if root is None:
         if os.environ.get("FGDOPT_REQUIRE_POLLUX") == "1":
@@ -187,6 +199,8 @@ def test_cross_check_with_pollux_results():
     apps = load_applications(root)
     for name in ("workload-1", "workload-6"):
         frame = read_workload(root / "workloads" / f"{name}.csv")
-        for policy, planner in (("tiresias", Tiresias()), ("optimus", Optimus())):
-            result = run_intervals(make_jobs(frame, apps, policy), planner)
+        for policy, planner in (("tiresias", Tiresias), ("optimus", Optimus)):
+            result = run_intervals(make_jobs(frame, apps, policy), planner())
             assert result.stats()["mean_jct_s"] == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)
+            on, _ = simulate_elastic(make_jobs(frame, apps, policy), planner())      # on fgdopt's engine
+            assert (on.finish_s - on.jobs.submit_s).mean() == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)

@@ -37,7 +37,8 @@ class ElasticResult:
 
     Attributes
     ----------
-    jobs : the jobs, in their final state. policy : the planner's name.
+    jobs : the jobs, in their final state. policy : the planner's name. finish_s : the engine's finish times
+        (:func:`fgdopt.elastic.onengine.simulate_elastic`), None on the interval loop.
     series : DataFrame, one row per interval: ``time_s`` (its end), ``used_gpus`` (allocated after the plan),
         ``active`` (jobs active).
     peak : the most GPUs allocated on any node at any plan. nodes : GPUs per node.
@@ -51,14 +52,17 @@ class ElasticResult:
     nodes: tuple[int, ...]
     wall_s: float
     cpu_s: float
+    finish_s: np.ndarray | None = None
 
     def job_frame(self) -> pd.DataFrame:
-        """One row per job: ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` (seconds; GPU-seconds held)."""
-        return pd.DataFrame({
-            "name": [j.name for j in self.jobs], "submit_s": [j.submit_s for j in self.jobs],
-            "finish_s": [math.nan if j.completion_s is None else j.completion_s for j in self.jobs],
-            "jct_s": [math.nan if j.completion_s is None else j.completion_s - j.submit_s for j in self.jobs],
-            "restarts": [j.restarts or 0 for j in self.jobs], "gpu_s": [j.attained_gpu_s for j in self.jobs]})
+        """One row per job: ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` (seconds; GPU-seconds held); the
+        finish is ``finish_s`` where given (the engine's), else the jobs' completion."""
+        submit = np.array([j.submit_s for j in self.jobs])
+        finish = (np.array([math.nan if j.completion_s is None else j.completion_s for j in self.jobs])
+                  if self.finish_s is None else np.asarray(self.finish_s, dtype=np.float64))
+        return pd.DataFrame({"name": [j.name for j in self.jobs], "submit_s": submit, "finish_s": finish,
+                             "jct_s": finish - submit, "restarts": [j.restarts or 0 for j in self.jobs],
+                             "gpu_s": [j.attained_gpu_s for j in self.jobs]})
 
     def stats(self) -> dict[str, float]:
         """``mean_jct_s, p99_jct_s, makespan_s`` (seconds; p99 by linear interpolation) and ``utilization`` (GPU
@@ -83,6 +87,22 @@ class ElasticResult:
                 raise AssertionError(f"job {j.name} held GPUs {j.held_s} s, not its delays plus progress")
         if (self.peak > np.asarray(self.nodes)).any():
             raise AssertionError(f"nodes {np.flatnonzero(self.peak > np.asarray(self.nodes)).tolist()} over capacity")
+
+
+def check_plan(plan: Allocations, names: set[str], nodes: Sequence[int], now: float, name: str) -> np.ndarray:
+    """GPUs used per node by ``plan``; ``ValueError`` (one line) if it allocates to a job not in ``names``, to a
+    node that does not exist, or more GPUs than a node has."""
+    used = np.zeros(len(nodes), dtype=np.int64)
+    for k, alloc in plan.items():
+        if k not in names:
+            raise ValueError(f"{name}: allocated GPUs at {now} s to {k!r}, not an active job")
+        if alloc and (min(alloc) < 0 or max(alloc) >= len(nodes)):
+            raise ValueError(f"{name}: job {k} allocated to a node outside 0..{len(nodes) - 1} at {now} s")
+        np.add.at(used, alloc, 1)
+    if (used > np.asarray(nodes)).any():
+        bad = int(np.flatnonzero(used > np.asarray(nodes))[0])
+        raise ValueError(f"{name}: node {bad} given {used[bad]} GPUs of {nodes[bad]} at {now} s")
+    return used
 
 
 def run_intervals(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequence[int] = (GPUS,) * NODES,
@@ -118,16 +138,7 @@ def run_intervals(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequence[
         names = {j.name for j in live}
         held = {k: v for k, v in held.items() if k in names}
         plan = planner(now, live, held, nodes)
-        used = np.zeros(len(nodes), dtype=np.int64)
-        for k, alloc in plan.items():
-            if k not in names:
-                raise ValueError(f"{name}: allocated GPUs at {now} s to {k!r}, not an active job")
-            if alloc and (min(alloc) < 0 or max(alloc) >= len(nodes)):
-                raise ValueError(f"{name}: job {k} allocated to a node outside 0..{len(nodes) - 1} at {now} s")
-            np.add.at(used, alloc, 1)
-        if (used > np.asarray(nodes)).any():
-            bad = int(np.flatnonzero(used > np.asarray(nodes))[0])
-            raise ValueError(f"{name}: node {bad} given {used[bad]} GPUs of {nodes[bad]} at {now} s")
+        used = check_plan(plan, names, nodes, now, name)
         np.maximum(peak, used, out=peak)
         for job in live:
             if plan.get(job.name) != held.get(job.name):

@@ -139,12 +139,15 @@ class ElasticJob:
         else:
             self.placement, self.atomic_bsz = (), 0
 
-    def advance(self, now: float, seconds: float) -> None:
-        """Run ``seconds`` from ``now`` on the current placement (module docstring)."""
+    def advance(self, now: float, seconds: float, segments: list | None = None) -> None:
+        """Run ``seconds`` from ``now`` on the current placement (module docstring); each stretch of constant speed
+        (the restart delay, an epoch's part) is appended to ``segments`` if given, as (start, end, progress)."""
         if not self.placement or self.done:
             return
         gpus = sum(self.placement)
         delay = min(self.rescale_s, seconds)
+        if segments is not None and delay > 0:
+            segments.append((now, now + delay, 0.0))
         self.rescale_s -= delay
         self.attained_gpu_s += delay * gpus
         self.held_s += delay
@@ -162,6 +165,7 @@ class ElasticJob:
             self.profile.setdefault((nodes, replicas, self.atomic_bsz), (step, sync))
             goodput = gain / (step + (step - sync) * self.accum)
             boundary = app.progress(self.epoch + 1)
+            before = self.progress
             if self.progress + goodput * seconds < boundary:
                 self.progress += goodput * seconds
                 used = seconds
@@ -171,6 +175,8 @@ class ElasticJob:
                 if self.epoch > app.completion_epoch(batch):
                     self.completion_s = clock + used
                 self.progress = boundary
+            if segments is not None:
+                segments.append((clock, clock + used, self.progress - before))
             clock += used
             seconds -= used
             self.attained_gpu_s += used * gpus
