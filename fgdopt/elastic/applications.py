@@ -61,7 +61,8 @@ def pollux_dir(path: str | os.PathLike | None = None) -> Path:
     return found
 
 
-def _read(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A CSV file with at least ``columns`` (``ValueError`` naming the file otherwise)."""
     try:
         frame = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -133,13 +134,13 @@ class Application:
                 size = int(path.stem.split("-")[-1])
             except ValueError:
                 raise ValueError(f"{path}: the batch size in the file name is not an integer") from None
-            validation[size] = _read(path, ("progress", "iteration", "metric", "grad_sqr", "grad_var"))
+            validation[size] = read_table(path, ("progress", "iteration", "metric", "grad_sqr", "grad_var"))
         if not validation:
             raise ValueError(f"{folder}: no validation-<batch size>.csv")
-        placements = _read(folder / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time"))
+        placements = read_table(folder / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time"))
         placements["num_nodes"] = placements.placement.map(lambda p: len(str(p)))
         placements["num_replicas"] = placements.placement.map(lambda p: sum(map(int, str(p))))
-        scalability = _read(folder / "scalability.csv",
+        scalability = read_table(folder / "scalability.csv",
                             ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"))
         epochs = max_epochs or min(map(len, validation.values()))
         return cls(folder.name, validation, placements, scalability, epochs,

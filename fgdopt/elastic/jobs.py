@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fgdopt.elastic.applications import Application, pollux_dir
+from fgdopt.elastic.applications import Application, pollux_dir, read_table
 from fgdopt.elastic.goodput import GoodputModel, fit_perf_params
 
 RESTART_S = 30.0
@@ -188,12 +188,7 @@ class ElasticJob:
 def read_workload(path: str | os.PathLike) -> pd.DataFrame:
     """One of Pollux's workload files (one line naming the file, and the row and field of a bad value)."""
     path = Path(path)
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot be read: {exc}") from None
-    if missing := [c for c in WORKLOAD_COLUMNS if c not in frame.columns]:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    frame = read_table(path, WORKLOAD_COLUMNS)
     for col in ("time", "num_replicas", "batch_size"):
         values = pd.to_numeric(frame[col], errors="coerce")
         if (bad := np.flatnonzero(values.isna() | (values < (0 if col == "time" else 1)))).size:
