@@ -204,3 +204,33 @@ def test_cross_check_with_pollux_results():
             assert result.stats()["mean_jct_s"] == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)
             on, _ = simulate_elastic(make_jobs(frame, apps, policy), planner())      # on fgdopt's engine
             assert (on.finish_s - on.jobs.submit_s).mean() == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)
+
+
+def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
+    """``experiments.pollux``: a job load Pollux does not have, or a folder without workload files, stops before any
+    run with exit code 2 and one line naming the option."""
+    from experiments.pollux import main
+
+    for argv, message in ((["--workloads", "3.0"], "--workloads: job load 3.0"),
+                          (["--workloads", str(tmp_path)], "--workloads: no workload files")):
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_study_writes_its_tables(tmp_path):
+    """``experiments.pollux`` on workload-6 at load 1.0 with tiresias, on the engine: one row with the issue's columns,
+    the authors' mean beside it (0% apart), 160 per-job rows, the figure."""
+    if find_pollux() is None:
+        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX)")
+    from experiments.pollux import main
+
+    assert main(["--policies", "tiresias", "--workloads", "1.0", "--names", "workload-6", "--output",
+                 str(tmp_path)]) == 0
+    frame = pd.read_csv(tmp_path / "pollux.csv")
+    assert {"workload", "load", "policy", "seed", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization", "wall_s",
+            "cpu_s"} <= set(frame.columns)
+    assert frame.mean_jct_s.iloc[0] == pytest.approx(3469.69375, abs=1e-6)
+    assert abs(frame.ref_err_pct.iloc[0]) < 1e-6
+    assert len(pd.read_csv(tmp_path / "pollux_jobs.csv")) == 160 and (tmp_path / "pollux.png").is_file()
