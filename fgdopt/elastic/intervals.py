@@ -7,9 +7,9 @@ re-allocated (a restart delay for a new one, all GPUs released for none). A job 
 for its end; a job completes within an interval, at the second its last epoch ends, and its GPUs stay idle until
 the interval ends. The run ends when every job has completed.
 
-This is the same discrete loop as Pollux's simulator, not fgdopt's event engine (:mod:`fgdopt.timeline.engine`):
-an elastic job spans several nodes and changes its GPU count while it runs, which the engine's jobs (one fixed
-shape on one node) cannot yet carry. :meth:`ElasticResult.check` verifies the run (work conservation, capacity).
+This is the discrete loop of Pollux's simulator; :mod:`fgdopt.elastic.onengine` runs the same planner calls on
+fgdopt's event engine (the same finish times). :meth:`ElasticResult.check` verifies a run (work conservation,
+capacity).
 """
 
 from __future__ import annotations
