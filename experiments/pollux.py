@@ -22,7 +22,7 @@ Writes ``DIR/pollux.csv``, one row per run: ``workload`` (file name), ``load``, 
 (``results-jobload/<policy>-<load>/summary.json``): ``ref_mean_jct_s`` and ``ref_err_pct`` (ours over theirs, %);
 ``DIR/pollux_jobs.csv`` (the run's keys and ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` per job); and
 ``DIR/pollux.png`` (mean JCT against job load, one line per policy, the authors' as dashed lines). ``--quick``:
-workload-6 at load 1.0, every policy, pollux at 10 generations (about a minute).
+workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
 """
 
 from __future__ import annotations
