@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "hetero": "experiments.hetero",
     "interference": "experiments.interference",
     "schedule": "experiments.schedule",
+    "pollux": "experiments.pollux",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",

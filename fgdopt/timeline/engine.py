@@ -434,6 +434,11 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
         for move in (*plan.moves, *plan.admits):
             pending.withdraw(move.task)
             placer.start(move.task, (move.node, move.gpus))
+        for j, rate in plan.rates:                                  # speeds set by the plan (elastic jobs)
+            if placer.jobs.status[j] != RUNNING or not (math.isfinite(rate) and rate >= 0):
+                raise RuntimeError(f"mechanism {mech.name!r}: rate {rate} for job {j}, not a running job or not a "
+                                   "speed >= 0")
+            placer.rerate(int(j), float(rate))
     else:
         for v in plan.victims:
             placer.evict(v, plan.kind, restart_s, mech)

@@ -85,7 +85,7 @@ class JobTable:
     def rerate(self, j: int, now: float, rate: float) -> float:
         """Running job ``j`` continues at ``rate`` from ``now``: the progress of its run so far is kept, the rest
         runs at the new speed (a transparent stop and start in place, with what is left of its start cost). Returns
-        when it finishes (s)."""
+        when it finishes (s; ``inf`` at rate 0)."""
         run_start, run_cost, run_wall = self.run_start, self.run_cost, self.run_wall
         elapsed = now - run_start[j]
         busy = min(max(elapsed - run_cost[j], 0.0), run_wall[j])
@@ -96,7 +96,10 @@ class JobTable:
         self.rate[j] = rate
         run_start[j], run_cost[j] = now, max(run_cost[j] - elapsed, 0.0)
         self.run_work[j] = self.duration[j] - self.saved[j]
-        run_wall[j] = self.run_work[j] / self.rate[j]
+        if rate <= 0:
+            run_wall[j] = math.inf
+            return math.inf
+        run_wall[j] = self.run_work[j] / rate
         return now + self.ckpt.run_time(float(run_wall[j]), float(run_cost[j]))
 
     def stop(self, j: int, now: float) -> None:

@@ -98,13 +98,19 @@ class Placer:
         if math.isfinite(wall):
             self.clock.at(now + wall, j)
 
-    def rerate(self, j: int) -> None:
-        """Running job ``j``'s GPU companions changed: it continues at its new speed (:meth:`JobTable.rerate`)."""
-        node = int(self.state.node_of[j])
+    def rerate(self, j: int, rate: float | None = None) -> None:
+        """Running job ``j``'s GPU companions changed, or a plan set its ``rate`` (work per second): it continues at
+        its new speed (:meth:`JobTable.rerate`); at rate 0 it has no finish event until it is re-rated."""
         jobs = self.jobs
-        rate = jobs.pace[j, jobs.model_of[node]] * self.interference.slowdown(
-            self.cluster.model[node], j, {o for g in self.state.gpus_of[j] for o in self.tenants[(node, g)]} - {j})
-        self.clock.at(jobs.rerate(j, self.clock.now, rate), j)
+        if rate is None:
+            node = int(self.state.node_of[j])
+            rate = jobs.pace[j, jobs.model_of[node]] * self.interference.slowdown(
+                self.cluster.model[node], j, {o for g in self.state.gpus_of[j] for o in self.tenants[(node, g)]} - {j})
+        end = jobs.rerate(j, self.clock.now, rate)
+        if math.isfinite(end):
+            self.clock.at(end, j)
+        else:
+            self.clock.cancel(j)
 
     def leave(self, j: int) -> int:
         """Job ``j`` stops running now (finish or eviction); returns its node."""

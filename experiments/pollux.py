@@ -1,0 +1,188 @@
+"""Pollux's simulator study: elastic jobs under pollux, optimus and tiresias on its workloads and job loads.
+
+Usage::
+
+    python -m experiments.pollux [--policies pollux,optimus,tiresias] [--workloads 0.5,1.0,1.5,2.0 | DIR]
+        [--names workload-1,...] [--seeds 0] [--generations 100] [--loop engine|intervals] [--pollux-dir DIR]
+        [--jobs N | --dask ADDRESS]
+        [--resume] [--quick] --output DIR
+
+Each run is one workload file of Pollux's simulator (``petuum/adaptdl`` branch ``osdi21-artifact`` at ``c793c708``,
+``simulator/``; found in ``--pollux-dir``, else ``$FGDOPT_POLLUX``) on its cluster (16 nodes of 4 GPUs), 60 s
+intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``tiresias`` and ``optimus`` are
+deterministic (run once, with the first seed), ``pollux`` runs once per ``--seeds`` value (its genetic search
+seeded; ``--generations`` per interval, Pollux's 100). Runs are on fgdopt's event engine
+(:mod:`fgdopt.elastic.onengine`; ``--loop intervals``: on Pollux's interval loop, the same JCTs). ``--workloads``
+takes Pollux's job loads (folders ``workloads-0.5``, ``workloads``, ``workloads-1.5``, ``workloads-2.0``) or a
+folder of workload files.
+
+Writes ``DIR/pollux.csv``, one row per run: ``workload`` (file name), ``load``, ``policy``, ``seed``, ``jobs``,
+``mean_jct_s``, ``p99_jct_s``, ``makespan_s``, ``utilization`` (GPU time held over capacity until the makespan),
+``restarts``, ``wall_s``, ``cpu_s`` (of the run), and where the authors' raw results are in the folder
+(``results-jobload/<policy>-<load>/summary.json``): ``ref_mean_jct_s`` and ``ref_err_pct`` (ours over theirs, %);
+``DIR/pollux_jobs.csv`` (the run's keys and ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` per job); and
+``DIR/pollux.png`` (mean JCT against job load, one line per policy, the authors' as dashed lines). ``--quick``:
+workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.executors import SweepInterrupted, add_dask_option, add_resume_option, run_cells, stop_message
+from experiments.openb import parse_seeds
+from fgdopt.elastic.applications import load_applications, pollux_dir
+from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
+from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
+from fgdopt.elastic.onengine import simulate_elastic
+from fgdopt.elastic.policies import PLANNERS, make_planner
+from fgdopt.elastic.pollux import GENERATIONS, PolluxPlanner
+
+KEYS = ("workload", "load", "policy", "seed")
+COLUMNS = (*KEYS, "jobs", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization", "restarts", "wall_s", "cpu_s",
+           "ref_mean_jct_s", "ref_err_pct")
+_APPS: dict = {}
+
+
+def parse_policies(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if (bad := sorted(set(names) - set(PLANNERS))) or not names:
+        raise argparse.ArgumentTypeError(f"unknown policies {bad}; choose among {', '.join(PLANNERS)}")
+    return names
+
+
+def reference(root: str | None, policy: str, load: float, workload: str) -> float:
+    """The authors' mean JCT of a run (``results-jobload/<policy>-<load>/summary.json``), NaN where absent."""
+    path = pollux_dir(root) / "results-jobload" / f"{policy}-{load}" / "summary.json"
+    try:
+        return float(json.loads(path.read_text())["avgs"][workload])
+    except (OSError, KeyError, ValueError):
+        return math.nan
+
+
+def run_cell(path: str, load: float, policy: str, seed: int, generations: int, root: str | None = None,
+             engine: bool = True) -> dict:
+    """One run (on fgdopt's engine, :func:`fgdopt.elastic.onengine.simulate_elastic`, else on the interval loop,
+    :func:`fgdopt.elastic.intervals.run_intervals`): its row of pollux.csv and its per-job frame (as records)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    if root not in _APPS:
+        _APPS[root] = load_applications(root)
+    frame = read_workload(path)
+    planner = PolluxPlanner(seed=seed, generations=generations) if policy == "pollux" else make_planner(policy)
+    elastic = make_jobs(frame, _APPS[root], policy)
+    if engine:
+        run, peak = simulate_elastic(elastic, planner)
+        result = ElasticResult(elastic, policy, run.series, peak, (GPUS,) * NODES, run.wall_s,
+                               run.cpu_s, run.finish_s)
+    else:
+        result = run_intervals(elastic, planner)
+    stats = result.stats()
+    name = Path(path).stem
+    ref = reference(root, policy, load, name)
+    jobs = result.job_frame()
+    row = {"workload": name, "load": load, "policy": policy, "seed": seed, "jobs": len(jobs), **stats,
+           "restarts": int(jobs.restarts.sum()), "wall_s": time.perf_counter() - t0,
+           "cpu_s": time.process_time() - c0, "ref_mean_jct_s": ref,
+           "ref_err_pct": 100 * (stats["mean_jct_s"] / ref - 1) if ref == ref else math.nan}
+    return {"row": row, "jobs": jobs.assign(**{k: row[k] for k in KEYS}).to_dict("records")}
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Mean JCT (hours; mean over workloads and seeds) against job load, per policy; the authors' dashed."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for k, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
+        mean = rows.groupby("load")[["mean_jct_s", "ref_mean_jct_s"]].mean() / 3600
+        color = f"C{k}"
+        ax.plot(mean.index, mean.mean_jct_s, "o-", color=color, label=f"{policy} (fgdopt)")
+        if mean.ref_mean_jct_s.notna().any():
+            ax.plot(mean.index, mean.ref_mean_jct_s, "x--", color=color, label=f"{policy} (Pollux's results)")
+    ax.set_xlabel("relative job load")
+    ax.set_ylabel("mean JCT (h)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
+    out.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame([r["row"] for r in results], columns=list(COLUMNS))
+    frame.to_csv(out / "pollux.csv", index=False)
+    jobs = pd.DataFrame([j for r in results for j in r["jobs"]])
+    if len(jobs):
+        jobs = jobs[[*KEYS, *(c for c in jobs.columns if c not in KEYS)]]
+    jobs.to_csv(out / "pollux_jobs.csv", index=False)
+    if len(frame):
+        plot(frame, out / "pollux.png")
+    return frame
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.pollux", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", type=parse_policies, default=list(PLANNERS),
+                        help=f"comma-separated, of {', '.join(PLANNERS)} (default: all)")
+    parser.add_argument("--workloads", default="0.5,1.0,1.5,2.0",
+                        help="Pollux's job loads (0.5,1.0,1.5,2.0), comma-separated, or a folder of workload files "
+                        "(default: all four loads)")
+    parser.add_argument("--names", default=None, help="only these workload files (names without .csv, "
+                        "comma-separated; default: every file)")
+    parser.add_argument("--seeds", type=parse_seeds, default=[0], help="seeds of pollux's search (default: 0)")
+    parser.add_argument("--generations", type=int, default=GENERATIONS,
+                        help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
+    parser.add_argument("--pollux-dir", default=None, help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
+    parser.add_argument("--loop", choices=("engine", "intervals"), default="engine",
+                        help="run on fgdopt's event engine (default) or on the interval loop (Pollux's own form)")
+    parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    add_dask_option(parser)
+    add_resume_option(parser)
+    parser.add_argument("--output", type=Path, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.workloads, args.names, args.generations = "1.0", "workload-6", 10
+    if args.generations < 1:
+        parser.error("--generations must be >= 1")
+    try:                                                   # missing data or a bad file stop here, in one line
+        parts = [p.strip() for p in args.workloads.split(",") if p.strip()]
+        if len(parts) > 1 or parts[0].replace(".", "", 1).isdigit():
+            sets = [workload_files(float(p), args.pollux_dir) for p in parts]
+        else:
+            sets = [workload_files(parts[0])]
+        wanted = None if args.names is None else [n.strip() for n in args.names.split(",") if n.strip()]
+        files = [(load, f) for load, fs in sets for f in fs if wanted is None or f.stem in wanted]
+        if not files:
+            raise ValueError(f"--names: none of {wanted} among the workload files")
+        apps = load_applications(args.pollux_dir)
+        for _, f in files:
+            unknown = set(read_workload(f).application) - set(apps)
+            if unknown:
+                raise ValueError(f"{f}: unknown application(s) {', '.join(sorted(map(str, unknown)))}")
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())
+    cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root, args.loop == "engine")
+             for load, f in files for p in args.policies for s in (args.seeds if p == "pollux" else args.seeds[:1])]
+    try:
+        results = run_cells("pollux", run_cell, cells, args)
+    except SweepInterrupted as stop:
+        write_outputs(stop.finished(), args.output)
+        return stop_message(stop, parser.prog)
+    frame = write_outputs(results, args.output)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+
+if __name__ == "__main__":
+    from experiments.pollux import main as importable_main  # its functions pickle by name (Dask workers)
+
+    sys.exit(importable_main())

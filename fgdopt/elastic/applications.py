@@ -1,0 +1,244 @@
+"""Pollux's application traces: measured step times by placement and batch size, and validation curves by epoch.
+
+Pollux's simulator (``petuum/adaptdl``, branch ``osdi21-artifact``, commit ``c793c708``, ``simulator/``, Apache-2.0)
+models six training jobs from measurements kept in ``traces/<application>/``:
+
+* ``placements.csv`` (``placement, local_bsz, step_time, sync_time``): seconds per step (and of it, gradient
+  synchronization) for a placement written as digits, one per node, each the replicas (GPUs) there (``244`` = 2 + 4
+  + 4 GPUs on 3 nodes), at a local batch size;
+* ``scalability.csv`` (``num_nodes, num_replicas, local_bsz, step_time, sync_time``): more (larger) configurations;
+* ``validation-<batch size>.csv`` (``progress, iteration, metric, grad_sqr, grad_var``): per epoch of a run at that
+  total batch size, the progress and iterations done after the epoch and the gradient statistics during it.
+
+:class:`Application` answers what the simulator asks (:meth:`~Application.step_time`, :meth:`~Application.grad_stats`,
+:meth:`~Application.progress`, :meth:`~Application.iterations`) with the same interpolations as its
+``applications.py``: linear in the local batch size within a measured placement, else linear over the Delaunay
+tessellation of (nodes, replicas, local batch size) of the per-configuration means plus the scalability rows (scipy's
+``LinearNDInterpolator``, the points in the simulator's order); linear in the batch size between validated batch
+sizes. Answers are cached per argument, as there.
+
+The traces are not part of fgdopt: :func:`find_pollux` finds the simulator's folder (``$FGDOPT_POLLUX``, else
+``../shared/data/pollux`` beside the checkout) and :func:`load_applications` reads it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ENV = "FGDOPT_POLLUX"
+"""Environment variable naming the folder of Pollux's simulator (the one holding ``traces/`` and ``workloads/``)."""
+SHARED_POLLUX = Path(__file__).resolve().parents[3] / "shared" / "data" / "pollux"
+"""Pollux's folder in the development layout: ``shared/data/pollux`` beside the source checkout."""
+COMMIT = "c793c708"
+"""The commit of ``petuum/adaptdl`` (branch ``osdi21-artifact``) whose simulator this module follows."""
+
+MAX_EPOCHS = {"bert": 2, "cifar10": 100, "ncf": 10, "imagenet": 90, "deepspeech2": 80, "yolov3": 50}
+"""Epochs each application trains for (its completion epoch is the last, as no target metric is set)."""
+MAX_LOCAL_BSZ = {"yolov3": 8}
+"""Largest local batch size where it is not the largest measured one."""
+TRACE_FILES = ("placements.csv", "scalability.csv")
+
+
+def find_pollux() -> Path | None:
+    """The simulator's folder: ``$FGDOPT_POLLUX`` if set, else :data:`SHARED_POLLUX`, if it holds ``traces/``."""
+    env = os.environ.get(ENV)
+    return next((Path(c) for c in (env, SHARED_POLLUX) if c and (Path(c) / "traces").is_dir()), None)
+
+
+def pollux_dir(path: str | os.PathLike | None = None) -> Path:
+    """``path`` or :func:`find_pollux`'s folder; ``FileNotFoundError`` (one line: what to set) when there is none."""
+    found = Path(path) if path is not None else find_pollux()
+    if found is None or not (found / "traces").is_dir():
+        where = path if path is not None else f"${ENV} or {SHARED_POLLUX}"
+        raise FileNotFoundError(f"Pollux's simulator folder (with traces/) not found in {where}: check out "
+                                f"petuum/adaptdl at {COMMIT} and set {ENV}=/path/to/adaptdl/simulator")
+    return found
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A CSV file with at least ``columns`` (``ValueError`` naming the file otherwise)."""
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read: {exc}") from None
+    if missing := [c for c in columns if c not in frame.columns]:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    return frame
+
+
+def _lerp(x: np.ndarray, y: np.ndarray, at: float) -> np.ndarray:
+    """Linear interpolation of rows ``y`` over sorted ``x`` at ``at`` as scipy's ``interp1d`` computes it (the
+    segment found by a left search, so a breakpoint is reached from the segment below it)."""
+    hi = int(np.clip(np.searchsorted(x, at, side="left"), 1, len(x) - 1))
+    lo = hi - 1
+    if not x[lo] <= at <= x[hi]:
+        raise ValueError(f"local batch size {at} outside the measured range [{x[0]}, {x[-1]}]")
+    slope = (y[hi] - y[lo]) / (x[hi] - x[lo])
+    return slope * (at - x[lo]) + y[lo]
+
+
+@dataclass(eq=False)
+class Application:
+    """One of Pollux's applications (module docstring): its measurements and the simulator's interpolations.
+
+    Attributes
+    ----------
+    name : the application (its trace folder's name).
+    validation : ``{batch size: DataFrame}`` in increasing batch size (columns ``progress, iteration, metric,
+        grad_sqr, grad_var``, one row per epoch).
+    placements, scalability : the step-time measurements (seconds).
+    init_batch_size, max_batch_size : the smallest and largest validated total batch sizes (samples).
+    min_local_bsz, max_local_bsz : the range of local (per-GPU) batch sizes (samples).
+    max_epochs : epochs to train.
+    """
+
+    name: str
+    validation: dict[int, pd.DataFrame]
+    placements: pd.DataFrame
+    scalability: pd.DataFrame
+    max_epochs: int
+    max_local_bsz: int
+    init_batch_size: int = 0
+    max_batch_size: int = 0
+    min_local_bsz: int = 0
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.validation = dict(sorted(self.validation.items()))
+        self.init_batch_size, self.max_batch_size = min(self.validation), max(self.validation)
+        self.min_local_bsz = int(self.placements.local_bsz.min())
+        self._sizes = np.array(list(self.validation), dtype=np.float64)
+        self._curves = {k: {c: v[c].to_numpy(np.float64) for c in ("progress", "iteration", "grad_sqr", "grad_var")}
+                        for k, v in self.validation.items()}
+        self._by_id = {}
+        for pid, rows in self.placements.groupby("placement", sort=False):
+            rows = rows.sort_values("local_bsz", kind="stable")
+            self._by_id[int(pid)] = (rows.local_bsz.to_numpy(np.float64),
+                                     rows[["step_time", "sync_time"]].to_numpy(np.float64))
+        self._nd = None
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, max_epochs: int | None = None,
+             max_local_bsz: int | None = None) -> Application:
+        """Read one application's trace folder (``ValueError`` naming the file on a bad or missing one)."""
+        folder = Path(folder)
+        validation = {}
+        for path in folder.glob("validation-*.csv"):
+            try:
+                size = int(path.stem.split("-")[-1])
+            except ValueError:
+                raise ValueError(f"{path}: the batch size in the file name is not an integer") from None
+            validation[size] = read_table(path, ("progress", "iteration", "metric", "grad_sqr", "grad_var"))
+        if not validation:
+            raise ValueError(f"{folder}: no validation-<batch size>.csv")
+        placements = read_table(folder / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time"))
+        placements["num_nodes"] = placements.placement.map(lambda p: len(str(p)))
+        placements["num_replicas"] = placements.placement.map(lambda p: sum(map(int, str(p))))
+        scalability = read_table(folder / "scalability.csv",
+                            ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"))
+        epochs = max_epochs or min(map(len, validation.values()))
+        return cls(folder.name, validation, placements, scalability, epochs,
+                   max_local_bsz or int(placements.local_bsz.max()))
+
+    # -- validation curves ------------------------------------------------------------------------------------------
+
+    def _bracket(self, batch_size: float) -> tuple[int, int]:
+        """The validated batch sizes just below and above ``batch_size`` (equal when it is one)."""
+        sizes = self._sizes
+        if not sizes[0] <= batch_size <= sizes[-1]:
+            raise ValueError(f"{self.name}: batch size {batch_size} outside the validated range "
+                             f"[{int(sizes[0])}, {int(sizes[-1])}]")
+        hi = int(np.searchsorted(sizes, batch_size, side="left"))
+        lo = hi if sizes[hi] == batch_size else hi - 1
+        return int(sizes[lo]), int(sizes[hi])
+
+    def _mix(self, batch_size: float, column: str, row: int) -> float:
+        lo, hi = self._bracket(batch_size)
+        a, b = self._curves[lo][column][row], self._curves[hi][column][row]
+        if lo == hi:
+            return a
+        return ((batch_size - lo) * b + (hi - batch_size) * a) / (hi - lo)
+
+    def progress(self, epoch: int) -> float:
+        """Progress (the simulator's unit: iterations at the initial batch size, scaled by statistical gain) when
+        ``epoch`` epochs are done: the least over the validated batch sizes."""
+        key = ("progress", epoch)
+        if key not in self._cache:
+            self._cache[key] = 0.0 if epoch == 0 else min(c["progress"][epoch - 1] for c in self._curves.values())
+        return self._cache[key]
+
+    def completion_epoch(self, batch_size: float) -> int:
+        """The epoch after which the job is done (no target metric: the last)."""
+        return self.max_epochs - 1
+
+    def iterations(self, batch_size: float, epoch: int) -> float:
+        """Iterations done after ``epoch`` epochs at ``batch_size`` (interpolated between validated sizes)."""
+        key = ("iteration", batch_size, epoch)
+        if key not in self._cache:
+            self._cache[key] = self._mix(batch_size, "iteration", epoch)
+        return self._cache[key]
+
+    def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
+        """(gradient square, gradient variance) during ``epoch`` at ``batch_size``."""
+        key = ("grad", batch_size, epoch)
+        if key not in self._cache:
+            self._cache[key] = (self._mix(batch_size, "grad_sqr", epoch), self._mix(batch_size, "grad_var", epoch))
+        return self._cache[key]
+
+    # -- throughput -------------------------------------------------------------------------------------------------
+
+    def step_time(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        """(step time, sync time) in seconds of one step at ``local_bsz`` on ``placement`` (replicas per node; the
+        zero entries are dropped; the placement is read as its lexicographically smallest rotation)."""
+        key = (placement, local_bsz)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        parts = tuple(p for p in placement if p)
+        canon = min(parts[i:] + parts[:i] for i in range(len(parts)))
+        pid = int("".join(map(str, canon)))
+        if pid in self._by_id:
+            xs, ys = self._by_id[pid]
+            out = _lerp(xs, ys, float(local_bsz))
+        else:
+            out = self._tessellation()([min(len(canon), 16), sum(canon), local_bsz])[0]
+        if not np.isfinite(out).all():
+            raise ValueError(f"{self.name}: no throughput for placement {placement} at local batch size {local_bsz}")
+        self._cache[key] = hit = (float(out[0]), float(out[1]))
+        return hit
+
+    def _tessellation(self):
+        if self._nd is None:
+            from scipy.interpolate import LinearNDInterpolator
+
+            xs, ys = ["num_nodes", "num_replicas", "local_bsz"], ["step_time", "sync_time"]
+            means = self.placements[xs + ys].groupby(xs, as_index=False).mean()
+            points = pd.concat([means, self.scalability[xs + ys]], ignore_index=True)
+            self._nd = LinearNDInterpolator(points[xs].to_numpy(np.float64), points[ys].to_numpy(np.float64))
+        return self._nd
+
+    def fixed_batch(self, batch_size: int, replicas: int, one_replica_accum: bool = False) -> tuple[int, int]:
+        """(atomic batch size, accumulation steps) that run ``batch_size`` on ``replicas`` GPUs (Pollux's
+        ``update_local_bsz`` for a target batch size): the local batch rounded up, split in as few steps as keep
+        each within ``max_local_bsz``; one replica with a batch above the initial one accumulates at least once
+        (``one_replica_accum`` forces that for every batch size, as Optimus' predictor does); capped so that the
+        steps hold at most ``max_batch_size``."""
+        local = math.ceil(batch_size / replicas - 1e-8)
+        accum = math.ceil(local / self.max_local_bsz - 1e-8) - 1
+        if replicas == 1 and (one_replica_accum or batch_size > self.init_batch_size):
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        return min(atomic, int(self.max_batch_size / (replicas * (accum + 1)))), accum
+
+
+def load_applications(path: str | os.PathLike | None = None) -> dict[str, Application]:
+    """Pollux's six applications from the simulator's folder (:func:`pollux_dir`), by name."""
+    traces = pollux_dir(path) / "traces"
+    return {name: Application.load(traces / name, epochs, MAX_LOCAL_BSZ.get(name))
+            for name, epochs in MAX_EPOCHS.items()}

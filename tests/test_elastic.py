@@ -1,0 +1,236 @@
+"""Elastic jobs (fgdopt.elastic): Pollux's job model, planners and interval loop.
+
+A toy application is written to a temporary folder: every placement steps in 1.0 s with no synchronization time,
+and the gradient variance is 0, so the statistical gain is 1 and every configuration makes exactly 1 progress unit
+per second (at batch 64 without accumulation); its two epochs end at progress 600 and 1,200.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fgdopt.elastic.applications import Application, find_pollux, load_applications
+from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
+from fgdopt.elastic.intervals import run_intervals
+from fgdopt.elastic.jobs import ElasticJob, make_jobs, placement_of, read_workload
+from fgdopt.elastic.onengine import simulate_elastic
+from fgdopt.elastic.policies import Optimus, Tiresias
+from fgdopt.elastic.pollux import PolluxPlanner, speedup_table
+
+REFERENCE = Path(__file__).resolve().parents[1] / "paper" / "results" / "pollux-crosscheck" / "reference.csv"
+PLACEMENTS = (1, 2, 3, 4, 11, 12, 22)
+
+
+def write_toy(folder: Path) -> Path:
+    """The toy application's trace folder (module docstring)."""
+    app = folder / "toy"
+    app.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([(p, b, 1.0, 0.0) for p in PLACEMENTS for b in (16, 64)],
+                 columns=["placement", "local_bsz", "step_time", "sync_time"]).to_csv(app / "placements.csv",
+                                                                                     index=False)
+    pd.DataFrame([(2, 4, 16, 1.0, 0.0)], columns=["num_nodes", "num_replicas", "local_bsz", "step_time",
+                                                  "sync_time"]).to_csv(app / "scalability.csv", index=False)
+    for size in (64, 1024):
+        pd.DataFrame({"progress": [600.0, 1200.0], "iteration": [600, 1200], "metric": [0.5, 0.6],
+                      "grad_sqr": [1.0, 1.0], "grad_var": [0.0, 0.0]}).to_csv(app / f"validation-{size}.csv",
+                                                                             index=False)
+    return app
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> Application:
+    return Application.load(write_toy(tmp_path_factory.mktemp("traces")), max_epochs=2, max_local_bsz=64)
+
+
+class Fixed:
+    """A planner giving every active job ``first`` until ``switch_s``, then ``then`` (one node id per GPU)."""
+
+    name = "fixed"
+
+    def __init__(self, first, then=None, switch_s=math.inf):
+        self.first, self.then, self.switch_s = list(first), list(then or first), switch_s
+
+    def __call__(self, now, jobs, current, nodes):
+        return {j.name: self.first if now < self.switch_s else self.then for j in jobs}
+
+
+def test_toy_application_reads_as_the_simulator_does(toy):
+    """The interpolations: the placement ``21`` is read as its smallest rotation ``12``; gradient statistics are
+    interpolated linearly between validated batch sizes (all 1 and 0 here); progress after epoch 2 is 1,200."""
+    assert toy.step_time((2, 1), 40) == (1.0, 0.0)
+    assert toy.grad_stats(500, 1) == (1.0, 0.0)
+    assert (toy.init_batch_size, toy.max_batch_size, toy.min_local_bsz) == (64, 1024, 16)
+    assert toy.progress(2) == 1200.0
+    assert placement_of([3, 3, 0, 0, 0, 3]) == (2, 3, 1)
+
+
+def test_a_reallocation_loses_exactly_its_restart_delay(toy):
+    """One job of 1,200 progress units at 1 unit/s, submitted at 0. Planned at the first interval's end (60 s), it
+    pays the 30 s restart delay and progresses from 90 s: epoch 1 ends at 690 s, epoch 2 at 1,290 s (JCT 1,290 s).
+    Moved at 300 s to two GPUs (same speed), it pays 30 s more: JCT 1,320 s, 30 s of delay more, the same 1,200 s
+    of progress."""
+    runs, engine = [], []
+    for planner in (Fixed([0]), Fixed([0], [0, 0], switch_s=300)):
+        job = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64)
+        result = run_intervals([job], planner, nodes=(2, 2))
+        runs.append(result.job_frame().jct_s.iloc[0])
+        assert job.busy_s == 1200.0
+        twin = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64)
+        on, _ = simulate_elastic([twin], planner, nodes=(2, 2))          # the same on fgdopt's engine
+        engine.append(float(on.finish_s[0]))
+        assert on.work_s[0] == pytest.approx(1200.0)
+    assert runs == [1290.0, 1320.0]
+    assert engine == pytest.approx([1290.0, 1320.0], abs=1e-9)
+
+
+def test_restart_penalty_and_held_time_accounting(toy):
+    """The job of the previous test moved at 300 s holds GPUs from 60 s to its completion at 1,320 s: 1,260 s, of
+    which 60 s in two restart delays and 1,200 s progressing; its GPU-seconds are 240 on one GPU (60..300 s) and
+    2 x 1,020 on two."""
+    job = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64)
+    run_intervals([job], Fixed([0], [0, 1], switch_s=300), nodes=(2, 2))
+    assert (job.held_s, job.delay_s, job.busy_s) == (1260.0, 60.0, 1200.0)
+    assert job.attained_gpu_s == 240.0 + 2 * 1020.0
+    assert job.restarts == 1
+
+
+def _model_job(toy, name: str, alpha_r: float) -> ElasticJob:
+    """A job whose goodput model is given: compute 0.01 s per sample, no overlap (gamma 1), ``alpha_r`` s of
+    network within a node, gradient variance 0 (efficiency 64 / B)."""
+    job = ElasticJob(name, toy, 0.0)
+    job.profile = {(1, 2, 32): (0.32, 0.0)}                   # measured on 2 GPUs: the cap is 4
+    job.grad = (1.0, 0.0)
+    job._model = GoodputModel(PerfParams(0.0, 0.01, 1.0, 0.0, alpha_r, 0.0, 1.0), job.grad, 64)
+    job._fitted = 1
+    job.attained_gpu_s = 1.0 if name == "b" else 0.0
+    return job
+
+
+def test_two_job_interval_goodput_optimum_by_hand(toy):
+    """Two jobs on one node of 4 GPUs, both holding 2. With efficiency 64 / B and compute 0.01 s per sample, the best
+    batch is the smallest, 64: on r GPUs a step takes 0.01 ceil(64 / r) + network, goodput 64 / that. Job A scales
+    (no network): 100, 200, 290.9 (0.22 s on 3), 400 samples/s on 1..4 GPUs; job B pays 0.64 s of network beyond one
+    GPU: 100, 66.7, 74.4, 80. The speedups are over the fair share (2 GPUs): A 0.5, 1, 1.455, 2; B 1.5, 1, 1.116,
+    1.2. The power mean (-1) of the two (x 4 / 4 GPUs, restart penalty ~1 at age 1e6 s): (2, 2) 1.0; (3, 1) 2 /
+    (1/1.455 + 1/1.5) = 1.477; (2, 1) 1.2; (1, 3) 0.69; (4, 0) ~0.002. The optimum: A 3 GPUs, B 1."""
+    a, b = _model_job(toy, "a", 1e-8), _model_job(toy, "b", 0.64)
+    table_a, table_b = speedup_table(a, 1, 4, 2), speedup_table(b, 1, 4, 2)
+    assert table_a[1, 1:] == pytest.approx([0.5, 1.0, 64 / 0.22 / 200, 2.0], rel=1e-6)
+    assert table_b[1, 1:] == pytest.approx([1.5, 1.0, (64 / 0.86) / (64 / 0.96), 1.2], rel=1e-6)
+    plan = PolluxPlanner(seed=0, generations=30)(1e6, [a, b], {"a": [0, 0], "b": [0, 0]}, [4])
+    assert sorted(plan["a"]) == [0, 0, 0] and plan["b"] == [0]
+
+
+def test_goodput_fit_recovers_a_model():
+    """Step times generated by a model with every parameter identifiable are fitted back to within 2% in
+    prediction (Pollux's objective, L-BFGS-B with the analytic gradient)."""
+    truth = GoodputModel(PerfParams(0.02, 0.004, 0.1, 0.01, 0.03, 0.002, 2.0), (1.0, 0.5), 32)
+    nodes = np.array([1, 1, 1, 2, 2, 4, 1, 3])
+    reps = np.array([1, 2, 4, 2, 8, 16, 3, 12])
+    bsz = np.array([32, 32, 64, 16, 32, 64, 48, 24])
+    step = reps * bsz / truth.throughput(nodes, reps, bsz, 0)
+    accum = 0.02 + 0.004 * bsz
+    fitted = GoodputModel(fit_perf_params(nodes, reps, bsz, accum, step), (1.0, 0.5), 32)
+    assert fitted.throughput(nodes, reps, bsz, 0) == pytest.approx(truth.throughput(nodes, reps, bsz, 0), rel=0.02)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 1500), st.integers(1, 2)), min_size=1, max_size=6),
+       st.sampled_from(["tiresias", "optimus", "pollux"]))
+def test_work_is_conserved_on_random_workloads(toy, specs, policy):
+    """Random jobs of the toy application (1,200 units at 1 unit/s wherever they run) under each planner on 2 nodes
+    of 2 GPUs: every job completes having progressed exactly its work, in exactly 1,200 s of progressing time
+    (epoch boundaries fall on whole seconds here), held GPUs for its restart delays (30 s each) plus that, never
+    before its submission plus the first plan, and no node ever held more than 2 GPUs (``check`` of the run). On
+    fgdopt's engine (:func:`simulate_elastic`) the same jobs finish at the same times, the engine's own accounting
+    having done each job's work (``TimelineResult.check``)."""
+    apps = {"toy": toy}
+    frame = pd.DataFrame({"name": [f"j{i}" for i in range(len(specs))], "time": [s for s, _ in specs],
+                          "application": "toy", "num_replicas": [r for _, r in specs], "batch_size": 64})
+    planners = {"tiresias": Tiresias, "optimus": Optimus, "pollux": lambda: PolluxPlanner(seed=1, generations=1)}
+    jobs = make_jobs(frame, apps, policy)
+    result = run_intervals(jobs, planners[policy](), nodes=(2, 2))
+    on, peak = simulate_elastic(make_jobs(frame, apps, policy), planners[policy](), nodes=(2, 2))
+    assert on.finish_s == pytest.approx(result.job_frame().finish_s.to_numpy(), abs=1e-5)   # engine = loop
+    assert on.work_s == pytest.approx(np.full(len(jobs), 1200.0)) and (peak <= 2).all()
+    for job in jobs:
+        assert job.progress == job.work == 1200.0
+        if policy != "pollux":                                # pollux's own batch sizes may accumulate
+            assert job.busy_s == 1200.0
+        assert job.delay_s == 30.0 * ((job.restarts or 0) + 1)
+        assert job.completion_s >= math.ceil(job.submit_s / 60) * 60 + 30 + 1200 - 1e-9
+    assert (result.peak <= 2).all()
+
+
+def test_bad_workload_stops_with_one_line(tmp_path, toy):
+    path = tmp_path / "w.csv"
+    path.write_text("name,time,application,num_replicas,batch_size\na,0,toy,0,64\n")
+    with pytest.raises(ValueError, match=r"w.csv: row 1: field 'num_replicas'"):
+        read_workload(path)
+    path.write_text("name,time,application,num_replicas,batch_size\na,0,resnet,1,64\n")
+    with pytest.raises(ValueError, match="unknown application 'resnet'"):
+        make_jobs(read_workload(path), {"toy": toy}, "tiresias")
+    bad = tmp_path / "traces" / "toy"
+    write_toy(tmp_path / "traces")
+    (bad / "placements.csv").write_text("placement,local_bsz\n1,16\n")
+    with pytest.raises(ValueError, match="placements.csv: missing column"):
+        Application.load(bad)
+
+
+def test_cross_check_with_pollux_results():
+    """Pollux's own raw results (committed: the authors' mean JCT per run, ``reference.csv``): tiresias and optimus
+    on workloads 1 and 6 at load 1.0 within 3% (they reproduce every job's JCT exactly), on the interval loop and
+    on fgdopt's engine."""
+    root = find_pollux()
+    if root is None:
+        if os.environ.get("FGDOPT_REQUIRE_POLLUX") == "1":
+            pytest.fail("FGDOPT_REQUIRE_POLLUX=1 but Pollux's simulator folder was not found (set FGDOPT_POLLUX)")
+        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX to petuum/adaptdl's simulator/ at "
+                    "c793c708, branch osdi21-artifact)")
+    ref = pd.read_csv(REFERENCE).set_index(["workload", "load", "policy"]).mean_jct_s
+    apps = load_applications(root)
+    for name in ("workload-1", "workload-6"):
+        frame = read_workload(root / "workloads" / f"{name}.csv")
+        for policy, planner in (("tiresias", Tiresias), ("optimus", Optimus)):
+            result = run_intervals(make_jobs(frame, apps, policy), planner())
+            assert result.stats()["mean_jct_s"] == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)
+            on, _ = simulate_elastic(make_jobs(frame, apps, policy), planner())      # on fgdopt's engine
+            assert (on.finish_s - on.jobs.submit_s).mean() == pytest.approx(ref[(name, 1.0, policy)], rel=0.03)
+
+
+def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
+    """``experiments.pollux``: a job load Pollux does not have, or a folder without workload files, stops before any
+    run with exit code 2 and one line naming the option."""
+    from experiments.pollux import main
+
+    for argv, message in ((["--workloads", "3.0"], "--workloads: job load 3.0"),
+                          (["--workloads", str(tmp_path)], "--workloads: no workload files")):
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_study_writes_its_tables(tmp_path):
+    """``experiments.pollux`` on workload-6 at load 1.0 with tiresias, on the engine: one row with the issue's columns,
+    the authors' mean beside it (0% apart), 160 per-job rows, the figure."""
+    if find_pollux() is None:
+        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX)")
+    from experiments.pollux import main
+
+    assert main(["--policies", "tiresias", "--workloads", "1.0", "--names", "workload-6", "--output",
+                 str(tmp_path)]) == 0
+    frame = pd.read_csv(tmp_path / "pollux.csv")
+    assert {"workload", "load", "policy", "seed", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization", "wall_s",
+            "cpu_s"} <= set(frame.columns)
+    assert frame.mean_jct_s.iloc[0] == pytest.approx(3469.69375, abs=1e-6)
+    assert abs(frame.ref_err_pct.iloc[0]) < 1e-6
+    assert len(pd.read_csv(tmp_path / "pollux_jobs.csv")) == 160 and (tmp_path / "pollux.png").is_file()
