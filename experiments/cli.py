@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "bench-timeline": "experiments.bench_timeline",
     "bench-hetero": "experiments.bench_hetero",
     "make-shape-table": "experiments.make_shape_table",
+    "mutants": "experiments.mutants",
     "traces": "fgdopt.traces",
 }
 """Subcommand -> module whose ``main(argv)`` it runs (``replay`` and ``openb`` are the same study)."""

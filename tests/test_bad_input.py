@@ -122,6 +122,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                      (["--policies", "nope"], "nope")],
     "bench-defrag": [(["--first", "0"], "--first"), (["--nodes", "0"], "--nodes")],
     "bench-formulations": [(["--time-limit", "0"], "--time-limit"), (["--methods", "magic"], "--methods")],
+    "mutants": [(["--sample", "0"], "--sample"), (["--timeout", "-1"], "--timeout"),
+                (["--tests", "tests/nope.py"], "tests/nope.py: not found")],
     "traces": [(["fetch"], "invalid choice"), (["download", "--dest", "{a-file}"], "argument --dest")],
 }
 OUTPUT_OPTION = {"paper": "--results", "trace-stats": None, "bench-formulations": None, "traces": None}
