@@ -16,16 +16,12 @@ import pytest
 
 from fgdopt.hetero.metrics import finish_time_fairness, hetero_stats, jobs_present_at_arrival
 from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline import STATUSES, JobSet, simulate
-from fgdopt.timeline.interference import Interference
 from fgdopt.timeline.metrics import run_stats, sample_series, time_average, time_integral
+from fgdopt.timeline.preemption import make_mechanism
 from formulations.hetero import proportional_throughput, water_fill
-
-try:                                                      # the mechanisms' registry, wherever the engine keeps it
-    from fgdopt.timeline import make_mechanism
-except ImportError:
-    from fgdopt.timeline.preemption import make_mechanism
 
 
 def nodes(*gpus: int, model: str = "T4") -> Cluster:
