@@ -585,7 +585,7 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
     rows = [(n, g) for n in range(cluster.n_nodes) for g in range(int(cluster.gpu[n]))]
     row_of = {key: k for k, key in enumerate(rows)}
     colours = matplotlib.colormaps["tab20"]
-    fig = Figure(figsize=(9, 1.2 + 0.22 * len(rows) * len(schedules)), dpi=DPI)
+    fig = Figure(figsize=(9, max(3.0, 1.2 + 0.22 * len(rows) * len(schedules))), dpi=DPI)
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(schedules), 1, sharex=True, squeeze=False)[:, 0]
     for ax, (label, sched) in zip(axes, schedules.items(), strict=True):
