@@ -44,79 +44,100 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.executors import SweepInterrupted, add_dask_option, add_resume_option, run_cells, stop_message
+from experiments.args import (
+    check_paths,
+    existing_file,
+    names,
+    non_negative,
+    non_negative_int,
+    openb_dir,
+    output_dir,
+    parse_policies,
+    parse_seeds,
+    positive_int,
+    real_list,
+    study_parser,
+)
+from experiments.executors import (
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    content_digest,
+    policy_digest,
+    run_cells,
+    stop_message,
+)
+from experiments.outputs import staged
+from experiments.timeline import load_cluster, parse_queues
+from fgdopt.timeline.suites import TIME_SUITES
 
 OBJECTIVE_NAMES = ("mean-jct", "makespan")
 COLUMNS = ("instance", "objective", "method", "value", "bound", "status", "gap_pct", "wall_s")
 BOUND_COLUMNS = ("trace", "seed", "load", "method", "mean_wait_s", "mean_jct_s", "stream_wait_s", "stream_jct_s",
                  "background_on_time", "wall_s", "cpu_s")
+OUTPUTS = ("schedule.csv", "schedule.md", "starts.csv", "gantt.png", "schedule-bound.csv", "schedule-bound.md")
+"""The files a run writes into ``--output``."""
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m experiments.schedule", description=__doc__.split("\n\n")[0])
+    """The study's command line (:mod:`experiments.args`: every value checked as it is parsed)."""
+    p = study_parser("experiments.schedule", __doc__)
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--instances", default=None, help="small-time, medium-time or traps")
-    src.add_argument("--workload", default=None, help="a workload CSV (with --cluster)")
+    src.add_argument("--instances", type=_suite, default=None,
+                     help=f"one of {', '.join(TIME_SUITES)} (default: small-time; --quick: traps)")
+    src.add_argument("--workload", type=existing_file, default=None, help="a workload CSV (with --cluster)")
     src.add_argument("--trace", default=None, help="openb variant: the full-scale bound")
-    p.add_argument("--cluster", default=None, help="instance JSON whose nodes run --workload")
-    p.add_argument("--objective", default="mean-jct,makespan")
-    p.add_argument("--policies", default="fgd,best-fit")
-    p.add_argument("--queue", default="fifo,backfill,sjf,smallest")
-    p.add_argument("--time-limit", default="60", help="wall seconds of the model per instance and objective "
-                   "(build, CP-SAT search and LP bound; the LP time limit with --trace)")
-    p.add_argument("--load", default="0.7,0.9,1.1")
-    p.add_argument("--n-jobs", default="20000")
-    p.add_argument("--seeds", default="42")
-    p.add_argument("--seed", default="0", help="policy and CP-SAT seed")
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--output", default=None)
+    p.add_argument("--cluster", type=existing_file, default=None, help="instance JSON whose nodes run --workload")
+    p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objectives"), default=list(OBJECTIVE_NAMES),
+                   help=f"comma-separated, of {', '.join(OBJECTIVE_NAMES)} (default: both)")
+    p.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
+                   help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
+    p.add_argument("--queue", type=parse_queues, default=["fifo", "backfill", "sjf", "smallest"],
+                   help="queue disciplines (default: fifo,backfill,sjf,smallest)")
+    p.add_argument("--time-limit", type=non_negative, default=60.0, help="wall seconds of the model per instance "
+                   "and objective (build, CP-SAT search and LP bound; the LP time limit with --trace; default: 60)")
+    p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
+                   help="with --trace: offered loads (default: 0.7,0.9,1.1)")
+    p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
+    p.add_argument("--seeds", type=parse_seeds, default=[42], help="with --trace: seeds, A-B or a,b (default: 42)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="policy and CP-SAT seed (default: 0)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
+    p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9")
+    p.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
+    p.add_argument("--output", type=output_dir, default=None, help="folder for the CSVs, tables and gantt.png")
     add_dask_option(p)
     add_resume_option(p)
     return p
 
 
-def check_args(args: argparse.Namespace) -> str | None:
-    """The one validation block: the first bad option as one line, or None. Fills the parsed values in."""
-    from experiments.openb import parse_policies, parse_seeds
-    from experiments.timeline import load_cluster, parse_floats, parse_queues
-    from fgdopt.timeline import read_workload
-    from fgdopt.timeline.suites import TIME_SUITES
+def _suite(text: str) -> str:
+    if text not in TIME_SUITES:
+        raise argparse.ArgumentTypeError(f"unknown suite {text!r}; choose from {', '.join(TIME_SUITES)}")
+    return text
 
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks that span options, and the input files read once: the first problem stops with one line."""
+    from fgdopt.timeline import read_workload
+    from fgdopt.traces import load_openb
+
+    check_paths(p, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
+    if (args.workload is None) != (args.cluster is None):
+        p.error("--workload and --cluster go together")
+    args.data_dir = None if args.data_dir is None else str(args.data_dir)
     try:
-        args.objectives = [o.strip() for o in args.objective.split(",") if o.strip()]
-        if not args.objectives or (bad := [o for o in args.objectives if o not in OBJECTIVE_NAMES]):
-            return (f"--objective: unknown objective(s) {args.objectives and bad}; "
-                    f"choose from {', '.join(OBJECTIVE_NAMES)}")
-        try:
-            args.limit = float(args.time_limit)
-        except ValueError:
-            return f"--time-limit: not a number: {args.time_limit!r}"
-        if not args.limit >= 0:
-            return f"--time-limit: must be >= 0 seconds, got {args.time_limit}"
-        args.policy_list = parse_policies(args.policies)
-        args.queue_list = parse_queues(args.queue)
-        args.seed_value = int(args.seed)
-        if args.jobs < 1:
-            return f"--jobs: must be >= 1, got {args.jobs}"
         if args.trace is not None:
-            args.loads = parse_floats(args.load)
-            args.seed_list = parse_seeds(args.seeds)
-            args.n = 3000 if args.quick else int(args.n_jobs)
-            if args.n < 1:
-                return f"--n-jobs: must be >= 1, got {args.n_jobs}"
+            load_openb(args.trace, args.data_dir)
+            if args.quick:
+                args.load, args.n_jobs = [0.9], 3000
         elif args.workload is not None:
-            if args.cluster is None:
-                return "--workload needs --cluster FILE.json"
-            args.job_set = read_workload(args.workload)
-            args.nodes = load_cluster(args.cluster)
+            load_cluster(args.cluster)
+            read_workload(args.workload)
+            args.workload, args.cluster = str(args.workload), str(args.cluster)
         else:
             args.instances = "traps" if args.quick and args.instances is None else (args.instances or "small-time")
-            if args.instances not in TIME_SUITES:
-                return f"--instances: unknown suite {args.instances!r}; choose from {', '.join(TIME_SUITES)}"
-    except (argparse.ArgumentTypeError, ValueError, FileNotFoundError) as exc:
-        return str(exc)
-    return None
+    except (OSError, ValueError) as exc:
+        p.error(str(exc))
 
 
 def _instance(suite: str | None, name: str, workload: str | None, cluster: str | None):
@@ -190,50 +211,58 @@ def tables(frame: pd.DataFrame) -> str:
 
 
 def run_small(args: argparse.Namespace) -> int:
-    from fgdopt.plot import plot_gantt
     from fgdopt.timeline.suites import time_suite
 
     if args.workload is not None:
-        names, suite = [Path(args.workload).stem], None
+        instances, suite = [Path(args.workload).stem], None
     else:
-        names, suite = [i.name for i in time_suite(args.instances)], args.instances
-    cells = [(suite, name, args.workload, args.cluster, obj, args.policy_list, args.queue_list, args.limit,
-              args.seed_value) for obj in args.objectives for name in names]
-    keys = [[str(c) for c in cell] for cell in cells]
-    code = 0
+        instances, suite = [i.name for i in time_suite(args.instances)], args.instances
+    cells = [(suite, name, args.workload, args.cluster, obj, args.policies, args.queue, args.time_limit, args.seed)
+             for obj in args.objective for name in instances]
+    keys = [(suite, name, content_digest(args.workload), content_digest(args.cluster), obj,
+             [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
+             args.seed) for obj in args.objective for name in instances]
     try:
         results = run_cells("schedule", run_instance, cells, args, keys=keys)
     except SweepInterrupted as stop:
-        results, code = stop.finished(), None
-        stop.partial = results
-        code = stop_message(stop, "schedule")
-    frame = pd.DataFrame([r for res in results for r in res["rows"]], columns=COLUMNS)
-    starts = pd.DataFrame([r for res in results for r in res["starts"]])
-    print(tables(frame))
+        if args.output:
+            with staged(args.output, partial=True) as tmp:
+                write_small(stop.finished(), suite, args, tmp)
+        return stop_message(stop, "python -m experiments.schedule")
     if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out / "schedule.csv", index=False)
-        starts.to_csv(out / "starts.csv", index=False)
-        (out / "schedule.md").write_text(tables(frame))
-        if results:
-            res = max(results, key=lambda r: (r["rows"][-1]["objective"] == "mean-jct",
-                                              min(x["value"] for x in r["rows"][:-1]) - r["rows"][-1]["value"]))
-            cell = cells[[id(r) for r in results].index(id(res))] if len(results) == len(cells) else None
-            name = res["rows"][0]["instance"]
-            inst = _instance(suite, name, args.workload, args.cluster) if cell is None else _instance(*cell[:4])
-            plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], "optimum": res["optimum"]},
-                       out / "gantt.png", f"{name}, {res['rows'][0]['objective']}: best run against the optimum")
-    return code
+        with staged(args.output) as tmp:
+            write_small(results, suite, args, tmp)
+    else:
+        print(tables(pd.DataFrame([r for res in results for r in res["rows"]], columns=COLUMNS)))
+    return 0
+
+
+def write_small(results: list[dict], suite: str | None, args: argparse.Namespace, folder: Path) -> None:
+    """``schedule.csv``, ``schedule.md``, ``starts.csv`` and ``gantt.png`` of the finished cells into ``folder``
+    (the table printed too); the Gantt chart shows the instance whose best run is furthest from the optimum."""
+    from fgdopt.plot import plot_gantt
+
+    frame = pd.DataFrame([r for res in results for r in res["rows"]], columns=COLUMNS)
+    print(tables(frame))
+    frame.to_csv(folder / "schedule.csv", index=False)
+    pd.DataFrame([r for res in results for r in res["starts"]]).to_csv(folder / "starts.csv", index=False)
+    (folder / "schedule.md").write_text(tables(frame))
+    if results:
+        res = max(results, key=lambda r: (r["rows"][-1]["objective"] == "mean-jct",
+                                          min(x["value"] for x in r["rows"][:-1]) - r["rows"][-1]["value"]))
+        name = res["rows"][0]["instance"]
+        inst = _instance(suite, name, args.workload, args.cluster)
+        plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], "optimum": res["optimum"]},
+                   folder / "gantt.png", f"{name}, {res['rows'][0]['objective']}: best run against the optimum")
 
 
 def run_bound(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
-              time_limit: float) -> list[dict]:
+              time_limit: float, data_dir: str | None = None) -> list[dict]:
     """One (load, seed) of the full-scale study: the engine runs and the two pooled bounds."""
     from fgdopt.timeline import openb_jobs, simulate
     from formulations.schedule import pooled_bound
 
-    cluster, jobs = openb_jobs(trace, load, n_jobs, seed=seed)
+    cluster, jobs = openb_jobs(trace, load, n_jobs, seed=seed, data_dir=data_dir)
     background = (jobs.submit_s == 0) & ~jobs.measured & (np.arange(len(jobs)) < len(jobs) - n_jobs)
     stream = ~background
     key = {"trace": trace, "seed": seed, "load": load}
@@ -277,30 +306,39 @@ def bound_tables(frame: pd.DataFrame) -> str:
 
 
 def run_full(args: argparse.Namespace) -> int:
-    loads = [0.9] if args.quick else args.loads
-    cells = [(args.trace, s, load, args.n, args.policy_list, args.queue_list, max(args.limit, 1.0))
-             for load in loads for s in args.seed_list]
-    code = 0
+    from fgdopt.traces import trace_files
+
+    cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, max(args.time_limit, 1.0), args.data_dir)
+             for load in args.load for s in args.seeds]
+    keys = [(*c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
+             content_digest(*trace_files(args.trace, args.data_dir))) for c in cells]
     try:
-        results = run_cells("schedule-bound", run_bound, cells, args, keys=[[str(c) for c in cell] for cell in cells])
+        results = run_cells("schedule-bound", run_bound, cells, args, keys=keys)
     except SweepInterrupted as stop:
-        results = stop.finished()
-        code = stop_message(stop, "schedule")
+        if args.output:
+            with staged(args.output, partial=True) as tmp:
+                write_full(stop.finished(), tmp)
+        return stop_message(stop, "python -m experiments.schedule")
+    if args.output:
+        with staged(args.output) as tmp:
+            write_full(results, tmp)
+    else:
+        print(bound_tables(pd.DataFrame([r for res in results for r in res], columns=BOUND_COLUMNS)))
+    return 0
+
+
+def write_full(results: list[list[dict]], folder: Path) -> None:
+    """``schedule-bound.csv`` and ``schedule-bound.md`` of the finished cells into ``folder`` (the table printed)."""
     frame = pd.DataFrame([r for res in results for r in res], columns=BOUND_COLUMNS)
     print(bound_tables(frame))
-    if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out / "schedule-bound.csv", index=False)
-        (out / "schedule-bound.md").write_text(bound_tables(frame))
-    return code
+    frame.to_csv(folder / "schedule-bound.csv", index=False)
+    (folder / "schedule-bound.md").write_text(bound_tables(frame))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if (error := check_args(args)) is not None:
-        print(f"schedule: {error}", file=sys.stderr)
-        return 2
+    p = parser()
+    args = p.parse_args(argv)
+    check_args(p, args)
     return run_full(args) if args.trace is not None else run_small(args)
 
 

@@ -183,20 +183,3 @@ def test_cli_jobs_1_equals_jobs_2_and_keeps_other_files(tmp_path):
     assert keep.read_text() == "keep" and (tmp_path / "one" / "gantt.png").is_file()
 
 
-@pytest.mark.parametrize("argv, word", [(["--objective", "mean-flow"], "--objective"),
-                                        (["--time-limit", "-1"], "--time-limit"),
-                                        (["--workload", "nope.csv", "--cluster", "c.json"], "nope.csv"),
-                                        (["--instances", "huge"], "--instances")])
-def test_cli_bad_input_one_line(argv, word, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and word in err
-
-
-def test_cli_bad_cluster_file(tmp_path, capsys):
-    wl = tmp_path / "w.csv"
-    jobs_of((1, 1000, 0, 10)).save(wl)
-    bad = tmp_path / "c.json"
-    bad.write_text("{not json")
-    assert main(["--workload", str(wl), "--cluster", str(bad)]) == 2
-    assert "c.json" in capsys.readouterr().err
