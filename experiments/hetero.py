@@ -140,7 +140,8 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     else:
         mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
                               shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
-                              stop_after=np.flatnonzero(measured), stop_by_s=float(jobs.submit_s.max()))
+                              stop_after=np.flatnonzero(measured),
+                              stop_by_s=math.inf if batch else float(jobs.submit_s.max()))
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves

@@ -192,29 +192,6 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
     return RawResult(status, values, objective, bound, wall, duals)
 
 
-def solve_lp_highs(model: LinearModel, time_limit: float = 60.0, threads: int | None = None,
-                   options: dict | None = None) -> RawResult:
-    """Solve the LP ``model`` (no integer columns) with HiGHS directly, as :func:`solve_model` ``(model, "highs")``
-    does through PuLP but without PuLP's per-coefficient objects (no duals): :func:`solve_lp_arrays` of its rows."""
-    if any(model.integer):
-        raise ValueError(f"{model.name}: solve_lp_highs solves LPs only")
-    lows, highs_, starts, idx, vals = [], [], [], [], []
-    for k_idx, coef, lo, hi in model.rows:
-        sides = [(lo, hi)] if lo == hi else [s for s in ((-INF, hi) if hi < INF else None,
-                                                          (lo, INF) if lo > -INF else None) if s is not None]
-        for a, b in sides:
-            starts.append(len(idx))
-            lows.append(a)
-            highs_.append(b)
-            idx.extend(k_idx.tolist())
-            vals.extend(coef.tolist())
-    return solve_lp_arrays(np.asarray(model.obj, dtype=np.float64), np.asarray(model.lb, dtype=np.float64),
-                           np.asarray(model.ub, dtype=np.float64), np.asarray(lows, dtype=np.float64),
-                           np.asarray(highs_, dtype=np.float64), np.asarray(starts, dtype=np.int64),
-                           np.asarray(idx, dtype=np.int64), np.asarray(vals, dtype=np.float64), time_limit, threads,
-                           options)
-
-
 def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray,
                     starts: np.ndarray, idx: np.ndarray, vals: np.ndarray, time_limit: float = 60.0,
                     threads: int | None = None, options: dict | None = None) -> RawResult:
