@@ -55,6 +55,7 @@ import scipy.sparse as sp
 from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
+from formulations.backends import highs_threads
 
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
@@ -241,7 +242,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     lp.a_matrix_.value_ = a.data
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
+    if (threads := highs_threads(1)) is not None:            # HiGHS keeps the first run's thread count
+        h.setOptionValue("threads", threads)
     h.setOptionValue("solver", solver)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("run_crossover", crossover)
