@@ -3,6 +3,8 @@ conservation of GPU-time, and no effect where no mechanism applies."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -27,6 +29,7 @@ def test_checkpoint_arithmetic():
     # inside the 7 s restart cost: nothing made, the elapsed time is overhead
     assert c.evict(5.0, 7.0, 100.0) == (0.0, 0.0, 5.0, 0)
     assert c.run_time(100.0, 7.0) == 7.0 + 100.0 + 2.0 * 9       # 9 checkpoints before the finish, none at it
+    assert c.run_time(math.inf, 7.0) == math.inf                 # a service never finishes (no overflow)
     assert Checkpointing(transparent=True).evict(25.0, 7.0, 100.0) == (18.0, 0.0, 7.0, 0)
     assert list(c.lost(np.array([25.0, 35.0, 5.0]), np.array([0.0, 0.0, 7.0]), np.full(3, 100.0))) == [1.0, 10.0, 0.0]
     assert [helios_restart_s(k) for k in (0, 1, 2, 8)] == [7.0, 7.0, 30.0, 30.0]

@@ -102,7 +102,7 @@ class Checkpointing:
 
     def run_time(self, remaining_s: float, start_cost_s: float) -> float:
         """Wall seconds to finish ``remaining_s`` of work from a checkpoint, after ``start_cost_s`` seconds."""
-        if self.transparent or not math.isfinite(self.interval_s) or self.cost_s == 0:
+        if self.transparent or not math.isfinite(self.interval_s) or self.cost_s == 0 or math.isinf(remaining_s):
             return start_cost_s + remaining_s
         return start_cost_s + remaining_s + self.cost_s * max(math.ceil(remaining_s / self.interval_s) - 1, 0)
 
