@@ -27,7 +27,6 @@ workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -36,8 +35,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.executors import SweepInterrupted, add_dask_option, add_resume_option, run_cells, stop_message
-from experiments.openb import parse_seeds
+from experiments.args import existing_dir, names, output_dir, parse_seeds, positive_int, study_parser
+from experiments.executors import (
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    content_digest,
+    run_cells,
+    stop_message,
+)
+from experiments.outputs import staged
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
 from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
@@ -51,11 +58,7 @@ COLUMNS = (*KEYS, "jobs", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization"
 _APPS: dict = {}
 
 
-def parse_policies(text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    if (bad := sorted(set(names) - set(PLANNERS))) or not names:
-        raise argparse.ArgumentTypeError(f"unknown policies {bad}; choose among {', '.join(PLANNERS)}")
-    return names
+parse_policies = names(PLANNERS, "policies")
 
 
 def reference(root: str | None, policy: str, load: float, workload: str) -> float:
@@ -114,7 +117,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
-    out.mkdir(parents=True, exist_ok=True)
+    """``pollux.csv``, ``pollux_jobs.csv`` and ``pollux.png`` of ``results`` into the folder ``out``."""
     frame = pd.DataFrame([r["row"] for r in results], columns=list(COLUMNS))
     frame.to_csv(out / "pollux.csv", index=False)
     jobs = pd.DataFrame([j for r in results for j in r["jobs"]])
@@ -127,7 +130,7 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.pollux", description=__doc__.split("\n\n")[0])
+    parser = study_parser("experiments.pollux", __doc__)
     parser.add_argument("--policies", type=parse_policies, default=list(PLANNERS),
                         help=f"comma-separated, of {', '.join(PLANNERS)} (default: all)")
     parser.add_argument("--workloads", default="0.5,1.0,1.5,2.0",
@@ -136,21 +139,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--names", default=None, help="only these workload files (names without .csv, "
                         "comma-separated; default: every file)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0], help="seeds of pollux's search (default: 0)")
-    parser.add_argument("--generations", type=int, default=GENERATIONS,
+    parser.add_argument("--generations", type=positive_int, default=GENERATIONS,
                         help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
-    parser.add_argument("--pollux-dir", default=None, help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
+    parser.add_argument("--pollux-dir", type=existing_dir, default=None,
+                        help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
     parser.add_argument("--loop", choices=("engine", "intervals"), default="engine",
                         help="run on fgdopt's event engine (default) or on the interval loop (Pollux's own form)")
     parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
-    parser.add_argument("--output", type=Path, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
         args.workloads, args.names, args.generations = "1.0", "workload-6", 10
-    if args.generations < 1:
-        parser.error("--generations must be >= 1")
     try:                                                   # missing data or a bad file stop here, in one line
         parts = [p.strip() for p in args.workloads.split(",") if p.strip()]
         if len(parts) > 1 or parts[0].replace(".", "", 1).isdigit():
@@ -171,12 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())
     cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root, args.loop == "engine")
              for load, f in files for p in args.policies for s in (args.seeds if p == "pollux" else args.seeds[:1])]
+    traces = content_digest(*sorted(p for p in (pollux_dir(root) / "traces").rglob("*") if p.is_file()))
+    keys = [(c[0] and content_digest(c[0]), *c[1:5], traces, c[6]) for c in cells]
     try:
-        results = run_cells("pollux", run_cell, cells, args)
+        results = run_cells("pollux", run_cell, cells, args, keys)
     except SweepInterrupted as stop:
-        write_outputs(stop.finished(), args.output)
+        with staged(args.output, partial=True) as tmp:
+            write_outputs(stop.finished(), tmp)
         return stop_message(stop, parser.prog)
-    frame = write_outputs(results, args.output)
+    with staged(args.output) as tmp:
+        frame = write_outputs(results, tmp)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
