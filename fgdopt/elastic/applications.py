@@ -90,8 +90,8 @@ class Application:
     Attributes
     ----------
     name : the application (its trace folder's name).
-    validation : ``{batch size: DataFrame}`` in increasing batch size (columns ``progress, iteration, metric,
-        grad_sqr, grad_var``, one row per epoch).
+    validation : ``{batch size: DataFrame}`` in increasing batch size, one row per epoch (columns ``progress``,
+        ``iteration``, ``metric``, ``grad_sqr``, ``grad_var``).
     placements, scalability : the step-time measurements (seconds).
     init_batch_size, max_batch_size : the smallest and largest validated total batch sizes (samples).
     min_local_bsz, max_local_bsz : the range of local (per-GPU) batch sizes (samples).

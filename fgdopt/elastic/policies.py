@@ -17,7 +17,8 @@ out holds nothing). It may keep state between calls. As ``petuum/adaptdl`` ``sim
     (step time with ``r`` GPUs minus with ``r + 1``, times its remaining iterations; ties: the earliest job), up to
     ``batch size // min local batch`` GPUs (NCF: 1). A job keeps its GPUs when their count is unchanged; the others
     are placed in increasing GPU count as ``tiresias`` places.
-``pollux`` (``pollux.py``): :class:`fgdopt.elastic.pollux.PolluxPlanner`.
+``pollux`` (``pollux.py``)
+    :class:`fgdopt.elastic.pollux.PolluxPlanner`.
 """
 
 from __future__ import annotations
