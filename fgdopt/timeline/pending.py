@@ -89,9 +89,13 @@ class PendingQueue:
             self._top = None
         if bucket[0][2] == j:
             heapq.heappop(bucket)
-        else:                                                       # a mechanism's beneficiary, inside the queue
-            bucket.remove(next(e for e in bucket if e[2] == j))
-            heapq.heapify(bucket)
+        else:                       # a mechanism's beneficiary, inside the queue: out in O(log n) after a C scan
+            i = bucket.index((self.keys[j], float(self.submit[j]), j))
+            last = bucket.pop()
+            if i < len(bucket):     # the last entry takes its slot and moves to where the heap order puts it
+                bucket[i] = last
+                heapq._siftup(bucket, i)
+                heapq._siftdown(bucket, 0, i)
         self.pending -= 1
         self.pending_milli -= int(self.demand[j])
         if not bucket:
