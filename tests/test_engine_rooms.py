@@ -3,6 +3,8 @@ engine docstring's smallest mechanism run as written."""
 
 from __future__ import annotations
 
+import heapq
+import random
 import re
 
 import numpy as np
@@ -53,6 +55,31 @@ def test_the_pending_queue_orders_by_key_and_counts_the_blocked_jobs():
     assert queue.first_unfit(2) == [3, 0]
     queue.withdraw(0)                                              # inside its shape's heap (not its head)
     assert queue.present().tolist() == [3, 1, 2] and queue.pending_milli == 1100
+
+
+def test_jobs_withdrawn_from_inside_the_queue_leave_the_others_in_key_order():
+    """One shape, jobs keyed from 0-9 with submissions 0-2 s, queued in a random order: after withdrawing a random
+    subset of them in a random order (most from inside the heap), the rest are still a heap and come out by (key,
+    submission, job), as if the withdrawn ones had never been queued. 400 seeded cases (about 1 in 14 needs the
+    moved entry to rise towards the root)."""
+    for seed in range(400):
+        rnd = random.Random(seed)
+        n = rnd.randint(1, 40)
+        keys = np.array([float(rnd.randint(0, 9)) for _ in range(n)])
+        submit = np.array([float(rnd.randrange(3)) for _ in range(n)])
+        tasks = TaskSet([1000] * n, [0] * n, [1] * n, [500] * n)
+        queue = PendingQueue(Shapes(tasks), keys, submit, tasks.gpu_demand)
+        order = rnd.sample(range(n), n)
+        for j in order:
+            queue.enqueue(j)
+        gone = set(rnd.sample(order, rnd.randrange(n)))
+        for j in rnd.sample(sorted(gone), len(gone)):
+            queue.withdraw(j)
+        bucket = list(queue.buckets.get(0, []))
+        assert all(bucket[(i - 1) // 2] <= bucket[i] for i in range(1, len(bucket))), seed      # still a heap
+        left = sorted((keys[j], submit[j], j) for j in range(n) if j not in gone)
+        assert [heapq.heappop(bucket)[2] for _ in range(len(bucket))] == [j for *_, j in left], seed
+        assert queue.pending == len(left)
 
 
 def _docstring_mechanism():
