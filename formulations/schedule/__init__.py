@@ -23,6 +23,8 @@ from formulations.schedule.exact import MODEL_OBJECTIVES, solve_exact
 STATUSES = ("optimal", "time_limit", "infeasible")
 LP_SHARE = 0.25
 """The most of ``time_limit`` the LP bound may take (it runs first; the exact model gets what it leaves)."""
+RESERVE_SHARE = 0.02
+"""The part of ``time_limit`` kept back from the exact model's search for the replay check and the result."""
 BOUND_TOLERANCE = 1e-6
 """Relative tolerance within which an incumbent meeting its bound counts as proven (CP-SAT's bounds are exact
 integers in the model's unit; the LP's are lowered by :data:`formulations.schedule.bound.SAFETY`)."""
@@ -98,8 +100,8 @@ def solve_schedule(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", 
     lp = None
     if objective == "mean-jct" and lp_bound and admitted.any():
         lp = pooled_bound(cluster, jobs, time_limit=max(LP_SHARE * time_limit, 1.0))
-    run = solve_exact(cluster, jobs, objective, max(time_limit - (time.perf_counter() - wall0), 0.0), hint, threads,
-                      seed, deterministic_time)
+    search_s = max((1 - RESERVE_SHARE) * time_limit - (time.perf_counter() - wall0), 0.0)
+    run = solve_exact(cluster, jobs, objective, search_s, hint, threads, seed, deterministic_time)
     schedule = run.schedule
     if schedule is None or (hint is not None and objective_value(jobs, hint, objective)
                             < objective_value(jobs, schedule, objective)):
