@@ -287,6 +287,36 @@ def run_cells(study: str, fn: Callable[..., Any], cells: Sequence[tuple], args: 
         return run_all(pool, fn, cells, lambda _: bar.update(), journal=journal, keys=keys)
 
 
+def run_and_write(study: str, fn: Callable[..., Any], cells: Sequence[tuple], args: argparse.Namespace,
+                  keys: Sequence[Any] | None, write: Callable[[list, Path], Any], prog: str) -> tuple[Any, int]:
+    """A flat sweep from start to files: :func:`run_cells`, then ``write(results, folder)`` into a folder staged
+    beside ``args.output`` (:func:`experiments.outputs.staged`: its files move into place once all are written;
+    without ``args.output``, a temporary folder that is dropped). Returns (what ``write`` returned, 0). A stopped
+    sweep writes its finished runs only where ``args.output`` has no file of the same name, reports itself in one
+    line (:func:`stop_message`) and returns (None, its exit code)."""
+    from experiments.outputs import staged
+
+    def folder(partial: bool = False):
+        return staged(args.output, partial=partial) if args.output is not None else _scratch()
+
+    try:
+        results = run_cells(study, fn, cells, args, keys)
+    except SweepInterrupted as stop:
+        with folder(partial=True) as tmp:
+            write(stop.finished(), tmp)
+        return None, stop_message(stop, prog)
+    with folder() as tmp:
+        return write(results, tmp), 0
+
+
+@contextmanager
+def _scratch() -> Iterator[Path]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Path(tmp)
+
+
 def run_all(pool: Executor | None, fn: Callable[..., Any], jobs: Sequence[tuple],
             done: Callable[[int], None] | None = None, *, journal: RunJournal | None = None,
             keys: Sequence[Any] | None = None) -> list:

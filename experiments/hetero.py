@@ -55,14 +55,11 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import (
-    SweepInterrupted,
     add_dask_option,
     add_resume_option,
     content_digest,
-    run_cells,
-    stop_message,
+    run_and_write,
 )
-from experiments.outputs import staged
 from fgdopt.hetero import GPU_TYPES, load_throughputs
 from fgdopt.hetero.jobs import gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
@@ -213,14 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
               per_node, args.round_s, args.data_dir) for rate, s in points for p in args.policies]
     keys = [(*c[:-1], content_digest(table.source)) for c in cells]       # the table by its content, not its path
-    try:
-        rows = run_cells("hetero", run_point, cells, args, keys)
-    except SweepInterrupted as stop:
-        with staged(args.output, partial=True) as tmp:
-            write_outputs(stop.finished(), tmp)
-        return stop_message(stop, parser.prog)
-    with staged(args.output) as tmp:
-        frame = write_outputs(rows, tmp)
+    frame, code = run_and_write("hetero", run_point, cells, args, keys, write_outputs, parser.prog)
+    if code:
+        return code
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))
     return 0

@@ -60,14 +60,11 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import (
-    SweepInterrupted,
     add_dask_option,
     add_resume_option,
     content_digest,
-    run_cells,
-    stop_message,
+    run_and_write,
 )
-from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.hetero import load_throughputs
 from fgdopt.hetero.interference import openb_interference
@@ -202,14 +199,9 @@ def main(argv: list[str] | None = None) -> int:
              for on in args.interference]
     keys = [(*c[:4], None if math.isnan(c[4]) else c[4], *c[5:7], content_digest(*trace_files(c[0], c[7])),
              content_digest(table.source)) for c in cells]           # the data by content, not by path
-    try:
-        results = run_cells("interference", run_cell, cells, args, keys)
-    except SweepInterrupted as stop:
-        with staged(args.output, partial=True) as tmp:
-            write_outputs(stop.finished(), tmp)
-        return stop_message(stop, parser.prog)
-    with staged(args.output) as tmp:
-        frame = write_outputs(results, tmp)
+    frame, code = run_and_write("interference", run_cell, cells, args, keys, write_outputs, parser.prog)
+    if code:
+        return code
     show = [*KEYS, "alloc_time_avg_pct", "frag_time_avg_pct", "mean_jct_s", "mean_jct_s_sharing",
             "p95_jct_s_sharing", "mean_slowdown", "slowed_pct", "lost_gpu_pct", "jct_ratio"]
     print(frame[show].to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -37,14 +37,11 @@ import pandas as pd
 
 from experiments.args import existing_dir, names, output_dir, parse_seeds, positive_int, study_parser
 from experiments.executors import (
-    SweepInterrupted,
     add_dask_option,
     add_resume_option,
     content_digest,
-    run_cells,
-    stop_message,
+    run_and_write,
 )
-from experiments.outputs import staged
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
 from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
@@ -175,14 +172,9 @@ def main(argv: list[str] | None = None) -> int:
              for load, f in files for p in args.policies for s in (args.seeds if p == "pollux" else args.seeds[:1])]
     traces = content_digest(*sorted(p for p in (pollux_dir(root) / "traces").rglob("*") if p.is_file()))
     keys = [(c[0] and content_digest(c[0]), *c[1:5], traces, c[6]) for c in cells]
-    try:
-        results = run_cells("pollux", run_cell, cells, args, keys)
-    except SweepInterrupted as stop:
-        with staged(args.output, partial=True) as tmp:
-            write_outputs(stop.finished(), tmp)
-        return stop_message(stop, parser.prog)
-    with staged(args.output) as tmp:
-        frame = write_outputs(results, tmp)
+    frame, code = run_and_write("pollux", run_cell, cells, args, keys, write_outputs, parser.prog)
+    if code:
+        return code
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 

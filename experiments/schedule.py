@@ -59,15 +59,12 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import (
-    SweepInterrupted,
     add_dask_option,
     add_resume_option,
     content_digest,
     policy_digest,
-    run_cells,
-    stop_message,
+    run_and_write,
 )
-from experiments.outputs import staged
 from experiments.timeline import load_cluster, parse_queues
 from fgdopt.timeline.suites import TIME_SUITES
 
@@ -222,18 +219,10 @@ def run_small(args: argparse.Namespace) -> int:
     keys = [(suite, name, content_digest(args.workload), content_digest(args.cluster), obj,
              [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
              args.seed) for obj in args.objective for name in instances]
-    try:
-        results = run_cells("schedule", run_instance, cells, args, keys=keys)
-    except SweepInterrupted as stop:
-        if args.output:
-            with staged(args.output, partial=True) as tmp:
-                write_small(stop.finished(), suite, args, tmp)
-        return stop_message(stop, "python -m experiments.schedule")
-    if args.output:
-        with staged(args.output) as tmp:
-            write_small(results, suite, args, tmp)
-    else:
-        print(tables(pd.DataFrame([r for res in results for r in res["rows"]], columns=COLUMNS)))
+    _, code = run_and_write("schedule", run_instance, cells, args, keys,
+                            lambda done, tmp: write_small(done, suite, args, tmp), "python -m experiments.schedule")
+    if code:
+        return code
     return 0
 
 
@@ -312,18 +301,10 @@ def run_full(args: argparse.Namespace) -> int:
              for load in args.load for s in args.seeds]
     keys = [(*c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
              content_digest(*trace_files(args.trace, args.data_dir))) for c in cells]
-    try:
-        results = run_cells("schedule-bound", run_bound, cells, args, keys=keys)
-    except SweepInterrupted as stop:
-        if args.output:
-            with staged(args.output, partial=True) as tmp:
-                write_full(stop.finished(), tmp)
-        return stop_message(stop, "python -m experiments.schedule")
-    if args.output:
-        with staged(args.output) as tmp:
-            write_full(results, tmp)
-    else:
-        print(bound_tables(pd.DataFrame([r for res in results for r in res], columns=BOUND_COLUMNS)))
+    _, code = run_and_write("schedule-bound", run_bound, cells, args, keys, write_full,
+                            "python -m experiments.schedule")
+    if code:
+        return code
     return 0
 
 

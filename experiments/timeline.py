@@ -68,15 +68,12 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import (
-    SweepInterrupted,
     add_dask_option,
     add_resume_option,
     content_digest,
     policy_digest,
-    run_cells,
-    stop_message,
+    run_and_write,
 )
-from experiments.outputs import staged
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
@@ -310,14 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     keys = [(c[0], c[1], c[2], policy_digest(c[3]), policy_digest(c[4]), *c[5:12],
              content_digest(*trace_files(c[0], c[12])) if c[13] is None else None,
              content_digest(c[13]), content_digest(c[14]), *c[15:]) for c in cells]
-    try:
-        results = run_cells("timeline", run_cell, cells, args, keys)
-    except SweepInterrupted as stop:
-        with staged(args.output, partial=True) as tmp:
-            write_outputs(stop.finished(), tmp)
-        return stop_message(stop, parser.prog)
-    with staged(args.output) as tmp:
-        runs = write_outputs(results, tmp)
+    written, code = run_and_write("timeline", run_cell, cells, args, keys,
+                                  lambda done, tmp: (write_outputs(done, tmp), done), parser.prog)
+    if code:
+        return code
+    runs, results = written
     show = [*KEYS, "jobs", "rejected", "mean_wait_s", "p99_wait_s", "mean_jct_s", "alloc_time_avg_pct",
             "blocked_job_hours", "cpu_s"]
     if set(args.mechanism) != {"none"}:
