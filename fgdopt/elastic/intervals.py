@@ -105,6 +105,21 @@ def check_plan(plan: Allocations, names: set[str], nodes: Sequence[int], now: fl
     return used
 
 
+def plan_interval(planner: Planner, live: list[ElasticJob], held: Allocations, nodes: Sequence[int], now: float,
+                  restart_s: float, name: str) -> tuple[Allocations, np.ndarray]:
+    """One plan at an interval's end: ``planner``'s allocations of the ``live`` jobs (their ``held`` ones passed
+    in), checked (:func:`check_plan`); every job whose allocation changed is re-allocated (its restart delay).
+    Returns (the plan, GPUs used per node)."""
+    names = {j.name for j in live}
+    held = {k: v for k, v in held.items() if k in names}
+    plan = planner(now, live, held, nodes)
+    used = check_plan(plan, names, nodes, now, name)
+    for job in live:
+        if plan.get(job.name) != held.get(job.name):
+            job.reallocate(placement_of(plan.get(job.name, [])), restart_s)
+    return plan, used
+
+
 def run_intervals(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequence[int] = (GPUS,) * NODES,
                   interval_s: float = INTERVAL_S, restart_s: float = RESTART_S,
                   until_s: float = math.inf) -> ElasticResult:
@@ -135,15 +150,8 @@ def run_intervals(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequence[
             continue
         if now > until_s:
             raise RuntimeError(f"{name}: {len(live)} jobs not complete at {until_s} s")
-        names = {j.name for j in live}
-        held = {k: v for k, v in held.items() if k in names}
-        plan = planner(now, live, held, nodes)
-        used = check_plan(plan, names, nodes, now, name)
+        held, used = plan_interval(planner, live, held, nodes, now, restart_s, name)
         np.maximum(peak, used, out=peak)
-        for job in live:
-            if plan.get(job.name) != held.get(job.name):
-                job.reallocate(placement_of(plan.get(job.name, [])), restart_s)
-        held = plan
         rows.append((now, int(used.sum()), len(live)))
     series = pd.DataFrame(rows, columns=["time_s", "used_gpus", "active"])
     result = ElasticResult(jobs, name, series, peak, nodes, time.perf_counter() - wall0, time.process_time() - cpu0)

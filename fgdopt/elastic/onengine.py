@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgdopt.defrag import Move
-from fgdopt.elastic.intervals import GPUS, INTERVAL_S, NODES, check_plan
-from fgdopt.elastic.jobs import RESTART_S, ElasticJob, placement_of
+from fgdopt.elastic.intervals import GPUS, INTERVAL_S, NODES, plan_interval
+from fgdopt.elastic.jobs import RESTART_S, ElasticJob
 from fgdopt.elastic.policies import Allocations, Planner
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline.preemption import Checkpointing, Plan, View
@@ -96,15 +96,9 @@ class ElasticMechanism:
             self._next = now + self.interval_s
             live = [i for i, j in enumerate(self.jobs) if j.submit_s <= now and not j.done]
             if live:
-                names = {self.jobs[i].name for i in live}
-                held = {k: v for k, v in self._held.items() if k in names}
-                plan = self.planner(now, [self.jobs[i] for i in live], held, self.nodes)
-                np.maximum(self.peak, check_plan(plan, names, self.nodes, now, self.name), out=self.peak)
-                for i in live:
-                    job = self.jobs[i]
-                    if plan.get(job.name) != held.get(job.name):
-                        job.reallocate(placement_of(plan.get(job.name, [])), self.restart_s)
-                self._held = plan
+                self._held, used = plan_interval(self.planner, [self.jobs[i] for i in live], self._held, self.nodes,
+                                                 now, self.restart_s, self.name)
+                np.maximum(self.peak, used, out=self.peak)
             for i in live:
                 if view.state.node_of[i] < 0:
                     admits.append(Move(i, 0, ()))
