@@ -2,7 +2,8 @@
 
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
-changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove`;
+changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove` (or, for one whole-GPU task over
+several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule);
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
 """
 
@@ -91,8 +92,11 @@ class ClusterState:
         so they never fit a demand and add nothing to a sum.
     node_of : int64 (n_tasks,), node of each task or -1.
     gpus_of : list of tuples, GPU ids of each task.
-    revision : how many times :meth:`place` / :meth:`remove` changed the state; ``last_node`` the node
-        the latest change touched (-1 before any). Caches use them to see what changed since they looked.
+    parts_of : dict, task -> its ``((node, gpus), ...)`` for the tasks placed over several nodes
+        (:meth:`place_gang`); ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+    revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
+        ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
+        they looked.
     mig : :class:`~fgdopt.mig.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then:
     slices : int64 (n_nodes, max_gpus), memory-slice occupancy mask per GPU (absent GPUs: all set);
     starts_of : list of tuples, start slice of each task's instance on each of its GPUs. On a MIG node the
@@ -110,6 +114,7 @@ class ClusterState:
         self.gpu_left = np.where(gpu_ids[None, :] < cluster.gpu[:, None], GPU_MILLI, 0).astype(np.int64)
         self.node_of = np.full(len(tasks), UNPLACED, dtype=np.int64)
         self.gpus_of: list[tuple[int, ...]] = [()] * len(tasks)
+        self.parts_of: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
@@ -289,11 +294,61 @@ class ClusterState:
         self.revision += 1
         self.last_node = node
 
+    def place_gang(self, i: int, parts) -> None:
+        """Place whole-GPU task ``i`` over several nodes at once: ``parts`` is ``((node, gpus), ...)``, one part per
+        node, all of one GPU model, ``num_gpu`` GPUs in all (a gang: a multi-GPU job whose GPUs span servers).
+
+        Each part is judged by the one rule (:meth:`check`) as the task with ``len(gpus)`` of its GPUs; its CPU and
+        memory go to the first part's node. All parts are placed, or none (raises :class:`InfeasiblePlacement`);
+        :meth:`remove` takes them all away. A single part is :meth:`place`.
+        """
+        parts = tuple((int(node), tuple(int(g) for g in gpus)) for node, gpus in parts)
+        if len(parts) == 1:
+            self.place(i, *parts[0])
+            return
+        task = self.tasks[i]
+        name = f"task {i} ({self.tasks.names[i]})"
+        if self.node_of[i] != UNPLACED:
+            raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
+        if self.mig is not None or task.gpu_milli != GPU_MILLI:
+            raise InfeasiblePlacement(f"{name}: only a whole-GPU task on a non-MIG cluster may span nodes")
+        nodes = [node for node, _ in parts]
+        if not parts or len(set(nodes)) != len(nodes) or any(not gpus for _, gpus in parts):
+            raise InfeasiblePlacement(f"{name}: a gang needs parts on distinct nodes, each with GPUs, got {parts}")
+        if sum(len(gpus) for _, gpus in parts) != task.num_gpu:
+            raise InfeasiblePlacement(f"{name}: the parts hold {sum(len(g) for _, g in parts)} GPUs, "
+                                      f"{task.num_gpu} asked")
+        for k, (node, gpus) in enumerate(parts):
+            part = task._replace(num_gpu=len(gpus), cpu_milli=task.cpu_milli if k == 0 else 0,
+                           memory_mib=task.memory_mib if k == 0 else 0)
+            if (reason := self.check(part, node, gpus)) is not None:
+                raise InfeasiblePlacement(f"{name}, part {k}: {reason}")
+        if len({self.cluster.model[node] for node in nodes}) != 1:
+            raise InfeasiblePlacement(f"{name}: a gang's nodes must have one GPU model")
+        self.cpu_left[nodes[0]] -= task.cpu_milli
+        self.mem_left[nodes[0]] -= task.memory_mib
+        for node, gpus in parts:
+            self.gpu_left[node, list(gpus)] -= GPU_MILLI
+        self.node_of[i], self.gpus_of[i] = nodes[0], parts[0][1]
+        self.parts_of[i] = parts
+        self.revision += 1
+        self.last_node = nodes[0]
+
+    def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Where task ``i`` is: ``((node, gpus), ...)``, one part per node (empty: not placed)."""
+        if i in self.parts_of:
+            return self.parts_of[i]
+        node = int(self.node_of[i])
+        return () if node == UNPLACED else ((node, self.gpus_of[i]),)
+
     def remove(self, i: int) -> None:
         """Undo the placement of task ``i``."""
         node = int(self.node_of[i])
         if node == UNPLACED:
             raise ValueError(f"task {i} is not placed")
+        if (parts := self.parts_of.pop(i, None)) is not None:        # a gang: every part
+            for other, gpus in parts[1:]:
+                self.gpu_left[other, list(gpus)] += GPU_MILLI
         task = self.tasks[i]
         self.cpu_left[node] += task.cpu_milli
         self.mem_left[node] += task.memory_mib
@@ -329,6 +384,7 @@ class ClusterState:
         new.cluster, new.tasks = self.cluster, self.tasks
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
+        new.parts_of = dict(self.parts_of)
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
         new.mig = self.mig

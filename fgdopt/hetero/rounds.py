@@ -26,7 +26,8 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
   left. A job not in X consumes its GPUs without running (as in Gavel).
 * **Placement.** A job that keeps its type keeps its GPUs; every other running job is preempted (transparently by
   default: Gavel's simulator charges nothing) and the new ones are placed on nodes of their type, largest first,
-  each on the node of that type with the fewest free GPUs that holds it whole (the one feasibility rule).
+  each on the node of that type with the fewest free GPUs that holds it whole (the one feasibility rule), else,
+  with ``span``, over several nodes by Gavel's walk (:mod:`fgdopt.hetero.gang`), at its ``spread_speed``.
 
 Nothing here solves: ``allocate`` is given (``formulations.hetero.round_allocator`` builds one from Gavel's LPs).
 """
@@ -37,13 +38,14 @@ import math
 import random
 from bisect import insort
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from fgdopt.defrag import Move
+from fgdopt.hetero.gang import spread_parts
 from fgdopt.model import GPU_MILLI
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
 
 ROUND_S = 360.0
 """Gavel's default round length (``time_per_iteration``), seconds."""
@@ -73,6 +75,11 @@ class RoundScheduler:
         run at the next round: it stops every running job and never starts one again, so the engine has only the
         remaining arrivals left to queue (None: never). Nothing before that round changes, so every figure over
         those jobs is the one of a run that went on (Gavel's simulator ends there too, its trace being endless).
+    span : a multi-GPU job that no node of its type holds whole may run over several of them (default False: it
+        waits, as before gang placements existed).
+    spread_speed : ``{gpu type: float (n,)}``, every job's speed per type when its GPUs span nodes
+        (:func:`fgdopt.hetero.gang.spread_speeds`: Gavel's unconsolidated throughputs); None (default): its ``speed``
+        there too, as Gavel's simulator runs it.
     stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds; e.g. the trace's last
         arrival, past which the run no longer follows an endless trace), whether or not those jobs have finished.
 
@@ -91,6 +98,8 @@ class RoundScheduler:
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
     stop_after: np.ndarray | None = None
+    span: bool = False
+    spread_speed: Mapping[str, np.ndarray] | None = None
     stop_by_s: float = math.inf
     solves: int = 0
     stopped_s: float = math.nan
@@ -106,11 +115,14 @@ class RoundScheduler:
     _shuffler: random.Random | None = None
     _planned_at: float = -1.0
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
+    _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
 
     def __post_init__(self) -> None:
         self.gpu_types = tuple(self.gpu_types)
         self._thr = np.column_stack([np.asarray(self.speed[g], dtype=np.float64) for g in self.gpu_types])
         self._w = np.zeros(len(self.gpu_types))
+        self._spread = None if self.spread_speed is None else np.column_stack(
+            [np.asarray(self.spread_speed[g], dtype=np.float64) for g in self.gpu_types])
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
         self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
@@ -165,7 +177,12 @@ class RoundScheduler:
             js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
             cost = np.array([view.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0 for j in runs])
             left = np.maximum(self.duration_s[js] - view.work_s[js], 0.0)    # seconds of work left, at speed 1
-            self._next_s = float((now + np.minimum(self.round_s, left / self._thr[js, gs] + cost)).max())
+            thr = self._thr[js, gs]
+            if self._spread is not None and (spread := [k for k, j in enumerate(runs) if j in self._gangs]):
+                thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
+                new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
+                plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
+            self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
             self._next_s = self._last_reset + self.reset_s if present else now
         self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
@@ -233,16 +250,17 @@ class RoundScheduler:
         their free GPUs, so a placement costs no scan of the type's nodes."""
         cluster = state.cluster
         node_type, of_type, _ = self._types(cluster)
-        node_of, gpus_of, num_gpu = state.node_of, state.gpus_of, state.tasks.num_gpu
+        node_of, num_gpu = state.node_of, state.tasks.num_gpu
         runs = {j: g for j, g in chosen.items() if j in self._x}   # a job not in X takes GPUs but does not run
         stay = {j for j in running.tolist() if runs.get(j) == node_type[node_of[j]]}
+        self._gangs = {j for j in stay if j in state.parts_of}
         victims = tuple(j for j in running.tolist() if j not in stay)
         new = sorted((j for j in runs if j not in stay), key=lambda j: (-int(num_gpu[j]), j))
         admits = []
         if new:
             free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
             if victims:
-                at = [(node_of[v], g) for v in victims for g in gpus_of[v]]
+                at = [(node, g) for v in victims for node, gpus in state.parts(v) for g in gpus]
                 free[[a for a, _ in at], [g for _, g in at]] = True
             count = free.sum(axis=1).tolist()
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
@@ -256,8 +274,17 @@ class RoundScheduler:
                     buckets[g] = by_free
                 by_free = buckets[g]
                 spare = next((c for c in range(need, len(by_free)) if by_free[c]), None)
-                if spare is None:
-                    continue                              # no node of its type holds it whole this round
+                if spare is None:                         # no node of its type holds it whole: over several
+                    parts = self.span and spread_parts(of_type[g].tolist(), lambda n: gpus_free.setdefault(
+                        n, np.flatnonzero(free[n]).tolist()), need)
+                    for node, gpus in parts or ():
+                        c = len(gpus_free[node]) + len(gpus)
+                        by_free[c].remove(node)
+                        insort(by_free[c - len(gpus)], node)
+                    if parts:
+                        admits.append(GangMove(j, *parts[0], parts))
+                        self._gangs.add(j)
+                    continue
                 node = by_free[spare].pop(0)
                 insort(by_free[spare - need], node)
                 if node not in gpus_free:

@@ -433,7 +433,7 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
             placer.evict(v, "preempt", restart_s, mech)
         for move in (*plan.moves, *plan.admits):
             pending.withdraw(move.task)
-            placer.start(move.task, (move.node, move.gpus))
+            placer.start(move.task, (move.node, move.gpus), getattr(move, "parts", None))   # GangMove: parts
         for j, rate in plan.rates:                                  # speeds set by the plan (elastic jobs)
             if placer.jobs.status[j] != RUNNING or not (math.isfinite(rate) and rate >= 0):
                 raise RuntimeError(f"mechanism {mech.name!r}: rate {rate} for job {j}, not a running job or not a "

@@ -65,19 +65,27 @@ class Placer:
             raise PolicyError(f"policy {self.label!r} raised {type(exc).__name__} on job {j} "
                               f"({self.tasks.names[j]}) at {self.clock.now} s: {exc}") from exc
 
-    def start(self, j: int, choice) -> None:
-        """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now."""
+    def start(self, j: int, choice, parts=None) -> None:
+        """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now; or, with
+        ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_gang`; ``choice`` is then
+        its first part)."""
         now = self.clock.now
         try:
             node, gpus, *starts = choice                           # MIG policies add the start slices
             choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
-            self.state.place(j, *choice)
+            if parts is not None and len(parts) > 1:
+                self.state.place_gang(j, parts)
+                choice = self.state.parts(j)[0]
+            else:
+                self.state.place(j, *choice)
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r} chose {choice!r} for job {j} ({self.tasks.names[j]}) at {now} "
                               f"s, where it does not fit: {exc}") from None
         jobs = self.jobs
         node, gpus = choice[0], choice[1]
-        self.node_revision[node] = self.state.revision
+        for other, _ in self.state.parts(j):
+            self.node_revision[other] = self.state.revision
+            self.touched.add(other)
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
         interference = self.interference
         if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
@@ -93,7 +101,6 @@ class Placer:
                               f"{self.cluster.model[node]}, where its speed is 0")
         self.alloc += int(self.demand[j])
         self.running += 1
-        self.touched.add(int(node))
         wall = jobs.launch(j, now)
         if math.isfinite(wall):
             self.clock.at(now + wall, j)
@@ -117,8 +124,9 @@ class Placer:
         state = self.state
         node = int(state.node_of[j])
         gpus = state.gpus_of[j]
+        nodes = [other for other, _ in state.parts(j)]
         state.remove(j)
-        self.node_revision[node] = state.revision
+        self.node_revision[nodes] = state.revision
         if self.interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
             others = set()
             for g in gpus:
@@ -130,7 +138,7 @@ class Placer:
         self.running -= 1
         self.clock.cancel(j)
         self.jobs.stop(j, self.clock.now)
-        self.freed.add(node)
+        self.freed.update(nodes)
         return node
 
     def finish(self, j: int) -> None:

@@ -67,7 +67,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -139,18 +139,30 @@ class Checkpointing:
         return progress - np.minimum(done * self.interval_s, work_s)
 
 
+class GangMove(NamedTuple):
+    """An admit of a ``round`` or ``migrate`` :class:`Plan` over several nodes: job ``task`` on ``parts``,
+    ``((node, gpus), ...)`` (:meth:`fgdopt.state.ClusterState.place_gang`); ``node`` and ``gpus`` are its first part,
+    so it reads as a :class:`fgdopt.defrag.Move` wherever one is read."""
+
+    task: int
+    node: int
+    gpus: tuple[int, ...]
+    parts: tuple[tuple[int, tuple[int, ...]], ...]
+
+
 @dataclass(frozen=True)
 class Plan:
-    """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice,
-    if given; else where the run's policy puts it); ``kind`` ``preempt``, ``suspend`` or ``evict`` (a MIG re-layout,
+    """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice, if
+    given; else where the run's policy puts it); ``kind`` ``preempt``, ``suspend`` or ``evict`` (a MIG re-layout,
     :mod:`fgdopt.mig.timeline`: the checkpoint rule of ``preempt``, counted as an eviction). Or, with ``kind``
     ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs (migrated), ``victims`` (preempted,
     with the mechanism's checkpointing) and ``admits`` of pending ones (:class:`fgdopt.defrag.Move`: job, node,
-    GPUs), carried out as :func:`fgdopt.defrag.apply_plan` defines (every moved and preempted job leaves, then every
-    moved and admitted job is placed). A ``round`` is what a round-based scheduler (:mod:`fgdopt.hetero.rounds`)
-    runs next: the jobs it stops and the jobs it starts. ``rates`` (job, speed) pairs, with ``migrate`` or ``round``:
-    after the placements, each of these running jobs keeps the progress of its run so far and runs on at that speed
-    (progress per second; 0 holds it without progress and without a finish until a later plan re-rates it)."""
+    GPUs; or :class:`GangMove`, a job over several nodes), carried out as :func:`fgdopt.defrag.apply_plan` defines
+    (every moved and preempted job leaves, then every moved and admitted job is placed). A ``round`` is what a
+    round-based scheduler (:mod:`fgdopt.hetero.rounds`) runs next: the jobs it stops and the jobs it starts.
+    ``rates`` (job, speed) pairs, with ``migrate`` or ``round``: after the placements, each of these running jobs
+    keeps the progress of its run so far and runs on at that speed (progress per second; 0 holds it without progress
+    and without a finish until a later plan re-rates it)."""
 
     job: int = -1
     victims: tuple[int, ...] = ()
