@@ -4,7 +4,8 @@ Usage::
 
     python -m experiments.hetero [--policies fifo,gandiva,las,las-aware,ftf,ftf-aware,makespan,makespan-aware]
         [--cluster 36:36:36] [--rates 0.5,1,1.5,...] [--seeds 0-2] [--window 4000:5000] [--batch 0]
-        [--multi-gpu] [--gpus-per-node 1] [--round-s 360] [--jobs N | --dask ADDRESS] [--resume] [--quick]
+        [--multi-gpu] [--gpus-per-node 1] [--spread-throughput unconsolidated] [--round-s 360]
+        [--jobs N | --dask ADDRESS] [--resume] [--quick]
         --output DIR
 
 Each (rate, seed) is one trace of :func:`fgdopt.hetero.iter_gavel_jobs` (Gavel's endless generator draw for draw:
@@ -21,6 +22,12 @@ run stops once they have finished, as Gavel's does. Every policy runs the same t
 * ``gandiva``: Gandiva-style packing, each job asks for half of each of its GPUs so two share one, placed by
   ``gpu-packing`` with backfilling; co-located jobs slow each other as Gavel measured
   (:meth:`fgdopt.hetero.HeteroJobs.interference`).
+
+With ``--multi-gpu`` (Gavel's ``continuous-multiple`` trace: 1, 2, 4 or 8 GPUs per job) a round-based job goes to
+one node of its type when one holds it whole, else over several (:mod:`fgdopt.hetero.gang`, Gavel's worker walk),
+where it runs at Gavel's unconsolidated throughput, or, with ``--spread-throughput consolidated``, at the
+consolidated one, as Gavel's simulator runs every job (its cross-check). Nodes have 1 GPU by default, as in
+Gavel's multi-GPU sweeps (its ``--num_gpus_per_server 1:1:1``).
 
 ``--batch N`` adds a static batch of N jobs (all at time 0, rate ``inf``) per seed, whose rows carry the certified
 lower bound on any schedule's makespan (``makespan-aware``'s X at time 0, ``makespan_bound_s``).
@@ -45,6 +52,7 @@ import pandas as pd
 
 from experiments.args import (
     gavel_dir,
+    integer,
     names,
     non_negative_int,
     output_dir,
@@ -69,6 +77,7 @@ from fgdopt.timeline import simulate
 from formulations.hetero import POLICIES, allocate, round_allocator
 
 BASELINES = ("fifo", "gandiva")
+SPREADS = ("unconsolidated", "consolidated")
 POLICY_NAMES = (*BASELINES, *POLICIES)
 COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mean_jct_s", "p95_jct_s", "makespan_s",
            "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves")
@@ -114,9 +123,11 @@ def trace_length(rate: float, window: tuple[int, int]) -> int:
 
 
 def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window: tuple[int, int], multi_gpu: bool,
-              gpus_per_node: int, round_s: float, data_dir: str | None = None) -> dict:
+              gpus_per_node: int, round_s: float, data_dir: str | None = None,
+              spread: str = "unconsolidated") -> dict:
     """One row of hetero.csv: ``policy`` on Gavel's trace at ``rate`` jobs/hour (``inf``: a static batch of
-    ``window[1]`` jobs, all measured) on ``gpus``."""
+    ``window[1]`` jobs, all measured) on ``gpus``; with ``multi_gpu``, a job over several nodes runs at its
+    ``spread`` (``unconsolidated`` or ``consolidated``) throughput."""
     t0 = time.perf_counter()
     table = load_throughputs(data_dir)
     batch = math.isinf(rate)
@@ -137,7 +148,9 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     else:
         mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
                               shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
-                              stop_after=np.flatnonzero(measured),
+                              stop_after=np.flatnonzero(measured), span=multi_gpu,
+                              spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated"
+                              else None,
                               stop_by_s=math.inf if batch else float(jobs.submit_s.max()))
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
@@ -183,8 +196,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="also a static batch of this many jobs per seed "
                         "(makespan against its certified bound; default: 0, none)")
     parser.add_argument("--multi-gpu", action="store_true", help="multi-GPU jobs (Gavel's -m); default single-GPU")
-    parser.add_argument("--gpus-per-node", type=positive_int, default=None,
-                        help="GPUs per node (default: 1, Gavel's sweep; 8 with --multi-gpu)")
+    parser.add_argument("--gpus-per-node", type=integer(1, 8), default=1,
+                        help="GPUs per node (default: 1, Gavel's sweeps)")
+    parser.add_argument("--spread-throughput", choices=SPREADS, default=SPREADS[0],
+                        help="with --multi-gpu, the throughput of a job whose GPUs span nodes: Gavel's "
+                        "unconsolidated (default) or consolidated, as Gavel's simulator runs it")
     parser.add_argument("--round-s", type=positive, default=ROUND_S, help="seconds per round (default: 360)")
     parser.add_argument("--quick", action="store_true", help="12:12:12, rates 0.5 and 1, seed 0, jobs 300-500, "
                         "fifo, las, las-aware, makespan-aware")
@@ -199,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.cluster, args.rates, args.seeds = parse_cluster("12:12:12"), [0.5, 1.0], [0]
         args.window, args.policies = (300, 500), ["fifo", "las", "las-aware", "makespan-aware"]
-    per_node = args.gpus_per_node or (8 if args.multi_gpu else 1)
+    per_node = args.gpus_per_node
     try:
         table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
@@ -208,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch:
         points += [(math.inf, s) for s in args.seeds]
     cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
-              per_node, args.round_s, args.data_dir) for rate, s in points for p in args.policies]
-    keys = [(*c[:-1], content_digest(table.source)) for c in cells]       # the table by its content, not its path
+              per_node, args.round_s, args.data_dir, args.spread_throughput) for rate, s in points
+             for p in args.policies]
+    keys = [(*c[:-2], content_digest(table.source), *(c[-1:] if c[5] else ())) for c in cells]  # the table's content
     frame, code = run_and_write("hetero", run_point, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

@@ -334,6 +334,20 @@ class ClusterState:
         self.revision += 1
         self.last_node = nodes[0]
 
+    def gang_fits(self, task: Task) -> bool:
+        """Whether whole-GPU ``task`` fits now over several nodes of one GPU model (:meth:`place_gang`): its CPU and
+        memory on one of them, and ``num_gpu`` free GPUs on them in all."""
+        if self.mig is not None or task.num_gpu < 2 or task.gpu_milli != GPU_MILLI:
+            return False
+        free = (self.gpu_left == GPU_MILLI).sum(axis=1)
+        host = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
+        models = self.cluster.model
+        for model in set(models[self.spec_mask(task.gpu_spec)].tolist()):
+            nodes = models == model
+            if (host & nodes).any() and int(free[nodes].sum()) >= task.num_gpu:
+                return True
+        return False
+
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """Where task ``i`` is: ``((node, gpus), ...)``, one part per node (empty: not placed)."""
         if i in self.parts_of:

@@ -161,6 +161,15 @@ class HeteroJobs:
         jobs = JobSet(tasks, self.submit_s, self.total_steps / ref, measured=measured, window_s=window_s)
         return jobs, {g: thr[:, k] / ref for k, g in enumerate(gpu_types)}
 
+    def spread_speed(self, table: ThroughputTable, gpu_types=GPU_TYPES) -> dict[str, np.ndarray]:
+        """Each job's speed per GPU type when its GPUs span servers (Gavel's unconsolidated throughputs, over its
+        V100 throughput as in :meth:`to_jobset`): ``{gpu type: float64 (n,)}``, for
+        :class:`~fgdopt.hetero.rounds.RoundScheduler` ``spread_speed`` (:func:`fgdopt.hetero.gang.spread_speeds`)."""
+        from fgdopt.hetero.gang import spread_speeds
+
+        ref = self.throughputs(table, [REFERENCE_GPU])[:, 0]
+        return spread_speeds(table, self.job_type, self.scale_factor, gpu_types, ref)
+
     def interference(self, table: ThroughputTable, gpu_types=GPU_TYPES):
         """Gavel's co-location throughputs as an :class:`~fgdopt.interference.Interference` (classes: the
         job types) for jobs packed two to a GPU: ``factor[g][a, b]`` = the throughput of ``a`` beside ``b`` on ``g``

@@ -319,7 +319,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     state = ClusterState(cluster, tasks)
     shapes = Shapes(tasks)
     empty = ClusterState(cluster, shapes.tasks)
-    admissible = np.array([empty.feasible_nodes(t).any() for t in shapes.task], dtype=bool)
+    spans = bool(getattr(mech, "span", False))                          # it may place a job over several nodes
+    admissible = np.array([empty.feasible_nodes(t).any() or (spans and empty.gang_fits(t)) for t in shapes.task],
+                          dtype=bool)
     qkey = np.asarray(discipline.keys(jobs), dtype=np.float64)
     if qkey.shape != (n,):
         raise ValueError(f"queue discipline {discipline.name!r}: keys() gave shape {qkey.shape}, expected ({n},)")
