@@ -44,6 +44,13 @@ SATURATED_RATES = "4.4,4.8,5.2,5.6,6"
 """The rest of Gavel's Figure 8 grid, past about 4.5 jobs/hour, where the queue grows (its own study,
 ``hetero-saturated``: a run there stops once its measured jobs have finished, as Gavel's does, and costs far more)."""
 
+MULTI_RATES = "0.5,1,1.5,2,2.5,3"
+"""Arrival rates (jobs/hour) of the multi-GPU study (Gavel's Figure 9 sweeps 0 to 3) where Gavel's own simulator was
+run for the cross-check; the window (jobs 300-499) is short enough to run both simulators here."""
+MULTI_ARGS = ("--multi-gpu", "--rates", MULTI_RATES, "--seeds", "0", "--window", "300:500", "--policies",
+              "las,las-aware", "--jobs", "1")
+"""The multi-GPU studies' arguments (both profiles): 36:36:36 in 1-GPU nodes, as Gavel's multi-GPU sweeps."""
+
 
 @dataclass(frozen=True)
 class Study:
@@ -135,6 +142,9 @@ STUDIES: tuple[Study, ...] = (
           ("--rates", SATURATED_RATES, "--seeds", "0", "--policies", "las,las-aware", "--jobs", "2"),
           ("--rates", SATURATED_RATES, "--seeds", "0-2", "--policies", "las,las-aware", "--jobs", "2"),
           ("hetero.csv",)),
+    Study("hetero-multi", "hetero", (*MULTI_ARGS, "--spread-throughput", "consolidated"),
+          (*MULTI_ARGS, "--spread-throughput", "consolidated"), ("hetero.csv",)),
+    Study("hetero-multi-spread", "hetero", MULTI_ARGS, MULTI_ARGS, ("hetero.csv",)),
     Study("bench-hetero", "bench_hetero", ("--sizes", "50,200,1000", "--repeat", "1", "--points", "3"),
           ("--sizes", "50,200,1000", "--repeat", "3", "--points", "1,3"),
           ("bench_hetero.csv", "bench_hetero_points.csv")),
