@@ -46,11 +46,14 @@ class Placement:
 
     On a MIG cluster (:mod:`fgdopt.mig`) ``starts[i]`` holds the start memory slice of the task's instance on
     each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
-    take the lowest free allowed start."""
+    take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
+    placed over several nodes (:meth:`ClusterState.place_gang`; ``node[i]`` and ``gpus[i]`` are its first part);
+    ``None`` (the default) when no task is."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
     starts: tuple[tuple[int, ...], ...] | None = None
+    spans: tuple | None = None
 
     def __post_init__(self) -> None:
         node = np.array(self.node, dtype=np.int64)
@@ -63,6 +66,8 @@ class Placement:
                 raise ValueError(f"placement has {len(node)} nodes but {len(self.starts)} start lists")
         if len(self.gpus) != len(node):
             raise ValueError(f"placement has {len(node)} nodes but {len(self.gpus)} GPU lists")
+        if self.spans is not None and len(self.spans) != len(node):
+            raise ValueError(f"placement has {len(node)} nodes but {len(self.spans)} span lists")
 
     @classmethod
     def empty(cls, n_tasks: int) -> Placement:
@@ -391,7 +396,14 @@ class ClusterState:
 
     def placement(self) -> Placement:
         return Placement(self.node_of.copy(), tuple(self.gpus_of),
-                         None if self.mig is None else tuple(self.starts_of))
+                         None if self.mig is None else tuple(self.starts_of), self.spans(range(len(self.node_of))))
+
+    def spans(self, rows) -> tuple | None:
+        """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed over several nodes (``()`` for
+        the others), or None when none is."""
+        if not self.parts_of:
+            return None
+        return tuple(self.parts_of.get(int(i), ()) for i in rows)
 
     def copy(self) -> ClusterState:
         new = ClusterState.__new__(ClusterState)
@@ -437,6 +449,11 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement) -> ClusterS
         raise InfeasiblePlacement(f"placement covers {len(placement.node)} tasks, the task set has {len(tasks)}")
     state = ClusterState(cluster, tasks)
     for i in np.flatnonzero(placement.node != UNPLACED):
+        if placement.spans is not None and placement.spans[i]:
+            if placement.spans[i][0] != (int(placement.node[i]), placement.gpus[i]):
+                raise InfeasiblePlacement(f"task {int(i)}: its first part is not its node and GPUs")
+            state.place_gang(int(i), placement.spans[i])
+            continue
         state.place(int(i), int(placement.node[i]), placement.gpus[i],
                     None if placement.starts is None else placement.starts[i])
     for i in np.flatnonzero(placement.node == UNPLACED):

@@ -12,7 +12,7 @@ from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.hetero.throughputs import JOB_TYPES
 from fgdopt.model import Cluster, TaskSet
-from fgdopt.state import ClusterState, InfeasiblePlacement
+from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
 from fgdopt.timeline import JobSet, simulate
 from fgdopt.timeline.jobtable import REJECTED
 from formulations.hetero import round_allocator
@@ -33,6 +33,11 @@ def test_a_gang_is_placed_and_removed_whole_by_the_one_rule():
     assert state.node_of[0] == 0 and state.gpus_of[0] == (1,)
     assert state.parts(0) == ((0, (1,)), (1, (0, 1))) and state.parts(1) == ((0, (0,)),)
     assert state.copy().parts(0) == state.parts(0)
+    placement = state.placement()
+    assert placement.spans == (((0, (1,)), (1, (0, 1))), ())
+    assert np.array_equal(validate(CLUSTER, state.tasks, placement).gpu_left, state.gpu_left)
+    with pytest.raises(InfeasiblePlacement, match="first part"):
+        validate(CLUSTER, state.tasks, Placement(placement.node, ((0,), (0,)), spans=placement.spans))
     state.remove(0)
     assert state.gpu_left.tolist() == [[0, 1000], [1000, 1000], [1000, 1000]]
     assert state.cpu_left.tolist() == [8000] * 3 and state.parts(0) == () and not state.parts_of
@@ -91,7 +96,7 @@ def one_job_run(gpus_per_node: int, span: bool = True, spread: float | None = 0.
     mech = RoundScheduler(round_allocator("las", speed, jobs, {"a": 2}), speed, jobs.duration_s, ("a",), span=span,
                           spread_speed=None if spread is None else {"a": np.full(n, spread)})
     return simulate(gavel_cluster({"a": 2}, gpus_per_node), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
-                    restart_s=lambda g: 0.0), mech
+                    restart_s=lambda g: 0.0, snapshots=(100.0,)), mech
 
 
 def test_a_two_gpu_job_over_two_servers_runs_at_the_unconsolidated_throughput():
@@ -100,6 +105,7 @@ def test_a_two_gpu_job_over_two_servers_runs_at_the_unconsolidated_throughput():
     without ``span`` it fits no empty node and is rejected."""
     r, _ = one_job_run(1)
     assert r.finish_s.tolist() == [500.0] and r.work_s.tolist() == [250.0]
+    assert r.snapshots[0].placement.spans == (((0, (0,)), (1, (0,))),)       # validated by the one rule
     assert one_job_run(2)[0].finish_s.tolist() == [250.0]
     assert one_job_run(1, spread=None)[0].finish_s.tolist() == [250.0]
     assert one_job_run(1, span=False)[0].status.tolist() == [REJECTED]

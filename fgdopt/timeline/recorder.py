@@ -108,7 +108,8 @@ class Recorder:
         placement = Placement(np.concatenate([state.node_of[run_ids], np.full(len(pend_ids), -1)]),
                               (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)),
                               None if state.mig is None else (*(state.starts_of[j] for j in run_ids),
-                                                               *((),) * len(pend_ids)))
+                                                               *((),) * len(pend_ids)),
+                              None if not state.parts_of else (*state.spans(run_ids), *((),) * len(pend_ids)))
         snap = Snapshot(at, state.cluster, state.tasks.take(ids), placement, ids, len(run_ids))
         same_capacity(validate(state.cluster, snap.tasks, placement), state, f"snapshot at {at} s")
         if snap.allocated_milli != alloc:
