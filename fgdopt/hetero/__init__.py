@@ -7,6 +7,8 @@
                                        :func:`gavel_jobs`, Gavel's generator reproduced draw for draw
 :mod:`fgdopt.hetero.allocation`        :class:`Allocation`, the matrix X (jobs x GPU types, fraction of time)
                                        a policy chooses, and its feasibility check
+:mod:`fgdopt.hetero.gang`              multi-GPU jobs over several servers: Gavel's worker walk and the
+                                       unconsolidated speeds
 =====================================  ======================================================================
 
 The policies that choose X (max-min fairness, finish-time fairness, minimum makespan) are linear programs in
