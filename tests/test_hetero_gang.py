@@ -138,3 +138,21 @@ def test_multi_gpu_average_jct_agrees_with_gavels_own_simulator(gavel_table):
         assert run["mean_jct_s"] == pytest.approx(gavel.avg_jct_s[policy], rel=0.01)
     gain = ours["las"]["mean_jct_s"] / ours["las-aware"]["mean_jct_s"]
     assert gain == pytest.approx(gavel.avg_jct_s["las"] / gavel.avg_jct_s["las-aware"], rel=0.01)
+
+
+def test_agnostic_las_with_mixed_scale_factors_is_gavels_interior_point():
+    """Jobs of 1, 2 and 4 GPUs on 2 + 2 GPUs of two types: the smallest of ``s_i y_i`` (``y_i`` a job's total time) is
+    at most 1 (the 1-GPU job's whole time) and 1 is reached with ``y = (1, 1/2, 1/4)``, which leaves 1 GPU spare:
+    the optimal totals are every ``y_2 >= 1/2``, ``y_3 >= 1/4`` with ``2 y_2 + 4 y_3 <= 3``. Water-filling takes
+    ``(1, 3/4, 3/8)``; Gavel's ECOS, and fgdopt's interior point (``central``), a point strictly inside that face,
+    split over the types."""
+    from formulations.hetero import solve_allocation
+
+    scale, cap = np.array([1, 2, 4]), np.array([2.0, 2.0])
+    fill = solve_allocation("las", np.ones((3, 2)), scale, cap, central=False)
+    np.testing.assert_allclose(fill.x.sum(axis=1), [1.0, 0.75, 0.375])
+    a = solve_allocation("las", np.ones((3, 2)), scale, cap, central=True)
+    y = a.x.sum(axis=1)
+    assert a.status == "optimal" and a.objective == pytest.approx(1.0, abs=1e-6)
+    assert y[0] == pytest.approx(1.0, abs=1e-6) and y[1] > 0.5 + 1e-3 and y[2] > 0.25 + 1e-3
+    assert 2 * y[1] + 4 * y[2] <= 3 + 1e-6 and not np.allclose(y, fill.x.sum(axis=1), atol=1e-3)
