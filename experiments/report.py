@@ -513,7 +513,9 @@ def hetero_multi_table(results: Path) -> dict[str, str]:
              "Gavel: las-aware h | fgdopt vs Gavel (las, aware) | unconsolidated: las h | "
              "unconsolidated: las-aware h | unconsolidated: las / las-aware |",
              "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    devs, ratio_devs, slowdowns = [], [], []
+    devs: dict[float, list[float]] = {}                     # per rate: fgdopt's JCT over Gavel's - 1 (las, aware)
+    ratio_devs: dict[float, float] = {}                      # per rate: |fgdopt's gain over Gavel's - 1|
+    slowdowns = []
 
     def cells(table: dict, rate: float) -> list[str]:
         got = [table.get((rate, p)) for p in policies]
@@ -521,18 +523,26 @@ def hetero_multi_table(results: Path) -> dict[str, str]:
             f"{got[0] / got[1]:.2f}x" if None not in got else "-"]
 
     for rate in sorted({r for r, _ in ours}):
-        dev = [ours[(rate, p)] / theirs[(rate, p)] - 1 for p in policies if (rate, p) in ours and (rate, p) in theirs]
-        devs += [abs(d) for d in dev]
+        devs[rate] = [ours[(rate, p)] / theirs[(rate, p)] - 1 for p in policies
+                      if (rate, p) in ours and (rate, p) in theirs]
         if all((rate, p) in ours and (rate, p) in theirs for p in policies):
-            ratio_devs.append(abs(ours[(rate, "las")] / ours[(rate, "las-aware")]
-                                  / (theirs[(rate, "las")] / theirs[(rate, "las-aware")]) - 1))
+            ratio_devs[rate] = abs(ours[(rate, "las")] / ours[(rate, "las-aware")]
+                                   / (theirs[(rate, "las")] / theirs[(rate, "las-aware")]) - 1)
         slowdowns += [slow[(rate, p)] / ours[(rate, p)] for p in policies if (rate, p) in slow and (rate, p) in ours]
         lines.append(f"| {rate:g} | " + " | ".join(cells(ours, rate)) + " | " + " | ".join(cells(theirs, rate)[:2])
-                     + " | " + ", ".join(f"{100 * d:+.2f}%" for d in dev) + " | " + " | ".join(cells(slow, rate))
-                     + " |")
-    return {"hetero_multi": "\n".join(lines), "hetero_multi_points": str(len(devs)),
-            "hetero_multi_max_dev": f"{100 * max(devs):.2f}" if devs else "n/a",
-            "hetero_multi_ratio_max_dev": f"{100 * max(ratio_devs):.2f}" if ratio_devs else "n/a",
+                     + " | " + ", ".join(f"{100 * d:+.2f}%" for d in devs[rate]) + " | "
+                     + " | ".join(cells(slow, rate)) + " |")
+    top = max(devs)                                          # the highest rate, the knee: reported on its own
+    below = [abs(d) for rate, ds in devs.items() if rate < top for d in ds]
+    below_ratio = [d for rate, d in ratio_devs.items() if rate < top]
+    return {"hetero_multi": "\n".join(lines), "hetero_multi_points": str(sum(map(len, devs.values()))),
+            "hetero_multi_points_below": str(len(below)),
+            "hetero_multi_below_rate": f"{max((r for r in devs if r < top), default=top):g}",
+            "hetero_multi_max_dev_below": f"{100 * max(below):.2f}" if below else "n/a",
+            "hetero_multi_ratio_max_dev_below": f"{100 * max(below_ratio):.2f}" if below_ratio else "n/a",
+            "hetero_multi_top_rate": f"{top:g}",
+            "hetero_multi_top_dev": ", ".join(f"{100 * d:+.1f}%" for d in devs[top]),
+            "hetero_multi_top_ratio_dev": f"{100 * ratio_devs[top]:.1f}" if top in ratio_devs else "n/a",
             "hetero_multi_spread_min": f"{min(slowdowns):.2f}" if slowdowns else "n/a",
             "hetero_multi_spread_max": f"{max(slowdowns):.2f}" if slowdowns else "n/a"}
 
