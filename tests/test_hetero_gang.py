@@ -156,3 +156,20 @@ def test_agnostic_las_with_mixed_scale_factors_is_gavels_interior_point():
     assert a.status == "optimal" and a.objective == pytest.approx(1.0, abs=1e-6)
     assert y[0] == pytest.approx(1.0, abs=1e-6) and y[1] > 0.5 + 1e-3 and y[2] > 0.25 + 1e-3
     assert 2 * y[1] + 4 * y[2] <= 3 + 1e-6 and not np.allclose(y, fill.x.sum(axis=1), atol=1e-3)
+
+
+def test_continuous_multiple_trace_is_gavels(gavel_table):
+    """Gavel's simulator with ``-m`` at 1 job/h, seed 0 (run_gavel.py's dump of its 740 generated jobs, made with the
+    committed ``multi`` rows): job 0 is ResNet-18 batch 64 on 8 GPUs with 17,484,476.26110642 steps, job 739
+    ResNet-18 batch 16 on 4 GPUs arriving at 2,525,706.9494048669 s, and 495, 83, 121 and 41 jobs of 1, 2, 4 and 8
+    GPUs; fgdopt's generator gives the same, and its lazy stream the same jobs."""
+    from fgdopt.hetero.jobs import gavel_jobs, iter_gavel_jobs, take_jobs
+
+    jobs = gavel_jobs(gavel_table, 740, 1.0, seed=0, multi_gpu=True)
+    assert (jobs.type_names[0], int(jobs.scale_factor[0]), jobs.total_steps[0]) == (
+        "ResNet-18 (batch size 64)", 8, 17484476.26110642)
+    assert (jobs.type_names[739], int(jobs.scale_factor[739]), jobs.submit_s[739]) == (
+        "ResNet-18 (batch size 16)", 4, 2525706.9494048669)
+    assert np.bincount(jobs.scale_factor).tolist() == [0, 495, 83, 0, 121, 0, 0, 0, 41]
+    lazy = take_jobs(iter_gavel_jobs(gavel_table, 1.0, seed=0, multi_gpu=True), 740)
+    assert lazy.to_frame().equals(jobs.to_frame())
