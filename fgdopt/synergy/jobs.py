@@ -98,8 +98,9 @@ class SynergyJobs:
     ----------
     frame : one row per job: ``name`` (job id), ``submit_s`` (arrival, s), ``model``, ``task``, ``gpus``,
         ``iterations`` (total iterations), ``iter_time_s`` (s per iteration at the GPU-proportional share),
-        ``duration_s`` (= iterations * iter_time_s, the run time at the proportional share), ``cpus`` and
-        ``mem_gb`` (the job's ideal demand in CPU cores and GB, all its GPUs together), ``speedup`` (its speed at
+        ``duration_s`` (= iterations * iter_time_s, the run time at the proportional share), ``cpus``,
+        ``mem_gb`` and ``sspeed`` (the job's ideal demand in CPU cores, GB and storage MB/s, all its GPUs
+        together), ``speedup`` (its speed at
         the ideal demand over the proportional share), ``length_s`` (the drawn length before rounding to
         iterations).
     """
@@ -162,7 +163,7 @@ def _with_profile(k: int, arrival: int, length: float, gpus: int, task: int, mod
             demand[i], update = cap, True
             if gpus > per_gpus:
                 demand[i], speedup, update = gpus * (cap / per_gpus), 1.0, False
-    cpus, mem = demand[0], demand[1]
+    cpus, mem, sspeed = demand
     if update:
         ideal, fair = gpus * profile.cpus, gpus * (per_cpus / per_gpus)
         if ideal == fair:
@@ -172,6 +173,7 @@ def _with_profile(k: int, arrival: int, length: float, gpus: int, task: int, mod
     return {"name": k, "submit_s": float(arrival), "model": model, "task": TASKS[task], "gpus": gpus,
             "iterations": iterations, "iter_time_s": profile.iter_time_s,
             "duration_s": iterations * profile.iter_time_s, "cpus": float(cpus), "mem_gb": float(mem),
+            "sspeed": float(sspeed),
             "speedup": float(speedup), "length_s": length}
 
 
