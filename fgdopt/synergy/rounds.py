@@ -99,6 +99,7 @@ class SynergyRounds:
     keep_log: bool = False
     _next_s: float = 0.0
     _planned_at: float = -1.0
+    _rate: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.base, self.mode = parse_policy(self.policy)
@@ -111,6 +112,7 @@ class SynergyRounds:
         self.finished = np.zeros(n, dtype=bool)
         self.ledger_work_s = np.zeros(n)
         self._arrived = 0
+        self._live: list[int] = []
         self._order = np.argsort(self.submit_s, kind="stable")
         self.min_free = np.array(SERVER_CAPACITY[:4], dtype=np.float64)
         self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after).tolist())
@@ -132,20 +134,24 @@ class SynergyRounds:
             return Plan(kind="round", victims=tuple(running))
         alloc = self.decide(now)
         stay, admits, rates = set(), [], []
+        work_s = view.work_s
+        node_of, gpus_of = state.node_of, state.gpus_of
         for j, (placement, speed) in alloc.items():
             node, gpus = (0, ()) if self.pooled else placement
-            if state.node_of[j] == node and tuple(state.gpus_of[j]) == gpus:
+            kept = node_of[j] == node and tuple(gpus_of[j]) == gpus
+            if kept:
                 stay.add(j)
             else:
                 admits.append(Move(j, node, gpus))
             it = float(self.iter_time_s[j])
             iters = self._progress(j, speed)
-            work = iters * it
-            left = max(float(self.iterations[j]) * it - float(view.work_s[j]), 0.0)
             if self.executed[j] + iters >= self.iterations[j]:        # done in this round: finish at its end
-                rates.append((j, left / (self.round_s - 1e-6)))
+                rate = max(float(self.iterations[j]) * it - float(work_s[j]), 0.0) / (self.round_s - 1e-6)
             else:
-                rates.append((j, work / self.round_s))
+                rate = iters * it / self.round_s
+            if not kept or self._rate.get(j) != rate:
+                rates.append((j, rate))
+            self._rate[j] = rate
         victims = tuple(j for j in running if j not in stay)
         self._lease_end(now, alloc)
         return Plan(kind="round", victims=victims, admits=tuple(admits), rates=tuple(rates))
@@ -173,9 +179,12 @@ class SynergyRounds:
 
     # ----------------------------------------------------------------------------------------------- Synergy side
     def _present(self, now: float) -> list[int]:
+        """Jobs arrived by ``now`` and not finished, in arrival order (Synergy's ``runnable_jobs``)."""
         while self._arrived < len(self._order) and self.submit_s[self._order[self._arrived]] <= now:
+            self._live.append(int(self._order[self._arrived]))
             self._arrived += 1
-        return [int(j) for j in self._order[:self._arrived] if not self.finished[j]]
+        self._live = [j for j in self._live if not self.finished[j]]
+        return self._live
 
     def _sorted(self, jobs: list[int], now: float) -> list[int]:
         fair = self.mode == "fair"
@@ -275,6 +284,7 @@ class _Servers:
         self.free = np.tile(np.array(SERVER_CAPACITY, dtype=np.float64), (n, 1))
         self.free_gpus = [list(range(SERVER_CAPACITY[0])) for _ in range(n)]
         self.free_count = n * SERVER_CAPACITY[0]
+        self.has_gpu = np.ones(n, dtype=bool)
         self.schedule: list[list[int]] = [[] for _ in range(n)]   # jobs placed on each server, in order
         self.alloc: dict[int, dict[int, list[float]]] = {}         # job -> server -> [gpu, cpu, mem, sspeed]
         self.gpus_of: dict[int, list[tuple[int, int]]] = {}
@@ -283,6 +293,14 @@ class _Servers:
         """Synergy's ``_top_synergy_gpus``: the first ``g`` free GPUs (server order) whose server still has the
         per-GPU share ``vec / g`` with what earlier GPUs of this job hold; False (nothing taken) if fewer."""
         per = [x / vec[0] for x in vec]
+        if g == 1:                                                 # one GPU: the first server that holds it
+            fits = (self.free >= per).all(axis=1) & self.has_gpu
+            if not fits.any():
+                return False
+            s = int(fits.argmax())
+            self._take(j, [(s, self.free_gpus[s][0])], {s: per[:4]})
+            self.schedule[s].append(j)
+            return True
         hold = np.zeros_like(self.free)
         taken: list[tuple[int, int]] = []
         for s in range(len(self.free)):
@@ -305,6 +323,7 @@ class _Servers:
     def _take(self, j: int, gpus: list[tuple[int, int]], res: dict[int, list[float]]) -> None:
         for s, gpu in gpus:
             self.free_gpus[s].remove(gpu)
+            self.has_gpu[s] = bool(self.free_gpus[s])
         self.free_count -= len(gpus)
         for s, r in res.items():
             self.free[s, :4] -= r
@@ -318,6 +337,7 @@ class _Servers:
         for s, gpu in gpus:
             self.free_gpus[s].append(gpu)
             self.free_gpus[s].sort()
+            self.has_gpu[s] = True
         self.free_count += len(gpus)
         return gpus
 
