@@ -75,6 +75,8 @@ class SynergyRounds:
     pooled : the engine holds no GPUs (multi-GPU jobs Synergy splits over servers).
     stop_after : job indices; once all have finished the run stops at the next round (every running job stopped,
         none started again). stop_by_s : stop at the first round after this time in any case.
+    log_every : keep every this many rounds' allocation in ``round_log`` (0: none): (time, {job: (speed, (CPU
+        cores, GB) held)}), for Synergy-OPT's bound (:mod:`formulations.synergy`).
     """
 
     policy: str
@@ -95,8 +97,8 @@ class SynergyRounds:
     rounds: int = 0
     stopped_s: float = math.nan
     min_free: np.ndarray | None = None           # lowest free GPU, CPU, GB, MB/s over servers and rounds
-    round_log: list = field(default_factory=list)  # per round: (time, {job: (speed, cpus, mem)})
-    keep_log: bool = False
+    round_log: list = field(default_factory=list)  # logged rounds: (time, {job: (speed, (cpus, GB))})
+    log_every: int = 0
     _next_s: float = 0.0
     _planned_at: float = -1.0
     _rate: dict = field(default_factory=dict)
@@ -225,7 +227,7 @@ class SynergyRounds:
             if now - last > STARVE_S:
                 self.prio[j] = 1
         np.minimum(self.min_free, ledger.free[:, :4].min(axis=0), out=self.min_free)
-        if self.keep_log:
+        if self.log_every and speed and self.rounds % self.log_every == 0:
             self.round_log.append((now, {j: (s, ledger.held(j)) for j, s in speed.items()}))
         return {j: (ledger.first_placement(j), s) for j, s in speed.items()}
 
@@ -419,7 +421,7 @@ def synergy_cluster(servers: int = 16, pooled: bool = False):
 
 
 def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, servers: int = 16,
-                round_s: float = ROUND_S, keep_log: bool = False):
+                round_s: float = ROUND_S, log_every: int = 0):
     """Run the jobs of a Synergy workload (``SynergyJobs.frame``) under ``policy`` on the time engine.
 
     Parameters
@@ -429,7 +431,7 @@ def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, serve
     measured : bool per job; the run stops at the first round after all of them finished, or after the last
         arrival (default: all jobs, no stop before they finish).
     servers, round_s : cluster size and round length (s).
-    keep_log : keep every round's allocation (``mechanism.round_log``; for the bound and tests).
+    log_every : keep every this many rounds' allocation (``mechanism.round_log``; for the bound and tests).
 
     Returns
     -------
@@ -451,7 +453,7 @@ def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, serve
     demand = np.column_stack([gpus, frame["cpus"], frame["mem_gb"], frame["sspeed"], np.zeros(n)]).astype(np.float64)
     mech = SynergyRounds(policy, jobs.submit_s, gpus, demand, frame["speedup"].to_numpy(dtype=np.float64),
                          frame["iter_time_s"].to_numpy(dtype=np.float64), frame["iterations"].to_numpy(np.int64),
-                         servers=servers, round_s=round_s, pooled=pooled, keep_log=keep_log,
+                         servers=servers, round_s=round_s, pooled=pooled, log_every=log_every,
                          stop_after=np.flatnonzero(measured) if not measured.all() else None,
                          stop_by_s=float(jobs.submit_s.max()) if not measured.all() else math.inf)
     result = simulate(synergy_cluster(servers, pooled), jobs, "best-fit", "fifo", mechanism=mech,
