@@ -9,6 +9,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fgdopt.synergy import profiles
 from fgdopt.synergy.profiles import ProfileError, load_profiles
@@ -96,3 +98,118 @@ def test_bad_json_unknown_model_and_checksum(tmp_path):
     with pytest.raises(ProfileError, match="checksum mismatch"):
         profiles.read_json(copy, sha256=profiles.SHA256)
     assert np.isclose(profiles.read_json(copy)["res18"].speedup, 9.9)
+
+
+# ------------------------------------------------------------------------------------------------- the workload
+
+def test_first_jobs_follow_synergys_class_split_by_hand():
+    """Split 20/70/10, ``ModelAssignment.OVERALL``: the task furthest below its share goes next (``percent/100 -
+    task_jobs/all_jobs``; all 0 at first, ties in image, language, speech order), models round-robin in the task.
+    Job 0 image (alexnet: all tied); then language (0.7 - 0 largest), language again (0.7 - 1/2 = 0.2 > 0.1),
+    speech (0.1 > 0.7 - 2/3), language (0.7 - 2/4 = 0.2), language (0.7 - 3/5 = 0.1 > 0.2 - 1/5 = 0); job 6 is a
+    floating-point near-tie, image 0.2 - 1/6 = 0.03333333333333335 against language 0.7 - 4/6 =
+    0.03333333333333326: image (res18). Every job asks 1 GPU and arrives a whole number of seconds after the
+    previous one."""
+    from fgdopt.synergy.jobs import synergy_jobs
+    frame = synergy_jobs(12, 9.0).frame
+    assert frame.model.tolist() == ["alexnet", "gnmt", "transformer", "m5", "lstm", "gnmt", "res18", "transformer",
+                                    "lstm", "gnmt", "res50", "transformer"]
+    assert (frame.gpus == 1).all() and (np.diff(frame.submit_s, prepend=0) >= 1).all()
+    assert (frame.submit_s == np.round(frame.submit_s)).all()
+    assert frame.duration_s.tolist() == (frame.iterations * frame.iter_time_s).tolist()
+    assert frame.speedup[frame.model == "res18"].tolist() == [2.4]
+
+
+def test_workload_is_the_pickle_draws_then_the_run_draws():
+    """Lengths are the first draws of ``random.seed(42)`` (``get_gavel_like_iter``, two each), arrivals and classes
+    a fresh ``random.seed(42)`` stream (gap then a discarded ``randint``): job 0's length is
+    ``60 * 10 ** uniform(1.5, 3)`` when the first ``random()`` is below 0.8, and its arrival
+    ``ceil(-log(1 - random()) / 9 * 3600)`` of the second stream."""
+    import math
+    import random
+
+    from fgdopt.synergy.jobs import synergy_jobs
+    frame = synergy_jobs(3, 9.0).frame
+    r = random.Random(42)
+    u = r.random()
+    length = 60 * 10 ** (r.uniform(3, 4) if u >= 0.8 else r.uniform(1.5, 3))
+    s = random.Random(42)
+    assert frame.length_s[0] == length
+    assert frame.submit_s[0] == math.ceil(-math.log(1.0 - s.random()) / 9.0 * 3600)
+    assert frame.iterations[0] == int(length / 0.6)                         # alexnet: 0.6 s per iteration
+
+
+# ------------------------------------------------------------------------------------------------- the rounds
+
+def _frame(n: int, iterations: int = 1200, cpus: float = 12.0, speedup: float = 2.0, submit=None):
+    import pandas as pd
+    return pd.DataFrame({"name": list(range(n)), "submit_s": [0.0] * n if submit is None else submit,
+                         "model": ["alexnet"] * n, "gpus": [1] * n, "iterations": [iterations] * n,
+                         "iter_time_s": [1.0] * n, "cpus": [cpus] * n, "mem_gb": [62.5] * n, "sspeed": [62.5] * n,
+                         "speedup": [speedup] * n})
+
+
+@pytest.mark.parametrize("policy, jct", [
+    ("FIFO+tune", [900.0, 600.0, 900.0]),
+    ("FIFO+greedy", [600.0, 600.0, 1200.0]),
+    ("FIFO+fair", [1200.0, 1200.0, 1200.0]),
+])
+def test_three_jobs_on_one_server_by_hand(policy, jct):
+    """One server (8 GPUs, 24 cores), three 1-GPU jobs at 0 s of 1,200 iterations of 1 s at the proportional
+    share, each at speed 2 with 12 cores (its whole demand), rounds of 300 s (Synergy counts a job done at the end
+    of the round it finishes in).
+
+    ``+fair``: 3 cores each, speed 1, 300 iterations a round: all done after 4 rounds, 1,200 s.
+    ``+greedy``: jobs 0 and 1 take 12 cores each (600 iterations a round, done at 600 s); job 2 does not fit and is
+    skipped until they are gone, then runs 2 rounds alone: 1,200 s. Halving a job's CPU (speed 2 -> 1) doubles its
+    run (600 -> 1,200 s for the same work).
+    ``+tune``: rounds 1-2 as greedy for jobs 0 and 1, then job 2 fits neither whole (0 cores left) nor at its share
+    (3 cores): the server is freed by moving job 0 (the first job above its share) down to 3 cores (speed 1), and
+    job 2 takes 3 cores: per round job 0 300, job 1 600, job 2 300 iterations. Job 1 is done at 600 s; at 600 s
+    jobs 0 and 2 (600 done each) run whole at speed 2 and are done at 900 s. Synergy charges nothing for the change
+    of allocation (no restart delay in its simulator): nothing is lost.
+    """
+    from fgdopt.synergy.rounds import run_synergy
+    result, mech = run_synergy(_frame(3), policy, servers=1)
+    assert result.finish_s == pytest.approx(jct, abs=1e-3)
+    assert result.lost_s.tolist() == [0, 0, 0] and result.overhead_s == pytest.approx([0, 0, 0], abs=1e-9)
+    assert result.work_s.tolist() == pytest.approx([1200.0] * 3)
+    assert mech.min_free.min() >= 0
+
+
+def test_a_job_done_inside_a_round_finishes_at_its_end():
+    """One job of 450 iterations of 1 s, speed-up 2 at 12 cores, alone under FIFO+greedy: 600 iterations fit in a
+    round, so its 450 are done in the first; on the engine it runs at the rate that ends its work at the round's
+    end (450 / 300 = 1.5 work seconds a second): finish at 300 s (Synergy's lease end), work 450 s."""
+    from fgdopt.synergy.rounds import run_synergy
+    result, _ = run_synergy(_frame(1, iterations=450), "FIFO+greedy", servers=1)
+    assert result.finish_s[0] == pytest.approx(300.0, abs=1e-3)
+    assert result.work_s[0] == pytest.approx(450.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 10), servers=st.integers(1, 2), seed=st.integers(0, 10_000),
+       policy=st.sampled_from(["FIFO+tune", "SRTF+tune", "LAS+greedy", "FTF+fair", "LAS+tune", "SRTF+greedy"]))
+def test_random_traces_conserve_work_and_never_overcommit(n, servers, seed, policy):
+    """Random 1-GPU jobs (Synergy's models, random arrivals and lengths) on one or two servers: every job finishes
+    having done exactly its work (the engine's ``check`` and the ledger's: engine work = iterations x seconds per
+    iteration as the rounds counted them), no server's GPU, CPU or memory goes negative, and no job finishes before
+    its work at its best speed could."""
+    import pandas as pd
+
+    from fgdopt.synergy.jobs import _with_profile
+    from fgdopt.synergy.rounds import run_synergy
+    rng = np.random.default_rng(seed)
+    table = load_profiles()
+    models = ["alexnet", "res18", "res50", "mobilenet", "shufflenet", "gnmt", "transformer", "lstm", "m5",
+              "deepspeech"]
+    rows = [_with_profile(k, int(rng.integers(0, 2000)), float(rng.uniform(100, 3000)), 1, 0,
+                          models[int(rng.integers(len(models)))], table, (8, 24, 500.0, 500.0)) for k in range(n)]
+    frame = pd.DataFrame(rows).sort_values("submit_s", kind="stable").reset_index(drop=True)
+    result, mech = run_synergy(frame, policy, servers=servers)
+    work = (frame.iterations * frame.iter_time_s).to_numpy()
+    assert np.isfinite(result.finish_s).all()
+    assert result.work_s == pytest.approx(work)
+    assert mech.min_free.min() >= -1e-9
+    fastest = work / frame.speedup.to_numpy()
+    assert (result.finish_s - frame.submit_s.to_numpy() >= fastest - 300 - 1e-6).all()
