@@ -5,9 +5,10 @@ pass is off). It follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1
 ``schedulers/{fifo,srtf,las,ftf}_synergy_new.py``, ``resources/cluster.py``, ``jobs/job.py``,
 ``events/*.py``) for its default cluster of 16 servers of 8 GPUs, 24 CPU cores, 500 GB DRAM, 500 MB/s storage:
 
-* **Rounds (leases).** Every ``round_s`` (300 s) from 0 every job present is deallocated and the round is decided
-  from scratch: lease ends are handled before the schedule, arrivals at the instant are in it. A job that
-  finishes inside a round holds its GPUs to the round's end (Synergy counts it done then).
+* **Rounds (leases).** At every multiple of ``round_s`` (300 s) every job present is deallocated and the round is
+  decided from scratch (an arrival on an empty cluster waits for the next multiple): lease ends are handled before
+  the schedule, arrivals at the instant are in it. A job that finishes inside a round holds its GPUs to the round's
+  end (Synergy counts it done then).
 * **Order.** FIFO by arrival; SRTF by remaining time (iterations left x seconds per iteration, divided by the
   speed-up the job had in the last round unless ``+fair``); LAS by attained service (rounds held x round x GPUs);
   FTF by ``(now - arrival + remaining) / ideal duration``. A job not run for 1,000 h gets priority 1 (sorted
@@ -125,6 +126,8 @@ class SynergyRounds:
 
     def plan(self, view: View) -> Plan | None:
         now = view.now
+        if now > self._next_s:          # rounds passed with no job present (the engine did not wake us): realign
+            self._next_s = math.ceil(now / self.round_s) * self.round_s
         if now < self._next_s or now == self._planned_at or not math.isnan(self.stopped_s):
             return None
         self._planned_at = now
