@@ -273,3 +273,32 @@ def test_committed_runs_within_five_percent_of_synergys():
         assert r.p99_jct_s == pytest.approx(twin.p99_jct_s.iloc[0], rel=tol), (r.policy, r.load)
         compared += 1
     assert compared > 0
+
+
+# ------------------------------------------------------------------------------------------------- Synergy-OPT
+
+@pytest.mark.parametrize("cores, bound", [(24.0, 2.4), (6.0, 1.75), (7.5, 2.075), (3.0, 1.01)])
+def test_opt_bound_of_one_res18_job_by_hand(cores, bound):
+    """One ResNet-18 job (1 GPU; profile: 1.0 at 3 cores, 1.75 at 6, 2.4 at 9 or more, 62.5 GB or more) alone
+    with ``cores`` CPU cores and 500 GB: the LP takes the upper concave envelope of its (cores, throughput) cells.
+    24 cores: 2.4; 6 cores: 1.75; 7.5 cores: half of the 6-core and half of the 9-core cell (6 -> 9 is on the
+    envelope: 5 -> 9 would pass below 1.75 at 6), 1.75 + 1.5 x 0.65 / 3 = 2.075; 3 cores: not the 3-core cell's
+    1.0 but half of the 2-core (0.72) and half of the 4-core cell (1.3), 1.01: the relaxation's bound."""
+    from formulations.synergy import configurations, round_bound
+    table = load_profiles()
+    conf = configurations(table["res18"], 1, 9.0, 62.5, 2.4)
+    assert round_bound([conf], cores, 500.0) == pytest.approx(bound, abs=1e-7)
+
+
+def test_multi_gpu_jobs_run_pooled_and_conserve_work():
+    """Synergy's synthetic multi-GPU workload (1, 2, 4, 8 GPUs) on two servers under FIFO+tune: a job may be split
+    over servers, so the engine runs it without a placement; every job finishes with exactly its work done and
+    no server's resources go negative."""
+    from fgdopt.synergy.jobs import synergy_jobs
+    from fgdopt.synergy.rounds import run_synergy
+    frame = synergy_jobs(40, 20.0, multi_gpu=True).frame
+    assert frame.gpus.max() > 1
+    result, mech = run_synergy(frame, "FIFO+tune", servers=2)
+    assert mech.pooled and np.isfinite(result.finish_s).all()
+    assert result.work_s == pytest.approx((frame.iterations * frame.iter_time_s).to_numpy())
+    assert mech.min_free.min() >= -1e-9
