@@ -719,15 +719,15 @@ def synergy_tables(results: Path) -> dict[str, str]:
                      "Synergy's mean (h)": round(theirs["mean_jct_s"].iloc[0] / 3600, 2) if ended else "",
                      "p99 JCT (h)": round(r.p99_jct_s / 3600, 1),
                      "Synergy's p99 (h)": round(theirs["p99_jct_s"].iloc[0] / 3600, 1) if ended else "",
-                     "OPT gap (%)": round(r.opt_gap_pct, 2), "CPU s": round(r.cpu_s, 1),
+                     "OPT gap (%)": max(round(r.opt_gap_pct, 2), 0.0) + 0.0, "CPU s": round(r.cpu_s, 1),
                      "Synergy's CPU s": round(theirs["cpu_s"].iloc[0], 1) if ended else ""})
     out = {"synergy_table": pd.DataFrame(rows).to_markdown(index=False)}
     default = ours[(ours["policy"] == "FIFO+tune") & (ours["load"] == 9.0)]
     if len(default):
         mean, p99 = default["mean_jct_s"].iloc[0] / 3600, default["p99_jct_s"].iloc[0] / 3600
         out.update({"synergy_default_mean": f"{mean:.3f}", "synergy_default_p99": f"{p99:.2f}",
-                    "synergy_default_err": f"{100 * (mean / SYNERGY_README[0] - 1):+.2f}% and "
-                                           f"{100 * (p99 / SYNERGY_README[1] - 1):+.2f}%",
+                    "synergy_default_err": f"{round(100 * (mean / SYNERGY_README[0] - 1), 2) + 0.0:+.2f}% and "
+                                           f"{round(100 * (p99 / SYNERGY_README[1] - 1), 2) + 0.0:+.2f}%",
                     "synergy_default_cpu": f"{default['cpu_s'].iloc[0]:.1f}"})
     return out
 
