@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "interference": "experiments.interference",
     "schedule": "experiments.schedule",
     "pollux": "experiments.pollux",
+    "synergy": "experiments.synergy",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",

@@ -46,13 +46,18 @@ def _inputs(root: Path) -> dict[str, str]:
         "cut-openb/openb_pod_list_default.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,1000",
         "cut-gavel/simulation_throughputs.json": '{"v100": {"(\'ResNet-18 (batch size 16)\', 1)": {"null": 5.',
         "mapping-list.json": "[1]",
+        "synergy-models/toy_1.py": "class toy_1:\n    def update_stats(self):\n" + "".join(
+            f"        self.{k} = 1\n" for k in ("cpus", "mem", "speed", "batch", "placement_penalty", "speedup",
+                                               "iter_time"))
+        + "        self.tput = [" + ",".join(["[1, 1, 1, 1, 1]"] * 9) + "]",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text + "\n" if text else "")
     return {name: str(root / name) for name in files} | {
         "missing": str(root / "missing"), "a-file": str(root / "workload.csv"),
-        **{d: str(root / d) for d in ("cut-openb", "cut-gavel", "suite-no-nodes", "suite-list", "suite-bad-node")}}
+        **{d: str(root / d) for d in ("cut-openb", "cut-gavel", "suite-no-nodes", "suite-list", "suite-bad-node",
+                                      "synergy-models")}}
 
 
 W = ["--policies", "fgd", "--queue", "fifo", "--seeds", "1", "--instants", "0"]
@@ -128,6 +133,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                (["--seeds", "5-2"], "--seeds"), (["--jobs", "0"], "--jobs"), (["--pollux-dir", "{missing}"],
                                                                                 "--pollux-dir"),
                (["--workloads", "{suite-list}", "--pollux-dir", "{cut-openb}"], "--workloads: no workload files")],
+    "synergy": [(["--profiles", "{not-json.json}"], "not-json.json: does not parse"),
+                (["--profiles", "{synergy-models}"], "unknown Synergy model 'alexnet'"),
+                (["--loads", "9,0"], "--loads"), (["--loads", "-6"], "--loads"), (["--split", "20,70"], "--split"),
+                (["--split", "50,70,10"], "--split"),
+                (["--policies", "FIFO+tune,FIFO+magic"], "FIFO+magic"), (["--window", "5:3"], "--window"),
+                (["--bound-every", "0"], "--bound-every"), (["--jobs", "0"], "--jobs")],
     "refsim": [(["--policy", "nope"], "nope"), (["--data-dir", "{missing}"], "--data-dir")],
     "paper": [(["--only", "nope"], "--only"), (["--rerun", "nope"], "--rerun")],
     "trace-stats": [(["--variant", "nope"], "--variant"), (["--data-dir", "{cut-openb}"], "row 1")],
