@@ -245,6 +245,7 @@ class RoundScheduler:
                 at = [(node_of[v], g) for v in victims for g in gpus_of[v]]
                 free[[a for a, _ in at], [g for _, g in at]] = True
             count = free.sum(axis=1).tolist()
+            free_rows = free.tolist()
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
             gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
             for j in new:
@@ -261,7 +262,7 @@ class RoundScheduler:
                 node = by_free[spare].pop(0)
                 insort(by_free[spare - need], node)
                 if node not in gpus_free:
-                    gpus_free[node] = np.flatnonzero(free[node]).tolist()
+                    gpus_free[node] = [g for g, f in enumerate(free_rows[node]) if f]
                 gpus = tuple(gpus_free[node][:need])
                 del gpus_free[node][:need]
                 admits.append(Move(j, node, gpus))
