@@ -317,19 +317,18 @@ class ClusterState:
         ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
         if len(ids) == 0:
             return
-        gpus = [tuple(int(g) for g in gs) for gs in gpus]
+        gpus = list(map(tuple, gpus))
         tasks = self.tasks
-        counts = np.fromiter((len(gs) for gs in gpus), np.int64, len(gpus))
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
         flat_node = np.repeat(nodes, counts)
-        flat_gpu = np.fromiter((g for gs in gpus for g in gs), np.int64, int(counts.sum()))
-        flat_task = np.repeat(np.arange(len(ids)), counts)
+        flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
         cpu, mem = self.cpu_left.copy(), self.mem_left.copy()
         gpu = self.gpu_left.copy()
-        ok = (self.mig is None and len(np.unique(ids)) == len(ids) and (self.node_of[ids] == UNPLACED).all()
+        ok = (self.mig is None and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
               and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
         if ok and len(flat_gpu):
             ok = (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
-                  and len(np.unique(flat_task * gpu.shape[1] + flat_gpu)) == len(flat_gpu)
+                  and all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1)
                   and all(self.spec_mask(spec)[nodes[(tasks.gpu_spec[ids] == spec) & (counts > 0)]].all()
                           for spec in set(tasks.gpu_spec[ids[counts > 0]].tolist())))
         if ok:                                  # capacities only shrink: every prefix fits iff the whole batch does
@@ -343,8 +342,9 @@ class ClusterState:
             return
         self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
         self.node_of[ids] = nodes
+        gpus_of = self.gpus_of
         for i, gs in zip(ids.tolist(), gpus, strict=True):
-            self.gpus_of[i] = gs
+            gpus_of[i] = tuple(map(int, gs))
         self.revision += len(ids)
         self.last_node = int(nodes[-1])
 
@@ -353,7 +353,7 @@ class ClusterState:
         by one per task, ``last_node`` the last one's node), in one vectorized pass; returns their nodes."""
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
-        if self.mig is not None or len(np.unique(ids)) != len(ids) or (nodes == UNPLACED).any():
+        if self.mig is not None or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any():
             for i in ids.tolist():
                 self.remove(i)
             return nodes
@@ -361,11 +361,11 @@ class ClusterState:
             return nodes
         tasks = self.tasks
         gpus = [self.gpus_of[i] for i in ids.tolist()]
-        counts = np.fromiter((len(gs) for gs in gpus), np.int64, len(gpus))
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
         np.add.at(self.cpu_left, nodes, tasks.cpu_milli[ids])
         np.add.at(self.mem_left, nodes, tasks.memory_mib[ids])
-        np.add.at(self.gpu_left, (np.repeat(nodes, counts), np.fromiter((g for gs in gpus for g in gs), np.int64,
-                                                                        int(counts.sum()))),
+        np.add.at(self.gpu_left, (np.repeat(nodes, counts),
+                                  np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))),
                   np.repeat(tasks.gpu_milli[ids], counts))
         self.node_of[ids] = UNPLACED
         for i in ids.tolist():

@@ -38,6 +38,7 @@ import random
 from bisect import insort
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -149,9 +150,7 @@ class RoundScheduler:
         arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
         t[arrived] = self.round_s / 2
         known[arrived] = True
-        here = np.zeros(len(known), dtype=bool)
-        here[ids] = True
-        gone = self._present[~here[self._present]]         # completions (remove_job)
+        gone = self._present[~self._mark(ids)[self._present]]   # completions (remove_job)
         known[gone], self._in_x[gone] = False, False
         self._x[gone], self._deficit[gone] = 0.0, 0.0
         self._present = ids
@@ -171,7 +170,7 @@ class RoundScheduler:
             js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
             need = state.tasks.num_gpu[js]
             cost = np.zeros(len(js))
-            fresh = np.fromiter((j in started for j in runs), bool, len(runs))
+            fresh = self._mark(started)[js]
             for k in np.unique(need[fresh]).tolist():      # the restart cost by GPU count, asked once per count
                 cost[fresh & (need == k)] = view.restart_s(int(k))
             left = np.maximum(self.duration_s[js] - view.work_s[js], 0.0)    # seconds of work left, at speed 1
@@ -180,6 +179,12 @@ class RoundScheduler:
             self._next_s = self._last_reset + self.reset_s if present else now
         self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
         return plan
+
+    def _mark(self, jobs) -> np.ndarray:
+        """bool (n,): whether each job is one of ``jobs``."""
+        mark = np.zeros(len(self._known), dtype=bool)
+        mark[np.fromiter(jobs, np.int64, len(jobs))] = True
+        return mark
 
     def _reset(self, now: float, present: np.ndarray, view: View) -> None:
         """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``."""
@@ -245,16 +250,18 @@ class RoundScheduler:
         node_of, gpus_of, num_gpu = state.node_of, state.gpus_of, state.tasks.num_gpu
         in_x = self._in_x
         runs = {j: g for j, g in chosen.items() if in_x[j]}      # a job not in X takes GPUs but does not run
-        stay = {j for j in running.tolist() if runs.get(j) == node_type[node_of[j]]}
-        victims = tuple(j for j in running.tolist() if j not in stay)
+        listed = running.tolist()
+        stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
+        victims = tuple(j for j in listed if j not in stay)
         new = np.fromiter((j for j in runs if j not in stay), np.int64)
         new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
             free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
             if victims:
-                at = [(node_of[v], g) for v in victims for g in gpus_of[v]]
-                free[[a for a, _ in at], [g for _, g in at]] = True
+                held = [gpus_of[v] for v in victims]
+                free[np.repeat(node_of[list(victims)], [len(h) for h in held]),
+                     np.fromiter(chain.from_iterable(held), np.int64)] = True
             counts = free.sum(axis=1)
             count = counts.tolist()
             free_rows = free.tolist()

@@ -47,6 +47,15 @@ class Clock:
         self.live[owner] = self.seq
         self.seq += 1
 
+    def at_many(self, times_s: list[float], owners: list[int]) -> None:
+        """:meth:`at` for each (time, owner) pair, in order (owners distinct)."""
+        heap, seq = self.heap, self.seq
+        for time_s, owner in zip(times_s, owners, strict=True):
+            heapq.heappush(heap, (time_s, seq, owner))
+            seq += 1
+        self.live[owners] = np.arange(self.seq, seq)
+        self.seq = seq
+
     def cancel(self, owner: int) -> None:
         """``owner`` has no live event any more."""
         self.live[owner] = -1

@@ -166,7 +166,7 @@ class JobTable:
             (self.evictions if kind == "evict" else self.preemptions)[js] += 1
             gpus = self.num_gpu[js]
             self.next_cost[js] = 0.0
-            for g in np.unique(gpus).tolist():
+            for g in set(gpus.tolist()):
                 self.next_cost[js[gpus == g]] = restart_s(int(g))
         else:
             kept, lost, over = np.maximum(busy, 0.0), np.zeros(len(js)), np.minimum(elapsed, cost)

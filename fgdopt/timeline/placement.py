@@ -195,9 +195,8 @@ class Placer:
             for m in moves:
                 self.start(m.task, (m.node, m.gpus))
             return
-        js = np.fromiter((m.task for m in moves), np.int64, len(moves))
-        nodes = np.fromiter((m.node for m in moves), np.int64, len(moves))
-        gpus = [tuple(m.gpus) for m in moves]
+        tasks, where, gpus = zip(*moves, strict=True)
+        js, nodes = np.array(tasks, dtype=np.int64), np.array(where, dtype=np.int64)
         now, state, jobs = self.clock.now, self.state, self.jobs
         rev0 = state.revision
         try:
@@ -213,9 +212,9 @@ class Placer:
         self.alloc += int(self.demand[js].sum())
         self.running += len(js)
         self.touched.update(nodes.tolist())
-        for j, wall in zip(js.tolist(), walls.tolist(), strict=True):
-            if math.isfinite(wall):
-                self.clock.at(now + wall, j)
+        ends = now + walls
+        timed = np.isfinite(ends)
+        self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
 
     def try_start(self, j: int, s: int) -> bool:
         """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in the queue."""
