@@ -145,7 +145,7 @@ class RoundScheduler:
                 t[j, g] += ran
             self._w[g] += ran
         running = np.flatnonzero(state.node_of >= 0)
-        ids = np.sort(np.concatenate((running, np.asarray(view.queued(), dtype=np.int64))))
+        ids = np.sort(np.concatenate((running, view.waiting())))
         present = ids.tolist()
         arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
         t[arrived] = self.round_s / 2

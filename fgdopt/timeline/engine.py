@@ -124,6 +124,9 @@ class _View:
     def queued(self) -> list[int]:
         return self._queue.queued()
 
+    def waiting(self) -> np.ndarray:
+        return self._queue.waiting()
+
     @property
     def work_s(self) -> np.ndarray:
         return self._jobs.work_s(self._clock.now)
@@ -431,9 +434,7 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
         again = {m.task for m in placed} & {*(m.task for m in plan.moves), *plan.victims}   # out and back in: no
         placer.evict_many([m.task for m in plan.moves], "migrate", restart_s, mech, again)  # trip through the queue
         placer.evict_many(plan.victims, "preempt", restart_s, mech, again)
-        for move in placed:
-            if move.task not in again:
-                pending.withdraw(move.task)
+        pending.withdraw_many([m.task for m in placed if m.task not in again])
         placer.start_many(placed)
         for j, rate in plan.rates:                                  # speeds set by the plan (elastic jobs)
             if placer.jobs.status[j] != RUNNING or not (math.isfinite(rate) and rate >= 0):

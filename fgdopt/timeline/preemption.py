@@ -179,6 +179,7 @@ class View(Protocol):
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
     def queued(self) -> list[int]: ...         # every pending job, in queue order
+    def waiting(self) -> np.ndarray: ...       # every pending job, int64, in no given order (no sort)
 
 
 class Mechanism(Protocol):
