@@ -135,7 +135,7 @@ STUDIES: tuple[Study, ...] = (
           ("--rates", SATURATED_RATES, "--seeds", "0", "--policies", "las,las-aware", "--jobs", "2"),
           ("--rates", SATURATED_RATES, "--seeds", "0-2", "--policies", "las,las-aware", "--jobs", "2"),
           ("hetero.csv",)),
-    Study("bench-hetero", "bench_hetero", ("--sizes", "50,200,1000", "--repeat", "1", "--points", "3"),
+    Study("bench-hetero", "bench_hetero", ("--sizes", "50,200,1000", "--repeat", "1", "--points", "3,5.6"),
           ("--sizes", "50,200,1000", "--repeat", "3", "--points", "1,3"),
           ("bench_hetero.csv", "bench_hetero_points.csv")),
     Study("hetero-policies", "hetero",
