@@ -137,10 +137,10 @@ class RoundScheduler:
             return None
         now, state = view.now, view.state
         self._planned_at = now
-        run_s = view.run_s
         t, known = self._t, self._known
-        for j, (g, before) in self._ran.items():          # the runs of the round that ended
-            ran = float(run_s[j]) - before
+        ended = view.run_of(np.fromiter(self._ran, np.int64, len(self._ran))).tolist()
+        for (j, (g, before)), now_s in zip(self._ran.items(), ended, strict=True):   # the runs of the round that ended
+            ran = now_s - before
             if known[j]:
                 t[j, g] += ran
             self._w[g] += ran
@@ -173,11 +173,12 @@ class RoundScheduler:
             fresh = self._mark(started)[js]
             for k in np.unique(need[fresh]).tolist():      # the restart cost by GPU count, asked once per count
                 cost[fresh & (need == k)] = view.restart_s(int(k))
-            left = np.maximum(self.duration_s[js] - view.work_s[js], 0.0)    # seconds of work left, at speed 1
+            left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             self._next_s = float((now + np.minimum(self.round_s, left / self._thr[js, gs] + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
             self._next_s = self._last_reset + self.reset_s if present else now
-        self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
+        js = np.fromiter(runs, np.int64, len(runs))
+        self._ran = dict(zip(runs, zip(runs.values(), view.run_of(js).tolist(), strict=True), strict=True))
         return plan
 
     def _mark(self, jobs) -> np.ndarray:

@@ -139,6 +139,12 @@ class _View:
     def run_s(self) -> np.ndarray:
         return self._jobs.run_s(self._clock.now)
 
+    def run_of(self, js: np.ndarray) -> np.ndarray:
+        return self._jobs.run_s(self._clock.now, js)
+
+    def work_of(self, js: np.ndarray) -> np.ndarray:
+        return self._jobs.work_s(self._clock.now, js)
+
 
 @dataclass(frozen=True, eq=False)
 class TimelineResult:

@@ -203,11 +203,11 @@ class JobTable:
         """Milli-GPU x s of progress an eviction of each job would throw away at ``now`` (``demand`` milli-GPU)."""
         return demand * self.ckpt.lost(now - self.run_start, self.run_cost, self.run_wall)
 
-    def run_s(self, now: float) -> np.ndarray:
-        """Seconds each job has run at ``now``, over all its runs."""
-        return self.ran_s + np.where(self.status == RUNNING, now - self.run_start, 0.0)
+    def run_s(self, now: float, js: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Seconds each job (of ``js``, default all) has run at ``now``, over all its runs."""
+        return self.ran_s[js] + np.where(self.status[js] == RUNNING, now - self.run_start[js], 0.0)
 
-    def work_s(self, now: float) -> np.ndarray:
-        """Progress of each job at ``now`` (kept or not), seconds of work at speed 1."""
-        return self.saved + np.where(self.status == RUNNING, self.rate * np.clip(now - self.run_start - self.run_cost,
-                                                                                 0.0, self.run_wall), 0.0)
+    def work_s(self, now: float, js: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Progress of each job (of ``js``, default all) at ``now`` (kept or not), seconds of work at speed 1."""
+        return self.saved[js] + np.where(self.status[js] == RUNNING, self.rate[js] * np.clip(
+            now - self.run_start[js] - self.run_cost[js], 0.0, self.run_wall[js]), 0.0)
