@@ -113,3 +113,23 @@ def test_withdraw_many_matches_one_by_one():
     assert queues[1].queued() == queues[0].queued() and len(queues[0].queued()) == 10
     assert (queues[1].pending, queues[1].pending_milli) == (queues[0].pending, queues[0].pending_milli)
     assert sorted(queues[1].waiting().tolist()) == sorted(queues[0].queued())
+
+
+def test_clock_at_many_drops_stale_events_keeps_order():
+    """300 owners scheduled at 1000 - k s, then 290 of them cancelled (stale) and owners 0-4 scheduled again at 5,
+    5, 3, 7, 1 s: the push past 256 stale events drops them, and the clock yields the live events by time, then
+    scheduling order: owner 4 at 1 s, owner 2 at 3 s, owners 0 and 1 at 5 s, owner 3 at 7 s, then owners 290-299 at
+    710 down to 701 s in reverse."""
+    from fgdopt.timeline.clock import Clock
+
+    clock = Clock(300)
+    clock.at_many([1000.0 - k for k in range(300)], list(range(300)))
+    for k in range(290):
+        clock.cancel(k)
+    clock.at_many([5.0, 5.0, 3.0, 7.0, 1.0], [0, 1, 2, 3, 4])
+    assert len(clock.heap) == 15                               # the 290 stale events are gone
+    order = []
+    while clock.pending():
+        t = clock.next_event()
+        order += [(t, o) for o in clock.due(t)]
+    assert order == [(1.0, 4), (3.0, 2), (5.0, 0), (5.0, 1), (7.0, 3)] + [(1000.0 - k, k) for k in range(299, 289, -1)]
