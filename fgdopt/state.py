@@ -383,6 +383,72 @@ class ClusterState:
         self.revision += 1
         self.last_node = node
 
+    def place_many(self, ids, nodes, gpus) -> None:
+        """Place tasks ``ids`` on ``nodes`` using GPUs ``gpus`` (one tuple per task), as :meth:`place` one after
+        the other would, in one vectorized pass: the same state, ``revision`` advanced by one per task and
+        ``last_node`` the last node. The whole batch is checked before anything changes; where a task of it does
+        not fit (or on a MIG cluster) the tasks are placed one by one, so the error is :meth:`place`'s own."""
+        ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
+        if len(ids) == 0:
+            return
+        gpus = list(map(tuple, gpus))
+        tasks = self.tasks
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        flat_node = np.repeat(nodes, counts)
+        flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
+        cpu, mem = self.cpu_left.copy(), self.mem_left.copy()
+        gpu = self.gpu_left.copy()
+        ok = (self.mig is None and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
+              and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
+        if ok and len(flat_gpu):
+            ok = (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
+                  and all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1)
+                  and all(self.spec_mask(spec)[nodes[(tasks.gpu_spec[ids] == spec) & (counts > 0)]].all()
+                          for spec in set(tasks.gpu_spec[ids[counts > 0]].tolist())))
+        if ok:                                  # capacities only shrink: every prefix fits iff the whole batch does
+            np.subtract.at(cpu, nodes, tasks.cpu_milli[ids])
+            np.subtract.at(mem, nodes, tasks.memory_mib[ids])
+            np.subtract.at(gpu, (flat_node, flat_gpu), np.repeat(tasks.gpu_milli[ids], counts))
+            ok = (cpu >= 0).all() and (mem >= 0).all() and (gpu >= 0).all()
+        if not ok:
+            for i, node, gs in zip(ids.tolist(), nodes.tolist(), gpus, strict=True):
+                self.place(i, node, gs)
+            return
+        self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
+        self.node_of[ids] = nodes
+        gpus_of = self.gpus_of
+        for i, gs in zip(ids.tolist(), gpus, strict=True):
+            gpus_of[i] = tuple(map(int, gs))
+        self.revision += len(ids)
+        self.last_node = int(nodes[-1])
+
+    def remove_many(self, ids) -> np.ndarray:
+        """Undo the placements of tasks ``ids`` as :meth:`remove` one after the other would (``revision`` advanced
+        by one per task, ``last_node`` the last one's node), in one vectorized pass; returns their nodes."""
+        ids = np.asarray(ids, dtype=np.int64)
+        nodes = self.node_of[ids].copy()
+        if (self.mig is not None or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
+                or any(i in self.parts_of for i in ids.tolist())):            # gangs: every part, one by one
+            for i in ids.tolist():
+                self.remove(i)
+            return nodes
+        if len(ids) == 0:
+            return nodes
+        tasks = self.tasks
+        gpus = [self.gpus_of[i] for i in ids.tolist()]
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        np.add.at(self.cpu_left, nodes, tasks.cpu_milli[ids])
+        np.add.at(self.mem_left, nodes, tasks.memory_mib[ids])
+        np.add.at(self.gpu_left, (np.repeat(nodes, counts),
+                                  np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))),
+                  np.repeat(tasks.gpu_milli[ids], counts))
+        self.node_of[ids] = UNPLACED
+        for i in ids.tolist():
+            self.gpus_of[i] = ()
+        self.revision += len(ids)
+        self.last_node = int(nodes[-1])
+        return nodes
+
     # -- views -------------------------------------------------------------------------------
     @property
     def idle_milli(self) -> np.ndarray:

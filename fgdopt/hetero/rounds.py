@@ -39,6 +39,7 @@ import random
 from bisect import insort
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 import numpy as np
 
@@ -107,10 +108,7 @@ class RoundScheduler:
     _next_s: float = 0.0
     _stale: bool = False
     _last_reset: float = 0.0
-    _x: dict = field(default_factory=dict)              # job -> its row of X (jobs in the allocation)
-    _t: dict = field(default_factory=dict)              # job -> seconds run per type since the reset (+ half round)
     _w: np.ndarray | None = None                        # seconds per type since the reset
-    _deficit: dict = field(default_factory=dict)        # job -> deficit per type
     _ran: dict = field(default_factory=dict)            # job -> (type, run seconds) when the last round began
     _shuffler: random.Random | None = None
     _planned_at: float = -1.0
@@ -123,6 +121,13 @@ class RoundScheduler:
         self._w = np.zeros(len(self.gpu_types))
         self._spread = None if self.spread_speed is None else np.column_stack(
             [np.asarray(self.spread_speed[g], dtype=np.float64) for g in self.gpu_types])
+        n, k = self._thr.shape                              # per job (rows by job index):
+        self._x = np.zeros((n, k))                          # its row of X (0 while not in the allocation)
+        self._in_x = np.zeros(n, dtype=bool)                # whether it is in the allocation
+        self._t = np.zeros((n, k))                          # seconds run per type since the reset (+ half round)
+        self._known = np.zeros(n, dtype=bool)               # present since its arrival (has its row of _t)
+        self._deficit = np.zeros((n, k))                    # deficit per type
+        self._present = np.zeros(0, dtype=np.int64)         # the jobs present at the last round
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
         self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
@@ -144,39 +149,43 @@ class RoundScheduler:
             return None
         now, state = view.now, view.state
         self._planned_at = now
-        run_s = view.run_s
-        for j, (g, before) in self._ran.items():          # the runs of the round that ended
-            ran = float(run_s[j]) - before
-            if j in self._t:
-                self._t[j][g] += ran
+        t, known = self._t, self._known
+        ended = view.run_of(np.fromiter(self._ran, np.int64, len(self._ran))).tolist()
+        for (j, (g, before)), now_s in zip(self._ran.items(), ended, strict=True):   # the runs of the round that ended
+            ran = now_s - before
+            if known[j]:
+                t[j, g] += ran
             self._w[g] += ran
         running = np.flatnonzero(state.node_of >= 0)
-        present = sorted([*running.tolist(), *view.queued()])
-        for j in present:                                  # arrivals (Gavel's add_job)
-            if j not in self._t:
-                self._t[j] = np.full(len(self.gpu_types), self.round_s / 2)
-                self._stale = True
-        gone = set(self._t) - set(present)                 # completions (remove_job)
-        for j in gone:
-            del self._t[j]
-            self._x.pop(j, None)
-            self._deficit.pop(j, None)
-        self._stale |= bool(gone)
+        ids = np.sort(np.concatenate((running, view.waiting())))
+        present = ids.tolist()
+        arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
+        t[arrived] = self.round_s / 2
+        known[arrived] = True
+        gone = self._present[~self._mark(ids)[self._present]]   # completions (remove_job)
+        known[gone], self._in_x[gone] = False, False
+        self._x[gone], self._deficit[gone] = 0.0, 0.0
+        self._present = ids
+        self._stale |= bool(len(arrived) or len(gone))
         if self._waiting is not None:
-            self._waiting -= gone
+            self._waiting -= set(gone.tolist())
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
-            self._reset(now, np.asarray(present, dtype=np.int64), view)
+            self._reset(now, ids, view)
         chosen = self._choose(present, state.tasks.num_gpu, state.cluster)
         plan, runs = self._round_plan(state, running, chosen)
         self.rounds += bool(runs)
         if runs:                                           # the round ends when its last run ends
             started = {m.task for m in plan.admits}
             js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
-            cost = np.array([view.restart_s(int(state.tasks.num_gpu[j])) if j in started else 0.0 for j in runs])
-            left = np.maximum(self.duration_s[js] - view.work_s[js], 0.0)    # seconds of work left, at speed 1
+            need = state.tasks.num_gpu[js]
+            cost = np.zeros(len(js))
+            fresh = self._mark(started)[js]
+            for k in np.unique(need[fresh]).tolist():      # the restart cost by GPU count, asked once per count
+                cost[fresh & (need == k)] = view.restart_s(int(k))
+            left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
             if self._spread is not None and (spread := [k for k, j in enumerate(runs) if j in self._gangs]):
                 thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
@@ -185,23 +194,32 @@ class RoundScheduler:
             self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
             self._next_s = self._last_reset + self.reset_s if present else now
-        self._ran = {j: (g, float(run_s[j])) for j, g in runs.items()}
+        js = np.fromiter(runs, np.int64, len(runs))
+        self._ran = dict(zip(runs, zip(runs.values(), view.run_of(js).tolist(), strict=True), strict=True))
         return plan
+
+    def _mark(self, jobs) -> np.ndarray:
+        """bool (n,): whether each job is one of ``jobs``."""
+        mark = np.zeros(len(self._known), dtype=bool)
+        mark[np.fromiter(jobs, np.int64, len(jobs))] = True
+        return mark
 
     def _reset(self, now: float, present: np.ndarray, view: View) -> None:
         """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``."""
-        elapsed = now - self._last_reset
-        self._w[:] = 0.0
-        for j in present.tolist():
-            should = self._x[j] * elapsed if j in self._x else 0.0
-            self._deficit[j] = self._deficit.get(j, 0.0) + should - (self._t[j] - self.round_s / 2)
-            self._t[j][:] = self.round_s / 2
-            self._w += self.round_s / 2
+        elapsed, half = now - self._last_reset, self.round_s / 2
+        # per job, elementwise: the deficit gains what X gave it (0 if not in X) minus what it ran
+        self._deficit[present] = self._deficit[present] + self._x[present] * elapsed - (self._t[present] - half)
+        self._t[present] = half
+        w = 0.0
+        for _ in range(len(present)):                      # W: a half round per job, added one by one
+            w += half
+        self._w[:] = w
         x = np.asarray(self.allocate(present, view), dtype=np.float64)
         if x.shape != (len(present), len(self.gpu_types)):
             raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
                              f"{(len(present), len(self.gpu_types))}")
-        self._x = dict(zip(present.tolist(), x, strict=True))
+        self._x[:], self._in_x[:] = 0.0, False
+        self._x[present], self._in_x[present] = x, True
         self._last_reset, self._stale = now, False
         self.solves += 1
 
@@ -212,16 +230,13 @@ class RoundScheduler:
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
-        none = np.zeros(k)
         ids = np.asarray(present, dtype=np.int64)
-        x = np.array([self._x.get(j, none) for j in present]).reshape(-1, k)
-        t = np.array([self._t[j] for j in present]).reshape(-1, k)
-        deficit = np.array([self._deficit.get(j, none) for j in present]).reshape(-1, k)
+        x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         thr = self._thr[ids]
         with np.errstate(divide="ignore", invalid="ignore"):
             priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
         priority[(x == 0) | (thr == 0)] = 0.0
-        priority[[j not in self._x for j in present]] = 0.0
+        priority[~self._in_x[ids]] = 0.0
         rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
         runs_on = (thr > 0).T.tolist()                       # per type, per job: whether it runs there
         gpus = scale[ids].tolist()
@@ -251,22 +266,30 @@ class RoundScheduler:
         cluster = state.cluster
         node_type, of_type, _ = self._types(cluster)
         node_of, num_gpu = state.node_of, state.tasks.num_gpu
-        runs = {j: g for j, g in chosen.items() if j in self._x}   # a job not in X takes GPUs but does not run
-        stay = {j for j in running.tolist() if runs.get(j) == node_type[node_of[j]]}
+        in_x = self._in_x
+        runs = {j: g for j, g in chosen.items() if in_x[j]}      # a job not in X takes GPUs but does not run
+        listed = running.tolist()
+        stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
         self._gangs = {j for j in stay if j in state.parts_of}
-        victims = tuple(j for j in running.tolist() if j not in stay)
-        new = sorted((j for j in runs if j not in stay), key=lambda j: (-int(num_gpu[j]), j))
+        victims = tuple(j for j in listed if j not in stay)
+        new = np.fromiter((j for j in runs if j not in stay), np.int64)
+        new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
             free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
             if victims:
-                at = [(node, g) for v in victims for node, gpus in state.parts(v) for g in gpus]
-                free[[a for a, _ in at], [g for _, g in at]] = True
-            count = free.sum(axis=1).tolist()
+                held = [part for v in victims for part in state.parts(v)]     # every part of a gang
+                free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
+                     np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
+            counts = free.sum(axis=1)
+            count = counts.tolist()
+            free_rows = free.tolist()
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
             gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
-            for j in new:
-                need, g = int(num_gpu[j]), runs[j]
+            needs = num_gpu[new].tolist()
+            singles = needs.index(1) if needs[-1] == 1 else len(new)      # from here on, 1-GPU jobs only
+            for j, need in zip(new[:singles], needs[:singles], strict=True):
+                g = runs[j]
                 if g not in buckets:
                     by_free = [[] for _ in range(free.shape[1] + 1)]
                     for node in of_type[g].tolist():
@@ -276,7 +299,7 @@ class RoundScheduler:
                 spare = next((c for c in range(need, len(by_free)) if by_free[c]), None)
                 if spare is None:                         # no node of its type holds it whole: over several
                     parts = self.span and spread_parts(of_type[g].tolist(), lambda n: gpus_free.setdefault(
-                        n, np.flatnonzero(free[n]).tolist()), need)
+                        n, [k for k, f in enumerate(free_rows[n]) if f]), need)
                     for node, gpus in parts or ():
                         c = len(gpus_free[node]) + len(gpus)
                         by_free[c].remove(node)
@@ -288,9 +311,28 @@ class RoundScheduler:
                 node = by_free[spare].pop(0)
                 insort(by_free[spare - need], node)
                 if node not in gpus_free:
-                    gpus_free[node] = np.flatnonzero(free[node]).tolist()
+                    gpus_free[node] = [g for g, f in enumerate(free_rows[node]) if f]
                 gpus = tuple(gpus_free[node][:need])
                 del gpus_free[node][:need]
                 admits.append(Move(j, node, gpus))
+            # 1-GPU jobs: the rule above fills the node of fewest free GPUs (lowest index first) until it is full,
+            # then the next: each type's free GPUs in that order, taken one per job
+            slots: dict[int, list[tuple[int, tuple[int]]]] = {}
+            taken = dict.fromkeys(range(len(self.gpu_types)), 0)
+            for j in new[singles:]:
+                g = runs[j]
+                if g not in slots:
+                    if g in buckets:                        # after larger jobs: their buckets
+                        slots[g] = [(node, (gpu,)) for by_count in buckets[g][1:] for node in by_count
+                                    for gpu in gpus_free.get(node) or [k for k, f in enumerate(free_rows[node]) if f]]
+                    else:
+                        nodes = of_type[g][counts[of_type[g]] > 0]
+                        nodes = nodes[np.argsort(counts[nodes], kind="stable")]   # fewest free, then index
+                        rows, gpus = np.nonzero(free[nodes])                       # each node's GPUs ascending
+                        slots[g] = list(zip(nodes[rows].tolist(), ((gpu,) for gpu in gpus.tolist()), strict=True))
+                k = taken[g]
+                if k < len(slots[g]):
+                    admits.append(Move(j, *slots[g][k]))
+                    taken[g] = k + 1
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         return Plan(kind="round", victims=victims, admits=tuple(admits)), ran

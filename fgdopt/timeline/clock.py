@@ -47,6 +47,21 @@ class Clock:
         self.live[owner] = self.seq
         self.seq += 1
 
+    def at_many(self, times_s: list[float], owners: list[int]) -> None:
+        """:meth:`at` for each (time, owner) pair, in order (owners distinct). Where the stale events have come to
+        outnumber the live ones (a bulk step evicts many runs), they are dropped first, in one pass: what the heap
+        yields is unchanged (the same live events, by time then ``seq``)."""
+        heap, live = self.heap, self.live
+        if len(heap) > 256 and len(heap) > 2 * np.count_nonzero(live >= 0):
+            heap[:] = [e for e in heap if live[e[2]] == e[1]]
+            heapq.heapify(heap)
+        seq = self.seq
+        for time_s, owner in zip(times_s, owners, strict=True):
+            heapq.heappush(heap, (time_s, seq, owner))
+            seq += 1
+        live[owners] = np.arange(self.seq, seq)
+        self.seq = seq
+
     def cancel(self, owner: int) -> None:
         """``owner`` has no live event any more."""
         self.live[owner] = -1

@@ -124,6 +124,9 @@ class _View:
     def queued(self) -> list[int]:
         return self._queue.queued()
 
+    def waiting(self) -> np.ndarray:
+        return self._queue.waiting()
+
     @property
     def work_s(self) -> np.ndarray:
         return self._jobs.work_s(self._clock.now)
@@ -135,6 +138,12 @@ class _View:
     @property
     def run_s(self) -> np.ndarray:
         return self._jobs.run_s(self._clock.now)
+
+    def run_of(self, js: np.ndarray) -> np.ndarray:
+        return self._jobs.run_s(self._clock.now, js)
+
+    def work_of(self, js: np.ndarray) -> np.ndarray:
+        return self._jobs.work_s(self._clock.now, js)
 
 
 @dataclass(frozen=True, eq=False)
@@ -429,13 +438,12 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
                mech: Mechanism) -> None:
     """Carry out a mechanism's plan (:class:`~fgdopt.timeline.preemption.Plan`): its evictions, then its starts."""
     if plan.kind in ("migrate", "round"):                           # evictions, then placements, as planned
-        for move in plan.moves:
-            placer.evict(move.task, "migrate", restart_s, mech)
-        for v in plan.victims:
-            placer.evict(v, "preempt", restart_s, mech)
-        for move in (*plan.moves, *plan.admits):
-            pending.withdraw(move.task)
-            placer.start(move.task, (move.node, move.gpus), getattr(move, "parts", None))   # GangMove: parts
+        placed = (*plan.moves, *plan.admits)                        # in one pass each (Placer.evict_many, start_many)
+        again = {m.task for m in placed} & {*(m.task for m in plan.moves), *plan.victims}   # out and back in: no
+        placer.evict_many([m.task for m in plan.moves], "migrate", restart_s, mech, again)  # trip through the queue
+        placer.evict_many(plan.victims, "preempt", restart_s, mech, again)
+        pending.withdraw_many([m.task for m in placed if m.task not in again])
+        placer.start_many(placed)
         for j, rate in plan.rates:                                  # speeds set by the plan (elastic jobs)
             if placer.jobs.status[j] != RUNNING or not (math.isfinite(rate) and rate >= 0):
                 raise RuntimeError(f"mechanism {mech.name!r}: rate {rate} for job {j}, not a running job or not a "

@@ -142,16 +142,72 @@ class JobTable:
         self.overhead_s[j] += over
         self.evicted[j] = True
 
+    def evict_many(self, js: np.ndarray, now: float, kind: str, restart_s: Callable[[int], float],
+                   migrate_s: float = 0.0, suspend_s: float = 0.0) -> None:
+        """:meth:`evict` then :meth:`stop` of every running job of ``js`` (distinct), elementwise in one pass where
+        the checkpoint rule keeps no partial checkpoint (transparent, or no checkpoints): the same values to the
+        last bit (the same float64 operations per job). ``restart_s`` is asked once per distinct GPU count."""
+        if not (self.ckpt.transparent or not math.isfinite(self.ckpt.interval_s)) and kind in ("preempt", "evict"):
+            for j in js.tolist():
+                self.evict(j, now, kind, restart_s, migrate_s, suspend_s)
+                self.stop(j, now)
+            return
+        elapsed = now - self.run_start[js]
+        cost, wall = self.run_cost[js], self.run_wall[js]
+        started = elapsed > cost                                  # past its start cost (else all of it overhead)
+        busy = elapsed - cost
+        if kind in ("preempt", "evict"):
+            if self.ckpt.transparent:                             # Checkpointing.evict, elementwise
+                kept, lost = np.where(started, np.minimum(busy, wall), 0.0), np.zeros(len(js))
+            else:
+                kept, lost = np.zeros(len(js)), np.where(started, np.minimum(busy, wall), 0.0)
+            over = np.where(started, cost, elapsed)
+            self.thrashed[js] |= self.evicted[js] & (not self.ckpt.transparent)
+            (self.evictions if kind == "evict" else self.preemptions)[js] += 1
+            gpus = self.num_gpu[js]
+            self.next_cost[js] = 0.0
+            for g in set(gpus.tolist()):
+                self.next_cost[js[gpus == g]] = restart_s(int(g))
+        else:
+            kept, lost, over = np.maximum(busy, 0.0), np.zeros(len(js)), np.minimum(elapsed, cost)
+            (self.migrations if kind == "migrate" else self.suspensions)[js] += 1
+            self.next_cost[js] = migrate_s if kind == "migrate" else suspend_s
+        self.saved[js] += kept * self.rate[js]
+        self.busy_s[js] += kept
+        self.lost_s[js] += lost
+        self.overhead_s[js] += over
+        self.evicted[js] = True
+        self.ran_s[js] += elapsed
+        self.left_at[js] = now
+
+    def start_many(self, js: np.ndarray, now: float, nodes: np.ndarray, first_gpu: np.ndarray) -> np.ndarray:
+        """:meth:`begin` then :meth:`launch` of every job of ``js`` (distinct) on ``nodes`` (first GPUs
+        ``first_gpu``), elementwise in one pass: the same values to the last bit. Returns the run times they need
+        to finish (s, ``inf``: never), in the order of ``js``."""
+        self.status[js] = RUNNING
+        self.start_s[js] = np.where(np.isnan(self.start_s[js]), now, self.start_s[js])
+        self.node_of[js], self.first_gpu[js] = nodes, first_gpu
+        rate = self.rate[js] = self.pace[js, self.model_of[nodes]]
+        self.run_start[js], cost = now, self.next_cost[js]
+        self.run_cost[js] = cost
+        work = self.run_work[js] = self.duration[js] - self.saved[js]
+        wall = self.run_wall[js] = work / rate
+        self.next_cost[js] = 0.0
+        ckpt = self.ckpt
+        if ckpt.transparent or not math.isfinite(ckpt.interval_s) or ckpt.cost_s == 0:
+            return cost + wall                                    # Checkpointing.run_time, elementwise
+        return np.array([ckpt.run_time(float(w), float(c)) for w, c in zip(wall, cost, strict=True)])
+
     # what a mechanism may read, computed when asked (fgdopt.timeline.preemption.View)
     def lost_if_evicted(self, now: float, demand: np.ndarray) -> np.ndarray:
         """Milli-GPU x s of progress an eviction of each job would throw away at ``now`` (``demand`` milli-GPU)."""
         return demand * self.ckpt.lost(now - self.run_start, self.run_cost, self.run_wall)
 
-    def run_s(self, now: float) -> np.ndarray:
-        """Seconds each job has run at ``now``, over all its runs."""
-        return self.ran_s + np.where(self.status == RUNNING, now - self.run_start, 0.0)
+    def run_s(self, now: float, js: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Seconds each job (of ``js``, default all) has run at ``now``, over all its runs."""
+        return self.ran_s[js] + np.where(self.status[js] == RUNNING, now - self.run_start[js], 0.0)
 
-    def work_s(self, now: float) -> np.ndarray:
-        """Progress of each job at ``now`` (kept or not), seconds of work at speed 1."""
-        return self.saved + np.where(self.status == RUNNING, self.rate * np.clip(now - self.run_start - self.run_cost,
-                                                                                 0.0, self.run_wall), 0.0)
+    def work_s(self, now: float, js: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Progress of each job (of ``js``, default all) at ``now`` (kept or not), seconds of work at speed 1."""
+        return self.saved[js] + np.where(self.status[js] == RUNNING, self.rate[js] * np.clip(
+            now - self.run_start[js] - self.run_cost[js], 0.0, self.run_wall[js]), 0.0)

@@ -156,6 +156,74 @@ class Placer:
         self.jobs.status[j] = PENDING
         self.queue.enqueue(j)
 
+    def bulk(self) -> bool:
+        """Whether :meth:`evict_many` and :meth:`start_many` take their one-pass path (no co-location slowdowns to
+        re-rate, no MIG slices); otherwise they go job by job, with the same effect."""
+        return self.interference is None and self.state.mig is None
+
+    def evict_many(self, js, kind: str, restart_s: Callable[[int], float], mechanism,
+                   stay_out: frozenset[int] | set[int] = frozenset()) -> None:
+        """:meth:`evict` of every job of ``js`` (running, distinct), in order, in one vectorized pass: the same
+        state, job table, clock and counters. The jobs of ``stay_out`` are not requeued (they are left ``PENDING``
+        outside the queue): for jobs that :meth:`start_many` starts again in the same instant, where a trip through
+        the queue would leave it as it was (its order is by key; what it knows of each shape is unchanged)."""
+        js = np.asarray(js, dtype=np.int64)
+        if len(js) == 0:
+            return
+        if not self.bulk() or any(j in self.state.parts_of for j in js.tolist()):     # gangs go one by one
+            for j in js.tolist():
+                self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
+                                getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
+                                if kind == "suspend" else 0.0)
+                self.leave(j)
+                self.jobs.status[j] = PENDING
+                if j not in stay_out:
+                    self.queue.enqueue(j)
+            return
+        self.jobs.evict_many(js, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
+                             getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
+                             if kind == "suspend" else 0.0)
+        rev0 = self.state.revision
+        nodes = self.state.remove_many(js)
+        np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
+        self.alloc -= int(self.demand[js].sum())
+        self.running -= len(js)
+        self.clock.live[js] = -1
+        self.freed.update(nodes.tolist())
+        self.jobs.status[js] = PENDING
+        for j in js.tolist():
+            if j not in stay_out:
+                self.queue.enqueue(j)
+
+    def start_many(self, moves) -> None:
+        """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
+        order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
+        the same order)."""
+        if not self.bulk() or not moves or any(getattr(m, "parts", None) for m in moves):   # gangs one by one
+            for m in moves:
+                self.start(m.task, (m.node, m.gpus), getattr(m, "parts", None))
+            return
+        tasks, where, gpus = zip(*moves, strict=True)
+        js, nodes = np.array(tasks, dtype=np.int64), np.array(where, dtype=np.int64)
+        now, state, jobs = self.clock.now, self.state, self.jobs
+        rev0 = state.revision
+        try:
+            state.place_many(js, nodes, gpus)
+        except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+            raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
+        np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
+        walls = jobs.start_many(js, now, nodes, np.array([gs[0] if gs else -1 for gs in gpus], dtype=np.int64))
+        if (bad := np.flatnonzero(jobs.rate[js] <= 0)).size:
+            j, node = int(js[bad[0]]), int(nodes[bad[0]])
+            raise PolicyError(f"job {j} ({self.tasks.names[j]}) started at {now} s on node {node}, GPU model "
+                              f"{self.cluster.model[node]}, where its speed is 0")
+        self.alloc += int(self.demand[js].sum())
+        self.running += len(js)
+        self.touched.update(nodes.tolist())
+        ends = now + walls
+        timed = np.isfinite(ends)
+        self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
+
     def try_start(self, j: int, s: int) -> bool:
         """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in the queue."""
         choice = self.ask(j)

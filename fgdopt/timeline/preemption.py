@@ -191,6 +191,9 @@ class View(Protocol):
     def pending(self) -> list[int]: ...        # the first pending jobs that fit no node, in queue order
 
     def queued(self) -> list[int]: ...         # every pending job, in queue order
+    def waiting(self) -> np.ndarray: ...       # every pending job, int64, in no given order (no sort)
+    def run_of(self, js: np.ndarray) -> np.ndarray: ...    # run_s of the jobs js only
+    def work_of(self, js: np.ndarray) -> np.ndarray: ...   # work_s of the jobs js only
 
 
 class Mechanism(Protocol):
