@@ -181,14 +181,19 @@ class PolluxPlanner:
             states = np.where(extra, 0, states)
             draws = rng.random(states.shape)                           # drawn for every entry, used where over
             over = np.nonzero(states.sum(axis=2) > caps)                # (state, job) over its cap: drop GPUs
-            if len(over[0]):
-                shuffle = np.argsort(draws[over], axis=1)
-                mixed = np.take_along_axis(states[over], shuffle, axis=1)
-                mixed = np.diff(np.minimum(np.cumsum(mixed, axis=1), caps[over[1], None]), axis=1, prepend=0)
-                states[over] = np.take_along_axis(mixed, np.argsort(shuffle, axis=1), axis=1)
+            if len(over[0]):                                           # keep GPUs in a random order of the nodes
+                order = np.argsort(draws[over], axis=1)
+                lines = np.arange(len(order))[:, None]
+                kept = np.minimum(np.cumsum(states[over][lines, order], axis=1), caps[over[1], None])
+                kept[:, 1:] -= kept[:, :-1].copy()
+                sub = np.empty_like(kept)
+                sub[lines, order] = kept
+                states[over] = sub
             full = np.nonzero((states.sum(axis=1) > node_gpus).any(axis=1))[0]   # states with a node over capacity
-            if len(full):
-                states[full] = np.diff(np.minimum(np.cumsum(states[full], axis=1), node_gpus), axis=1, prepend=0)
+            if len(full):                                              # the last jobs give up GPUs there
+                kept = np.minimum(np.cumsum(states[full], axis=1), node_gpus)
+                kept[:, 1:] -= kept[:, :-1].copy()
+                states[full] = kept
             return states
 
         def mutate(states: np.ndarray) -> np.ndarray:
@@ -254,9 +259,10 @@ class PolluxPlanner:
         """``count`` winners of binary tournaments (lower rank, then larger crowding, then a coin)."""
         a = self._rng.integers(len(rank), size=count)
         b = self._rng.integers(len(rank), size=count)
-        better_b = (rank[b] < rank[a]) | ((rank[b] == rank[a]) & (crowd[b] > crowd[a]))
-        tie = (rank[b] == rank[a]) & (crowd[b] == crowd[a])
-        better_b |= tie & (self._rng.random(count) < 0.5)
+        rank_a, rank_b, crowd_a, crowd_b = rank[a], rank[b], crowd[a], crowd[b]
+        same = rank_b == rank_a
+        better_b = (rank_b < rank_a) | (same & (crowd_b > crowd_a))
+        better_b |= same & (crowd_b == crowd_a) & (self._rng.random(count) < 0.5)
         return np.where(better_b, b, a)
 
     def _survive(self, states: np.ndarray, fit: np.ndarray) -> tuple:
