@@ -21,8 +21,8 @@ Writes ``DIR/pollux.csv``, one row per run: ``workload`` (file name), ``load``, 
 ``restarts``, ``wall_s``, ``cpu_s`` (of the run), and where the authors' raw results are in the folder
 (``results-jobload/<policy>-<load>/summary.json``): ``ref_mean_jct_s`` and ``ref_err_pct`` (ours over theirs, %);
 ``DIR/pollux_jobs.csv`` (the run's keys and ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` per job); and
-``DIR/pollux.png`` (mean JCT against job load, one line per policy, the authors' as dashed lines). ``--quick``:
-workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
+``DIR/pollux.png`` (mean JCT against job load, one line per policy, the spread over seeds as bars, the authors' as
+dashed lines). ``--quick``: workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
 """
 
 from __future__ import annotations
@@ -95,16 +95,25 @@ def run_cell(path: str, load: float, policy: str, seed: int, generations: int, r
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Mean JCT (hours; mean over workloads and seeds) against job load, per policy; the authors' dashed."""
+    """Mean JCT (hours) against job load, per policy: each workload's mean over its seeds, averaged over the
+    workloads run at that load; the bars span the same average of each workload's least and largest JCT over its
+    seeds (the spread over seeds; none for one seed). The authors' results (dashed) are averaged over the same
+    workloads."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for k, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
-        mean = rows.groupby("load")[["mean_jct_s", "ref_mean_jct_s"]].mean() / 3600
+        per = rows.groupby(["load", "workload"]).agg(mean=("mean_jct_s", "mean"), lo=("mean_jct_s", "min"),
+                                                     hi=("mean_jct_s", "max"), ref=("ref_mean_jct_s", "mean"))
+        by = per.groupby("load").mean() / 3600
         color = f"C{k}"
-        ax.plot(mean.index, mean.mean_jct_s, "o-", color=color, label=f"{policy} (fgdopt)")
-        if mean.ref_mean_jct_s.notna().any():
-            ax.plot(mean.index, mean.ref_mean_jct_s, "x--", color=color, label=f"{policy} (Pollux's results)")
+        ax.errorbar(by.index, by["mean"], yerr=[by["mean"] - by["lo"], by["hi"] - by["mean"]], fmt="o-",
+                    color=color, capsize=3, label=f"{policy} (fgdopt)")
+        if by["ref"].notna().any():
+            ax.plot(by.index, by["ref"], "x--", color=color, label=f"{policy} (Pollux's results)")
+    loads = sorted(frame["load"].unique())
+    ax.set_xticks(loads)
+    ax.set_xlim(loads[0] - 0.25, loads[-1] + 0.25)
     ax.set_xlabel("relative job load")
     ax.set_ylabel("mean JCT (h)")
     ax.legend(fontsize=7)

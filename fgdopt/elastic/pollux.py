@@ -94,6 +94,13 @@ def _nondominated_ranks(f: np.ndarray) -> np.ndarray:
     return rank
 
 
+def keys_of(states: np.ndarray) -> list[bytes]:
+    """One bytes key per state (its entries' bytes), for duplicate elimination."""
+    raw = np.ascontiguousarray(states).tobytes()
+    size = len(raw) // len(states) if len(states) else 0
+    return [raw[i:i + size] for i in range(0, len(raw), size)] if size else [b""] * len(states)
+
+
 def _crowding(f: np.ndarray) -> np.ndarray:
     """Crowding distance of the rows of one front (inf at the extremes)."""
     n = len(f)
@@ -170,23 +177,33 @@ class PolluxPlanner:
 
         def repair(states: np.ndarray) -> np.ndarray:
             spans = np.count_nonzero(states, axis=2) > 1
-            extra = np.cumsum((states * spans[:, :, None]) > 0, axis=1) > 1
+            extra = np.cumsum((states > 0) & spans[:, :, None], axis=1) > 1
             states = np.where(extra, 0, states)
-            shuffle = np.argsort(rng.random(states.shape), axis=2)
-            mixed = np.take_along_axis(states, shuffle, axis=2)
-            mixed = np.diff(np.minimum(np.cumsum(mixed, axis=2), caps[None, :, None]), axis=2, prepend=0)
-            states = np.take_along_axis(mixed, np.argsort(shuffle, axis=2), axis=2)
-            return np.diff(np.minimum(np.cumsum(states, axis=1), node_gpus), axis=1, prepend=0)
+            draws = rng.random(states.shape)                           # drawn for every entry, used where over
+            over = np.nonzero(states.sum(axis=2) > caps)                # (state, job) over its cap: drop GPUs
+            if len(over[0]):                                           # keep GPUs in a random order of the nodes
+                order = np.argsort(draws[over], axis=1)
+                lines = np.arange(len(order))[:, None]
+                kept = np.minimum(np.cumsum(states[over][lines, order], axis=1), caps[over[1], None])
+                kept[:, 1:] -= kept[:, :-1].copy()
+                sub = np.empty_like(kept)
+                sub[lines, order] = kept
+                states[over] = sub
+            full = np.nonzero((states.sum(axis=1) > node_gpus).any(axis=1))[0]   # states with a node over capacity
+            if len(full):                                              # the last jobs give up GPUs there
+                kept = np.minimum(np.cumsum(states[full], axis=1), node_gpus)
+                kept[:, 1:] -= kept[:, :-1].copy()
+                states[full] = kept
+            return states
 
         def mutate(states: np.ndarray) -> np.ndarray:
             k = len(states)
-            states = np.where((rng.random((k, n_jobs)) < 0.1)[:, :, None], base, states)
-            prob = np.where(rng.random((k, n_jobs)) < 0.1, 0.1, 0.0)
-            states = np.where(rng.random(states.shape) < prob[:, :, None], 0, states)
-            free = node_gpus - states.sum(axis=1)                      # (k, nodes)
-            m1 = np.broadcast_to((free >= 1)[:, None, :], states.shape)
-            p1 = m1 / np.maximum(m1.sum(axis=1, keepdims=True), 1)
-            m2 = (states > 0) & m1
+            reset, pick = rng.random((k, n_jobs)) < 0.1, rng.random((k, n_jobs)) < 0.1
+            states = np.where(reset[:, :, None], base, states)
+            states = np.where(pick[:, :, None] & (rng.random(states.shape) < 0.1), 0, states)
+            free = (node_gpus - states.sum(axis=1) >= 1)[:, None, :]   # (k, 1, nodes)
+            p1 = free / n_jobs                                         # 1 / J on a node with a free GPU
+            m2 = (states > 0) & free
             p2 = m2 / np.maximum(m2.sum(axis=1, keepdims=True), 1)
             hit = rng.random(states.shape) < p1 + p2 - p1 * p2
             raised = rng.integers(states, node_gpus[None, None, :] + 1)
@@ -195,8 +212,7 @@ class PolluxPlanner:
         def unique(states: np.ndarray, seen: set[bytes]) -> np.ndarray:
             """The states not in ``seen`` (added to it), each once."""
             keep = []
-            for i, row in enumerate(states):
-                key = row.tobytes()
+            for i, key in enumerate(keys_of(states)):
                 if key not in seen:
                     seen.add(key)
                     keep.append(i)
@@ -217,7 +233,7 @@ class PolluxPlanner:
         for _ in range(self.generations):
             children = []
             have = 0
-            seen = {row.tobytes() for row in pop}
+            seen = set(keys_of(pop))
             for _ in range(100):                                         # until enough new offspring
                 need = self.pop_size - have
                 a = self._tournament(rank, crowd, 2 * ((need + 1) // 2))
@@ -243,9 +259,10 @@ class PolluxPlanner:
         """``count`` winners of binary tournaments (lower rank, then larger crowding, then a coin)."""
         a = self._rng.integers(len(rank), size=count)
         b = self._rng.integers(len(rank), size=count)
-        better_b = (rank[b] < rank[a]) | ((rank[b] == rank[a]) & (crowd[b] > crowd[a]))
-        tie = (rank[b] == rank[a]) & (crowd[b] == crowd[a])
-        better_b |= tie & (self._rng.random(count) < 0.5)
+        rank_a, rank_b, crowd_a, crowd_b = rank[a], rank[b], crowd[a], crowd[b]
+        same = rank_b == rank_a
+        better_b = (rank_b < rank_a) | (same & (crowd_b > crowd_a))
+        better_b |= same & (crowd_b == crowd_a) & (self._rng.random(count) < 0.5)
         return np.where(better_b, b, a)
 
     def _survive(self, states: np.ndarray, fit: np.ndarray) -> tuple:
