@@ -60,7 +60,7 @@ def make_trace(path):
         sub = t0 + datetime.timedelta(seconds=60 * i)
         start = sub + datetime.timedelta(seconds=10)
         end = start + datetime.timedelta(minutes=60)
-        jobs.append({'jobid': 'standin_%05d' % i, 'vc': 'vc0', 'user': 'u0', 'status': 'Pass',
+        jobs.append({'jobid': f'standin_{i:05d}', 'vc': 'vc0', 'user': 'u0', 'status': 'Pass',
                      'submitted_time': sub.strftime(fmt),
                      'attempts': [{'start_time': start.strftime(fmt), 'end_time': end.strftime(fmt),
                                    'detail': [{'ip': 'm0', 'gpus': ['gpu0']}]}]})
@@ -68,10 +68,28 @@ def make_trace(path):
         json.dump(jobs, f)
 
 
-def stub_deployment():
-    """Empty stand-ins for the gRPC modules runner.py imports but never uses when simulating."""
-    for name in ('deployment.runtime.rpc.scheduler_server', 'deployment.runtime.rpc.scheduler_client'):
-        sys.modules[name] = types.ModuleType(name)
+def stub_deployment(sim):
+    """Stand-ins for the gRPC packages runner.py imports but never uses when simulating: ``deployment`` without its
+    __init__ (which imports the generated protobuf stubs), its real ``helper`` module, and ``deployment.runtime``
+    whose every attribute is an empty module."""
+    class Stub(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith('__'):
+                raise AttributeError(name)
+            mod = Stub(self.__name__ + '.' + name)
+            mod.__path__ = []
+            sys.modules[mod.__name__] = mod
+            setattr(self, name, mod)
+            return mod
+
+    pkg = types.ModuleType('deployment')
+    pkg.__path__ = [os.path.join(sim, 'deployment')]
+    sys.modules['deployment'] = pkg
+    runtime = Stub('deployment.runtime')
+    runtime.__path__ = []
+    sys.modules['deployment.runtime'] = runtime
+    pkg.runtime = runtime
+    runtime.rpc  # noqa: B018  (creates deployment.runtime.rpc)
 
 
 def scheduler_flags(name):
@@ -105,7 +123,7 @@ def main():
         print('wrote', trace)
     sys.path.insert(0, sim)
     os.chdir(work)
-    stub_deployment()
+    stub_deployment(sim)
     logging.basicConfig(format='%(module)s - %(funcName)s - %(levelname)s - %(message)s', level=logging.WARNING)
     import runner  # noqa: E402  (Synergy's runner.py)
     from jobs.job import Job  # noqa: E402
@@ -126,13 +144,13 @@ def main():
 
     if a.build_pickle:
         if os.path.exists('philly_jobs_sum_attempts_exp_single.pickle'):
-            sys.exit('pickle already exists in %s; remove it to rebuild' % work)
+            sys.exit(f'pickle already exists in {work}; remove it to rebuild')
         random.seed(42)  # runner.main(): random.seed(args.seed); benchmark(): random.seed(seed)
         make_runner()
         print('built', os.path.join(work, 'philly_jobs_sum_attempts_exp_single.pickle'))
         return
     if not os.path.exists('philly_jobs_sum_attempts_exp_single.pickle'):
-        sys.exit('no trace pickle in %s: run with --make-trace --build-pickle first' % work)
+        sys.exit(f'no trace pickle in {work}: run with --make-trace --build-pickle first')
 
     generated, finished, alloc = [], {}, {}
     orig_gen, orig_finish = Workload.generate_next_job, runner.Runner.finish_job
@@ -202,19 +220,19 @@ def main():
     print(json.dumps(summary))
     if out:
         os.makedirs(out, exist_ok=True)
-        tag = '%s-%g' % (a.scheduler, a.load)
+        tag = f'{a.scheduler}-{a.load:g}'
         if a.split != '20,70,10' or a.seed != 42:
-            tag += '-split%s-seed%d' % (a.split.replace(',', '_'), a.seed)
-        with open(os.path.join(out, 'jobs-%s.csv' % tag), 'w', newline='') as f:
+            tag += '-split{}-seed{}'.format(a.split.replace(',', '_'), a.seed)
+        with open(os.path.join(out, f'jobs-{tag}.csv'), 'w', newline='') as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ['job_id'])
             w.writeheader()
             w.writerows(rows)
-        with open(os.path.join(out, 'gen-%s.csv' % tag), 'w', newline='') as f:
+        with open(os.path.join(out, f'gen-{tag}.csv'), 'w', newline='') as f:
             w = csv.writer(f)
             w.writerow(['job_id', 'arrival_s', 'model', 'class_id', 'gpus', 'cpu_demand', 'mem_demand_gb',
                         'speedup', 'iteration_time_s', 'total_iterations'])
             w.writerows(generated)
-        with open(os.path.join(out, 'run-%s.json' % tag), 'w') as f:
+        with open(os.path.join(out, f'run-{tag}.json'), 'w') as f:
             json.dump(summary, f, indent=1)
 
 
