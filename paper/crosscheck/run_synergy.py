@@ -92,6 +92,27 @@ def stub_deployment(sim):
     runtime.rpc  # noqa: B018  (creates deployment.runtime.rpc)
 
 
+COLUMNS = ('policy', 'load', 'split', 'seed', 'ended', 'finished_in_window', 'mean_jct_s', 'p99_jct_s', 'mean_jct_h',
+           'p99_jct_h', 'sim_time_s', 'cpu_s', 'command')
+
+
+def collect(out):
+    """Rewrite out/synergy.csv from the run-*.json summaries in out (one row per run, sorted)."""
+    rows = []
+    for name in sorted(os.listdir(out)):
+        if name.startswith('run-') and name.endswith('.json'):
+            with open(os.path.join(out, name)) as f:
+                run = json.load(f)
+            run['policy'] = run.pop('scheduler')
+            rows.append(run)
+    rows.sort(key=lambda r: (r['policy'].split('+')[0], r['load'], r['policy'], r['split'], r['seed']))
+    with open(os.path.join(out, 'synergy.csv'), 'w', newline='') as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction='ignore')
+        w.writeheader()
+        w.writerows(rows)
+    print('wrote', os.path.join(out, 'synergy.csv'), len(rows), 'runs')
+
+
 def scheduler_flags(name):
     """(class name, placement, fair, tune, opt) exactly as runner.benchmark derives them."""
     return (name.split('+')[0], 'place' in name, 'fair' in name, 'tune' in name, 'opt' in name)
@@ -111,7 +132,11 @@ def main():
     p.add_argument('--config', default='configs/default_cluster.ini')
     p.add_argument('--cap-s', type=float, default=0.0, help='stop after this many CPU seconds (0: never)')
     p.add_argument('--out', default=None)
+    p.add_argument('--collect', action='store_true', help='only rewrite OUT/synergy.csv from the run summaries')
     a = p.parse_args()
+    if a.collect:
+        collect(os.path.abspath(a.out))
+        return
 
     sim = os.path.abspath(a.synergy)
     work = os.path.abspath(a.workdir)
@@ -234,6 +259,7 @@ def main():
             w.writerows(generated)
         with open(os.path.join(out, f'run-{tag}.json'), 'w') as f:
             json.dump(summary, f, indent=1)
+        collect(out)
 
 
 if __name__ == '__main__':
