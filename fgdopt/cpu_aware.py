@@ -170,7 +170,8 @@ class CpuAware:
     ----------
     profiles : every job's CPU-speed curve. rule : one of :data:`RULES`. cluster : the run's cluster.
     lent_core_s : cores lent, integrated over time (core-seconds), updated at every instant.
-    cores : float64 (n,), the cores each job holds now (its request plus what is lent; 0 when not running).
+    cores : float64 (n,), the cores each GPU job holds (its request plus what is lent; after it ends, what it held
+        last; 0 before it first ran).
     """
 
     profiles: CpuProfiles
