@@ -540,7 +540,7 @@ def plot_cpu_aware(runs: pd.DataFrame, path: str | Path) -> Path:
     rules = list(dict.fromkeys(runs["rule"]))
     mean = runs.groupby(["load", "policy", "rule"], sort=False)[["mean_jct_s", "frag_time_avg_pct"]].mean()
     loads = sorted(runs["load"].unique())
-    fig = Figure(figsize=(4.6 * max(len(loads), 1), 6.4))
+    fig = Figure(figsize=(5.2 * max(len(loads), 1), 6.4))
     axes = np.array(fig.subplots(2, max(len(loads), 1), squeeze=False))
     for col, load in enumerate(loads):
         for k, policy in enumerate(dict.fromkeys(runs["policy"])):
@@ -554,6 +554,7 @@ def plot_cpu_aware(runs: pd.DataFrame, path: str | Path) -> Path:
         axes[1, col].set_ylabel("Time-averaged F(M) (% of GPU capacity)")
         axes[1, col].set_xlabel("CPU rule (cores lent from the node's leftover)")
         for ax in axes[:, col]:
+            ax.set_ylim(bottom=0)                                   # differences read against the whole value
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
