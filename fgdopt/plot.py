@@ -554,7 +554,7 @@ def plot_cpu_aware(runs: pd.DataFrame, path: str | Path) -> Path:
         axes[1, col].set_ylabel("Time-averaged F(M) (% of GPU capacity)")
         axes[1, col].set_xlabel("CPU rule (cores lent from the node's leftover)")
         for ax in axes[:, col]:
-            ax.set_ylim(bottom=0)                                   # differences read against the whole value
+            ax.set_ylim(0, 1.15 * max(line.get_ydata().max() for line in ax.get_lines()))   # against the whole
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
     return _save(fig, path)
