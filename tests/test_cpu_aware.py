@@ -163,3 +163,20 @@ def test_lending_conserves_work_and_never_overcommits_a_node(data, rule):
     plain = simulate(cluster, jobs, "best-fit", "fifo")
     base = simulate(cluster, jobs, "best-fit", "fifo", mechanism=CpuAware(prof, "request", cluster))
     assert np.array_equal(plain.finish_s, base.finish_s, equal_nan=True)
+
+
+def test_study_table_pairs_each_run_with_its_request_run():
+    """jct_ratio: the mean over the jobs finished in both runs of JCT over JCT under ``request``. Request JCTs
+    100, 200, NaN (unfinished); synergy 50, 200, 10: the third job is not in both, so (0.5 + 1.0) / 2 = 0.75. A run of
+    another policy has no request twin: NaN."""
+    from experiments.cpu_aware import COLUMNS, table
+
+    def run(policy, rule, jct):
+        row = dict.fromkeys(COLUMNS, 0.0) | {"trace": "default", "seed": 42, "load": 0.9, "policy": policy,
+                                              "rule": rule, "jct_ratio": np.nan}
+        return {"row": row, "jct": np.array(jct, dtype=np.float64)}
+
+    frame = table([run("fgd", "request", [100, 200, np.nan]), run("fgd", "synergy", [50, 200, 10]),
+                   run("best-fit", "synergy", [1, 1, 1])])
+    assert frame["jct_ratio"].tolist()[:2] == [1.0, 0.75]
+    assert np.isnan(frame["jct_ratio"].iloc[2])
