@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "timeline": "experiments.timeline",
     "hetero": "experiments.hetero",
     "interference": "experiments.interference",
+    "cpu-aware": "experiments.cpu_aware",
     "schedule": "experiments.schedule",
     "pollux": "experiments.pollux",
     "synergy": "experiments.synergy",

@@ -533,6 +533,33 @@ def plot_hetero(runs: pd.DataFrame, path: str | Path, reference: pd.DataFrame | 
     return _save(fig, path)
 
 
+def plot_cpu_aware(runs: pd.DataFrame, path: str | Path) -> Path:
+    """CPU-aware allocation (the frame of ``python -m experiments.cpu_aware``): one column per load, mean JCT (h,
+    top) and time-averaged F(M) (% of GPU capacity, bottom) by CPU rule, one line per policy (means over seeds and
+    traces). ``runs`` needs ``load, policy, rule, mean_jct_s, frag_time_avg_pct``."""
+    rules = list(dict.fromkeys(runs["rule"]))
+    mean = runs.groupby(["load", "policy", "rule"], sort=False)[["mean_jct_s", "frag_time_avg_pct"]].mean()
+    loads = sorted(runs["load"].unique())
+    fig = Figure(figsize=(5.2 * max(len(loads), 1), 6.4))
+    axes = np.array(fig.subplots(2, max(len(loads), 1), squeeze=False))
+    for col, load in enumerate(loads):
+        for k, policy in enumerate(dict.fromkeys(runs["policy"])):
+            if (load, policy) not in mean.droplevel("rule").index:
+                continue
+            part = mean.loc[(load, policy)].reindex(rules)
+            axes[0, col].plot(rules, part["mean_jct_s"] / 3600, marker="o", color=f"C{k}", label=policy)
+            axes[1, col].plot(rules, part["frag_time_avg_pct"], marker="o", color=f"C{k}", label=policy)
+        axes[0, col].set_title(f"load {load:g}", fontsize=9)
+        axes[0, col].set_ylabel("Mean JCT (h)")
+        axes[1, col].set_ylabel("Time-averaged F(M) (% of GPU capacity)")
+        axes[1, col].set_xlabel("CPU rule (cores lent from the node's leftover)")
+        for ax in axes[:, col]:
+            ax.set_ylim(0, 1.15 * max(line.get_ydata().max() for line in ax.get_lines()))   # against the whole
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
 def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
     """The interference trade (the frame of ``python -m experiments.interference``): one panel per load, allocated
     GPUs against the sharing jobs' mean slowdown with interference (run time over work), one point per policy (means

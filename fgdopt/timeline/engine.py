@@ -35,8 +35,10 @@ and the mechanism's wake-up. **One instant t**, as SPEC fixes it (each step name
    or ``fifo_pass`` -> ``Placer.try_start``); a started job takes the policy's node and GPUs
    (:meth:`~fgdopt.state.ClusterState.place`, the one feasibility rule) and its finish event is scheduled at
    ``t + duration_s`` (at speed 1, without checkpoints);
-4. while jobs are pending, the mechanism is asked for plans (at most :data:`~fgdopt.timeline.preemption.MAX_PLANS`):
-   each is carried out (evictions, then starts) and followed by 1's unblocking and a pass; then its wake-up;
+4. while jobs are pending (at every instant, for a mechanism with ``every_instant = True``, e.g.
+   :class:`fgdopt.cpu_aware.CpuAware`), the mechanism is asked for plans (at most
+   :data:`~fgdopt.timeline.preemption.MAX_PLANS`): each is carried out (evictions, then starts) and followed by 1's
+   unblocking and a pass; then its wake-up;
 5. the shapes nobody tried are checked (``PendingQueue.refresh``) and the series row is recorded (``Recorder``).
 
 A zero-duration job started at t finishes at t: its finish is processed right after the pass that started it, as
@@ -369,6 +371,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     next_arrival = 0
     status = table.status
     owns_starts = getattr(mech, "owns_starts", False)
+    every = getattr(mech, "every_instant", False)
     while True:
         t_fin = clock.heap[0][0] if clock.pending() else math.inf
         if next_arrival >= n and not clock.heap and clock.wake == math.inf:
@@ -410,7 +413,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         else:
             if not owns_starts:
                 schedule()
-            for _ in range(MAX_PLANS if pending.buckets or woken else 0):   # 4. the mechanism's plans
+            for _ in range(MAX_PLANS if pending.buckets or woken or every else 0):   # 4. the mechanism's plans
                 plan = mech.plan(view)
                 if plan is None:
                     break
