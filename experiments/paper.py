@@ -44,6 +44,10 @@ SATURATED_RATES = "4.4,4.8,5.2,5.6,6"
 """The rest of Gavel's Figure 8 grid, past about 4.5 jobs/hour, where the queue grows (its own study,
 ``hetero-saturated``: a run there stops once its measured jobs have finished, as Gavel's does, and costs far more)."""
 
+SEED_ARGS = ("--rates", f"{GAVEL_RATES},{SATURATED_RATES}", "--seeds", "1,2", "--policies", "las,las-aware",
+             "--jobs", "2")
+"""Figure 8's other seeds (1 and 2) over its whole grid, in both profiles: the report's gain spread over seeds."""
+
 MULTI_RATES = "0.5,1,1.5,2,2.5,3"
 """Arrival rates (jobs/hour) of the multi-GPU study (Gavel's Figure 9 sweeps 0 to 3) where Gavel's own simulator was
 run for the cross-check; the window (jobs 300-499) is short enough to run both simulators here."""
@@ -149,6 +153,7 @@ STUDIES: tuple[Study, ...] = (
           ("--rates", SATURATED_RATES, "--seeds", "0", "--policies", "las,las-aware", "--jobs", "2"),
           ("--rates", SATURATED_RATES, "--seeds", "0-2", "--policies", "las,las-aware", "--jobs", "2"),
           ("hetero.csv",)),
+    Study("hetero-seeds", "hetero", SEED_ARGS, SEED_ARGS, ("hetero.csv",)),
     Study("hetero-multi", "hetero", (*MULTI_ARGS, "--spread-throughput", "consolidated"),
           (*MULTI_ARGS, "--spread-throughput", "consolidated"), ("hetero.csv",)),
     Study("hetero-multi-spread", "hetero", (*MULTI_ARGS, "--rates", SPREAD_RATES),

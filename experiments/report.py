@@ -477,6 +477,25 @@ def _pair(results: Path) -> pd.DataFrame | None:
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
+def _all_seeds(results: Path) -> pd.DataFrame | None:
+    """Gavel's pair over Figure 8's rates, every seed run: :func:`_pair` (seed 0) and ``hetero-seeds`` (seeds 1
+    and 2), each (policy, rate, seed) once."""
+    parts = [f for f in (_pair(results), _csv(results, "hetero-seeds", "hetero.csv")) if f is not None]
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["policy", "lambda_per_hour", "seed"])
+
+
+def _seed_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """The gain ``las`` / ``las-aware`` (mean JCT) of every (rate, seed) where both ran: columns ``lambda_per_hour,
+    seed, gain``."""
+    wide = runs.pivot_table(index=["lambda_per_hour", "seed"], columns="policy", values="mean_jct_s")
+    wide = wide.dropna(subset=[p for p in ("las", "las-aware") if p in wide.columns])
+    if not {"las", "las-aware"} <= set(wide.columns):
+        return pd.DataFrame(columns=["lambda_per_hour", "seed", "gain"])
+    return (wide["las"] / wide["las-aware"]).rename("gain").reset_index()
+
+
 def _gavel_top(fig8: dict) -> dict[str, str]:
     """Gavel's own largest gain (las over las-aware) over its Figure 8 runs, and its rate."""
     gains = [(rate, row.gavel_jct_s / fig8[(rate, "las-aware")].gavel_jct_s) for (rate, policy), row in fig8.items()
@@ -485,6 +504,14 @@ def _gavel_top(fig8: dict) -> dict[str, str]:
         return {}
     rate, top = max(gains, key=lambda g: g[1])
     return {"hetero_gavel_ratio_top": f"{top:.2f}", "hetero_gavel_ratio_top_rate": f"{rate:g}"}
+
+
+def _gain_cell(by_rate, rate: float) -> str:
+    """The gain at ``rate`` over its seeds: mean (min-max), with the number of seeds; empty where none ran both."""
+    if rate not in by_rate.groups:
+        return ""
+    g = by_rate.get_group(rate)
+    return f"{g.mean():.2f}x ({g.min():.2f}-{g.max():.2f}, {len(g)} seeds)"
 
 
 def _pair_cell(rows: dict, column: str) -> str:
@@ -564,9 +591,12 @@ def hetero_tables(results: Path) -> dict[str, str]:
         gavel = _gavel_crosscheck(results)
         fig8 = {} if gavel is None else {(row.rate_per_hour, row.policy): row for row in gavel[
             (gavel["config"] == "fig8") & (gavel["seed"] == 0)].itertuples()}
+        gains = _seed_gains(_all_seeds(results))
+        by_rate = gains.groupby("lambda_per_hour")["gain"]
         lines = ["| jobs/hour | las mean JCT h | las-aware mean JCT h | las / las-aware | Gavel: las h | "
                  "Gavel: las-aware h | fgdopt vs Gavel (las, aware) | wall s: fgdopt (las, aware) | "
-                 "wall s: Gavel (las, aware) |", "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+                 "wall s: Gavel (las, aware) | las / las-aware over seeds: mean (min-max) |",
+                 "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         ratios, devs, walls, gavel_ratios = [], [], [], []
         split: dict[bool, list[float]] = {False: [], True: []}     # |JCT deviation| below / from 4.4 jobs/h
         ratio_devs: list[float] = []                                  # |fgdopt's las/las-aware over Gavel's - 1|
@@ -591,7 +621,7 @@ def hetero_tables(results: Path) -> dict[str, str]:
             gavel_wall = _pair_cell(theirs, "gavel_wall_s") if theirs else ""
             lines.append(f"| {rate:g} | {jct[0]} | {jct[1]} | {gain} | {gavel_jct[0]} | {gavel_jct[1]} | "
                          + ", ".join(f"{100 * dev[p]:+.2f}%" if p in dev else "-" for p in ("las", "las-aware"))
-                         + f" | {_pair_cell(ours, 'wall_s')} | {gavel_wall} |")
+                         + f" | {_pair_cell(ours, 'wall_s')} | {gavel_wall} | {_gain_cell(by_rate, rate)} |")
         beyond = [] if gavel is None else [
             (rate, fig8[(rate, "las")].gavel_jct_s / fig8[(rate, "las-aware")].gavel_jct_s) for rate, _ in fig8
             if rate > max(r for r, _ in ratios) and (rate, "las") in fig8 and (rate, "las-aware") in fig8]
@@ -602,6 +632,9 @@ def hetero_tables(results: Path) -> dict[str, str]:
                           "hetero_gavel_beyond_rates": span})
         best = max(ratios, key=lambda r: r[1])
         items.update({"hetero_gain": "\n".join(lines), "hetero_seeds": _seeds(pair["seed"]),
+                      "hetero_all_seeds": _seeds(gains["seed"]) if len(gains) else "none",
+                      "hetero_seed_gain_spread": f"{100 * (by_rate.max() / by_rate.min() - 1).max():.1f}"
+                      if len(gains) else "n/a",
                       "hetero_ratio_min": f"{min(r for _, r in ratios):.2f}",
                       "hetero_ratio_max": f"{best[1]:.2f}", "hetero_ratio_max_rate": f"{best[0]:g}",
                       "hetero_rates": f"{min(r for r, _ in ratios):g} to {max(r for r, _ in ratios):g}",
@@ -902,7 +935,7 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
     starts = _csv(results, "schedule", "starts.csv")
     if starts is not None:
         drawn.append(_schedule_gantt(_csv(results, "schedule", "schedule.csv"), starts, figures / "gantt.png"))
-    pair, others = _pair(results), _csv(results, "hetero-policies", "hetero.csv")
+    pair, others = _all_seeds(results), _csv(results, "hetero-policies", "hetero.csv")
     if pair is not None or others is not None:
         frame = pd.concat([f for f in (pair, others) if f is not None])
         gavel = _gavel_crosscheck(results)
