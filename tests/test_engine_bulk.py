@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fgdopt.defrag import Move
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.jobtable import RUNNING, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
-from fgdopt.timeline.preemption import Checkpointing
+from fgdopt.timeline.preemption import Checkpointing, GangMove
 
 CLUSTER = Cluster([16000, 32000, 8000, 24000], [65536, 131072, 16384, 65536], [2, 4, 1, 8],
                   ["T4", "V100", "T4", "V100"])
@@ -60,6 +61,19 @@ def test_place_many_infeasible_raises():
     state = ClusterState(CLUSTER, tasks)
     with pytest.raises(InfeasiblePlacement, match="GPU 0 of node 2 has 0 milli left"):
         state.place_many([0, 1], [2, 2], [(0,), (0,)])
+
+
+@pytest.mark.parametrize(("cpu", "mem", "field"), [(5000, 512, "CPU"), (1000, 10000, "memory")])
+def test_place_many_checks_cpu_and_memory(cpu, mem, field):
+    """Two sharing tasks on node 2 (8,000 milli-cores, 16,384 MiB): their GPU parts fit (300 + 300 milli on GPU 0),
+    but 2 x 5,000 milli-cores or 2 x 10,000 MiB do not; the batch raises :meth:`place`'s error on the second task
+    and the first stays placed, as one by one."""
+    tasks = TaskSet([cpu, cpu], [mem, mem], [1, 1], [300, 300])
+    state = ClusterState(CLUSTER, tasks)
+    with pytest.raises(InfeasiblePlacement, match=field):
+        state.place_many([0, 1], [2, 2], [(0,), (0,)])
+    assert state.node_of.tolist() == [2, -1]
+    assert (int(state.cpu_left[2]), int(state.mem_left[2])) == (8000 - cpu, 16384 - mem)
 
 
 @pytest.mark.parametrize("ckpt", [Checkpointing(transparent=True), Checkpointing(),
@@ -133,3 +147,40 @@ def test_clock_at_many_drops_stale_events_keeps_order():
         t = clock.next_event()
         order += [(t, o) for o in clock.due(t)]
     assert order == [(1.0, 4), (3.0, 2), (5.0, 0), (5.0, 1), (7.0, 3)] + [(1000.0 - k, k) for k in range(299, 289, -1)]
+
+
+def _placer(cluster: Cluster, tasks: TaskSet):
+    """A Placer over ``cluster`` with ``tasks`` submitted at 0 s, 100 s of work each, speed 1 on every model."""
+    from fgdopt.policies import make_policy
+    from fgdopt.timeline.clock import Clock
+    from fgdopt.timeline.placement import Placer
+
+    n = len(tasks)
+    jobs = JobSet(tasks, np.zeros(n), np.full(n, 100.0))
+    models = sorted(set(cluster.model.tolist()))
+    table = JobTable(jobs, np.ones((n, len(models))), np.array([models.index(m) for m in cluster.model]),
+                     Checkpointing(transparent=True))
+    shapes = Shapes(tasks)
+    pending = PendingQueue(shapes, np.zeros(n), np.zeros(n), tasks.gpu_demand)
+    return Placer(ClusterState(cluster, tasks), make_policy("best-fit"), False, "best-fit", shapes, table, Clock(n),
+                  pending, None)
+
+
+def test_bulk_steps_take_every_part_of_a_gang():
+    """Job 0 (2 GPUs) over nodes 0 and 2 (the T4 nodes: GPU 1 of node 0, GPU 0 of node 2) and job 1 (1 GPU) on node
+    1, started and evicted in one pass each: every GPU of both parts comes back, both parts' nodes are freed and
+    marked changed, and ``remove_many`` on its own gives back the empty state as well."""
+    tasks = TaskSet([1000, 1000], [512, 512], [2, 1], [1000, 1000])
+    gang = ((0, (1,)), (2, (0,)))
+    state = ClusterState(CLUSTER, tasks)
+    state.place_gang(0, gang)
+    state.place(1, 1, (3,))
+    assert state.remove_many([0, 1]).tolist() == [0, 1]
+    assert _state_of(state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5] and not state.parts_of
+    placer = _placer(CLUSTER, tasks)
+    placer.start_many([GangMove(0, *gang[0], gang), Move(1, 1, (3,))])
+    assert placer.state.parts(0) == gang and int(placer.state.gpu_left[2, 0]) == 0
+    placer.freed.clear()
+    placer.evict_many([0, 1], "preempt", lambda g: 0.0, None)
+    assert placer.freed == {0, 1, 2} and (placer.node_revision[[0, 1, 2]] > 0).all()
+    assert _state_of(placer.state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5]
