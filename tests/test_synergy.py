@@ -178,6 +178,21 @@ def test_three_jobs_on_one_server_by_hand(policy, jct):
     assert mech.min_free.min() >= 0
 
 
+def test_the_ledger_check_catches_lost_work_and_overcommit():
+    """The three jobs of the hand-worked case under FIFO+tune pass :meth:`SynergyRounds.check`; the same run with
+    one job's counted progress off by 1 s of work, or a server's free CPU at -1 core in some round, does not."""
+    from fgdopt.synergy.rounds import run_synergy
+    result, mech = run_synergy(_frame(3), "FIFO+tune", servers=1)
+    mech.check(result)
+    mech.ledger_work_s[1] += 1.0
+    with pytest.raises(AssertionError, match=r"jobs \[1\]: engine work differs"):
+        mech.check(result)
+    mech.ledger_work_s[1] -= 1.0
+    mech.min_free[..., 1] = -1.0
+    with pytest.raises(AssertionError, match="went negative"):
+        mech.check(result)
+
+
 def test_a_job_done_inside_a_round_finishes_at_its_end():
     """One job of 450 iterations of 1 s, speed-up 2 at 12 cores, alone under FIFO+greedy: 600 iterations fit in a
     round, so its 450 are done in the first; on the engine it runs at the rate that ends its work at the round's
