@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
+
 
 @contextmanager
 def staged(output: str | os.PathLike, *, partial: bool = False) -> Iterator[Path]:
@@ -62,3 +64,18 @@ def staged(output: str | os.PathLike, *, partial: bool = False) -> Iterator[Path
             os.replace(file, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_runs(results: list[dict], out: Path, name: str, columns, keys, plot) -> pd.DataFrame:
+    """``{name}.csv`` (one row per run: each result's ``row``, in ``columns``), ``{name}_jobs.csv`` (every run's
+    per-job rows, its ``keys`` first) and, when a run finished, ``plot(frame, out / f"{name}.png")``, into ``out``;
+    returns the runs' frame."""
+    frame = pd.DataFrame([r["row"] for r in results], columns=list(columns))
+    frame.to_csv(out / f"{name}.csv", index=False)
+    jobs = pd.DataFrame([j for r in results for j in r["jobs"]])
+    if len(jobs):
+        jobs = jobs[[*keys, *(c for c in jobs.columns if c not in keys)]]
+    jobs.to_csv(out / f"{name}_jobs.csv", index=False)
+    if len(frame):
+        plot(frame, out / f"{name}.png")
+    return frame

@@ -42,6 +42,7 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
+from experiments.outputs import write_runs
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
 from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
@@ -124,15 +125,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
     """``pollux.csv``, ``pollux_jobs.csv`` and ``pollux.png`` of ``results`` into the folder ``out``."""
-    frame = pd.DataFrame([r["row"] for r in results], columns=list(COLUMNS))
-    frame.to_csv(out / "pollux.csv", index=False)
-    jobs = pd.DataFrame([j for r in results for j in r["jobs"]])
-    if len(jobs):
-        jobs = jobs[[*KEYS, *(c for c in jobs.columns if c not in KEYS)]]
-    jobs.to_csv(out / "pollux_jobs.csv", index=False)
-    if len(frame):
-        plot(frame, out / "pollux.png")
-    return frame
+    return write_runs(results, out, "pollux", COLUMNS, KEYS, plot)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,7 @@ import pandas as pd
 
 from experiments.args import output_dir, parse_seeds, positive_int, real_list, study_parser
 from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.outputs import write_runs
 from fgdopt.synergy.jobs import TASK_MODELS, synergy_jobs
 from fgdopt.synergy.profiles import DATA_FILE, ENV, ProfileError, load_profiles
 from fgdopt.synergy.rounds import parse_policy, run_synergy
@@ -138,15 +139,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
     """``synergy.csv``, ``synergy_jobs.csv`` and ``synergy.png`` of ``results`` into the folder ``out``."""
-    frame = pd.DataFrame([r["row"] for r in results], columns=list(COLUMNS))
-    frame.to_csv(out / "synergy.csv", index=False)
-    jobs = pd.DataFrame([j for r in results for j in r["jobs"]])
-    if len(jobs):
-        jobs = jobs[[*KEYS, *(c for c in jobs.columns if c not in KEYS)]]
-    jobs.to_csv(out / "synergy_jobs.csv", index=False)
-    if len(frame):
-        plot(frame, out / "synergy.png")
-    return frame
+    return write_runs(results, out, "synergy", COLUMNS, KEYS, plot)
 
 
 def main(argv: list[str] | None = None) -> int:
