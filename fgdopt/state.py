@@ -368,7 +368,7 @@ class ClusterState:
         """Milli-GPU task ``i`` holds now (0: not placed): its shape's GPU demand, or, for an elastic task, its
         GPUs' (:meth:`parts`)."""
         if not self.elastic[i]:
-            return int(self.tasks.gpu_demand[i]) if self.node_of[i] != UNPLACED else 0
+            return int(self.tasks.num_gpu[i] * self.tasks.gpu_milli[i]) if self.node_of[i] != UNPLACED else 0
         return GPU_MILLI * sum(len(gpus) for _, gpus in self.parts(i))
 
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
