@@ -329,7 +329,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
             raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
                              f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
     state = ClusterState(cluster, tasks, getattr(mech, "elastic", None))   # jobs whose GPU count the mechanism sets
-    if snapshots and state.elastic.any():
+    if state.elastic.any() and len(snapshots):
         raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not these")
     shapes = Shapes(tasks)
     empty = ClusterState(cluster, shapes.tasks)
