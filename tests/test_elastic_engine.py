@@ -209,3 +209,14 @@ def test_elastic_tasks_in_the_one_rule():
     assert state.held_milli(0) == 0 and state.held_milli(1) == 0
     with pytest.raises(ValueError, match="an elastic task must be whole-GPU"):
         ClusterState(cluster, TaskSet([0], [0], [1], [500]), np.array([True]))
+
+
+def test_snapshots_of_elastic_jobs_stop_with_one_line(toy):
+    """Snapshots hold job shapes, which an elastic job's GPUs are not: asking for one stops before the run."""
+    from fgdopt.timeline import simulate
+    from fgdopt.timeline.jobs import JobSet
+
+    mech = ElasticMechanism([_job(toy, "a")], Fixed([0]), nodes=(2, 2))
+    work = JobSet(TaskSet([0], [0], [1], [1000]), [0.0], [1200.0])
+    with pytest.raises(ValueError, match="sets jobs' GPU counts"):
+        simulate(pollux_cluster((2, 2)), work, "best-fit", "fifo", mechanism=mech, snapshots=np.array([60.0, 120.0]))
