@@ -3,7 +3,8 @@
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
 changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove` (or, for one whole-GPU task over
-several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule);
+several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule; an *elastic* task, whose
+GPU count a scheduler chooses at each placement, is judged as its shape with that count);
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
 """
 
@@ -99,6 +100,11 @@ class ClusterState:
     gpus_of : list of tuples, GPU ids of each task.
     parts_of : dict, task -> its ``((node, gpus), ...)`` for the tasks placed over several nodes
         (:meth:`place_gang`); ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+    elastic : bool (n_tasks,), read-only: the *elastic* tasks (default none). An elastic task is whole-GPU; its
+        shape's ``num_gpu`` is not a count it must hold: each :meth:`place` / :meth:`place_gang` places it on the
+        number of GPUs given (at least one; its CPU and memory once, on the first node), judged by the one rule as
+        its shape with that count (an elastic job's allocation, which a scheduler changes by removing the task and
+        placing it again). :meth:`held_milli` is what a task holds.
     revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
         ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
         they looked.
@@ -110,9 +116,10 @@ class ClusterState:
         ``gpu_milli`` (the profile's compute code) per GPU, so the milli-GPU views stay meaningful.
     """
 
-    def __init__(self, cluster: Cluster, tasks: TaskSet):
+    def __init__(self, cluster: Cluster, tasks: TaskSet, elastic: np.ndarray | None = None):
         self.cluster = cluster
         self.tasks = tasks
+        self.elastic = _elastic_mask(tasks, elastic)
         self.cpu_left = cluster.cpu_milli.copy()
         self.mem_left = cluster.memory_mib.copy()
         gpu_ids = np.arange(cluster.max_gpus)
@@ -276,6 +283,10 @@ class ClusterState:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
         task = self.tasks[i]
         gpus = tuple(int(g) for g in gpus)
+        if self.elastic[i]:                                        # the count is the placement's (class docstring)
+            if not gpus:
+                raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): an elastic task holds a GPU or more")
+            task = task._replace(num_gpu=len(gpus))
         if starts is not None:
             if self.mig is None and starts:
                 raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): start slices on a non-MIG cluster")
@@ -320,7 +331,7 @@ class ClusterState:
         nodes = [node for node, _ in parts]
         if not parts or len(set(nodes)) != len(nodes) or any(not gpus for _, gpus in parts):
             raise InfeasiblePlacement(f"{name}: a gang needs parts on distinct nodes, each with GPUs, got {parts}")
-        if sum(len(gpus) for _, gpus in parts) != task.num_gpu:
+        if sum(len(gpus) for _, gpus in parts) != task.num_gpu and not self.elastic[i]:
             raise InfeasiblePlacement(f"{name}: the parts hold {sum(len(g) for _, g in parts)} GPUs, "
                                       f"{task.num_gpu} asked")
         for k, (node, gpus) in enumerate(parts):
@@ -352,6 +363,13 @@ class ClusterState:
             if (host & nodes).any() and int(free[nodes].sum()) >= task.num_gpu:
                 return True
         return False
+
+    def held_milli(self, i: int) -> int:
+        """Milli-GPU task ``i`` holds now (0: not placed): its shape's GPU demand, or, for an elastic task, its
+        GPUs' (:meth:`parts`)."""
+        if not self.elastic[i]:
+            return int(self.tasks.num_gpu[i] * self.tasks.gpu_milli[i]) if self.node_of[i] != UNPLACED else 0
+        return GPU_MILLI * sum(len(gpus) for _, gpus in self.parts(i))
 
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """Where task ``i`` is: ``((node, gpus), ...)``, one part per node (empty: not placed)."""
@@ -477,6 +495,7 @@ class ClusterState:
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
         new.parts_of = dict(self.parts_of)
+        new.elastic = self.elastic
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
         new.mig = self.mig
@@ -490,8 +509,22 @@ class ClusterState:
                 f"{self.allocated_milli}/{self.cluster.gpu_capacity_milli} milli-GPU allocated)")
 
 
-def validate(cluster: Cluster, tasks: TaskSet, placement: Placement) -> ClusterState:
-    """Re-check a whole placement from scratch and return the state it produces.
+def _elastic_mask(tasks: TaskSet, elastic) -> np.ndarray:
+    """The read-only ``elastic`` mask of :class:`ClusterState` (all False when None); ``ValueError`` unless it is
+    one bool per task and every elastic task is whole-GPU."""
+    mask = np.zeros(len(tasks), dtype=bool) if elastic is None else np.array(elastic, dtype=bool)
+    if mask.shape != (len(tasks),):
+        raise ValueError(f"elastic mask has shape {mask.shape}, expected ({len(tasks)},)")
+    if (bad := np.flatnonzero(mask & ((tasks.gpu_milli != GPU_MILLI) | (tasks.num_gpu < 1)))).size:
+        raise ValueError(f"task {int(bad[0])} ({tasks.names[int(bad[0])]}): an elastic task must be whole-GPU")
+    mask.setflags(write=False)
+    return mask
+
+
+def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np.ndarray | None = None
+             ) -> ClusterState:
+    """Re-check a whole placement from scratch and return the state it produces (``elastic``: the elastic tasks,
+    :class:`ClusterState`).
 
     Every placed task is replayed through :meth:`ClusterState.place` on an empty cluster, so the
     placement is judged by the one feasibility rule whatever produced it. Since tasks never leave,
@@ -513,7 +546,7 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement) -> ClusterS
     """
     if len(placement.node) != len(tasks):
         raise InfeasiblePlacement(f"placement covers {len(placement.node)} tasks, the task set has {len(tasks)}")
-    state = ClusterState(cluster, tasks)
+    state = ClusterState(cluster, tasks, elastic)
     for i in np.flatnonzero(placement.node != UNPLACED):
         if placement.spans is not None and placement.spans[i]:
             if placement.spans[i][0] != (int(placement.node[i]), placement.gpus[i]):

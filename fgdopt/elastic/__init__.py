@@ -7,5 +7,6 @@ the planners that re-decide every job's allocation each interval.
 * :mod:`fgdopt.elastic.policies`: the planners ``tiresias`` and ``optimus`` (and ``pollux``,
   :mod:`fgdopt.elastic.pollux`);
 * :mod:`fgdopt.elastic.intervals`: the interval loop that runs jobs under a planner (Pollux's own form);
-* :mod:`fgdopt.elastic.onengine`: the same on fgdopt's event engine, the planner as a mechanism that sets speeds.
+* :mod:`fgdopt.elastic.onengine`: the same on fgdopt's event engine, the planner as a mechanism that places each
+  allocation in the engine's ``ClusterState`` (elastic jobs, gangs that change size) and sets speeds.
 """

@@ -1,42 +1,68 @@
-"""Elastic jobs on fgdopt's event engine: Pollux's interval planning as a mechanism that sets job speeds.
+"""Elastic jobs on fgdopt's event engine: Pollux's interval planning as a mechanism that places jobs and sets speeds.
 
 :func:`simulate_elastic` runs the jobs of :func:`fgdopt.elastic.intervals.run_intervals` on
-:func:`fgdopt.timeline.simulate`. Every elastic job is one engine job whose work (``duration_s``) is its progress to
-complete (progress units) and whose speed is its goodput, set by :class:`ElasticMechanism`, a mechanism that owns
-the starts (as :class:`fgdopt.hetero.rounds.RoundScheduler` does) and wakes the engine:
+:func:`fgdopt.timeline.simulate`, on Pollux's cluster as a real :class:`~fgdopt.model.Cluster` of the engine
+(:func:`pollux_cluster`: ``nodes`` GPUs per node). Every elastic job is one engine job whose work (``duration_s``)
+is its progress to complete (progress units), whose shape is one replica (one whole GPU, no CPU or memory: Pollux's
+simulator models none) and whose GPU count is chosen by :class:`ElasticMechanism` (an *elastic* job,
+:attr:`fgdopt.state.ClusterState.elastic`), a mechanism that owns the starts (as
+:class:`fgdopt.hetero.rounds.RoundScheduler` does) and wakes the engine:
 
-* at every interval end (60 s) it asks the planner for the allocations, re-allocates the jobs whose allocation
-  changed, starts on the engine the jobs submitted since (a job holding no GPUs runs at speed 0), and computes
-  each job's stretches of constant speed up to the next interval end (its restart delay at speed 0, then the parts
-  of its epochs, each epoch crossed after whole seconds as Pollux rounds them; :meth:`ElasticJob.advance`);
+* at every interval end (60 s) it asks the planner for the allocations (one node id per GPU) and carries them out
+  in the engine's ``ClusterState`` as one ``round`` :class:`~fgdopt.timeline.preemption.Plan`: a job whose
+  allocation changed is *moved* (its old GPUs released, then the new count placed on exactly the planner's nodes,
+  one :class:`~fgdopt.timeline.preemption.GangMove` part per node, the lowest free GPU ids there), a job that
+  loses every GPU is preempted (it waits, not placed, holding nothing), a job given GPUs for the first time or
+  again is admitted; the engine releases everything before it places anything, so jobs may swap GPUs within an
+  interval. Then it computes each placed job's stretches of constant speed up to the next interval end (its
+  restart delay at speed 0, then the parts of its epochs, each epoch crossed after whole seconds as Pollux rounds
+  them; :meth:`ElasticJob.advance`);
 * at every stretch's start it sets the job's speed to the stretch's progress over its length (``Plan.rates``, the
   engine hook), so that the engine's own progress accounting reaches each epoch's progress at the second Pollux
-  does, and finishes the job (its finish event) at the second it completes.
+  does, and finishes the job (its finish event, which releases its GPUs) at the second it completes.
 
-The engine thus owns time, arrivals, finishes and the conservation check (``TimelineResult.check``: every finished
-job did its work); the mechanism owns the GPUs. What the engine does not carry yet: the GPUs of an elastic job
-(several nodes, a count that changes) are counted by the mechanism against the planner's cluster (``nodes``), not
-placed in the engine's ``ClusterState`` (its jobs have one fixed shape on one node); the engine's jobs here ask for
-nothing and sit on one placeholder node.
+The engine thus owns time, arrivals, finishes, the GPUs (the one feasibility rule) and the conservation check
+(``TimelineResult.check``: every finished job did its work); the restart delay is the mechanism's (speed 0), so the
+engine's own restart cost is 0 here. The mechanism checks, right before every plan and right after it is carried
+out (the state changes only then and at finishes), that the GPUs the ``ClusterState`` holds for every job are, node
+by node, its allocation in the last plan, and that a job holding none of them is either not allocated or complete
+(:meth:`ElasticMechanism.verify`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.defrag import Move
 from fgdopt.elastic.intervals import GPUS, INTERVAL_S, NODES, plan_interval
 from fgdopt.elastic.jobs import RESTART_S, ElasticJob
 from fgdopt.elastic.policies import Allocations, Planner
-from fgdopt.model import Cluster, TaskSet
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
+from fgdopt.model import GPU_MILLI, Cluster, TaskSet
+from fgdopt.state import ClusterState
+from fgdopt.timeline.jobtable import FINISHED
+from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
 
 JUMP_S = 1e-6
 """A job that completes by a jump of progress in no time at an interval's start finishes this many seconds later."""
+NODE_CPU_MILLI, NODE_MEMORY_MIB, NODE_MODEL = 48_000, 196_608, "T4"
+"""A node of Pollux's testbed (AWS g4dn.12xlarge: 48 vCPUs, 192 GiB, 4 NVIDIA T4); its jobs ask for no CPU or
+memory, so these only fill the engine's cluster rows."""
+
+
+def pollux_cluster(nodes: Sequence[int] = (GPUS,) * NODES) -> Cluster:
+    """The engine's cluster of :func:`simulate_elastic`: one node of ``nodes[k]`` GPUs per entry (Pollux's: 16 x 4)."""
+    n = len(nodes)
+    return Cluster(np.full(n, NODE_CPU_MILLI), np.full(n, NODE_MEMORY_MIB), np.asarray(nodes, dtype=np.int64),
+                   np.full(n, NODE_MODEL), tuple(f"pollux-{k}" for k in range(n)))
+
+
+def _no_restart(num_gpu: int) -> float:
+    """The engine's restart cost of :func:`simulate_elastic`: none (the mechanism holds a restarting job at speed 0)."""
+    return 0.0
 
 
 def _merge(segments: list) -> list:
@@ -61,7 +87,8 @@ def _merge(segments: list) -> list:
 
 @dataclass
 class ElasticMechanism:
-    """The engine mechanism of :func:`simulate_elastic` (module docstring)."""
+    """The engine mechanism of :func:`simulate_elastic` (module docstring). ``elastic`` marks every job elastic;
+    ``checks`` counts the calls of :meth:`verify`."""
 
     jobs: list[ElasticJob]
     planner: Planner
@@ -71,55 +98,112 @@ class ElasticMechanism:
     name: str = "elastic"
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
+    elastic: np.ndarray | None = None
     peak: np.ndarray | None = None
+    checks: int = 0
     _held: Allocations = field(default_factory=dict)
+    _index: dict = field(default_factory=dict)               # job name -> its engine index
     _stretches: dict = field(default_factory=dict)          # job -> its stretches still to start, in time order
     _next: float = 0.0
     _done_at: float = -1.0
+    _planned_at: float = -1.0                                # the instant of the last interval's plan
 
     def __post_init__(self) -> None:
         self._next = self.interval_s
         self.peak = np.zeros(len(self.nodes), dtype=np.int64)
+        self.elastic = np.ones(len(self.jobs), dtype=bool)
+        self._index = {j.name: i for i, j in enumerate(self.jobs)}
+        if len(self._index) != len(self.jobs):
+            raise ValueError("elastic jobs: two jobs share a name")
 
     def wake_s(self, view: View) -> float:
         starts = [s[0][0] for s in self._stretches.values() if s and s[0][0] > view.now]
         return min([self._next, *starts])
 
+    def verify(self, state: ClusterState, now: float) -> None:
+        """Raise ``AssertionError`` unless the GPUs ``state`` holds for every job are, node by node, its allocation
+        in the last plan, and every job allocated GPUs that holds none has completed by ``now`` (s)."""
+        self.checks += 1
+        placed = np.flatnonzero(state.node_of >= 0).tolist()
+        for i in placed:
+            have = {node: len(gpus) for node, gpus in state.parts(i)}
+            if have != Counter(self._held.get(self.jobs[i].name, ())):
+                raise AssertionError(f"elastic job {self.jobs[i].name} holds {have} (node: GPUs) at {now} s, its "
+                                     f"allocation is {dict(Counter(self._held.get(self.jobs[i].name, ())))}")
+        placed = set(placed)
+        for name, alloc in self._held.items():
+            job = self.jobs[self._index[name]]
+            if alloc and self._index[name] not in placed and not (job.done and job.completion_s <= now + JUMP_S):
+                raise AssertionError(f"elastic job {name} is allocated {len(alloc)} GPUs at {now} s but holds none")
+
+    def _carry_out(self, view: View, live: list[int], before: Allocations) -> tuple[list, list, list]:
+        """The moves, preemptions and admits that turn the jobs' GPUs in ``view.state`` (the allocations
+        ``before``) into the allocations of the plan just made (module docstring)."""
+        state = view.state
+        changed = [i for i in live if self._held.get(self.jobs[i].name) != before.get(self.jobs[i].name)]
+        leaving = [i for i in changed if state.node_of[i] >= 0]
+        free = {n: np.flatnonzero(state.gpu_left[n] == GPU_MILLI).tolist() for n in range(len(self.nodes))}
+        for i in leaving:                                        # released before anything is placed
+            for node, gpus in state.parts(i):
+                free[node].extend(gpus)
+        for gpus in free.values():
+            gpus.sort()
+        moves, victims, admits = [], [], []
+        for i in changed:
+            count = Counter(self._held.get(self.jobs[i].name, ()))
+            if not count:
+                if state.node_of[i] >= 0:
+                    victims.append(i)
+                continue
+            parts = []
+            for node in sorted(count):
+                parts.append((node, tuple(free[node][:count[node]])))
+                del free[node][:count[node]]
+            (moves if state.node_of[i] >= 0 else admits).append(GangMove(i, parts[0][0], parts[0][1], tuple(parts)))
+        return moves, victims, admits
+
     def plan(self, view: View) -> Plan | None:
         now = view.now
         if now == self._done_at:
+            if now == self._planned_at:                             # right after this interval's plan
+                self.verify(view.state, now)
             return None
-        admits, rates = [], []
+        moves = victims = admits = ()
+        rates = []
         if now >= self._next:                                      # after an idle stretch: the next interval end
             self._next = math.ceil(now / self.interval_s) * self.interval_s
         if now == self._next:                                      # an interval end: plan
-            self._next = now + self.interval_s
+            self.verify(view.state, now)
+            self._next, self._planned_at = now + self.interval_s, now
             live = [i for i, j in enumerate(self.jobs) if j.submit_s <= now and not j.done]
             if live:
+                before = self._held
                 self._held, used = plan_interval(self.planner, [self.jobs[i] for i in live], self._held, self.nodes,
                                                  now, self.restart_s, self.name)
                 np.maximum(self.peak, used, out=self.peak)
+                moves, victims, admits = self._carry_out(view, live, before)
             for i in live:
-                if view.state.node_of[i] < 0:
-                    admits.append(Move(i, 0, ()))
                 segments: list = []
                 self.jobs[i].advance(now, self.interval_s, segments)
                 self._stretches[i] = _merge(segments)
-                if not self._stretches[i] or self._stretches[i][0][0] > now:
+                if self._held.get(self.jobs[i].name) and (not self._stretches[i]
+                                                          or self._stretches[i][0][0] > now):
                     rates.append((i, 0.0))
         for i, stretches in self._stretches.items():               # the stretches starting now
             if stretches and stretches[0][0] == now:
                 start, end, gain = stretches.pop(0)
                 rates.append((i, gain / (end - start)))
         self._done_at = now
-        if not admits and not rates:
+        if not (moves or victims or admits or rates):
             return None
-        return Plan(kind="round", admits=tuple(admits), rates=tuple(rates))
+        return Plan(kind="round", moves=tuple(moves), victims=tuple(victims), admits=tuple(admits),
+                    rates=tuple(rates))
 
 
 def simulate_elastic(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequence[int] = (GPUS,) * NODES,
                      interval_s: float = INTERVAL_S, restart_s: float = RESTART_S):
-    """Run fresh ``jobs`` under ``planner`` on :func:`fgdopt.timeline.simulate` (module docstring).
+    """Run fresh ``jobs`` under ``planner`` on :func:`fgdopt.timeline.simulate`, on :func:`pollux_cluster` of
+    ``nodes`` (module docstring).
 
     Returns
     -------
@@ -131,13 +215,13 @@ def simulate_elastic(jobs: Sequence[ElasticJob], planner: Planner, nodes: Sequen
 
     jobs = list(jobs)
     n = len(jobs)
-    zero = np.zeros(n, dtype=np.int64)
-    tasks = TaskSet(zero, zero, zero, zero, names=tuple(j.name for j in jobs))
+    tasks = TaskSet(np.zeros(n), np.zeros(n), np.ones(n), np.full(n, GPU_MILLI), names=tuple(j.name for j in jobs))
     work = JobSet(tasks, [j.submit_s for j in jobs], [j.work for j in jobs])
     mech = ElasticMechanism(jobs, planner, tuple(int(g) for g in nodes), interval_s, restart_s,
                             name=getattr(planner, "name", "elastic"))
-    cluster = Cluster(np.array([1]), np.array([1]), np.array([0]), np.array(["elastic"]))
-    result = simulate(cluster, work, "best-fit", "fifo", mechanism=mech, frag=False)
-    if (mech.peak > np.asarray(mech.nodes)).any() or not all(j.done for j in jobs):
-        raise AssertionError("elastic run: a node over capacity or a job not complete")
+    result = simulate(pollux_cluster(mech.nodes), work, "best-fit", "fifo", mechanism=mech, frag=False,
+                      restart_s=_no_restart)
+    mech.verify(result.state, math.inf)
+    if not all(j.done for j in jobs) or (result.status != FINISHED).any():
+        raise AssertionError("elastic run: a job not complete")
     return result, mech.peak

@@ -226,7 +226,8 @@ class TimelineResult:
         if not np.allclose(self.run_s[done], spent[done], rtol=1e-9, atol=1e-6):
             bad = np.flatnonzero(done & ~np.isclose(self.run_s, spent, rtol=1e-9, atol=1e-6))[:5].tolist()
             raise AssertionError(f"jobs {bad} ran other than their work's time plus lost and overhead time")
-        same_capacity(validate(self.cluster, self.jobs.tasks, self.state.placement()), self.state, "final state")
+        same_capacity(validate(self.cluster, self.jobs.tasks, self.state.placement(), self.state.elastic), self.state,
+                      "final state")
 
     @property
     def cluster(self) -> Cluster:
@@ -327,7 +328,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if not ckpt.transparent and math.isfinite(ckpt.interval_s):
             raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
                              f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
-    state = ClusterState(cluster, tasks)
+    state = ClusterState(cluster, tasks, getattr(mech, "elastic", None))   # jobs whose GPU count the mechanism sets
+    if state.elastic.any() and len(snapshots):
+        raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not these")
     shapes = Shapes(tasks)
     empty = ClusterState(cluster, shapes.tasks)
     spans = bool(getattr(mech, "span", False))                          # it may place a job over several nodes

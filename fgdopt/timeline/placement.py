@@ -86,6 +86,7 @@ class Placer:
         for other, _ in self.state.parts(j):
             self.node_revision[other] = self.state.revision
             self.touched.add(other)
+        held = self.state.held_milli(j)                            # an elastic job's: its GPUs, not its shape's
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
         interference = self.interference
         if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
@@ -99,7 +100,7 @@ class Placer:
         if jobs.rate[j] <= 0:
             raise PolicyError(f"job {j} ({self.tasks.names[j]}) started at {now} s on node {node}, GPU model "
                               f"{self.cluster.model[node]}, where its speed is 0")
-        self.alloc += int(self.demand[j])
+        self.alloc += held
         self.running += 1
         wall = jobs.launch(j, now)
         if math.isfinite(wall):
@@ -125,6 +126,7 @@ class Placer:
         node = int(state.node_of[j])
         gpus = state.gpus_of[j]
         nodes = [other for other, _ in state.parts(j)]
+        held = state.held_milli(j)
         state.remove(j)
         self.node_revision[nodes] = state.revision
         if self.interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
@@ -134,7 +136,7 @@ class Placer:
                 others |= self.tenants[(node, g)]
             for o in others:
                 self.rerate(o)
-        self.alloc -= int(self.demand[j])
+        self.alloc -= held
         self.running -= 1
         self.clock.cancel(j)
         self.jobs.stop(j, self.clock.now)
@@ -170,7 +172,8 @@ class Placer:
         js = np.asarray(js, dtype=np.int64)
         if len(js) == 0:
             return
-        if not self.bulk() or any(j in self.state.parts_of for j in js.tolist()):     # gangs go one by one
+        if (not self.bulk() or any(j in self.state.parts_of for j in js.tolist())     # gangs and elastic jobs
+                or self.state.elastic[js].any()):                                     # go one by one
             for j in js.tolist():
                 self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
                                 getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
@@ -198,8 +201,9 @@ class Placer:
     def start_many(self, moves) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
         order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
-        the same order)."""
-        if not self.bulk() or not moves or any(getattr(m, "parts", None) for m in moves):   # gangs one by one
+        the same order). Gangs and elastic jobs (:attr:`ClusterState.elastic`) go one by one."""
+        if (not self.bulk() or not moves or any(getattr(m, "parts", None) for m in moves)
+                or self.state.elastic[[m.task for m in moves]].any()):
             for m in moves:
                 self.start(m.task, (m.node, m.gpus), getattr(m, "parts", None))
             return

@@ -199,9 +199,13 @@ class View(Protocol):
 class Mechanism(Protocol):
     """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``.
 
-    Two optional members: ``owns_starts = True`` turns the engine's pass off (only the mechanism's plans start
-    jobs), and ``wake_s(view) -> float`` names the next time the mechanism wants an instant of its own (asked after
-    the plans of every instant while jobs are present; a time not after the instant means none).
+    Optional members: ``owns_starts = True`` turns the engine's pass off (only the mechanism's plans start
+    jobs); ``wake_s(view) -> float`` names the next time the mechanism wants an instant of its own (asked after
+    the plans of every instant while jobs are present; a time not after the instant means none); ``span = True``
+    admits jobs that only a gang over several nodes holds; ``elastic``, bool per job, marks the jobs whose GPU count
+    the mechanism chooses at each placement (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one
+    replica, and a plan's :class:`GangMove` places it on as many whole GPUs as its parts hold; re-sizing a running
+    job is a move, which releases its GPUs before the plan places anything).
     """
 
     name: str
