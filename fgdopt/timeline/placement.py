@@ -191,9 +191,7 @@ class Placer:
         self.clock.live[js] = -1
         self.freed.update(nodes.tolist())
         self.jobs.status[js] = PENDING
-        for j in js.tolist():
-            if j not in stay_out:
-                self.queue.enqueue(j)
+        self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
     def start_many(self, moves) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
