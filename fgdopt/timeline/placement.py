@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fgdopt.defrag import Move
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.policies import Policy, PolicyError
@@ -170,7 +171,8 @@ class Placer:
         js = np.asarray(js, dtype=np.int64)
         if len(js) == 0:
             return
-        if not self.bulk() or any(j in self.state.parts_of for j in js.tolist()):     # gangs go one by one
+        gangs = self.state.parts_of
+        if not self.bulk() or (gangs and any(j in gangs for j in js.tolist())):     # gangs go one by one
             for j in js.tolist():
                 self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
                                 getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
@@ -197,7 +199,8 @@ class Placer:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
         order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
         the same order)."""
-        if not self.bulk() or not moves or any(getattr(m, "parts", None) for m in moves):   # gangs one by one
+        if not self.bulk() or not moves or (not all(type(m) is Move for m in moves)        # gangs one by one
+                                            and any(getattr(m, "parts", None) for m in moves)):
             for m in moves:
                 self.start(m.task, (m.node, m.gpus), getattr(m, "parts", None))
             return
