@@ -236,13 +236,18 @@ class RoundScheduler:
         minus_x, minus_deficit, minus_priority = -x, -deficit, -priority     # lexsort's keys, descending
         chosen: dict[int, int] = {}
         need = scale[ids]
-        if (need == 1).all():                                # one GPU each: a type takes its first `room` jobs
+        if (need == 1).all() and not np.isnan(priority).any():   # one GPU each: a type takes its first `room` jobs
             free = thr > 0                                   # per job and type: it runs there, not chosen yet
             for g in order:
-                if left[g] == 0:
+                room = left[g]
+                if room == 0:
                     continue
-                by = np.lexsort((rank, minus_x[:, g], minus_deficit[:, g], minus_priority[:, g]))
-                took = by[free[by, g]][:left[g]]
+                can = np.flatnonzero(free[:, g])
+                if len(can) > room:                          # only those within the room-th largest priority can be
+                    key = minus_priority[can, g]            # among the first (ties there: by the further keys)
+                    can = can[key <= np.partition(key, room - 1)[room - 1]]
+                by = can[np.lexsort((can, minus_x[can, g], minus_deficit[can, g], minus_priority[can, g]))]
+                took = by[:room]
                 free[took] = False
                 chosen.update(zip(ids[took].tolist(), [g] * len(took), strict=True))
             return chosen
