@@ -186,7 +186,8 @@ class RoundScheduler:
                 cost[fresh & (need == k)] = view.restart_s(int(k))
             left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
-            if self._spread is not None and (spread := [k for k, j in enumerate(runs) if j in self._gangs]):
+            gangs = self._gangs if self._spread is not None else ()
+            if gangs and (spread := [k for k, j in enumerate(runs) if j in gangs]):
                 thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
                 new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
                 plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
