@@ -161,7 +161,8 @@ class RoundScheduler:
         arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
         t[arrived] = self.round_s / 2
         known[arrived] = True
-        gone = self._present[~self._mark(ids)[self._present]]   # completions (remove_job)
+        gone = self._present[:0] if np.array_equal(ids, self._present) else \
+            self._present[~self._mark(ids)[self._present]]    # completions (remove_job)
         known[gone], self._in_x[gone] = False, False
         self._x[gone], self._deficit[gone] = 0.0, 0.0
         self._present = ids
@@ -178,12 +179,12 @@ class RoundScheduler:
         self.rounds += bool(runs)
         js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
         if runs:                                           # the round ends when its last run ends
-            started = {m.task for m in plan.admits}
-            need = state.tasks.num_gpu[js]
             cost = np.zeros(len(js))
-            fresh = self._mark(started)[js]
-            for k in np.unique(need[fresh]).tolist():      # the restart cost by GPU count, asked once per count
-                cost[fresh & (need == k)] = view.restart_s(int(k))
+            if plan.admits:
+                need = state.tasks.num_gpu[js]
+                fresh = self._mark([m.task for m in plan.admits])[js]
+                for k in np.unique(need[fresh]).tolist():  # the restart cost by GPU count, asked once per count
+                    cost[fresh & (need == k)] = view.restart_s(int(k))
             left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
             gangs = self._gangs if self._spread is not None else ()
@@ -227,31 +228,31 @@ class RoundScheduler:
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
-        x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         thr = self._thr[ids]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
-        priority[(x == 0) | (thr == 0)] = 0.0
-        priority[~self._in_x[ids]] = 0.0
-        rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
-        minus_x, minus_deficit, minus_priority = -x, -deficit, -priority     # lexsort's keys, descending
-        chosen: dict[int, int] = {}
+        chosen: dict[int, int] = {}                          # (its order does not matter: what runs is by job index)
         need = scale[ids]
-        if (need == 1).all() and not np.isnan(priority).any():   # one GPU each: a type takes its first `room` jobs
+        if (need == 1).all():                                # one GPU each: a type takes its first `room` jobs
             free = thr > 0                                   # per job and type: it runs there, not chosen yet
+            keys = None
             for g in order:
                 room = left[g]
                 if room == 0:
                     continue
-                can = np.flatnonzero(free[:, g])
-                if len(can) > room:                          # only those within the room-th largest priority can be
-                    key = minus_priority[can, g]            # among the first (ties there: by the further keys)
-                    can = can[key <= np.partition(key, room - 1)[room - 1]]
-                by = can[np.lexsort((can, minus_x[can, g], minus_deficit[can, g], minus_priority[can, g]))]
-                took = by[:room]
+                took = np.flatnonzero(free[:, g])
+                if len(took) > room:                         # room for some only: the first by priority
+                    if keys is None:
+                        keys = self._keys(ids, thr)
+                    minus_x, minus_deficit, minus_priority = keys
+                    key = minus_priority[took, g]           # only those within the room-th largest priority can be
+                    if not np.isnan(key).any():             # among the first (ties there: by the further keys)
+                        took = took[key <= np.partition(key, room - 1)[room - 1]]
+                    took = took[np.lexsort((took, minus_x[took, g], minus_deficit[took, g],
+                                            minus_priority[took, g]))][:room]
                 free[took] = False
                 chosen.update(zip(ids[took].tolist(), [g] * len(took), strict=True))
             return chosen
+        minus_x, minus_deficit, minus_priority = self._keys(ids, thr)
+        rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
         runs_on = (thr > 0).T.tolist()                       # per type, per job: whether it runs there
         gpus, present = need.tolist(), ids.tolist()
         for g in order:
@@ -268,6 +269,16 @@ class RoundScheduler:
                     break
             left[g] = room
         return chosen
+
+    def _keys(self, ids: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Minus X, the deficits and the priorities of jobs ``ids`` (``thr`` their speeds), per type: the sort keys of
+        the choice, descending (module docstring)."""
+        x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
+        priority[(x == 0) | (thr == 0)] = 0.0
+        priority[~self._in_x[ids]] = 0.0
+        return -x, -deficit, -priority
 
     def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> tuple[Plan, dict[int, int]]:
         """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
