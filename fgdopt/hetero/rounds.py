@@ -183,7 +183,7 @@ class RoundScheduler:
             if plan.admits:
                 need = state.tasks.num_gpu[js]
                 fresh = self._mark([m.task for m in plan.admits])[js]
-                for k in np.unique(need[fresh]).tolist():  # the restart cost by GPU count, asked once per count
+                for k in sorted(set(need[fresh].tolist())):  # the restart cost by GPU count, asked once per count
                     cost[fresh & (need == k)] = view.restart_s(int(k))
             left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
@@ -350,7 +350,7 @@ class RoundScheduler:
                 types = np.fromiter(map(runs.__getitem__, rest), np.int64, len(rest))
                 node_at, gpu_at = np.zeros(len(rest), np.int64), np.zeros(len(rest), np.int64)
                 placed = np.zeros(len(rest), dtype=bool)
-                for g in np.unique(types).tolist():
+                for g in sorted(set(types.tolist())):
                     if g in buckets:                        # after larger jobs: their buckets
                         slots = [(node, gpu) for by_count in buckets[g][1:] for node in by_count
                                  for gpu in gpus_free.get(node) or [k for k, f in enumerate(free_rows[node]) if f]]
