@@ -420,7 +420,7 @@ class ClusterState:
               and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
         if ok and len(flat_gpu):
             ok = (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
-                  and all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1)
+                  and ((counts <= 1).all() or all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1))
                   and all(self.spec_mask(spec)[nodes[(tasks.gpu_spec[ids] == spec) & (counts > 0)]].all()
                           for spec in set(tasks.gpu_spec[ids[counts > 0]].tolist())))
         if ok:                                  # capacities only shrink: every prefix fits iff the whole batch does
@@ -435,8 +435,12 @@ class ClusterState:
         self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
         self.node_of[ids] = nodes
         gpus_of = self.gpus_of
-        for i, gs in zip(ids.tolist(), gpus, strict=True):
-            gpus_of[i] = tuple(map(int, gs))
+        if (counts == 1).all():                 # one GPU each: its id as read into flat_gpu
+            for i, g in zip(ids.tolist(), flat_gpu.tolist(), strict=True):
+                gpus_of[i] = (g,)
+        else:
+            for i, gs in zip(ids.tolist(), gpus, strict=True):
+                gpus_of[i] = tuple(map(int, gs))
         self.revision += len(ids)
         self.last_node = int(nodes[-1])
 
@@ -446,7 +450,7 @@ class ClusterState:
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
         if (self.mig is not None or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
-                or any(i in self.parts_of for i in ids.tolist())):            # gangs: every part, one by one
+                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))):   # gangs: each part, one by one
             for i in ids.tolist():
                 self.remove(i)
             return nodes

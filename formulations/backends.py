@@ -14,6 +14,7 @@ import re
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -209,9 +210,7 @@ def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.
 
     t0 = time.perf_counter()
     n = len(obj)
-    order = np.array(sorted(range(n), key=lambda j: f"v{j}"), dtype=np.int64)     # PuLP's column order
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
+    order, pos = _pulp_order(n)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     if (count := highs_threads(threads)) is not None:
@@ -242,6 +241,17 @@ def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.
     if status == "optimal" and bound is None:
         bound = objective
     return RawResult(status, values, objective, bound, wall)
+
+
+@lru_cache(maxsize=64)
+def _pulp_order(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """PuLP's order of ``n`` columns named ``v0, v1, ...`` (sorted as strings) and each column's place in it."""
+    order = np.array(sorted(range(n), key=lambda j: f"v{j}"), dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    order.setflags(write=False)
+    pos.setflags(write=False)
+    return order, pos
 
 
 def _highs_status(highs, mip: bool) -> tuple[str, float | None]:

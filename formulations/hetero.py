@@ -348,13 +348,15 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
     w = np.ones(len(scale)) if weights is None else np.asarray(weights, dtype=np.float64)
 
     def allocate(present: np.ndarray, view) -> np.ndarray:
-        remaining = np.maximum(jobs.duration_s[present] - view.work_s[present], 1e-9)
-        done = view.work_s[present]
-        iso = (thr[present] * isolated_share(scale[present], cap)).sum(axis=1)
+        done = view.work_of(present)
+        remaining = np.maximum(jobs.duration_s[present] - done, 1e-9)
+        history = {}
+        if kind == "ftf":                                   # the only policies that read the jobs' history
+            iso = (thr[present] * isolated_share(scale[present], cap)).sum(axis=1)
+            history = {"elapsed_s": view.now - jobs.submit_s[present], "isolated_elapsed_s": done / iso}
         a = solve_allocation(policy, thr[present], scale[present], cap, gpu_types=gpu_types, weights=w[present],
-                             steps_remaining=remaining, elapsed_s=view.now - jobs.submit_s[present],
-                             isolated_elapsed_s=done / iso, time_limit=time_limit, threads=threads, gap=gap,
-                             central=central)
+                             steps_remaining=remaining, time_limit=time_limit, threads=threads, gap=gap,
+                             central=central, **history)
         if a.status != "optimal" and not (a.x is not None and kind == "ftf" and a.info.get("iterations")):
             raise RuntimeError(f"{policy}: allocation of {len(present)} jobs at {view.now} s ended {a.status}")
         allocate.inexact += a.status != "optimal"

@@ -1,5 +1,6 @@
 """Heterogeneous GPUs, interference and Gavel's rounds on the time engine: hand-worked timelines and properties."""
 
+import random
 
 import numpy as np
 import pytest
@@ -196,3 +197,46 @@ def test_a_job_that_runs_half_its_time_on_each_type_finishes_when_its_work_is_do
     assert r.finish_s.tolist() == [720.0, 720.0]
     assert r.node.tolist() == [1, 0]                     # the last run of each: job 0 on slow, job 1 on fast
     assert r.preemptions.tolist() == [1, 1] and mech.rounds == 2
+
+
+def _choose_by_hand(x, t, deficit, w, in_x, thr, need, left, order):
+    """Gavel's choice (``fgdopt.hetero.rounds`` docstring) job by job: per type in ``order``, the jobs by decreasing
+    (priority, deficit, X), then arrival; a job takes the type if it has none yet, runs there and fits what is left."""
+    chosen = {}
+    for g in order:
+        prio = [0.0 if not in_x[i] or x[i, g] == 0 or thr[i, g] == 0 else
+                (x[i, g] * w[g] / t[i, g] if w[g] > 0 else x[i, g] * 1e9) for i in range(len(x))]
+        room = left[g]
+        for i in sorted(range(len(x)), key=lambda i: (-prio[i], -deficit[i, g], -x[i, g], i)):
+            if room and i not in chosen and thr[i, g] > 0 and need[i] <= room:
+                chosen[i] = g
+                room -= need[i]
+    return chosen
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 40), st.booleans(), st.booleans())
+def test_gavel_choice_matches_the_rule_by_hand(seed, n, one_gpu, shuffle):
+    """The round's choice (one-GPU jobs: each type's first jobs at once, sorted only when they do not all fit; else
+    job by job) is the rule by hand, ties included (X, deficits and times drawn from few values)."""
+    rng = np.random.default_rng(seed)
+    gpus = {"a": int(rng.integers(1, 6)), "b": int(rng.integers(1, 6)), "c": int(rng.integers(1, 4))}
+    cluster = gavel_cluster(gpus, 1)
+    thr = rng.choice([0.0, 0.5, 1.0], size=(n, 3), p=[0.2, 0.4, 0.4])
+    thr[thr.sum(axis=1) == 0, 1] = 1.0
+    need = np.ones(n, dtype=np.int64) if one_gpu else rng.integers(1, 4, n)
+    speed = {g: thr[:, k] for k, g in enumerate(gpus)}
+    mech = RoundScheduler(lambda ids, view: None, speed, np.ones(n), tuple(gpus),
+                          shuffle_seed=seed if shuffle else None)
+    mech._x[:] = rng.choice([0.0, 0.25, 0.5], size=(n, 3))
+    mech._t[:] = rng.choice([180.0, 360.0, 540.0], size=(n, 3))
+    mech._deficit[:] = rng.choice([-1.0, 0.0, 2.0], size=(n, 3))
+    mech._w[:] = rng.choice([0.0, 720.0], size=3)
+    mech._in_x[:] = rng.random(n) < 0.9
+    order = list(range(3))
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    left = [int(gpus[g]) for g in gpus]
+    want = _choose_by_hand(mech._x, mech._t, mech._deficit, mech._w, mech._in_x, thr, need.tolist(), left, order)
+    got = mech._choose(np.arange(n), need, cluster)
+    assert got == want

@@ -109,7 +109,7 @@ class RoundScheduler:
     _stale: bool = False
     _last_reset: float = 0.0
     _w: np.ndarray | None = None                        # seconds per type since the reset
-    _ran: dict = field(default_factory=dict)            # job -> (type, run seconds) when the last round began
+    _ran: tuple = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)   # the last round's jobs, types, run s at its start
     _shuffler: random.Random | None = None
     _planned_at: float = -1.0
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
@@ -150,19 +150,19 @@ class RoundScheduler:
         now, state = view.now, view.state
         self._planned_at = now
         t, known = self._t, self._known
-        ended = view.run_of(np.fromiter(self._ran, np.int64, len(self._ran))).tolist()
-        for (j, (g, before)), now_s in zip(self._ran.items(), ended, strict=True):   # the runs of the round that ended
-            ran = now_s - before
-            if known[j]:
-                t[j, g] += ran
-            self._w[g] += ran
+        js, gs, before = self._ran                         # the runs of the round that ended
+        if len(js):
+            ran = view.run_of(js) - before
+            mine = known[js]
+            t[js[mine], gs[mine]] += ran[mine]             # one run per job
+            np.add.at(self._w, gs, ran)                    # added one by one, in the runs' order
         running = np.flatnonzero(state.node_of >= 0)
         ids = np.sort(np.concatenate((running, view.waiting())))
-        present = ids.tolist()
         arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
         t[arrived] = self.round_s / 2
         known[arrived] = True
-        gone = self._present[~self._mark(ids)[self._present]]   # completions (remove_job)
+        gone = self._present[:0] if np.array_equal(ids, self._present) else \
+            self._present[~self._mark(ids)[self._present]]    # completions (remove_job)
         known[gone], self._in_x[gone] = False, False
         self._x[gone], self._deficit[gone] = 0.0, 0.0
         self._present = ids
@@ -172,30 +172,30 @@ class RoundScheduler:
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
-        if self._stale and present and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
+        if self._stale and len(ids) and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
             self._reset(now, ids, view)
-        chosen = self._choose(present, state.tasks.num_gpu, state.cluster)
+        chosen = self._choose(ids, state.tasks.num_gpu, state.cluster)
         plan, runs = self._round_plan(state, running, chosen)
         self.rounds += bool(runs)
+        js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
         if runs:                                           # the round ends when its last run ends
-            started = {m.task for m in plan.admits}
-            js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
-            need = state.tasks.num_gpu[js]
             cost = np.zeros(len(js))
-            fresh = self._mark(started)[js]
-            for k in np.unique(need[fresh]).tolist():      # the restart cost by GPU count, asked once per count
-                cost[fresh & (need == k)] = view.restart_s(int(k))
+            if plan.admits:
+                need = state.tasks.num_gpu[js]
+                fresh = self._mark([m.task for m in plan.admits])[js]
+                for k in sorted(set(need[fresh].tolist())):  # the restart cost by GPU count, asked once per count
+                    cost[fresh & (need == k)] = view.restart_s(int(k))
             left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
-            if self._spread is not None and (spread := [k for k, j in enumerate(runs) if j in self._gangs]):
+            gangs = self._gangs if self._spread is not None else ()
+            if gangs and (spread := [k for k, j in enumerate(runs) if j in gangs]):
                 thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
                 new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
                 plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
             self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
-            self._next_s = self._last_reset + self.reset_s if present else now
-        js = np.fromiter(runs, np.int64, len(runs))
-        self._ran = dict(zip(runs, zip(runs.values(), view.run_of(js).tolist(), strict=True), strict=True))
+            self._next_s = self._last_reset + self.reset_s if len(ids) else now
+        self._ran = (js, gs, view.run_of(js))
         return plan
 
     def _mark(self, jobs) -> np.ndarray:
@@ -210,10 +210,8 @@ class RoundScheduler:
         # per job, elementwise: the deficit gains what X gave it (0 if not in X) minus what it ran
         self._deficit[present] = self._deficit[present] + self._x[present] * elapsed - (self._t[present] - half)
         self._t[present] = half
-        w = 0.0
-        for _ in range(len(present)):                      # W: a half round per job, added one by one
-            w += half
-        self._w[:] = w
+        # W: a half round per job, added one by one (a cumulative sum adds in that order)
+        self._w[:] = np.full(len(present), half).cumsum()[-1] if len(present) else 0.0
         x = np.asarray(self.allocate(present, view), dtype=np.float64)
         if x.shape != (len(present), len(self.gpu_types)):
             raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
@@ -223,29 +221,45 @@ class RoundScheduler:
         self._last_reset, self._stale = now, False
         self.solves += 1
 
-    def _choose(self, present: list[int], scale: np.ndarray, cluster) -> dict[int, int]:
+    def _choose(self, ids: np.ndarray, scale: np.ndarray, cluster) -> dict[int, int]:
         """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
         k = len(self.gpu_types)
         left = list(self._types(cluster)[2])
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
-        ids = np.asarray(present, dtype=np.int64)
-        x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         thr = self._thr[ids]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
-        priority[(x == 0) | (thr == 0)] = 0.0
-        priority[~self._in_x[ids]] = 0.0
+        chosen: dict[int, int] = {}                          # (its order does not matter: what runs is by job index)
+        need = scale[ids]
+        if (need == 1).all():                                # one GPU each: a type takes its first `room` jobs
+            free = thr > 0                                   # per job and type: it runs there, not chosen yet
+            keys = None
+            for g in order:
+                room = left[g]
+                if room == 0:
+                    continue
+                took = np.flatnonzero(free[:, g])
+                if len(took) > room:                         # room for some only: the first by priority
+                    if keys is None:
+                        keys = self._keys(ids, thr)
+                    minus_x, minus_deficit, minus_priority = keys
+                    key = minus_priority[took, g]           # only those within the room-th largest priority can be
+                    if not np.isnan(key).any():             # among the first (ties there: by the further keys)
+                        took = took[key <= np.partition(key, room - 1)[room - 1]]
+                    took = took[np.lexsort((took, minus_x[took, g], minus_deficit[took, g],
+                                            minus_priority[took, g]))][:room]
+                free[took] = False
+                chosen.update(zip(ids[took].tolist(), [g] * len(took), strict=True))
+            return chosen
+        minus_x, minus_deficit, minus_priority = self._keys(ids, thr)
         rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
         runs_on = (thr > 0).T.tolist()                       # per type, per job: whether it runs there
-        gpus = scale[ids].tolist()
-        chosen: dict[int, int] = {}
+        gpus, present = need.tolist(), ids.tolist()
         for g in order:
             if left[g] == 0:
                 continue
             can, room = runs_on[g], left[g]
-            for r in np.lexsort((rank, -x[:, g], -deficit[:, g], -priority[:, g])).tolist():
+            for r in np.lexsort((rank, minus_x[:, g], minus_deficit[:, g], minus_priority[:, g])).tolist():
                 j = present[r]
                 if j in chosen or not can[r] or gpus[r] > room:
                     continue
@@ -255,6 +269,16 @@ class RoundScheduler:
                     break
             left[g] = room
         return chosen
+
+    def _keys(self, ids: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Minus X, the deficits and the priorities of jobs ``ids`` (``thr`` their speeds), per type: the sort keys of
+        the choice, descending (module docstring)."""
+        x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            priority = np.where(self._w > 0, x * self._w / t, x * 1e9)
+        priority[(x == 0) | (thr == 0)] = 0.0
+        priority[~self._in_x[ids]] = 0.0
+        return -x, -deficit, -priority
 
     def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> tuple[Plan, dict[int, int]]:
         """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
@@ -277,10 +301,14 @@ class RoundScheduler:
         admits = []
         if new:
             free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-            if victims:
+            if victims and any(v in state.parts_of for v in victims):
                 held = [part for v in victims for part in state.parts(v)]     # every part of a gang
                 free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
                      np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
+            elif victims:                                   # one part each: its node and GPUs
+                held = [state.gpus_of[v] for v in victims]
+                free[np.repeat(node_of[list(victims)], [len(gpus) for gpus in held]),
+                     np.fromiter(chain.from_iterable(held), np.int64)] = True
             counts = free.sum(axis=1)
             count = counts.tolist()
             free_rows = free.tolist()
@@ -317,22 +345,25 @@ class RoundScheduler:
                 admits.append(Move(j, node, gpus))
             # 1-GPU jobs: the rule above fills the node of fewest free GPUs (lowest index first) until it is full,
             # then the next: each type's free GPUs in that order, taken one per job
-            slots: dict[int, list[tuple[int, tuple[int]]]] = {}
-            taken = dict.fromkeys(range(len(self.gpu_types)), 0)
-            for j in new[singles:]:
-                g = runs[j]
-                if g not in slots:
+            # (the k-th 1-GPU job of a type, in the order of `new`, takes its k-th slot; those past the last wait)
+            if rest := new[singles:]:
+                types = np.fromiter(map(runs.__getitem__, rest), np.int64, len(rest))
+                node_at, gpu_at = np.zeros(len(rest), np.int64), np.zeros(len(rest), np.int64)
+                placed = np.zeros(len(rest), dtype=bool)
+                for g in sorted(set(types.tolist())):
                     if g in buckets:                        # after larger jobs: their buckets
-                        slots[g] = [(node, (gpu,)) for by_count in buckets[g][1:] for node in by_count
-                                    for gpu in gpus_free.get(node) or [k for k, f in enumerate(free_rows[node]) if f]]
+                        slots = [(node, gpu) for by_count in buckets[g][1:] for node in by_count
+                                 for gpu in gpus_free.get(node) or [k for k, f in enumerate(free_rows[node]) if f]]
+                        nodes = np.array([node for node, _ in slots], dtype=np.int64)
+                        gpus = np.array([gpu for _, gpu in slots], dtype=np.int64)
                     else:
                         nodes = of_type[g][counts[of_type[g]] > 0]
                         nodes = nodes[np.argsort(counts[nodes], kind="stable")]   # fewest free, then index
                         rows, gpus = np.nonzero(free[nodes])                       # each node's GPUs ascending
-                        slots[g] = list(zip(nodes[rows].tolist(), ((gpu,) for gpu in gpus.tolist()), strict=True))
-                k = taken[g]
-                if k < len(slots[g]):
-                    admits.append(Move(j, *slots[g][k]))
-                    taken[g] = k + 1
+                        nodes = nodes[rows]
+                    mine = np.flatnonzero(types == g)[:len(nodes)]
+                    node_at[mine], gpu_at[mine], placed[mine] = nodes[:len(mine)], gpus[:len(mine)], True
+                admits.extend(map(Move, np.asarray(rest, dtype=np.int64)[placed].tolist(), node_at[placed].tolist(),
+                                  [(gpu,) for gpu in gpu_at[placed].tolist()]))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         return Plan(kind="round", victims=victims, admits=tuple(admits)), ran

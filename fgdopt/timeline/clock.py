@@ -12,6 +12,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator
+from itertools import compress
+from operator import itemgetter
 
 import numpy as np
 
@@ -52,15 +54,18 @@ class Clock:
         outnumber the live ones (a bulk step evicts many runs), they are dropped first, in one pass: what the heap
         yields is unchanged (the same live events, by time then ``seq``)."""
         heap, live = self.heap, self.live
-        if len(heap) > 256 and len(heap) > 2 * np.count_nonzero(live >= 0):
-            heap[:] = [e for e in heap if live[e[2]] == e[1]]
-            heapq.heapify(heap)
         seq = self.seq
-        for time_s, owner in zip(times_s, owners, strict=True):
-            heapq.heappush(heap, (time_s, seq, owner))
-            seq += 1
-        live[owners] = np.arange(self.seq, seq)
-        self.seq = seq
+        new = list(zip(times_s, range(seq, seq + len(owners)), owners, strict=True))
+        if len(heap) > 256 and len(heap) > 2 * np.count_nonzero(live >= 0):
+            own = np.fromiter(map(itemgetter(2), heap), np.int64, len(heap))
+            keep = live[own] == np.fromiter(map(itemgetter(1), heap), np.int64, len(heap))
+            heap[:] = [*compress(heap, keep.tolist()), *new]       # the live events and the new ones, heap-ordered
+            heapq.heapify(heap)
+        else:
+            for event in new:
+                heapq.heappush(heap, event)
+        self.seq = seq + len(owners)
+        live[owners] = np.arange(seq, self.seq)
 
     def cancel(self, owner: int) -> None:
         """``owner`` has no live event any more."""

@@ -444,6 +444,8 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
                mech: Mechanism) -> None:
     """Carry out a mechanism's plan (:class:`~fgdopt.timeline.preemption.Plan`): its evictions, then its starts."""
     if plan.kind in ("migrate", "round"):                           # evictions, then placements, as planned
+        if not (plan.moves or plan.admits or plan.victims or plan.rates):
+            return                                                  # a round that keeps every job where it is
         placed = (*plan.moves, *plan.admits)                        # in one pass each (Placer.evict_many, start_many)
         again = {m.task for m in placed} & {*(m.task for m in plan.moves), *plan.victims}   # out and back in: no
         placer.evict_many([m.task for m in plan.moves], "migrate", restart_s, mech, again)  # trip through the queue

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fgdopt.defrag import Move
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.policies import Policy, PolicyError
@@ -172,8 +173,9 @@ class Placer:
         js = np.asarray(js, dtype=np.int64)
         if len(js) == 0:
             return
-        if (not self.bulk() or any(j in self.state.parts_of for j in js.tolist())     # gangs and elastic jobs
-                or self.state.elastic[js].any()):                                     # go one by one
+        gangs = self.state.parts_of
+        if (not self.bulk() or (gangs and any(j in gangs for j in js.tolist()))     # gangs and elastic jobs
+                or self.state.elastic[js].any()):                                # go one by one
             for j in js.tolist():
                 self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
                                 getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
@@ -194,15 +196,14 @@ class Placer:
         self.clock.live[js] = -1
         self.freed.update(nodes.tolist())
         self.jobs.status[js] = PENDING
-        for j in js.tolist():
-            if j not in stay_out:
-                self.queue.enqueue(j)
+        self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
     def start_many(self, moves) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
         order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
         the same order). Gangs and elastic jobs (:attr:`ClusterState.elastic`) go one by one."""
-        if (not self.bulk() or not moves or any(getattr(m, "parts", None) for m in moves)
+        if (not self.bulk() or not moves or (not all(type(m) is Move for m in moves)
+                                             and any(getattr(m, "parts", None) for m in moves))
                 or self.state.elastic[[m.task for m in moves]].any()):
             for m in moves:
                 self.start(m.task, (m.node, m.gpus), getattr(m, "parts", None))
