@@ -831,6 +831,20 @@ SYNERGY_README = (21.876600555555555, 156.93307777777775)
 """Synergy's README default run (FIFO+tune, 9 jobs/h, split 20/70/10, jobs 4000-4999): mean and p99 JCT, hours."""
 
 
+def synergy_twin(ref: pd.DataFrame | None, policy: str, load: float, finished: int) -> pd.Series | None:
+    """Synergy's own run (a row of ``results/synergy-crosscheck/synergy.csv``) of fgdopt's ``policy`` at ``load``
+    if it stopped where fgdopt's did, else None: every measured job finished (``stop = window``), or, when fgdopt
+    stopped after its last generated arrival, at the same round (``run_synergy.py --last-job``, ``stop = last-job
+    N``) with the same ``finished`` count of measured jobs. Synergy names its greedy policy by the bare scheduler."""
+    if ref is None:
+        return None
+    name = policy[:-len("+greedy")] if policy.endswith("+greedy") else policy
+    twin = ref[(ref["policy"] == name) & (ref["load"] == load)]
+    stop = twin["stop"].astype(str)
+    twin = twin[(stop == "window") | (stop.str.startswith("last-job") & (twin["finished_in_window"] == finished))]
+    return twin.iloc[0] if len(twin) else None
+
+
 def synergy_tables(results: Path) -> dict[str, str]:
     """Synergy on the engine (``results/synergy``): per policy and load, mean and p99 JCT beside Synergy's own
     simulator (``results/synergy-crosscheck``, where present; Synergy names its greedy policy by the bare
@@ -841,16 +855,14 @@ def synergy_tables(results: Path) -> dict[str, str]:
     ref = _csv(results, "synergy-crosscheck", "synergy.csv")
     rows = []
     for r in ours.itertuples():
-        name = r.policy[:-len("+greedy")] if r.policy.endswith("+greedy") else r.policy
-        theirs = None if ref is None else ref[(ref["policy"] == name) & (ref["load"] == r.load)]
-        ended = theirs is not None and len(theirs) and bool(theirs["ended"].iloc[0])
+        twin = synergy_twin(ref, r.policy, r.load, r.finished)
         rows.append({"policy": r.policy, "load (jobs/h)": r.load, "finished": r.finished,
                      "mean JCT (h)": round(r.mean_jct_s / 3600, 2),
-                     "Synergy's mean (h)": round(theirs["mean_jct_s"].iloc[0] / 3600, 2) if ended else "",
+                     "Synergy's mean (h)": "" if twin is None else round(twin["mean_jct_s"] / 3600, 2),
                      "p99 JCT (h)": round(r.p99_jct_s / 3600, 1),
-                     "Synergy's p99 (h)": round(theirs["p99_jct_s"].iloc[0] / 3600, 1) if ended else "",
+                     "Synergy's p99 (h)": "" if twin is None else round(twin["p99_jct_s"] / 3600, 1),
                      "OPT gap (%)": max(round(r.opt_gap_pct, 2), 0.0) + 0.0, "CPU s": round(r.cpu_s, 1),
-                     "Synergy's CPU s": round(theirs["cpu_s"].iloc[0], 1) if ended else ""})
+                     "Synergy's CPU s": "" if twin is None else round(twin["cpu_s"], 1)})
     out = {"synergy_table": pd.DataFrame(rows).to_markdown(index=False)}
     default = ours[(ours["policy"] == "FIFO+tune") & (ours["load"] == 9.0)]
     if len(default):

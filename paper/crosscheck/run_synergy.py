@@ -14,7 +14,17 @@ What this driver does that runner.py's benchmark() does not (none affects the si
     method is always called unchanged) to dump the generated jobs, each job's finish time and its
     time-weighted CPU / memory allocation;
   * the stop condition is Synergy's own (every job of the measured window 4000-4999 finished); --cap-s
-    stops a run after that many CPU seconds and records that it did not end.
+    stops a run after that many CPU seconds and records that it did not end; --last-job N also stops it at the
+    first round after job N's arrival (fgdopt's rule, below), whichever comes first;
+  * --progress-h H prints the simulated hour and the CPU seconds every H simulated hours (to stderr).
+
+--last-job N is the stop rule of fgdopt's ``experiments.synergy``, which generates jobs 0..N (N = the window's end
++ ceil(load x 1500) - 1, e.g. 18499 at 9 jobs/h) and stops at the first round (a multiple of the 300 s round,
+strictly) after the last one's arrival, or when every measured job has finished, whichever is first. Jobs that
+arrive after job N (Synergy's stream is endless) arrive after the last round before that stop, so they never run
+in Synergy's run either; a job finishes only at a round's end, so the jobs finished by the stop are those whose
+lease ended at or before it. The run then records ``ended = False`` and ``stop = last-job N``, and its mean and
+p99 are over the measured jobs finished by the stop (as fgdopt's row is).
 
 The trace: Synergy's ``trace/cluster_job_log`` (Philly) is not in the public repository snapshot. In the
 default mode (single-GPU, exponential=True, sum_attempts=True) the trace contributes only the number of jobs
@@ -29,6 +39,7 @@ Usage (from anywhere, with the synergy venv's python):
       --make-trace --build-pickle
   python run_synergy.py --synergy ... --workdir ... --scheduler FIFO+tune --load 9 --split 20,70,10 \
       --seed 42 --out DIR
+  python run_synergy.py ... --scheduler LAS+tune --load 9 --last-job 18499 --progress-h 100 --out DIR
 Writes DIR/jobs-<scheduler>-<load>.csv (one row per finished job of the window), DIR/gen-<scheduler>-<load>.csv
 (every generated job), DIR/run-<scheduler>-<load>.json (summary: mean/p99 JCT s, cpu_s, ended, command).
 """
@@ -92,8 +103,8 @@ def stub_deployment(sim):
     runtime.rpc  # noqa: B018  (creates deployment.runtime.rpc)
 
 
-COLUMNS = ('policy', 'load', 'split', 'seed', 'ended', 'finished_in_window', 'mean_jct_s', 'p99_jct_s', 'mean_jct_h',
-           'p99_jct_h', 'sim_time_s', 'cpu_s', 'command')
+COLUMNS = ('policy', 'load', 'split', 'seed', 'stop', 'stop_s', 'ended', 'finished_in_window', 'mean_jct_s',
+           'p99_jct_s', 'mean_jct_h', 'p99_jct_h', 'sim_time_s', 'cpu_s', 'command')
 
 
 def collect(out):
@@ -104,6 +115,8 @@ def collect(out):
             with open(os.path.join(out, name)) as f:
                 run = json.load(f)
             run['policy'] = run.pop('scheduler')
+            run.setdefault('stop', 'window' if run['ended'] else 'cap')   # runs made before --last-job existed
+            run.setdefault('stop_s', run['sim_time_s'])
             rows.append(run)
     rows.sort(key=lambda r: (r['policy'].split('+')[0], r['load'], r['policy'], r['split'], r['seed']))
     with open(os.path.join(out, 'synergy.csv'), 'w', newline='') as f:
@@ -131,6 +144,10 @@ def main():
     p.add_argument('--window', default='4000,5000')
     p.add_argument('--config', default='configs/default_cluster.ini')
     p.add_argument('--cap-s', type=float, default=0.0, help='stop after this many CPU seconds (0: never)')
+    p.add_argument('--last-job', type=int, default=-1,
+                   help="also stop at the first round strictly after this job id's arrival (fgdopt's rule; -1: never)")
+    p.add_argument('--progress-h', type=float, default=0.0,
+                   help='print the simulated hour and CPU seconds every this many simulated hours (0: never)')
     p.add_argument('--out', default=None)
     p.add_argument('--collect', action='store_true', help='only rewrite OUT/synergy.csv from the run summaries')
     a = p.parse_args()
@@ -208,21 +225,29 @@ def main():
     random.seed(a.seed)  # as benchmark() does before each Runner
     c0 = cpu_seconds()
     r = make_runner()
-    if a.cap_s > 0:
-        cap = c0 + a.cap_s
-        orig_set_time = r.set_time
+    stop = {'s': float('inf')}                  # --last-job: the first round strictly after that job's arrival
+    cap = c0 + a.cap_s if a.cap_s > 0 else float('inf')
+    progress = {'next_h': a.progress_h}
+    orig_set_time = r.set_time
 
-        def set_time(t):
-            orig_set_time(t)
-            if cpu_seconds() > cap:
-                r.terminate = True
-        r.set_time = set_time
+    def set_time(t):
+        orig_set_time(t)
+        if stop['s'] == float('inf') and 0 <= a.last_job < len(generated):   # job ids are 0, 1, ... in order
+            rd = r.scheduler.round_duration           # Synergy's rounds are at 0, rd, 2 rd, ...
+            stop['s'] = (generated[a.last_job][1] // rd + 1) * rd
+        if t > stop['s'] or (a.cap_s > 0 and cpu_seconds() > cap):
+            r.terminate = True              # the event at t is still handled: its finishes are after the stop
+        if a.progress_h > 0 and t / 3600 >= progress['next_h']:
+            print(f'simulated {t / 3600:.0f} h, CPU {cpu_seconds() - c0:.1f} s, runnable {len(r.runnable_jobs)}, '
+                  f'finished {len(r.finished_jobs)}', file=sys.stderr, flush=True)
+            progress['next_h'] = (t / 3600 // a.progress_h + 1) * a.progress_h
+    r.set_time = set_time
     r.run_simulation()
     cpu = cpu_seconds() - c0
     lo, hi = window
     gen_by_id = {g[0]: g for g in generated}
     rows = []
-    for jid in sorted(j for j in finished if lo <= j < hi):
+    for jid in sorted(j for j in finished if lo <= j < hi and finished[j] <= stop['s']):
         g = gen_by_id[jid]
         hist = alloc.get(jid, [])
         held = sum(t for t, _, _ in hist)
@@ -232,8 +257,11 @@ def main():
                          gpus=g[4], cpu_demand=g[5], mem_demand_gb=g[6], speedup=g[7], cpus_alloc=cpus,
                          mem_alloc_gb=mem, run_s=held, finish_s=finished[jid], jct_s=finished[jid] - g[1]))
     ended = len(rows) == hi - lo
+    stopped = r.time > stop['s']
     jcts = sorted(row['jct_s'] for row in rows)
-    summary = dict(scheduler=a.scheduler, load=a.load, split=a.split, seed=a.seed, ended=ended,
+    summary = dict(scheduler=a.scheduler, load=a.load, split=a.split, seed=a.seed,
+                   stop=f'last-job {a.last_job}' if stopped else 'window' if ended else 'cap',
+                   stop_s=stop['s'] if stopped else r.time, ended=ended,
                    finished_in_window=len(rows), generated=len(generated), sim_time_s=r.time, cpu_s=round(cpu, 2),
                    command=' '.join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
     if jcts:
