@@ -46,9 +46,12 @@ infeasible, the proportional one never is). With one scale factor the ``las`` to
 level, capped at its whole time), which attains the LP's optimum (a test checks it against the LP), so no LP is
 solved. When scale factors differ (Gavel's continuous-multiple trace) the totals are degenerate too: with fewer jobs
 than GPUs every 1-GPU job gets its whole time and the multi-GPU jobs share what is left in any way that leaves each
-at least ``1 / s_i``. There, with ``central``, ``las`` is solved as Gavel solves it, the aware LP with every
-throughput 1 on the types' own capacities, by the interior point method (its point in the optimal face; the
-water-filling totals moved agnostic ``las`` on that trace at 3 jobs/hour from Gavel's JCT by +26%, this by +7%).
+at least ``1 / s_i``. There, with ``central``, the totals are the analytic center of the optimal face
+(:func:`central_totals`, no solve), the point an interior point method's central path ends at; ECOS's totals are
+within 0.03 of it (an 8-GPU job with 1-GPU jobs beside it on an empty cluster: 0.80 of its time, not 1). On that
+trace at 3 jobs/hour agnostic ``las`` is then +4.5% from Gavel's JCT; the water-filling totals (every multi-GPU job
+at 1 there) gave +26%, and HiGHS' interior point method on the LP +6.9%: its X there is a vertex (every job on one
+type, at 1), not a point inside the face.
 """
 
 from __future__ import annotations
@@ -95,6 +98,62 @@ def water_fill(scale_factor: np.ndarray, weights: np.ndarray, total_gpus: float)
     lam = (total_gpus - sat_gpus[:-1]) / rest_w                 # the level if exactly the first k saturate
     k = int(np.flatnonzero(lam <= (s / w)[order])[0])           # first k whose level saturates nobody else
     return np.minimum(1.0, lam[k] * w / s)
+
+
+def central_totals(scale_factor: np.ndarray, weights: np.ndarray, total_gpus: float, k: int,
+                   tol: float = 1e-12, max_iter: int = 100) -> np.ndarray:
+    """Per-job time totals ``y`` at the analytic center of the optimal face of the agnostic ``las`` LP, split over
+    ``k`` GPU types of ``total_gpus`` GPUs in all: the point an interior point method's central path ends at (Gavel's
+    ECOS ends near it: within 0.03 of a total on the continuous-multiple trace's first recomputations).
+
+    The LP (every throughput 1): ``max t`` s.t. ``s_i y_i / w_i >= t``, ``y_i <= 1``, ``sum_i s_i y_i <= total_gpus``
+    (``X[i, j] = y_i G_j / G``, so ``X >= 0`` is ``y >= 0``). Its optimum is ``t* = min(min_i s_i / w_i, G / sum_i
+    w_i)``; where the capacity binds, or every job has the smallest ``s_i / w_i``, the totals are unique (the
+    water-filling, :func:`water_fill`); otherwise the jobs of the smallest ``s_i / w_i`` have ``y_i = 1`` and the
+    others range over ``[t* w_i / s_i, 1]``, and ``y`` maximizes the barrier of the face's slacks, ``sum_i (k log y_i
+    + log(1 - y_i) + log(s_i y_i / w_i - t*)) + k log(G - sum_i s_i y_i)`` over the free jobs (the ``k`` terms: the
+    ``k`` slacks ``X[i, j] >= 0`` and the ``k`` capacity rows), by Newton's method (the Hessian is diagonal plus rank
+    one). Returns float64 (n,).
+    """
+    s = np.asarray(scale_factor, dtype=np.float64)
+    a = s / np.asarray(weights, dtype=np.float64)           # each job's objective coefficient
+    fixed = a == a.min()
+    if fixed.all() or a.min() * (s / a).sum() >= total_gpus:     # unique totals
+        return water_fill(s, np.asarray(weights, dtype=np.float64), total_gpus)
+    t = float(a.min())
+    y = np.ones(len(s))
+    sf, af = s[~fixed], a[~fixed]
+    lo = t / af                                             # each free job's least total
+    room = total_gpus - float(s[fixed].sum())               # GPUs left by the fixed jobs
+    theta = min(0.5, 0.5 * (room - float((sf * lo).sum())) / float((sf * (1.0 - lo)).sum()))
+    z = lo + theta * (1.0 - lo)                             # strictly inside the face
+
+    def barrier(z: np.ndarray) -> float:
+        return float((k * np.log(z) + np.log(1.0 - z) + np.log(af * z - t)).sum() + k * np.log(room - sf @ z))
+
+    for _ in range(max_iter):
+        slack = room - float(sf @ z)
+        grad = k / z - 1.0 / (1.0 - z) + af / (af * z - t) - k * sf / slack
+        diag = -k / z ** 2 - 1.0 / (1.0 - z) ** 2 - (af / (af * z - t)) ** 2
+        c = k / slack ** 2                                  # Hessian = diag(diag) - c sf sf^T
+        dinv_g, dinv_s = grad / diag, sf / diag
+        step = -(dinv_g + c * dinv_s * float(sf @ dinv_g) / (1.0 - c * float(sf @ dinv_s)))
+        if float(grad @ step) / 2 <= tol:                   # Newton decrement: at the center
+            break
+        size, f0 = 1.0, barrier(z)
+        while True:                                         # backtrack: stay inside, ascend
+            new = z + size * step
+            if ((new > lo) & (new < 1.0)).all() and float(sf @ new) < room and barrier(new) >= f0:
+                break
+            size /= 2
+            if size < 1e-12:
+                new = z
+                break
+        if new is z:
+            break
+        z = new
+    y[~fixed] = z
+    return y
 
 
 def _max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, time_limit: float,
@@ -246,9 +305,7 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
     if kind != "las" and steps_remaining is None:
         raise ValueError(f"policy {policy!r} needs steps_remaining")
     spread = kind == "las" and not aware and central and np.unique(scale).size > 1   # degenerate totals (docstring)
-    if spread:
-        T = np.ones((n, k))
-    elif not aware:                                         # pooled: one column, capacity G (module docstring)
+    if not aware:                                         # pooled: one column, capacity G (module docstring)
         if kind == "las":
             T = np.ones((n, 1))
         elif REFERENCE_GPU in gpu_types:
@@ -258,7 +315,7 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
                              f"the GPU types are {', '.join(gpu_types)}")
         if not (T > 0).all():
             raise ValueError(f"job {int(np.flatnonzero(T[:, 0] <= 0)[0])} has no {REFERENCE_GPU} throughput")
-    pool = cap if aware or spread else np.array([cap.sum()])
+    pool = cap if aware else np.array([cap.sum()])
     deadline = t0 + time_limit
     info: dict = {"n_jobs": n}
     if kind == "ftf":
@@ -270,8 +327,9 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
             deadline, threads, gap, max_iter, central)
         info |= extra
     else:
-        if kind == "las" and not aware and not spread:      # the pooled LP's optimum in closed form, no solve
-            status, x = "optimal", water_fill(scale, w, float(pool[0]))[:, None]
+        if kind == "las" and not aware:                     # the pooled LP's optimum in closed form, no solve
+            totals = central_totals(scale, w, float(pool[0]), k) if spread else water_fill(scale, w, float(pool[0]))
+            status, x = "optimal", totals[:, None]
             t = float((scale * x[:, 0] / w).min())
         else:
             if kind == "las":
@@ -283,7 +341,7 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
         if kind == "makespan" and t is not None:
             objective = bound = 1.0 / t if t > 0 else INF
     if x is not None:
-        if not aware and not spread:
+        if not aware:
             x = x * (cap / cap.sum())[None, :]               # Gavel's equal split, in proportion to the GPUs
         check_allocation(x, scale, cap)
         info["violation"] = max(allocation_violation(x, scale, cap).values())

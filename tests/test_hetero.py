@@ -30,6 +30,7 @@ from formulations.hetero import (
     POLICIES,
     _max_min,
     allocate,
+    central_totals,
     isolated_share,
     proportional_throughput,
     solve_allocation,
@@ -390,6 +391,33 @@ def test_water_fill_attains_the_pooled_lp_optimum(scale, gpus, weights):
     assert status == "optimal"
     assert (s * y / w).min() == pytest.approx(t, rel=1e-6)
     assert (s * y).sum() <= gpus * (1 + 1e-9) and (y <= 1).all()
+
+
+def test_central_totals_by_hand():
+    # an 8-GPU and a 1-GPU job on 3 x 36 GPUs: t* = 1, the 1-GPU job at y = 1, the 8-GPU one free in [1/8, 1]; the
+    # barrier 3 log y + log(1 - y) + log(8 y - 1) + 3 log(107 - 8 y) is stationary where 3/y - 1/(1 - y) + 8/(8y - 1)
+    # - 24/(107 - 8y) = 0, y = 0.79977... (ECOS, in Gavel's policy, returns 0.8008)
+    y = central_totals(np.array([8.0, 1.0]), np.ones(2), 108.0, 3)
+    assert y[1] == 1.0
+    assert 3 / y[0] - 1 / (1 - y[0]) + 8 / (8 * y[0] - 1) - 24 / (107 - 8 * y[0]) == pytest.approx(0.0, abs=1e-7)
+    assert y[0] == pytest.approx(0.79978, abs=1e-5)
+    # on 6 GPUs the 8-GPU job ranges over [1/8, 5/8] (the 1-GPU one takes 1): strictly inside; on 1.5 GPUs the
+    # capacity binds (t* = G / n = 0.75 < 1): the unique water-filling totals (0.75 / 8, 0.75); one scale factor: 1
+    assert 1 / 8 < central_totals(np.array([8.0, 1.0]), np.ones(2), 6.0, 3)[0] < 5 / 8
+    np.testing.assert_allclose(central_totals(np.array([8.0, 1.0]), np.ones(2), 1.5, 3), [0.75 / 8, 0.75])
+    assert central_totals(np.array([2.0, 2.0]), np.ones(2), 108.0, 3).tolist() == [1.0, 1.0]
+
+
+@given(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=30), st.integers(1, 120))
+@settings(max_examples=40, deadline=None)
+def test_central_totals_are_optimal_and_inside_the_face(scale, gpus):
+    """The totals attain the pooled LP's optimum (the water-filling level), use at most the GPUs, and every job not
+    pinned by the optimum is strictly inside its range (neither at its least total nor at 1)."""
+    s = np.array(scale, dtype=np.float64)
+    y, level = central_totals(s, np.ones(len(s)), float(gpus), 3), (s * water_fill(s, np.ones(len(s)), gpus)).min()
+    assert (s * y).min() == pytest.approx(level, rel=1e-9) and (s * y).sum() <= gpus * (1 + 1e-12)
+    free = (s > s.min()) & (s.min() * len(s) < gpus)
+    assert ((y[free] > level / s[free]) & (y[free] < 1)).all()
 
 
 def test_bad_inputs():

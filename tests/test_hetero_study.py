@@ -67,21 +67,24 @@ GAVEL_RUNS = Path(__file__).resolve().parents[1] / "paper" / "results" / "gavel-
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config, seed, rate, tolerance", [("quick", 0, 0.5, 0.01), ("quick", 1, 0.5, 0.01),
-                                                          ("saturated", 0, 1.8, 0.02)])
-def test_average_jct_agrees_with_gavels_own_simulator(gavel_table, config, seed, rate, tolerance):
+@pytest.mark.parametrize("config, seed, rate, tolerance, steps", [
+    ("quick", 0, 0.5, 0.01, "continuous"), ("quick", 1, 0.5, 0.01, "continuous"),
+    ("saturated", 0, 1.8, 0.02, "continuous"), ("saturated", 0, 1.8, 0.005, "whole")])
+def test_average_jct_agrees_with_gavels_own_simulator(gavel_table, config, seed, rate, tolerance, steps):
     """Gavel's simulator (its repository, run outside fgdopt: paper/README.md) on its generated trace, 12:12:12,
     jobs 300-499 measured; fgdopt's engine and round mechanism on the same trace agree to 1% at 0.5 jobs/h, and to 2%
     at 1.8 jobs/h, past the knee of the 36 GPUs (above about 1.5 jobs/h more jobs are present than GPUs and the
     agnostic JCT climbs; Gavel's Figure 8 at 5.4 jobs/h on 108 GPUs): there the run also stops once the measured
-    jobs have finished, and the aware policy's gain over the agnostic one agrees to 2% too."""
+    jobs have finished, and the aware policy's gain over the agnostic one agrees to 2% too. In Gavel's whole steps
+    (``--steps whole``) the saturated point agrees to 0.5% (-0.04% and +0.23% when committed; continuously -0.80% and
+    +0.19%)."""
     gavel = pd.read_csv(GAVEL_RUNS)
     gavel = gavel[(gavel.config == config) & (gavel.seed == seed) & (gavel.rate_per_hour == rate)]
     assert set(gavel.policy) == {"las", "las-aware"}
     ours, theirs = {}, {}
     for row in gavel.itertuples():
         run = study.run_point(row.policy, {"v100": 12, "p100": 12, "k80": 12}, rate, seed, (300, 500), False, 1,
-                              360.0)
+                              360.0, steps=steps)
         assert run["measured_jobs"] == row.measured_jobs == 200
         assert run["mean_jct_s"] == pytest.approx(row.avg_jct_s, rel=tolerance)
         ours[row.policy], theirs[row.policy] = run["mean_jct_s"], row.avg_jct_s

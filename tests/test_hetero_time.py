@@ -102,12 +102,14 @@ def test_interference_conserves_work_and_time(rows, factors, policy):
     assert integral == pytest.approx(float((r.run_s * tasks.gpu_demand / 1000).sum()), rel=1e-9, abs=1e-6)
 
 
-def gavel_run(submit, duration, policy="las", gpus=None):
-    """Whole-GPU jobs under Gavel's rounds with ``policy`` on one type ``a`` of ``gpus`` GPUs (speed 1)."""
+def gavel_run(submit, duration, policy="las", gpus=None, step_rate=None):
+    """Whole-GPU jobs under Gavel's rounds with ``policy`` on one type ``a`` of ``gpus`` GPUs (speed 1); with
+    ``step_rate`` (steps per second of work, per job), in whole steps."""
     gpus = gpus or {"a": 1}
     jobs = JobSet(whole(*[1] * len(submit)), submit, duration)
     speed = {"a": np.ones(len(submit))}
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus))
+    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                          step_rate=None if step_rate is None else np.asarray(step_rate, dtype=np.float64))
     return simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                     restart_s=lambda g: 0.0), mech
 
@@ -128,6 +130,28 @@ def test_gavel_waits_1920_s_between_solves_and_breaks_ties_by_deficit():
     assert r.finish_s[1] == 820.0
     assert r.start_s[2] == 2620.0 and r.finish_s[2] == 2720.0
     assert mech.solves == 4                  # at 0, 360 and 2,620 s, and once more after job 2 left
+
+
+def test_whole_steps_by_hand():
+    # Gavel's whole steps: at 0.999 steps/s job 1 does int(0.999 x 360) = 359 steps a round, in 359 / 0.999 s, and
+    # idles to the round's end (job 0, at 1 step/s, fills its 360 s): after two rounds it has 718 of its 999 steps;
+    # the last 281 take 281 / 0.999 s from 720 s; continuously both finish at 1,000 s
+    last = 720.0 + (1000.0 - 2 * 359 / 0.999)
+    r, _ = gavel_run([0.0, 0.0], [1000.0, 1000.0], gpus={"a": 2}, step_rate=[1.0, 0.999])
+    assert r.finish_s.tolist() == pytest.approx([1000.0, last], rel=1e-12)
+    assert last == pytest.approx(720.0 + 281 / 0.999, rel=1e-12)
+    assert gavel_run([0.0, 0.0], [1000.0, 1000.0], gpus={"a": 2})[0].finish_s.tolist() == [1000.0, 1000.0]
+
+
+def test_whole_steps_set_the_time_received_and_so_the_priorities():
+    # one GPU, X = 1/2 each: job 0 runs 0-360 s (360 whole steps at 1 step/s), job 1 from 360 s, 359 steps at
+    # 0.999 steps/s in 359 / 0.999 s; its time received is that, less than job 0's 360 s, so it outranks job 0 in
+    # round 3 and does its last 100 s of work there; run continuously, the two tie at 720 s, job 0 wins on arrival
+    # order (both deficits 0) and job 1 does its last 99.36 s from 1,080 s
+    work = 359 / 0.999 + 100.0
+    r, _ = gavel_run([0.0, 0.0], [5000.0, work], step_rate=[1.0, 0.999])
+    assert r.finish_s[1] == pytest.approx(360.0 + 359 / 0.999 + 100.0, rel=1e-12)
+    assert gavel_run([0.0, 0.0], [5000.0, work])[0].finish_s[1] == pytest.approx(1080.0 + work - 360.0, rel=1e-12)
 
 
 def test_gavel_aware_beats_agnostic_when_speeds_differ():

@@ -7,10 +7,13 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
 
 * **Rounds.** A round starts when the previous one ends, at the latest end of the runs it scheduled (each runs
   ``round_s``, Gavel's 360 s, or until its job finishes); a job that finishes early leaves its GPUs idle until the
-  round ends. Arrivals wait for the next round. With nothing scheduled, Gavel's next round is at the next
-  arrival; with jobs waiting that are not in X yet (below), nothing can run before the next recomputation is
-  allowed, and the scheduler wakes then (Gavel's stream never ends, so it waits for the first arrival after that
-  instant instead: the one difference, and only on an idle cluster).
+  round ends. With ``step_rate`` (Gavel's whole steps, ``_get_num_steps``), a run does ``int(throughput x round_s)``
+  steps, or the job's remaining ones, in that many steps' time, and then idles until the round ends (its speed for
+  the round is set so that its work at the round's end is those steps); the time it received is its own steps'
+  time. Arrivals wait for the next round. With nothing scheduled, Gavel's next round is at the next arrival; with
+  jobs waiting that are not in X yet (below), nothing can run before the next recomputation is allowed, and the
+  scheduler wakes then (Gavel's stream never ends, so it waits for the first arrival after that instant instead:
+  the one difference, and only on an idle cluster).
 * **X.** Arrivals and completions mark X stale; a stale X is recomputed (``allocate``, over every job present) at
   the start of a round, but not sooner than ``reset_s`` (Gavel's ``minimum_time_between_allocation_resets``,
   1,920 s) after the last recomputation, except while the last one was at time 0. A job that arrived after the
@@ -83,6 +86,10 @@ class RoundScheduler:
         there too, as Gavel's simulator runs it.
     stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds; e.g. the trace's last
         arrival, past which the run no longer follows an endless trace), whether or not those jobs have finished.
+    step_rate : float (n,), every job's steps per second of work (its throughput on the type whose speed is 1, in
+        steps/s; work counted as in ``duration_s``): rounds run whole steps as Gavel's simulator does (module
+        docstring); None (default): a run lasts the whole round (or until its job finishes) and its job progresses
+        at its speed throughout.
 
     After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran (both
     up to the stop); ``stopped_s`` is the time of the stop (NaN: none).
@@ -102,6 +109,7 @@ class RoundScheduler:
     span: bool = False
     spread_speed: Mapping[str, np.ndarray] | None = None
     stop_by_s: float = math.inf
+    step_rate: np.ndarray | None = None
     solves: int = 0
     stopped_s: float = math.nan
     rounds: int = 0
@@ -109,7 +117,8 @@ class RoundScheduler:
     _stale: bool = False
     _last_reset: float = 0.0
     _w: np.ndarray | None = None                        # seconds per type since the reset
-    _ran: tuple = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)   # the last round's jobs, types, run s at its start
+    _ran: tuple = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)   # the last round's jobs, types, and run s at its
+    #                                                     start (with step_rate: the seconds its steps take)
     _shuffler: random.Random | None = None
     _planned_at: float = -1.0
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
@@ -150,9 +159,10 @@ class RoundScheduler:
         now, state = view.now, view.state
         self._planned_at = now
         t, known = self._t, self._known
-        js, gs, before = self._ran                         # the runs of the round that ended
-        if len(js):
-            ran = view.run_of(js) - before
+        js, gs, ran = self._ran                            # the runs of the round that ended and the seconds
+        if len(js):                                        # each received: its run's, or its steps' time
+            if self.step_rate is None:
+                ran = view.run_of(js) - ran
             mine = known[js]
             t[js[mine], gs[mine]] += ran[mine]             # one run per job
             np.add.at(self._w, gs, ran)                    # added one by one, in the runs' order
@@ -192,11 +202,33 @@ class RoundScheduler:
                 thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
                 new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
                 plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
+            if self.step_rate is not None:                 # Gavel's whole steps (module docstring)
+                plan, took = self._whole_steps(plan, js, thr, left, cost)
+                self._next_s = float((now + took + cost).max())
+                self._ran = (js, gs, took)
+                return plan
             self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
             self._next_s = self._last_reset + self.reset_s if len(ids) else now
         self._ran = (js, gs, view.run_of(js))
         return plan
+
+    def _whole_steps(self, plan: Plan, js: np.ndarray, thr: np.ndarray, left: np.ndarray,
+                     cost: np.ndarray) -> tuple[Plan, np.ndarray]:
+        """The round's runs in whole steps: the plan with every run's speed for the round, and the seconds each
+        run's steps take (its time received).
+
+        A run at speed ``thr`` does ``int(step_rate x thr x round_s)`` steps, or all that are left when no more
+        (Gavel's ``min(num_steps, remaining)``), taking ``steps / (step_rate x thr)`` seconds; the round lasts as
+        long as its longest run (plus its restart cost); a job that does not finish runs at the speed that brings
+        its work to exactly its steps by the round's end."""
+        rate = self.step_rate[js] * thr                   # steps per second
+        steps = np.floor(rate * self.round_s)
+        last = left * self.step_rate[js] <= steps          # its remaining steps fit: it finishes in this round
+        took = np.where(last, left / thr, steps / rate)
+        span = float((took + cost).max()) - cost           # each run's seconds from its start to the round's end
+        speed = np.where(last | (took >= span), thr, steps / self.step_rate[js] / np.where(span > 0, span, 1.0))
+        return replace(plan, rates=tuple(zip(js.tolist(), speed.tolist(), strict=True))), took
 
     def _mark(self, jobs) -> np.ndarray:
         """bool (n,): whether each job is one of ``jobs``."""
