@@ -154,6 +154,16 @@ def test_whole_steps_set_the_time_received_and_so_the_priorities():
     assert gavel_run([0.0, 0.0], [5000.0, work])[0].finish_s[1] == pytest.approx(1080.0 + work - 360.0, rel=1e-12)
 
 
+def test_whole_steps_time_received_is_each_runs_own():
+    # two GPUs, three jobs at X = 2/3: jobs 0 and 1 run first (ties: arrival order); job 0 does 360 steps in 360 s,
+    # job 1 359 steps in 359 / 0.999 s, so job 1 has received less time and runs in round 2 beside job 2 (which has
+    # received none): it does its last 100 s from 360 s. Were the round's runs credited alike (say their mean), jobs
+    # 0 and 1 would tie again and job 0 would run, leaving job 1 to round 3.
+    work = 359 / 0.999 + 100.0
+    r, _ = gavel_run([0.0, 0.0, 0.0], [5000.0, work, 5000.0], gpus={"a": 2}, step_rate=[1.0, 0.999, 0.998])
+    assert r.finish_s[1] == pytest.approx(460.0, rel=1e-12)
+
+
 def test_gavel_aware_beats_agnostic_when_speeds_differ():
     # two jobs, one fast and one slow GPU; job 0 runs 4x faster on "fast", job 1 only 1.25x: the aware policy gives
     # "fast" to job 0, the agnostic one splits both types evenly; both finish later under the agnostic X
