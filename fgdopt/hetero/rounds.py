@@ -60,6 +60,20 @@ Allocator = Callable[[np.ndarray, View], np.ndarray]
 """``allocate(jobs, view) -> X``: X (len(jobs), len(gpu_types)), fractions of time, for the jobs present."""
 
 
+@dataclass(frozen=True)
+class Moment:
+    """What ``allocate`` reads of the engine's view, kept from the instant of a recomputation (X is solved later,
+    when read: :class:`RoundScheduler`): ``now`` (s) and ``work_of`` of the jobs present then (s of work)."""
+
+    now: float
+    present: np.ndarray
+    work: np.ndarray
+
+    def work_of(self, js: np.ndarray) -> np.ndarray:
+        """Each job's progress at ``now`` (jobs of ``present`` only), seconds of work at speed 1."""
+        return self.work[np.searchsorted(self.present, js)]
+
+
 @dataclass
 class RoundScheduler:
     """Gavel's round-based mechanism (module docstring).
@@ -91,8 +105,16 @@ class RoundScheduler:
         docstring); None (default): a run lasts the whole round (or until its job finishes) and its job progresses
         at its speed throughout.
 
-    After a run, ``solves`` counts the times X was computed and ``rounds`` the rounds in which some job ran (both
-    up to the stop); ``stopped_s`` is the time of the stop (NaN: none).
+    X is computed lazily: a recomputation records the jobs present, the instant and their work then, and
+    ``allocate`` is called (with a :class:`Moment` of that instant as its view) only when some X of it is read, that
+    is when a type has more candidates than room and the choice sorts them (the priorities and the deficits' ties);
+    a recomputation none of whose jobs is present by then is never solved. Every X read is the one an eager run
+    computes, from the same inputs, and the deficits add the same terms in the same order: the schedule is the same
+    to the last bit, and on an uncongested cluster (the low rates of Gavel's Figure 8) no LP is solved at all.
+
+    After a run, ``solves`` counts the recomputations of X (Gavel's) and ``lps`` the ones actually solved,
+    ``rounds`` the rounds in which some job ran (all up to the stop); ``stopped_s`` is the time of the stop (NaN:
+    none).
     """
 
     allocate: Allocator
@@ -111,6 +133,7 @@ class RoundScheduler:
     stop_by_s: float = math.inf
     step_rate: np.ndarray | None = None
     solves: int = 0
+    lps: int = 0
     stopped_s: float = math.nan
     rounds: int = 0
     _next_s: float = 0.0
@@ -123,6 +146,10 @@ class RoundScheduler:
     _planned_at: float = -1.0
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
     _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
+    _current: list | None = None                        # the last recomputation: [its jobs, Moment, X or None]
+    _prune_at: int = 64
+    _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
+    #                                                     the jobs present at the next one, elapsed s, t - half round)
 
     def __post_init__(self) -> None:
         self.gpu_types = tuple(self.gpu_types)
@@ -136,6 +163,7 @@ class RoundScheduler:
         self._t = np.zeros((n, k))                          # seconds run per type since the reset (+ half round)
         self._known = np.zeros(n, dtype=bool)               # present since its arrival (has its row of _t)
         self._deficit = np.zeros((n, k))                    # deficit per type
+        self._speed = np.zeros(n)                           # the speed its run was given last (whole steps)
         self._present = np.zeros(0, dtype=np.int64)         # the jobs present at the last round
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
@@ -190,6 +218,7 @@ class RoundScheduler:
         js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
         if runs:                                           # the round ends when its last run ends
             cost = np.zeros(len(js))
+            fresh = np.zeros(len(js), dtype=bool)         # the runs that start now (the others continue)
             if plan.admits:
                 need = state.tasks.num_gpu[js]
                 fresh = self._mark([m.task for m in plan.admits])[js]
@@ -203,7 +232,7 @@ class RoundScheduler:
                 new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
                 plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
             if self.step_rate is not None:                 # Gavel's whole steps (module docstring)
-                plan, took = self._whole_steps(plan, js, thr, left, cost)
+                plan, took = self._whole_steps(plan, js, thr, left, cost, fresh)
                 self._next_s = float((now + took + cost).max())
                 self._ran = (js, gs, took)
                 return plan
@@ -213,10 +242,11 @@ class RoundScheduler:
         self._ran = (js, gs, view.run_of(js))
         return plan
 
-    def _whole_steps(self, plan: Plan, js: np.ndarray, thr: np.ndarray, left: np.ndarray,
-                     cost: np.ndarray) -> tuple[Plan, np.ndarray]:
-        """The round's runs in whole steps: the plan with every run's speed for the round, and the seconds each
-        run's steps take (its time received).
+    def _whole_steps(self, plan: Plan, js: np.ndarray, thr: np.ndarray, left: np.ndarray, cost: np.ndarray,
+                     fresh: np.ndarray) -> tuple[Plan, np.ndarray]:
+        """The round's runs in whole steps: the plan with the speed for the round of every run that starts now
+        (``fresh``) or continues at another speed than in the last round, and the seconds each run's steps take (its
+        time received).
 
         A run at speed ``thr`` does ``int(step_rate x thr x round_s)`` steps, or all that are left when no more
         (Gavel's ``min(num_steps, remaining)``), taking ``steps / (step_rate x thr)`` seconds; the round lasts as
@@ -228,7 +258,9 @@ class RoundScheduler:
         took = np.where(last, left / thr, steps / rate)
         span = float((took + cost).max()) - cost           # each run's seconds from its start to the round's end
         speed = np.where(last | (took >= span), thr, steps / self.step_rate[js] / np.where(span > 0, span, 1.0))
-        return replace(plan, rates=tuple(zip(js.tolist(), speed.tolist(), strict=True))), took
+        new = fresh | (speed != self._speed[js])           # a run that continues at its speed needs no re-rate
+        self._speed[js] = speed
+        return replace(plan, rates=tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True))), took
 
     def _mark(self, jobs) -> np.ndarray:
         """bool (n,): whether each job is one of ``jobs``."""
@@ -237,21 +269,54 @@ class RoundScheduler:
         return mark
 
     def _reset(self, now: float, present: np.ndarray, view: View) -> None:
-        """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``."""
+        """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``, X recorded to be solved when read."""
         elapsed, half = now - self._last_reset, self.round_s / 2
-        # per job, elementwise: the deficit gains what X gave it (0 if not in X) minus what it ran
-        self._deficit[present] = self._deficit[present] + self._x[present] * elapsed - (self._t[present] - half)
+        # per job: the deficit gains what X gave it (0 if not in X) minus what it ran (added when X is solved)
+        if self._current is not None:
+            if len(self._owed) >= self._prune_at:           # now and then: forget the terms of jobs all gone
+                self._owed = [term for term in self._owed if self._known[term[1]].any()]
+                self._prune_at = max(64, 2 * len(self._owed))
+            self._owed.append((self._current, present, elapsed, self._t[present] - half))
+        else:                                                # the first: no X before it
+            self._deficit[present] = self._deficit[present] + self._x[present] * elapsed - (self._t[present] - half)
         self._t[present] = half
         # W: a half round per job, added one by one (a cumulative sum adds in that order)
         self._w[:] = np.full(len(present), half).cumsum()[-1] if len(present) else 0.0
-        x = np.asarray(self.allocate(present, view), dtype=np.float64)
-        if x.shape != (len(present), len(self.gpu_types)):
-            raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
-                             f"{(len(present), len(self.gpu_types))}")
+        self._current = [present, Moment(now, present, view.work_of(present)), None]
         self._x[:], self._in_x[:] = 0.0, False
-        self._x[present], self._in_x[present] = x, True
+        self._in_x[present] = True
         self._last_reset, self._stale = now, False
         self.solves += 1
+
+    def _solved(self, record: list) -> np.ndarray:
+        """The X of one recorded recomputation (solved now if not yet)."""
+        if record[2] is None:
+            present, moment = record[0], record[1]
+            x = np.asarray(self.allocate(present, moment), dtype=np.float64)
+            if x.shape != (len(present), len(self.gpu_types)):
+                raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
+                                 f"{(len(present), len(self.gpu_types))}")
+            record[2] = x
+            self.lps += 1
+        return record[2]
+
+    def _settle(self) -> None:
+        """Solve what the choice reads: the deficit terms still owed to jobs present (in order, as an eager run adds
+        them) and the current X."""
+        known = self._known
+        for record, present, elapsed, ran in self._owed:
+            here = known[present]
+            if not here.any():                               # none of its jobs left: nothing to add
+                continue
+            rows = np.zeros((len(present), len(self.gpu_types)))    # X of the recomputation before (0: not in it)
+            ids = record[0]
+            at = np.searchsorted(ids, present)
+            hit = (at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == present)
+            rows[hit] = self._solved(record)[at[hit]]
+            p = present[here]
+            self._deficit[p] = self._deficit[p] + rows[here] * elapsed - ran[here]
+        self._owed.clear()
+        self._x[self._current[0]] = self._solved(self._current)
 
     def _choose(self, ids: np.ndarray, scale: np.ndarray, cluster) -> dict[int, int]:
         """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
@@ -305,6 +370,8 @@ class RoundScheduler:
     def _keys(self, ids: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minus X, the deficits and the priorities of jobs ``ids`` (``thr`` their speeds), per type: the sort keys of
         the choice, descending (module docstring)."""
+        if self._current is not None and (self._owed or self._current[2] is None):
+            self._settle()
         x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         with np.errstate(divide="ignore", invalid="ignore"):
             priority = np.where(self._w > 0, x * self._w / t, x * 1e9)

@@ -452,11 +452,13 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
         placer.evict_many(plan.victims, "preempt", restart_s, mech, again)
         pending.withdraw_many([m.task for m in placed if m.task not in again])
         placer.start_many(placed)
-        for j, rate in plan.rates:                                  # speeds set by the plan (elastic jobs)
-            if placer.jobs.status[j] != RUNNING or not (math.isfinite(rate) and rate >= 0):
-                raise RuntimeError(f"mechanism {mech.name!r}: rate {rate} for job {j}, not a running job or not a "
-                                   "speed >= 0")
-            placer.rerate(int(j), float(rate))
+        if plan.rates:                                              # speeds set by the plan
+            js = np.fromiter((j for j, _ in plan.rates), np.int64, len(plan.rates))
+            rates = np.fromiter((r for _, r in plan.rates), np.float64, len(plan.rates))
+            if (bad := np.flatnonzero((placer.jobs.status[js] != RUNNING) | ~(np.isfinite(rates) & (rates >= 0)))).size:
+                raise RuntimeError(f"mechanism {mech.name!r}: rate {rates[bad[0]]} for job {js[bad[0]]}, not a running "
+                                   "job or not a speed >= 0")
+            placer.rerate_many(js, rates)
     else:
         for v in plan.victims:
             placer.evict(v, plan.kind, restart_s, mech)

@@ -102,6 +102,29 @@ class JobTable:
         run_wall[j] = self.run_work[j] / rate
         return now + self.ckpt.run_time(float(run_wall[j]), float(run_cost[j]))
 
+    def rerate_many(self, js: np.ndarray, now: float, rates: np.ndarray) -> np.ndarray:
+        """:meth:`rerate` of every running job of ``js`` (distinct) to ``rates``, elementwise in one pass where no
+        checkpoint costs run time (transparent, no checkpoints, or free ones): the same values to the last bit. Returns
+        when each finishes (s; ``inf`` at rate 0), in the order of ``js``."""
+        ckpt = self.ckpt
+        if not (ckpt.transparent or not math.isfinite(ckpt.interval_s) or ckpt.cost_s == 0):
+            return np.array([self.rerate(j, now, r) for j, r in zip(js.tolist(), rates.tolist(), strict=True)])
+        elapsed = now - self.run_start[js]
+        cost, wall = self.run_cost[js], self.run_wall[js]
+        busy = np.minimum(np.maximum(elapsed - cost, 0.0), wall)
+        self.ran_s[js] += elapsed
+        self.busy_s[js] += busy
+        self.overhead_s[js] += elapsed - busy
+        saved = self.saved[js] = self.saved[js] + busy * self.rate[js]
+        self.rate[js] = rates
+        self.run_start[js] = now
+        cost = self.run_cost[js] = np.maximum(cost - elapsed, 0.0)
+        work = self.run_work[js] = self.duration[js] - saved
+        stopped = rates <= 0
+        with np.errstate(divide="ignore"):
+            wall = self.run_wall[js] = np.where(stopped, math.inf, work / np.where(stopped, 1.0, rates))
+        return np.where(stopped, math.inf, now + (cost + wall))     # Checkpointing.run_time, elementwise
+
     def stop(self, j: int, now: float) -> None:
         """Job ``j``'s run ends at ``now`` (before :meth:`finish`, or after :meth:`evict`)."""
         self.ran_s[j] += now - self.run_start[j]

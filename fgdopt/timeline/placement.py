@@ -121,6 +121,18 @@ class Placer:
         else:
             self.clock.cancel(j)
 
+    def rerate_many(self, js: np.ndarray, rates: np.ndarray) -> None:
+        """:meth:`rerate` of every running job of ``js`` (distinct) to ``rates`` (work per second), in order, in one
+        pass: the same job table and clock (finish events pushed in the same order)."""
+        if self.interference is not None:
+            for j, rate in zip(js.tolist(), rates.tolist(), strict=True):
+                self.rerate(j, rate)
+            return
+        ends = self.jobs.rerate_many(js, self.clock.now, rates)
+        timed = np.isfinite(ends)
+        self.clock.live[js[~timed]] = -1
+        self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
+
     def leave(self, j: int) -> int:
         """Job ``j`` stops running now (finish or eviction); returns its node."""
         state = self.state
