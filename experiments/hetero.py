@@ -4,7 +4,7 @@ Usage::
 
     python -m experiments.hetero [--policies fifo,gandiva,las,las-aware,ftf,ftf-aware,makespan,makespan-aware]
         [--cluster 36:36:36] [--rates 0.5,1,1.5,...] [--seeds 0-2] [--window 4000:5000] [--batch 0]
-        [--multi-gpu] [--gpus-per-node 1] [--spread-throughput unconsolidated] [--round-s 360] [--steps continuous]
+        [--multi-gpu] [--gpus-per-node 1] [--spread-throughput unconsolidated] [--round-s 360] [--steps whole]
         [--jobs N | --dask ADDRESS] [--resume] [--quick]
         --output DIR
 
@@ -29,17 +29,18 @@ where it runs at Gavel's unconsolidated throughput, or, with ``--spread-throughp
 consolidated one, as Gavel's simulator runs every job (its cross-check). Nodes have 1 GPU by default, as in
 Gavel's multi-GPU sweeps (its ``--num_gpus_per_server 1:1:1``).
 
-``--steps whole`` runs the rounds in whole steps as Gavel's simulator does (``int(throughput x round)`` steps a
-round, in that many steps' time; the time a job received, which sets its priority, is its steps' time:
-:class:`~fgdopt.hetero.rounds.RoundScheduler` ``step_rate``); the default ``continuous`` runs every job for the
-whole round at its speed. Past the knee this decides which of the jobs tied on time received runs: at 4.8 jobs/hour
-agnostic ``las`` is 5.7% below Gavel's JCT continuously and moves to Gavel's with whole steps (paper/README.md).
+Rounds run in whole steps (``--steps whole``, the default) as Gavel's simulator does (``int(throughput x round)``
+steps a round, in that many steps' time; the time a job received, which sets its priority, is its steps' time:
+:class:`~fgdopt.hetero.rounds.RoundScheduler` ``step_rate``); ``--steps continuous`` runs every job for the whole
+round at its speed instead. Past the knee this decides which of the jobs tied on time received runs: at 4.8
+jobs/hour agnostic ``las`` is 5.7% below Gavel's JCT continuously and 0.13% with whole steps (paper/README.md).
 
 ``--batch N`` adds a static batch of N jobs (all at time 0, rate ``inf``) per seed, whose rows carry the certified
 lower bound on any schedule's makespan (``makespan-aware``'s X at time 0, ``makespan_bound_s``).
 
 Writes ``DIR/hetero.csv`` (``policy, cluster, lambda_per_hour, seed, measured_jobs, mean_jct_s, p95_jct_s,
-makespan_s, makespan_bound_s, mean_rho, max_rho, jain_rho, utilization, wall_s`` and ``preemptions, solves``) and
+makespan_s, makespan_bound_s, mean_rho, max_rho, jain_rho, utilization, wall_s``, ``preemptions, solves`` and
+``steps``, ``whole`` or ``continuous`` for the round-based policies, empty for the others) and
 ``DIR/hetero.png`` (mean JCT against arrival rate per policy, Gavel's Figure 8 form); prints the table and the
 aware/agnostic JCT ratios. ``--quick``: a 12:12:12 cluster, rates 0.5 and 1 jobs/hour, seed 0, jobs 300-500 measured,
 policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores).
@@ -84,10 +85,11 @@ from formulations.hetero import POLICIES, allocate, round_allocator
 
 BASELINES = ("fifo", "gandiva")
 SPREADS = ("unconsolidated", "consolidated")
-STEPS = ("continuous", "whole")
+STEPS = ("whole", "continuous")
 POLICY_NAMES = (*BASELINES, *POLICIES)
 COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mean_jct_s", "p95_jct_s", "makespan_s",
-           "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves")
+           "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves",
+           "steps")
 
 
 parse_policies = names(POLICY_NAMES, "policies")
@@ -131,7 +133,7 @@ def trace_length(rate: float, window: tuple[int, int]) -> int:
 
 def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window: tuple[int, int], multi_gpu: bool,
               gpus_per_node: int, round_s: float, data_dir: str | None = None,
-              spread: str = "unconsolidated", steps: str = "continuous") -> dict:
+              spread: str = "unconsolidated", steps: str = "whole") -> dict:
     """One row of hetero.csv: ``policy`` on Gavel's trace at ``rate`` jobs/hour (``inf``: a static batch of
     ``window[1]`` jobs, all measured) on ``gpus``; with ``multi_gpu``, a job over several nodes runs at its
     ``spread`` (``unconsolidated`` or ``consolidated``) throughput; ``steps`` ``whole``: rounds in Gavel's whole
@@ -175,7 +177,7 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         raise AssertionError(f"{policy}: makespan {stats['makespan_s']} s below the certified bound {bound} s")
     return {"policy": policy, "cluster": ":".join(str(gpus[g]) for g in GPU_TYPES), "lambda_per_hour": rate,
             "seed": seed, **{k: stats[k] for k in HETERO_COLUMNS}, "makespan_bound_s": bound,
-            "wall_s": time.perf_counter() - t0, "solves": solves}
+            "wall_s": time.perf_counter() - t0, "solves": solves, "steps": steps if policy in POLICIES else ""}
 
 
 def ratio_lines(frame: pd.DataFrame) -> list[str]:
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                         "unconsolidated (default) or consolidated, as Gavel's simulator runs it")
     parser.add_argument("--round-s", type=positive, default=ROUND_S, help="seconds per round (default: 360)")
     parser.add_argument("--steps", choices=STEPS, default=STEPS[0],
-                        help="round-based jobs run continuously (default) or in Gavel's whole steps")
+                        help="round-based jobs run in Gavel's whole steps (default) or continuously")
     parser.add_argument("--quick", action="store_true", help="12:12:12, rates 0.5 and 1, seed 0, jobs 300-500, "
                         "fifo, las, las-aware, makespan-aware")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
@@ -237,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(p, args.cluster, rate, s, (0, args.batch) if math.isinf(rate) else args.window, args.multi_gpu,
               per_node, args.round_s, args.data_dir, args.spread_throughput, args.steps) for rate, s in points
              for p in args.policies]
-    keys = [(*c[:-3], content_digest(table.source), *(c[-2:-1] if c[5] else ()), *(c[-1:] if c[-1] != STEPS[0] else ()))
-            for c in cells]                                 # the table's content; the pre---steps keys when continuous
+    keys = [(*c[:-3], content_digest(table.source), *(c[-2:-1] if c[5] else ()), c[-1])
+            for c in cells]                                 # the table's content; rows cached before the steps column
+    #                                                         (whose keys had no steps) are never returned
     frame, code = run_and_write("hetero", run_point, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code
