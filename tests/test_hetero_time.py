@@ -1,5 +1,6 @@
 """Heterogeneous GPUs, interference and Gavel's rounds on the time engine: hand-worked timelines and properties."""
 
+import math
 import random
 
 import numpy as np
@@ -274,3 +275,60 @@ def test_gavel_choice_matches_the_rule_by_hand(seed, n, one_gpu, shuffle):
     want = _choose_by_hand(mech._x, mech._t, mech._deficit, mech._w, mech._in_x, thr, need.tolist(), left, order)
     got = mech._choose(np.arange(n), need, cluster)
     assert got == want
+
+
+class _Eager(RoundScheduler):
+    """Every X solved at its recomputation and every deficit term added at once (the form before X was lazy)."""
+
+    def _reset(self, now, present, view):
+        super()._reset(now, present, view)
+        self._settle()
+
+
+def _random_gavel(seed: int, n: int, gpus: dict, eager: bool, policy: str, until_s: float = math.inf):
+    # a quiet stretch (jobs now and then, short and long: recomputations whose X nobody reads, some of whose jobs
+    # leave), then a burst that congests the cluster and has the choice read X and every deficit owed
+    rng = np.random.default_rng(seed)
+    early = n // 2
+    submit = np.concatenate((np.sort(rng.choice([0.0, 200.0, 700.0, 2500.0, 4000.0], early)),
+                             np.full(n - early, 6000.0)))
+    duration = np.where(rng.random(n) < 0.5, rng.uniform(100, 800, n), rng.uniform(8000, 20000, n)).round()
+    jobs = JobSet(TaskSet([0] * n, [0] * n, rng.choice([1, 1, 2], n), [1000] * n), submit, duration)
+    speed = {"a": rng.choice([1.0, 2.0], n), "b": np.ones(n)}
+    cls = _Eager if eager else RoundScheduler
+    mech = cls(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+               shuffle_seed=None if policy.endswith("-aware") else seed,
+               step_rate=rng.choice([0.5, 0.999, 3.0], n) if seed % 2 else None)
+    r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                 restart_s=lambda g: 0.0, until_s=until_s)
+    return r, mech
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31), st.integers(2, 14), st.sampled_from(["las-aware", "las", "makespan-aware"]),
+       st.sampled_from([3000.0, 6500.0, 9000.0, math.inf]))
+def test_x_solved_when_read_gives_the_schedule_of_x_solved_at_once(seed, n, policy, until_s):
+    """X is solved only when the choice reads it (:class:`RoundScheduler`): on random instances, congested or not,
+    every job starts, finishes, ends on the node and is preempted as when each X is solved at its recomputation and
+    every deficit term added then, to the last bit; the eager run solves every X, the lazy one at most as many. A run
+    stopped while jobs are present has, once the lazy one's X is read, the same X and deficits for them."""
+    gpus = {"a": 2, "b": 2}
+    lazy, mech = _random_gavel(seed, n, gpus, False, policy, until_s)
+    eager, control = _random_gavel(seed, n, gpus, True, policy, until_s)
+    for field in ("start_s", "finish_s", "node", "preemptions"):
+        np.testing.assert_array_equal(getattr(lazy, field), getattr(eager, field))
+    assert control.lps == control.solves == mech.solves and mech.lps <= mech.solves
+    if mech._current is not None:
+        mech._settle()
+        here = mech._known
+        np.testing.assert_array_equal(mech._deficit[here], control._deficit[here])
+        np.testing.assert_array_equal(mech._x[here], control._x[here])
+
+
+def test_an_uncongested_cluster_solves_no_lp():
+    # three 1-GPU jobs, never more present than the 4 GPUs of type a: each round every job in X takes a GPU whatever
+    # X says, so no X is read; X is recomputed (Gavel's count) as in the congested case above (job 2 waits for the
+    # recomputation at 2,520 s, the first round 1,920 s after the one at 360 s), and never solved
+    r, mech = gavel_run([0.0, 100.0, 900.0], [5000.0, 100.0, 100.0], "las-aware", {"a": 4})
+    assert mech.solves == 4 and mech.lps == 0
+    assert r.finish_s.tolist() == [5000.0, 460.0, 2620.0]

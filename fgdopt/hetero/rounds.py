@@ -370,7 +370,7 @@ class RoundScheduler:
     def _keys(self, ids: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minus X, the deficits and the priorities of jobs ``ids`` (``thr`` their speeds), per type: the sort keys of
         the choice, descending (module docstring)."""
-        if self._current is not None and (self._owed or self._current[2] is None):
+        if self._current is not None and self._current[2] is None:     # a recomputation since X was last read
             self._settle()
         x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         with np.errstate(divide="ignore", invalid="ignore"):
