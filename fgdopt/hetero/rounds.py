@@ -148,6 +148,7 @@ class RoundScheduler:
     _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
     _current: list | None = None                        # the last recomputation: [its jobs, Moment, X or None]
     _prune_at: int = 64
+    _choices: dict = field(default_factory=dict)        # type order -> the choice made without reading a priority
     _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
     #                                                     the jobs present at the next one, elapsed s, t - half round)
 
@@ -194,19 +195,23 @@ class RoundScheduler:
             mine = known[js]
             t[js[mine], gs[mine]] += ran[mine]             # one run per job
             np.add.at(self._w, gs, ran)                    # added one by one, in the runs' order
-        running = np.flatnonzero(state.node_of >= 0)
+        last = self._ran[0]                                # only this scheduler's plans place jobs: the jobs
+        running = np.sort(last[state.node_of[last] >= 0])  # running are those of the last round still placed
         ids = np.sort(np.concatenate((running, view.waiting())))
         arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
-        t[arrived] = self.round_s / 2
-        known[arrived] = True
-        gone = self._present[:0] if np.array_equal(ids, self._present) else \
-            self._present[~self._mark(ids)[self._present]]    # completions (remove_job)
-        known[gone], self._in_x[gone] = False, False
-        self._x[gone], self._deficit[gone] = 0.0, 0.0
-        self._present = ids
-        self._stale |= bool(len(arrived) or len(gone))
+        same = len(ids) == len(self._present) and bool((ids == self._present).all())
+        gone = self._present[:0] if same else self._present[~self._mark(ids)[self._present]]   # completions
+        if not same:                                       # (Gavel's remove_job)
+            t[arrived] = self.round_s / 2
+            known[arrived] = True
+            known[gone], self._in_x[gone] = False, False
+            self._x[gone], self._deficit[gone] = 0.0, 0.0
+            self._present = ids
+            self._stale |= bool(len(arrived) or len(gone))
+            self._choices = {}                             # the uncontended choices were for other jobs
         if self._waiting is not None:
-            self._waiting -= set(gone.tolist())
+            if len(gone):
+                self._waiting -= set(gone.tolist())
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
@@ -260,7 +265,8 @@ class RoundScheduler:
         speed = np.where(last | (took >= span), thr, steps / self.step_rate[js] / np.where(span > 0, span, 1.0))
         new = fresh | (speed != self._speed[js])           # a run that continues at its speed needs no re-rate
         self._speed[js] = speed
-        return replace(plan, rates=tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True))), took
+        return Plan(kind="round", victims=plan.victims, admits=plan.admits,
+                    rates=tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True))), took
 
     def _mark(self, jobs) -> np.ndarray:
         """bool (n,): whether each job is one of ``jobs``."""
@@ -325,6 +331,8 @@ class RoundScheduler:
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
+        if (known := self._choices.get(tuple(order))) is not None:
+            return known                                     # these jobs, this order, and nobody sorted: as before
         thr = self._thr[ids]
         chosen: dict[int, int] = {}                          # (its order does not matter: what runs is by job index)
         need = scale[ids]
@@ -347,6 +355,8 @@ class RoundScheduler:
                                             minus_priority[took, g]))][:room]
                 free[took] = False
                 chosen.update(zip(ids[took].tolist(), [g] * len(took), strict=True))
+            if keys is None:                                 # no priority was read: the same jobs in the same
+                self._choices[tuple(order)] = chosen         # order make the same choice (until jobs come or go)
             return chosen
         minus_x, minus_deficit, minus_priority = self._keys(ids, thr)
         rank = np.arange(len(ids))                           # ties: arrival order (Gavel's stable sort)
