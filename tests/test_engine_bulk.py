@@ -109,6 +109,34 @@ def test_evict_and_start_many_match_one_by_one(ckpt):
         assert one.run_work.tolist() == [40.0, 50.0, 100.0] and (one.status == RUNNING).all()
 
 
+@pytest.mark.parametrize("ckpt", [Checkpointing(transparent=True), Checkpointing(),
+                                  Checkpointing(interval_s=20.0, cost_s=2.0)])
+def test_rerate_many_matches_one_by_one(ckpt):
+    """Four jobs of 100 s of work started at 10 s at speed 2 with start costs 0, 5, 40 and 0 s, re-rated at 30 s
+    (elapsed 20 s) to 1, 3, 0.5 and 0: every array and every finish equal to :meth:`JobTable.rerate`'s, one by one.
+    Worked (no checkpoint costs): job 0 kept 20 s at speed 2 (40 of work), 60 left at speed 1: ends at 90 s; job 1
+    kept 15 s (30), 70 left at speed 3; job 2 is still in its start cost (20 s of it left, no work yet): ends at
+    30 + 20 + 100 / 0.5 = 250 s; job 3 at rate 0 has no end."""
+    tasks = TaskSet([1000] * 4, [512] * 4, [1] * 4, [1000] * 4)
+    jobs = JobSet(tasks, np.zeros(4), np.full(4, 100.0))
+    tables = [JobTable(jobs, np.full((4, 1), 2.0), np.array([0]), ckpt) for _ in range(2)]
+    for t in tables:
+        t.next_cost[:] = [0.0, 5.0, 40.0, 0.0]
+        for j in range(4):
+            t.begin(j, 10.0, 0, 0)
+            t.launch(j, 10.0)
+    one, many = tables
+    rates = np.array([1.0, 3.0, 0.5, 0.0])
+    ends = [one.rerate(j, 30.0, float(r)) for j, r in enumerate(rates)]
+    assert many.rerate_many(np.arange(4), 30.0, rates).tolist() == ends
+    for name, a in vars(one).items():
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(getattr(many, name), a, err_msg=name)
+    if ckpt.transparent:
+        assert ends[0] == 90.0 and ends[2] == 250.0 and ends[3] == float("inf")
+        assert one.saved.tolist() == [40.0, 30.0, 0.0, 40.0] and one.run_cost.tolist() == [0.0, 0.0, 20.0, 0.0]
+
+
 def test_withdraw_many_matches_one_by_one():
     """Twenty jobs of two shapes queued in a random order, ten withdrawn: the same jobs left, in the same queue
     order, with the same counts."""
