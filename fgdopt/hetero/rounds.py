@@ -147,7 +147,7 @@ class RoundScheduler:
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
     _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
     _current: list | None = None                        # the last recomputation: [its jobs, Moment, X or None]
-    _prune_at: int = 64
+    _prune_at: int = 64                                 # the length of _owed at which it is pruned next
     _choices: dict = field(default_factory=dict)        # type order -> the choice made without reading a priority
     _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
     #                                                     the jobs present at the next one, elapsed s, t - half round)
