@@ -332,3 +332,23 @@ def test_an_uncongested_cluster_solves_no_lp():
     r, mech = gavel_run([0.0, 100.0, 900.0], [5000.0, 100.0, 100.0], "las-aware", {"a": 4})
     assert mech.solves == 4 and mech.lps == 0
     assert r.finish_s.tolist() == [5000.0, 460.0, 2620.0]
+
+
+def test_a_recomputation_due_a_hair_past_last_plus_1920_s_is_made():
+    """Found by ``test_gavel_rounds_conserve_work_on_random_traces``: the last recomputation is at 2,280.2692656667336
+    s (job 0's finish), job 5 arrives at 2,281 s on the idle cluster and waits for the next one, due 1,920 s later; but
+    ``last + 1920`` rounds to a float whose distance from ``last`` is below 1,920, so a scheduler woken there found
+    the recomputation not yet allowed and never woke again (job 5 pending forever). It wakes at the first float at
+    which it is allowed (one up), and job 5 runs its 1 s there."""
+    rows = [(0, 2046, 0.9966083616537094, 2), (1, 1, 1.0, 1), (1, 1, 0.5, 2), (1, 198, 0.849609375, 2),
+            (361, 1, 1.0, 1), (2281, 1, 1.0, 1)]
+    gpus = {"v100": 2, "k80": 2}
+    jobs = JobSet(whole(*[r[3] for r in rows]), [float(r[0]) for r in rows], [float(r[1]) for r in rows])
+    speed = {"v100": np.ones(len(rows)), "k80": np.array([r[2] for r in rows])}
+    mech = RoundScheduler(round_allocator("las-aware", speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus))
+    r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
+                 restart_s=lambda g: 0.0)
+    last = 2280.2692656667336
+    assert r.finish_s[0] == last and (last + 1920.0) - last < 1920.0
+    assert (r.status == 0).all()
+    assert r.start_s[5] == math.nextafter(last + 1920.0, math.inf) and r.finish_s[5] == r.start_s[5] + 1.0

@@ -215,7 +215,7 @@ class RoundScheduler:
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
-        if self._stale and len(ids) and (now - self._last_reset >= self.reset_s or self._last_reset == 0):
+        if self._stale and len(ids) and (self._reset_allowed(now) or self._last_reset == 0):
             self._reset(now, ids, view)
         chosen = self._choose(ids, state.tasks.num_gpu, state.cluster)
         plan, runs = self._round_plan(state, running, chosen)
@@ -243,7 +243,7 @@ class RoundScheduler:
                 return plan
             self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
-            self._next_s = self._last_reset + self.reset_s if len(ids) else now
+            self._next_s = self._reset_due() if len(ids) else now
         self._ran = (js, gs, view.run_of(js))
         return plan
 
@@ -267,6 +267,19 @@ class RoundScheduler:
         self._speed[js] = speed
         return Plan(kind="round", victims=plan.victims, admits=plan.admits,
                     rates=tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True))), took
+
+    def _reset_allowed(self, now: float) -> bool:
+        """Whether X may be recomputed at ``now``: ``reset_s`` since the last recomputation (Gavel's test)."""
+        return now - self._last_reset >= self.reset_s
+
+    def _reset_due(self) -> float:
+        """The first instant at which :meth:`_reset_allowed` holds, in float64 (``last + reset_s`` may be a hair
+        short of it: then the next float up, else a scheduler waking there would find it not yet allowed and never
+        wake again)."""
+        due = self._last_reset + self.reset_s
+        while not self._reset_allowed(due):
+            due = math.nextafter(due, math.inf)
+        return due
 
     def _mark(self, jobs) -> np.ndarray:
         """bool (n,): whether each job is one of ``jobs``."""
