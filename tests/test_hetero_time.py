@@ -165,6 +165,15 @@ def test_whole_steps_time_received_is_each_runs_own():
     assert r.finish_s[1] == pytest.approx(460.0, rel=1e-12)
 
 
+def test_whole_steps_a_job_whose_last_steps_fill_a_round_finishes_when_they_are_done():
+    # job 1 at 0.0625 steps/s (22 steps a round, in 352 s) has exactly 22 steps of work (352 s): its remaining steps
+    # fit the round (Gavel's min(num_steps, remaining)), so it finishes at 352 s, not at the round's end (360 s, set
+    # by job 0's 360 steps)
+    r, _ = gavel_run([0.0, 0.0], [1000.0, 352.0], gpus={"a": 2}, step_rate=[1.0, 0.0625])
+    assert r.finish_s[1] == 352.0
+    assert r.start_s[0] == 0.0 and r.preemptions[0] == 0
+
+
 def test_gavel_aware_beats_agnostic_when_speeds_differ():
     # two jobs, one fast and one slow GPU; job 0 runs 4x faster on "fast", job 1 only 1.25x: the aware policy gives
     # "fast" to job 0, the agnostic one splits both types evenly; both finish later under the agnostic X
@@ -323,6 +332,30 @@ def test_x_solved_when_read_gives_the_schedule_of_x_solved_at_once(seed, n, poli
         here = mech._known
         np.testing.assert_array_equal(mech._deficit[here], control._deficit[here])
         np.testing.assert_array_equal(mech._x[here], control._x[here])
+
+
+def test_deficits_add_each_recomputations_x_by_hand():
+    # jobs 1 and 4 present at the recomputation at 0 s, X row (job / 10, 0); job 1 then runs 360 s on type 0; job 2
+    # arrives (an index between theirs) and is present at the next one, at 1,920 s, with no row in the first X.
+    # Deficit = X x elapsed - (time run since the last one): job 1 0.1 x 1920 - 360 = -168, job 4 0.4 x 1920 = 768,
+    # job 2 0 (not in that X)
+    class View:
+        now = 0.0
+
+        def work_of(self, js):
+            return np.zeros(len(js))
+
+    x_of = lambda ids, view: np.column_stack([ids / 10.0, np.zeros(len(ids))])    # noqa: E731 (X by hand)
+    mech = RoundScheduler(x_of, {"a": np.ones(6), "b": np.ones(6)}, np.ones(6), ("a", "b"))
+    half = mech.round_s / 2
+    mech._known[[1, 4]], mech._t[[1, 4]] = True, half
+    mech._reset(0.0, np.array([1, 4]), View())
+    mech._t[1, 0] += 360.0
+    mech._known[2], mech._t[2] = True, half
+    mech._reset(1920.0, np.array([1, 2, 4]), View())
+    mech._settle()
+    assert mech._deficit[[1, 2, 4], 0].tolist() == [0.1 * 1920 - 360.0, 0.0, 0.4 * 1920]
+    assert (mech._deficit[:, 1] == 0).all() and mech.lps == 2 and mech.solves == 2
 
 
 def test_an_uncongested_cluster_solves_no_lp():

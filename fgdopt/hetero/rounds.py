@@ -17,7 +17,8 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
 * **X.** Arrivals and completions mark X stale; a stale X is recomputed (``allocate``, over every job present) at
   the start of a round, but not sooner than ``reset_s`` (Gavel's ``minimum_time_between_allocation_resets``,
   1,920 s) after the last recomputation, except while the last one was at time 0. A job that arrived after the
-  last recomputation is not in X and does not run.
+  last recomputation is not in X and does not run. (``allocate`` is called only once the choice reads that X:
+  :class:`RoundScheduler`.)
 * **Priorities.** Since the last recomputation, job ``i`` has run ``t[i, j]`` seconds on type ``j`` (starting from
   half a round, Gavel's initial value) and type ``j`` has ``W[j]`` seconds in all (the half rounds of the jobs
   present at the recomputation, plus every run). Priority ``X[i, j] / (t[i, j] / W[j])`` (``1e9 X`` while ``W[j]``
@@ -146,7 +147,7 @@ class RoundScheduler:
     _planned_at: float = -1.0
     _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
     _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
-    _current: list | None = None                        # the last recomputation: [its jobs, Moment, X or None]
+    _current: list | None = None                        # the last recomputation: [its Moment, its X or None]
     _prune_at: int = 64                                 # the length of _owed at which it is pruned next
     _choices: dict = field(default_factory=dict)        # type order -> the choice made without reading a priority
     _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
@@ -198,10 +199,10 @@ class RoundScheduler:
         last = self._ran[0]                                # only this scheduler's plans place jobs: the jobs
         running = np.sort(last[state.node_of[last] >= 0])  # running are those of the last round still placed
         ids = np.sort(np.concatenate((running, view.waiting())))
-        arrived = ids[~known[ids]]                         # arrivals (Gavel's add_job)
         same = len(ids) == len(self._present) and bool((ids == self._present).all())
         gone = self._present[:0] if same else self._present[~self._mark(ids)[self._present]]   # completions
-        if not same:                                       # (Gavel's remove_job)
+        if not same:                                       # (Gavel's remove_job) and arrivals (add_job)
+            arrived = ids[~known[ids]]
             t[arrived] = self.round_s / 2
             known[arrived] = True
             known[gone], self._in_x[gone] = False, False
@@ -290,34 +291,32 @@ class RoundScheduler:
     def _reset(self, now: float, present: np.ndarray, view: View) -> None:
         """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``, X recorded to be solved when read."""
         elapsed, half = now - self._last_reset, self.round_s / 2
-        # per job: the deficit gains what X gave it (0 if not in X) minus what it ran (added when X is solved)
-        if self._current is not None:
-            if len(self._owed) >= self._prune_at:           # now and then: forget the terms of jobs all gone
-                self._owed = [term for term in self._owed if self._known[term[1]].any()]
-                self._prune_at = max(64, 2 * len(self._owed))
+        # per job: the deficit gains what X gave it (0 if not in X) minus what it ran (added when X is read)
+        if len(self._owed) >= self._prune_at:               # now and then: forget the terms of jobs all gone
+            self._owed = [term for term in self._owed if self._known[term[1]].any()]
+            self._prune_at = max(64, 2 * len(self._owed))
+        if self._current is not None:                       # (before the first, no job has run: nothing owed)
             self._owed.append((self._current, present, elapsed, self._t[present] - half))
-        else:                                                # the first: no X before it
-            self._deficit[present] = self._deficit[present] + self._x[present] * elapsed - (self._t[present] - half)
         self._t[present] = half
         # W: a half round per job, added one by one (a cumulative sum adds in that order)
         self._w[:] = np.full(len(present), half).cumsum()[-1] if len(present) else 0.0
-        self._current = [present, Moment(now, present, view.work_of(present)), None]
+        self._current = [Moment(now, present, view.work_of(present)), None]
         self._x[:], self._in_x[:] = 0.0, False
         self._in_x[present] = True
         self._last_reset, self._stale = now, False
         self.solves += 1
 
     def _solved(self, record: list) -> np.ndarray:
-        """The X of one recorded recomputation (solved now if not yet)."""
-        if record[2] is None:
-            present, moment = record[0], record[1]
-            x = np.asarray(self.allocate(present, moment), dtype=np.float64)
-            if x.shape != (len(present), len(self.gpu_types)):
+        """The X of one recorded recomputation, ``[Moment, X or None]`` (solved now if not yet)."""
+        moment, x = record
+        if x is None:
+            x = np.asarray(self.allocate(moment.present, moment), dtype=np.float64)
+            if x.shape != (len(moment.present), len(self.gpu_types)):
                 raise ValueError(f"{self.name}: allocate gave X of shape {x.shape}, expected "
-                                 f"{(len(present), len(self.gpu_types))}")
-            record[2] = x
+                                 f"{(len(moment.present), len(self.gpu_types))}")
+            record[1] = x
             self.lps += 1
-        return record[2]
+        return x
 
     def _settle(self) -> None:
         """Solve what the choice reads: the deficit terms still owed to jobs present (in order, as an eager run adds
@@ -328,14 +327,14 @@ class RoundScheduler:
             if not here.any():                               # none of its jobs left: nothing to add
                 continue
             rows = np.zeros((len(present), len(self.gpu_types)))    # X of the recomputation before (0: not in it)
-            ids = record[0]
+            ids = record[0].present
             at = np.searchsorted(ids, present)
             hit = (at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == present)
             rows[hit] = self._solved(record)[at[hit]]
             p = present[here]
             self._deficit[p] = self._deficit[p] + rows[here] * elapsed - ran[here]
         self._owed.clear()
-        self._x[self._current[0]] = self._solved(self._current)
+        self._x[self._current[0].present] = self._solved(self._current)
 
     def _choose(self, ids: np.ndarray, scale: np.ndarray, cluster) -> dict[int, int]:
         """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
@@ -393,7 +392,7 @@ class RoundScheduler:
     def _keys(self, ids: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minus X, the deficits and the priorities of jobs ``ids`` (``thr`` their speeds), per type: the sort keys of
         the choice, descending (module docstring)."""
-        if self._current is not None and self._current[2] is None:     # a recomputation since X was last read
+        if self._current is not None and self._current[1] is None:     # a recomputation since X was last read
             self._settle()
         x, t, deficit = self._x[ids], self._t[ids], self._deficit[ids]
         with np.errstate(divide="ignore", invalid="ignore"):
