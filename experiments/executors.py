@@ -239,7 +239,12 @@ class SweepInterrupted(Exception):
         return [r for r, ok in zip(self.results, self.done, strict=True) if ok]
 
 
-USER_ERRORS = (PolicyError, SpecError, KeyboardInterrupt)
+class StudyError(Exception):
+    """A run whose inputs cannot give a result (e.g. a rate its cluster cannot keep up with): one line, no
+    traceback (:func:`stop_message`)."""
+
+
+USER_ERRORS = (PolicyError, SpecError, StudyError, KeyboardInterrupt)
 """Causes a study reports in one line (:func:`stop_message`); any other failure keeps its traceback."""
 
 

@@ -70,6 +70,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import (
+    StudyError,
     add_dask_option,
     add_resume_option,
     content_digest,
@@ -167,8 +168,9 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves
     if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():    # NaN: unfinished
-        raise RuntimeError(f"{policy} at {rate} jobs/h on {gpus}: the measured jobs still ran after the last of "
-                           f"{n} arrivals (the cluster is overloaded); lower the rate")
+        raise StudyError(f"--rates: {policy} at {rate:g} jobs/h on {':'.join(str(gpus[g]) for g in GPU_TYPES)}: the "
+                         f"measured jobs still ran after the last of {n} arrivals (the cluster is overloaded); lower "
+                         "the rate")
     bound = math.nan
     if batch:
         bound = float(allocate("makespan-aware", table, trace, gpus).bound)

@@ -57,6 +57,20 @@ def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert message in capsys.readouterr().err.strip().splitlines()[-1]
 
 
+def test_an_overloaded_point_stops_in_one_line_and_keeps_the_earlier_results(gavel_table, tmp_path, capsys):
+    """One GPU of each type at 1 job/hour: by job 3,000 the queue never drains, so the measured jobs are still
+    running at the last of the 7,010 arrivals; the study exits 2 with one line naming --rates and the point, and
+    the hetero.csv already in the folder is left as it was."""
+    (tmp_path / "hetero.csv").write_text("earlier\n")
+    code = study.main(["--rates", "1", "--seeds", "0", "--window", "3000:3010", "--policies", "fifo",
+                       "--cluster", "1:1:1", "--output", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "--rates: fifo at 1 jobs/h on 1:1:1: the measured jobs still ran after the last of 7010 arrivals (the cluster "
+        "is overloaded); lower the rate")
+    assert (tmp_path / "hetero.csv").read_text() == "earlier\n"
+
+
 def test_ratio_lines_pair_each_agnostic_policy_with_its_aware_twin():
     frame = pd.DataFrame({"policy": ["las", "las-aware", "las", "las-aware", "fifo"],
                           "lambda_per_hour": [1.0, 1.0, 1.0, 1.0, 1.0], "mean_jct_s": [30.0, 20.0, 50.0, 20.0, 9.0]})
