@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.hetero import GPU_TYPES, JOB_TYPES, gavel_jobs, load_throughputs
-from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster
 from fgdopt.hetero.metrics import hetero_stats
 from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.model import TaskSet
@@ -108,6 +108,11 @@ pd.DataFrame(rows).round(2)
 # types). Gavel's Figure 8 runs it on 36 V100 + 36 P100 + 36 K80 and measures jobs 4,000 to 5,000; here a third of
 # the cluster and jobs 100 to 200 (seconds to run). `python -m experiments.hetero` does the full sweep; paper section
 # 4.10 compares it with Gavel's own simulator (average JCTs within 1.5%).
+#
+# Gavel's simulator runs **whole steps**: in a round a job does `int(throughput x 360)` training steps (or what is
+# left), and the time it received, which its priority divides, is those steps' time. `step_rate` (each job's
+# steps per second of work: its V100 throughput, the type whose speed is 1) turns that on, as `experiments.hetero`
+# does by default; without it a job runs the whole round at its speed.
 
 # %%
 gpus = {"v100": 12, "p100": 12, "k80": 12}
@@ -115,10 +120,11 @@ trace = gavel_jobs(table, 260, rate_per_hour=1.0, seed=0)
 measured = np.zeros(len(trace), dtype=bool)
 measured[100:200] = True
 jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured)
+steps_per_s = trace.throughputs(table, [REFERENCE_GPU])[:, 0]      # steps per second of work
 rows = []
 for policy in ("las", "las-aware", "makespan-aware"):
     mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5)
+                          shuffle_seed=None if policy.endswith("aware") else 5, step_rate=steps_per_s)
     r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, frag=False,
                  restart_s=lambda g: 0.0)
     rows.append({"policy": policy, **hetero_stats(r, speed, gpus), "cpu_s": r.cpu_s})
@@ -145,7 +151,8 @@ bound_s = allocate("makespan-aware", table, batch, gpus).bound
 bjobs, bspeed = batch.to_jobset(table, tuple(gpus))
 for policy in ("las", "makespan-aware"):
     mech = RoundScheduler(round_allocator(policy, bspeed, bjobs, gpus), bspeed, bjobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5)
+                          shuffle_seed=None if policy.endswith("aware") else 5,
+                          step_rate=batch.throughputs(table, [REFERENCE_GPU])[:, 0])
     r = simulate(gavel_cluster(gpus), bjobs, "best-fit", "fifo", mechanism=mech, speed=bspeed, frag=False,
                  restart_s=lambda g: 0.0)
     makespan = float(np.nanmax(r.finish_s))
