@@ -158,7 +158,7 @@ STUDIES: tuple[Study, ...] = (
           (*MULTI_ARGS, "--spread-throughput", "consolidated"), ("hetero.csv",)),
     Study("hetero-multi-spread", "hetero", (*MULTI_ARGS, "--rates", SPREAD_RATES),
           (*MULTI_ARGS, "--rates", SPREAD_RATES), ("hetero.csv",)),
-    Study("bench-hetero", "bench_hetero", ("--sizes", "50,200,1000", "--repeat", "1", "--points", "3,5.6"),
+    Study("bench-hetero", "bench_hetero", ("--sizes", "50,200,1000", "--repeat", "1", "--points", "0.4,3,5.6,6"),
           ("--sizes", "50,200,1000", "--repeat", "3", "--points", "1,3"),
           ("bench_hetero.csv", "bench_hetero_points.csv")),
     Study("hetero-policies", "hetero",

@@ -653,6 +653,14 @@ def hetero_tables(results: Path) -> dict[str, str]:
             name = f"hetero_point_{str(row.rate).replace('.', '')}_{row.policy.replace('-', '_')}"
             items[f"{name}_cpu"] = f"{row.cpu_s:.0f}"
             items[f"{name}_wall"] = f"{row.wall_s:.0f}"
+        if "carry_s" in points:
+            lines = ["| jobs/hour | policy | wall s | allocation LPs | rest of the rounds' decisions | "
+                     "carrying them out | the rest |", "|--:|:--|--:|--:|--:|--:|--:|"]
+            for row in points.itertuples():
+                rest = row.wall_s - row.lp_s - row.decide_s - row.carry_s
+                lines.append(f"| {row.rate:g} | {row.policy} | {row.wall_s:.1f} | {row.lp_s:.1f} | "
+                             f"{row.decide_s:.1f} | {row.carry_s:.1f} | {rest:.1f} |")
+            items["hetero_point_split"] = "\n".join(lines)
     if others is not None:
         frame = others if pair is None else pd.concat([others, pair[pair["lambda_per_hour"].isin(
             others["lambda_per_hour"])]])
