@@ -43,7 +43,10 @@ makespan_s, makespan_bound_s, mean_rho, max_rho, jain_rho, utilization, wall_s``
 ``steps``, ``whole`` or ``continuous`` for the round-based policies, empty for the others) and
 ``DIR/hetero.png`` (mean JCT against arrival rate per policy, Gavel's Figure 8 form); prints the table and the
 aware/agnostic JCT ratios. ``--quick``: a 12:12:12 cluster, rates 0.5 and 1 jobs/hour, seed 0, jobs 300-500 measured,
-policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores).
+policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores). With ``--multi-gpu`` the quick rates are
+0.25 and 0.5, and fifo is left out when a job may ask for more GPUs than a node has. With ``--multi-gpu``, ``fifo``
+(which places a job on one node) needs ``--gpus-per-node 8``, ``gandiva`` does not run (a job that shares a GPU asks
+for one), and every policy needs a GPU type with at least 8 GPUs.
 """
 
 from __future__ import annotations
@@ -76,12 +79,12 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
-from fgdopt.hetero import GPU_TYPES, load_throughputs
+from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
 from fgdopt.plot import plot_hetero
-from fgdopt.timeline import simulate
+from fgdopt.timeline import STATUSES, simulate
 from formulations.hetero import POLICIES, allocate, round_allocator
 
 BASELINES = ("fifo", "gandiva")
@@ -140,6 +143,8 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     ``spread`` (``unconsolidated`` or ``consolidated``) throughput; ``steps`` ``whole``: rounds in Gavel's whole
     steps (module docstring)."""
     t0 = time.perf_counter()
+    label = ":".join(str(gpus[g]) for g in GPU_TYPES)
+    gpus = {g: count for g, count in gpus.items() if count > 0}     # a type with no GPUs is not in the cluster
     table = load_throughputs(data_dir)
     batch = math.isinf(rate)
     n = window[1] if batch else trace_length(rate, window)
@@ -167,8 +172,12 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves
+    if (never := np.flatnonzero(measured & (result.status == STATUSES.index("rejected")))).size:
+        j = int(never[0])
+        raise StudyError(f"--cluster: {policy} cannot place job {j} ({int(jobs.tasks.num_gpu[j])} GPUs) on {label} in "
+                         f"nodes of {gpus_per_node} GPUs")
     if not batch and not np.max(result.finish_s[measured]) <= jobs.submit_s.max():    # NaN: unfinished
-        raise StudyError(f"--rates: {policy} at {rate:g} jobs/h on {':'.join(str(gpus[g]) for g in GPU_TYPES)}: the "
+        raise StudyError(f"--rates: {policy} at {rate:g} jobs/h on {label}: the "
                          f"measured jobs still ran after the last of {n} arrivals (the cluster is overloaded); lower "
                          "the rate")
     bound = math.nan
@@ -177,7 +186,7 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     stats = hetero_stats(result, speed, gpus)
     if batch and stats["makespan_s"] < bound * (1 - 1e-6):
         raise AssertionError(f"{policy}: makespan {stats['makespan_s']} s below the certified bound {bound} s")
-    return {"policy": policy, "cluster": ":".join(str(gpus[g]) for g in GPU_TYPES), "lambda_per_hour": rate,
+    return {"policy": policy, "cluster": label, "lambda_per_hour": rate,
             "seed": seed, **{k: stats[k] for k in HETERO_COLUMNS}, "makespan_bound_s": bound,
             "wall_s": time.perf_counter() - t0, "solves": solves, "steps": steps if policy in POLICIES else ""}
 
@@ -217,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-s", type=positive, default=ROUND_S, help="seconds per round (default: 360)")
     parser.add_argument("--steps", choices=STEPS, default=STEPS[0],
                         help="round-based jobs run in Gavel's whole steps (default) or continuously")
-    parser.add_argument("--quick", action="store_true", help="12:12:12, rates 0.5 and 1, seed 0, jobs 300-500, "
-                        "fifo, las, las-aware, makespan-aware")
+    parser.add_argument("--quick", action="store_true",
+                        help="12:12:12, rates 0.5 and 1 (0.25 and 0.5 with --multi-gpu), seed 0, jobs 300-500, "
+                        "fifo (unless --multi-gpu jobs can outgrow a node), las, las-aware, makespan-aware")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -227,10 +237,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=output_dir, required=True, help="folder for hetero.csv and hetero.png")
     args = parser.parse_args(argv)
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
+    per_node = args.gpus_per_node
+    largest = max(SCALE_FACTORS) if args.multi_gpu else 1   # the most GPUs (of one type) a job of the trace asks for
     if args.quick:
         args.cluster, args.rates, args.seeds = parse_cluster("12:12:12"), [0.5, 1.0], [0]
-        args.window, args.policies = (300, 500), ["fifo", "las", "las-aware", "makespan-aware"]
-    per_node = args.gpus_per_node
+        if args.multi_gpu:                                  # a multi-GPU job is 2.3 GPUs on average (0.5 is near
+            args.rates = [0.25, 0.5]                        # saturation already)
+        args.window, args.policies = (300, 500), ["las", "las-aware", "makespan-aware"]
+        if largest <= per_node:                             # (fifo places a job on one node: below)
+            args.policies.insert(0, "fifo")
+    if max(args.cluster.values()) < largest:
+        parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "
+                     f"{':'.join(str(args.cluster[g]) for g in GPU_TYPES)} has that many")
+    if args.multi_gpu and "gandiva" in args.policies:
+        parser.error("--policies: gandiva shares GPUs, and a job that shares a GPU asks for one GPU: it does not run "
+                     "with --multi-gpu")
+    if largest > per_node and "fifo" in args.policies:
+        parser.error(f"--policies: fifo places each job on one node, and with --multi-gpu a job asks for up to "
+                     f"{largest} GPUs: add --gpus-per-node {largest} or keep to the round-based policies")
     try:
         table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from experiments import hetero as study
+from experiments.executors import StudyError
 
 SMALL = ["--cluster", "6:6:6", "--window", "10:40", "--rates", "0.5", "--seeds", "1", "--batch", "12",
          "--round-s", "1800"]
@@ -49,6 +50,11 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     (["--rates", "1,0"], "expected finite numbers > 0 separated by commas, got '1,0'"),
     (["--rates", "-2"], "expected finite numbers > 0 separated by commas, got '-2'"),
     (["--cluster", "0:0:0"], "cluster '0:0:0' has no GPUs"),
+    (["--multi-gpu", "--cluster", "4:7:7"], "--cluster: with --multi-gpu a job asks for up to 8 GPUs of one type, and "
+     "no type of 4:7:7 has that many"),
+    (["--multi-gpu", "--policies", "fifo,las"], "--policies: fifo places each job on one node, and with --multi-gpu a "
+     "job asks for up to 8 GPUs: add --gpus-per-node 8 or keep to the round-based policies"),
+    (["--multi-gpu", "--gpus-per-node", "8", "--policies", "gandiva"], "--policies: gandiva shares GPUs"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_:
@@ -69,6 +75,36 @@ def test_an_overloaded_point_stops_in_one_line_and_keeps_the_earlier_results(gav
         "--rates: fifo at 1 jobs/h on 1:1:1: the measured jobs still ran after the last of 7010 arrivals (the cluster "
         "is overloaded); lower the rate")
     assert (tmp_path / "hetero.csv").read_text() == "earlier\n"
+
+
+def test_a_gpu_type_with_no_gpus_is_left_out_of_the_cluster(gavel_table):
+    """2 V100s, no P100, 3 K80s: the run has no P100 node and X no P100 column, and the row keeps the cluster as
+    given. A multi-GPU job of 8 GPUs runs on the one type that has 8 (8:0:4, 8-GPU nodes, fifo); on 4-GPU nodes fifo
+    cannot place it, and the point stops in one line saying so (not "overloaded")."""
+    row = study.run_point("las-aware", {"v100": 2, "p100": 0, "k80": 3}, 0.05, 4, (0, 10), False, 1, 360.0)
+    assert row["cluster"] == "2:0:3" and row["measured_jobs"] == 10 and row["solves"] > 0
+    assert 0 < row["utilization"] <= 1
+    row = study.run_point("fifo", {"v100": 8, "p100": 0, "k80": 4}, 0.05, 1, (0, 10), True, 8, 360.0)
+    assert row["cluster"] == "8:0:4" and row["measured_jobs"] == 10 and np.isfinite(row["mean_jct_s"])
+    with pytest.raises(StudyError, match=r"^--cluster: fifo cannot place job 38 \(8 GPUs\) on 8:4:4 in nodes of 4 "):
+        study.run_point("fifo", {"v100": 8, "p100": 4, "k80": 4}, 0.5, 1, (20, 60), True, 4, 360.0)
+
+
+def test_quick_multi_gpu_leaves_fifo_out_on_one_gpu_nodes(gavel_table, tmp_path, monkeypatch):
+    """``--multi-gpu --quick`` runs (fifo left out on 1-GPU nodes, lower rates); checked on the cells it makes."""
+    seen = {}
+
+    def cells_only(name, run, cells, args, keys, write, prog):
+        seen["cells"] = cells
+        return pd.DataFrame(), 1
+
+    monkeypatch.setattr(study, "run_and_write", cells_only)
+    study.main(["--multi-gpu", "--quick", "--output", str(tmp_path)])
+    assert {c[0] for c in seen["cells"]} == {"las", "las-aware", "makespan-aware"}
+    assert {c[2] for c in seen["cells"]} == {0.25, 0.5}
+    study.main(["--quick", "--output", str(tmp_path)])
+    assert {c[0] for c in seen["cells"]} == {"fifo", "las", "las-aware", "makespan-aware"}
+    assert {c[2] for c in seen["cells"]} == {0.5, 1.0}
 
 
 def test_ratio_lines_pair_each_agnostic_policy_with_its_aware_twin():
