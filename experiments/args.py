@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from fgdopt.policies import parse_policy_names
-from fgdopt.traces import VARIANTS, OneLineParser
+from fgdopt.traces import TIMED_VARIANTS, VARIANTS, OneLineParser
 
 FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
 """The openb trace families: the variants whose names start with one of them."""
@@ -174,6 +174,18 @@ def parse_traces(text: str) -> list[str]:
         else:
             raise argparse.ArgumentTypeError(f"unknown trace {item!r}; use all, a family {FAMILIES} or {VARIANTS}")
     return list(dict.fromkeys(out))
+
+
+def parse_timed_traces(text: str) -> list[str]:
+    """``--trace`` of the studies over time: as :func:`parse_traces`, of the variants with pod times
+    (:data:`~fgdopt.traces.TIMED_VARIANTS`; ``all`` is all of these)."""
+    if text.strip() == "all":
+        return list(TIMED_VARIANTS)
+    traces = parse_traces(text)
+    if untimed := [t for t in traces if t not in TIMED_VARIANTS]:
+        raise argparse.ArgumentTypeError(f"{', '.join(untimed)}: no pod times (the pod list gives shapes only); the "
+                                         f"studies over time use all or {', '.join(TIMED_VARIANTS)}")
+    return traces
 
 
 def parse_policies(text: str) -> list[str]:

@@ -49,7 +49,7 @@ from experiments.args import (
     output_dir,
     parse_policies,
     parse_seeds,
-    parse_traces,
+    parse_timed_traces,
     positive_int,
     real_list,
     study_parser,
@@ -140,8 +140,9 @@ def write_outputs(results: list[dict], out) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.cpu_aware", __doc__)
-    parser.add_argument("--trace", type=parse_traces, default=["default"],
-                        help="openb variants, comma-separated, a family or all (default: default)")
+    parser.add_argument("--trace", type=parse_timed_traces, default=["default"],
+                        help="openb variants with pod times (not multigpu*), comma-separated, a family or all "
+                        "(default: default)")
     parser.add_argument("--load", type=real_list(0.0), default=[0.9, 1.1],
                         help="offered loads, fractions of GPU capacity, > 0 (default: 0.9,1.1)")
     parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],

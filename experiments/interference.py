@@ -54,7 +54,7 @@ from experiments.args import (
     openb_dir,
     output_dir,
     parse_seeds,
-    parse_traces,
+    parse_timed_traces,
     positive_int,
     real_list,
     study_parser,
@@ -161,8 +161,9 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.interference", __doc__)
-    parser.add_argument("--trace", type=parse_traces, default=["default"],
-                        help="openb variants, comma-separated, a family or all (default: default)")
+    parser.add_argument("--trace", type=parse_timed_traces, default=["default"],
+                        help="openb variants with pod times (not multigpu*), comma-separated, a family or all "
+                        "(default: default)")
     parser.add_argument("--load", type=real_list(0.0), default=[0.9, 1.1],
                         help="offered loads, fractions of GPU capacity (default: 0.9,1.1)")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),

@@ -61,7 +61,7 @@ from experiments.args import (
     output_dir,
     parse_policies,
     parse_seeds,
-    parse_traces,
+    parse_timed_traces,
     positive,
     positive_int,
     real_list,
@@ -231,8 +231,9 @@ def idle_lines(results: list[dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.timeline", __doc__)
-    parser.add_argument("--trace", type=parse_traces, default=["default"],
-                        help="openb variants, comma-separated, a family or all (default: default)")
+    parser.add_argument("--trace", type=parse_timed_traces, default=["default"],
+                        help="openb variants with pod times (not multigpu*), comma-separated, a family or all "
+                        "(default: default)")
     parser.add_argument("--load", type=parse_floats, default=[0.7, 0.9, 1.1],
                         help="offered loads, fractions of GPU capacity (default: 0.7,0.9,1.1)")
     parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit", "random"],

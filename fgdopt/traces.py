@@ -38,6 +38,10 @@ VARIANTS = (
 )
 """The 24 pod lists of openb (``openb_pod_list_<variant>.csv``)."""
 
+TIMED_VARIANTS = tuple(v for v in VARIANTS if not v.startswith("multigpu"))
+"""The variants whose pod list carries each pod's times (``creation_time``, ``deletion_time``, ``scheduled_time``):
+the streams of the time engine come from these (the ``multigpu*`` lists give shapes only)."""
+
 SHA256 = {
     "openb_node_list_all_node.csv": "5a85c2af79c66a1efff8bbcbda430400aae56d8431370d738480967e1a9c6b15",
     "openb_node_list_gpu_node.csv": "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",

@@ -10,7 +10,9 @@ import pytest
 
 from experiments import defrag as defrag_study
 from experiments import frontier, openb
+from experiments.args import parse_timed_traces
 from experiments.openb import FAMILIES, parse_seeds, parse_traces
+from fgdopt.timeline.sources import trace_lifetimes
 from fgdopt.traces import VARIANTS
 
 
@@ -38,6 +40,19 @@ def test_trace_forms():
     assert parse_traces("multigpu50,multigpu") == ["multigpu50", "multigpu20", "multigpu30", "multigpu40"]  # once
     with pytest.raises(argparse.ArgumentTypeError, match="unknown trace 'nope'"):
         parse_traces("default,nope")
+
+
+def test_studies_over_time_take_the_variants_with_pod_times():
+    """The multigpu* pod lists give shapes only: ``all`` is the other 20 there, and a multigpu variant or family is
+    one line naming it, before any work (the stream itself says so too, before reading the trace)."""
+    assert parse_timed_traces("all") == [v for v in VARIANTS if not v.startswith("multigpu")]
+    assert len(parse_timed_traces("all")) == 20 and parse_timed_traces("cpu,default")[-1] == "default"
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^multigpu50: no pod times"):
+        parse_timed_traces("default,multigpu50")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^multigpu20, multigpu30, multigpu40, multigpu50: no pod"):
+        parse_timed_traces("multigpu")
+    with pytest.raises(ValueError, match="openb multigpu30 has no pod times"):
+        trace_lifetimes("multigpu30", data_dir="/nonexistent")
 
 
 def test_point_forms():
