@@ -23,7 +23,8 @@ the run's allocation (allocation <= incumbent <= bound).
 With ``--mig MODEL`` (MIG over time, :mod:`fgdopt.mig.timeline`) each (trace, seed, load) is instead
 :func:`fgdopt.mig.timeline.mig_openb_jobs`: ``--mig-nodes`` openb nodes whose GPUs are ``MODEL``, the trace's
 stream pods mapped to its MIG profiles at an offered load in memory slices; the policies are the MIG ones
-(``mig-fgd``, ``mig-first-fit``, ``mig-best-fit``, ``mig-greedy``) and ``--mechanism none,mig-repack`` compares
+(``mig-fgd``, ``mig-first-fit``, ``mig-best-fit``, ``mig-greedy``, the default there; a policy that places by
+milli-GPU, such as ``fgd``, is refused in one line) and ``--mechanism none,mig-repack`` compares
 waiting with re-layout evictions. ``--layout`` lists how the GPUs are operated: ``dynamic`` (instances created on
 demand, the default) or ``static`` (every node partitioned once, its configuration chosen from the run's profile mix
 by :func:`~fgdopt.mig.timeline.mix_configs`; ``static:CONFIG`` puts one configuration of
@@ -78,6 +79,7 @@ from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
 from fgdopt.plugins import is_spec
+from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
 from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism, mechanism_factory
@@ -236,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: default)")
     parser.add_argument("--load", type=parse_floats, default=[0.7, 0.9, 1.1],
                         help="offered loads, fractions of GPU capacity (default: 0.7,0.9,1.1)")
-    parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit", "random"],
-                        help="placement policies: names or module:attribute specs (default: fgd,best-fit,random)")
+    parser.add_argument("--policies", type=parse_policies, default=None,
+                        help="placement policies: names or module:attribute specs (default: fgd,best-fit,random; "
+                        "with --mig: mig-fgd,mig-first-fit,mig-best-fit,mig-greedy)")
     parser.add_argument("--queue", type=parse_queues, default=["fifo", "backfill"],
                         help=f"queue disciplines among {', '.join(QUEUE_NAMES)} or module:attribute specs "
                         "(default: fifo,backfill)")
@@ -279,13 +282,20 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.mig not in MIG_MODELS or args.workload is not None:
             parser.error(f"--mig takes one of {', '.join(MIG_MODELS)} and no --workload")
+        if blind := [p for p in args.policies or () if p in POLICY_NAMES and p not in MIG_POLICY_NAMES]:
+            parser.error(f"--policies: {', '.join(blind)} place{'s' * (len(blind) == 1)} by milli-GPU, not by MIG "
+                         f"slices; with --mig use "
+                         f"{', '.join(MIG_POLICY_NAMES)} (or your own module:attribute policy)")
         args.layout, args.instants = args.layout or ["dynamic"], 0
     elif args.layout is not None:
         parser.error("--layout goes with --mig")
     if args.quick:
         args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
         args.time_limit = min(args.time_limit, 30.0)
-        args.policies, args.queue = ["fgd", "best-fit"], ["backfill"]
+        args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
+        args.queue = ["backfill"]
+    if args.policies is None:
+        args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
             load_cluster(args.cluster)

@@ -111,6 +111,30 @@ def test_study_bad_input_is_one_line(tmp_path, capsys):
         assert message in err
 
 
+def test_mig_runs_take_the_mig_policies(tmp_path, capsys, monkeypatch):
+    """With --mig a policy that places by milli-GPU (fgd, best-fit) would pick GPUs whose MIG slices are taken: one
+    line naming it, before any work; without --policies the four MIG policies run (--quick: two of them)."""
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--mig", "A100-40GB", "--policies", "mig-fgd,best-fit", "--output", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "--policies: best-fit places by milli-GPU, not by MIG slices; with --mig use mig-fgd, mig-first-fit, "
+        "mig-best-fit, mig-greedy (or your own module:attribute policy)")
+    seen = {}
+
+    def cells_only(name, run, cells, args, keys, write, prog):
+        seen["policies"] = sorted({c[3] for c in cells})
+        return None, 1
+
+    monkeypatch.setattr(study, "run_and_write", cells_only)
+    study.main(["--mig", "A100-40GB", "--output", str(tmp_path)])
+    assert seen["policies"] == sorted(["mig-fgd", "mig-first-fit", "mig-best-fit", "mig-greedy"])
+    study.main(["--mig", "A100-40GB", "--quick", "--output", str(tmp_path)])
+    assert seen["policies"] == ["mig-best-fit", "mig-fgd"]
+    study.main(["--output", str(tmp_path)])
+    assert seen["policies"] == ["best-fit", "fgd", "random"]
+
+
 def test_a_failing_policy_keeps_the_runs_that_finished(tmp_path, capsys):
     workload, cluster = _files(tmp_path)
     mod = tmp_path / "broken_policy.py"
