@@ -277,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(parser, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
     if (args.workload is None) != (args.cluster is None):
         parser.error("--workload and --cluster go together")
+    if args.quick:
+        args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
+        args.time_limit = min(args.time_limit, 30.0)
+        args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
+        args.queue = ["backfill"]
     if args.mig is not None:
         from fgdopt.mig import MIG_MODELS
 
@@ -289,11 +294,6 @@ def main(argv: list[str] | None = None) -> int:
         args.layout, args.instants = args.layout or ["dynamic"], 0
     elif args.layout is not None:
         parser.error("--layout goes with --mig")
-    if args.quick:
-        args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
-        args.time_limit = min(args.time_limit, 30.0)
-        args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
-        args.queue = ["backfill"]
     if args.policies is None:
         args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.workload is not None:

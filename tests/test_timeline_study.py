@@ -113,7 +113,8 @@ def test_study_bad_input_is_one_line(tmp_path, capsys):
 
 def test_mig_runs_take_the_mig_policies(tmp_path, capsys, monkeypatch):
     """With --mig a policy that places by milli-GPU (fgd, best-fit) would pick GPUs whose MIG slices are taken: one
-    line naming it, before any work; without --policies the four MIG policies run (--quick: two of them)."""
+    line naming it, before any work; without --policies the four MIG policies run (--quick: two of them, and no
+    optimum instant: the certified optimum is not a MIG model)."""
     with pytest.raises(SystemExit) as exit_:
         study.main(["--mig", "A100-40GB", "--policies", "mig-fgd,best-fit", "--output", str(tmp_path)])
     assert exit_.value.code == 2
@@ -123,14 +124,16 @@ def test_mig_runs_take_the_mig_policies(tmp_path, capsys, monkeypatch):
     seen = {}
 
     def cells_only(name, run, cells, args, keys, write, prog):
-        seen["policies"] = sorted({c[3] for c in cells})
+        seen["policies"], seen["instants"] = sorted({c[3] for c in cells}), {c[9] for c in cells}
         return None, 1
 
     monkeypatch.setattr(study, "run_and_write", cells_only)
     study.main(["--mig", "A100-40GB", "--output", str(tmp_path)])
     assert seen["policies"] == sorted(["mig-fgd", "mig-first-fit", "mig-best-fit", "mig-greedy"])
     study.main(["--mig", "A100-40GB", "--quick", "--output", str(tmp_path)])
-    assert seen["policies"] == ["mig-best-fit", "mig-fgd"]
+    assert seen["policies"] == ["mig-best-fit", "mig-fgd"] and seen["instants"] == {0}    # (not a MIG model)
+    study.main(["--quick", "--output", str(tmp_path)])
+    assert seen["policies"] == ["best-fit", "fgd"] and seen["instants"] == {1}
     study.main(["--output", str(tmp_path)])
     assert seen["policies"] == ["best-fit", "fgd", "random"]
 
