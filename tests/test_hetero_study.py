@@ -142,3 +142,18 @@ def test_average_jct_agrees_with_gavels_own_simulator(gavel_table, config, seed,
     assert gain == pytest.approx(gavel_gain, rel=0.02)
     if config == "saturated":
         assert gavel_gain > 1.45                      # past the knee the gain grows (1.30x-1.38x at 0.5 jobs/h)
+
+
+def test_bench_points_split_each_point_into_its_parts(gavel_table):
+    """experiments.bench_hetero --points on a small point: the LPs, the rest of the rounds' decisions and the engine
+    carrying them out are each timed once (they add up to less than the whole), and the row's JCT is the study's."""
+    from experiments.bench_hetero import bench_points
+
+    cluster = {"v100": 6, "p100": 6, "k80": 6}
+    frame = bench_points([0.5], cluster, seed=1, window=(10, 30))
+    assert frame.policy.tolist() == ["las", "las-aware"]
+    parts = frame[["lp_s", "decide_s", "carry_s"]]
+    assert (parts.to_numpy() >= 0).all() and (parts.sum(axis=1) < frame.wall_s).all()
+    assert (frame.decide_s > 0).all() and (frame.carry_s > 0).all()
+    row = study.run_point("las-aware", cluster, 0.5, 1, (10, 30), False, 1, 360.0)
+    assert frame.mean_jct_s.iloc[1] == row["mean_jct_s"]
