@@ -157,3 +157,26 @@ def test_bench_points_split_each_point_into_its_parts(gavel_table):
     assert (frame.decide_s > 0).all() and (frame.carry_s > 0).all()
     row = study.run_point("las-aware", cluster, 0.5, 1, (10, 30), False, 1, 360.0)
     assert frame.mean_jct_s.iloc[1] == row["mean_jct_s"]
+
+
+def test_bench_timer_adds_every_call_even_one_that_raises(monkeypatch):
+    """The benchmark's wrapper adds each call's clock difference (a fake clock ticking 1 per read: 1 per call), passes
+    the result through, and counts a call that raises too."""
+    import itertools
+
+    from experiments import bench_hetero
+
+    ticks = itertools.count()
+    monkeypatch.setattr(bench_hetero.time, "perf_counter", lambda: float(next(ticks)))
+    spent = {"f": 0.0}
+
+    def f(x):
+        if x < 0:
+            raise ValueError(x)
+        return 2 * x
+
+    timed = bench_hetero._timed(f, spent, "f")
+    assert [timed(1), timed(2)] == [2, 4]
+    with pytest.raises(ValueError):
+        timed(-1)
+    assert spent == {"f": 3.0} and timed.__name__ == "f"
