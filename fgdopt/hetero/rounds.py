@@ -150,6 +150,8 @@ class RoundScheduler:
     _current: list | None = None                        # the last recomputation: [its Moment, its X or None]
     _prune_at: int = 64                                 # the length of _owed at which it is pruned next
     _choices: dict = field(default_factory=dict)        # type order -> the choice made without reading a priority
+    _last_plan: tuple | None = None                     # the last _round_plan: (its choice, solves, the state's
+    #                                                     revision, plan, runs, gangs); nothing moved since: reused
     _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
     #                                                     the jobs present at the next one, elapsed s, t - half round)
 
@@ -219,7 +221,13 @@ class RoundScheduler:
         if self._stale and len(ids) and (self._reset_allowed(now) or self._last_reset == 0):
             self._reset(now, ids, view)
         chosen = self._choose(ids, state.tasks.num_gpu, state.cluster)
-        plan, runs = self._round_plan(state, running, chosen)
+        last_plan = self._last_plan
+        if (last_plan is not None and last_plan[0] is chosen and last_plan[1] == self.solves
+                and last_plan[2] == state.revision):       # the same choice, X's jobs and placement: the same plan
+            plan, runs, self._gangs = last_plan[3], last_plan[4], set(last_plan[5])
+        else:
+            plan, runs = self._round_plan(state, running, chosen)
+            self._last_plan = (chosen, self.solves, state.revision, plan, runs, set(self._gangs))
         self.rounds += bool(runs)
         js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
         if runs:                                           # the round ends when its last run ends
