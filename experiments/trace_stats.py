@@ -1,4 +1,5 @@
-"""Print the statistics table of an openb trace variant.
+"""Print the statistics table of an openb trace variant (without the ``pod_phase`` rows for the ``multigpu*`` pod
+lists, which give the shapes only).
 
 Usage::
 
@@ -25,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
         cluster, tasks = load_openb(args.variant, args.data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
-    table = trace_statistics(cluster, tasks, read_pods(args.variant, args.data_dir)["pod_phase"].to_numpy())
+    pods = read_pods(args.variant, args.data_dir)
+    phase = pods["pod_phase"].to_numpy() if "pod_phase" in pods else None     # (multigpu*: shapes only)
+    table = trace_statistics(cluster, tasks, phase)
     table["value"] = table["value"].map(lambda v: f"{v:g}")
     print(f"openb trace statistics, variant {args.variant!r}\n")
     print(table.to_markdown(index=False) if args.format == "markdown" else table.to_csv(index=False), end="\n")

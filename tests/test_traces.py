@@ -41,6 +41,9 @@ def test_trace_stats_command(openb_dir, capsys):
     assert trace_stats.main(["--data-dir", str(openb_dir)]) == 0
     out = capsys.readouterr().out
     assert "| cluster   | nodes " in out and "1213" in out and "6212" in out
+    assert trace_stats.main(["--data-dir", str(openb_dir), "--variant", "multigpu40", "--format", "csv"]) == 0
+    out = capsys.readouterr().out                       # shapes only: no pod_phase rows (it was a KeyError)
+    assert "cluster,nodes,1213" in out and "tasks,tasks," in out and "pod_phase" not in out
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
