@@ -39,3 +39,17 @@ def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_
     table = capsys.readouterr().out
     assert "| default | fgd | 1 |" in table and "95.39 (" in table and "87.47 (" in table
     assert (out / "alloc.png").stat().st_size > 0 and (out / "curves.csv").is_file()
+
+
+@pytest.mark.trace
+def test_a_ratio_below_the_zoom_runs_and_ends_at_the_final_state(openb_dir, tmp_path):
+    """--ratio 0.5: no zoom panel (its 80%..50% range was empty: NaN axis limits), bars named by the ratio; gpushare100
+    alone brings 63.6% of capacity, so its replay runs past 50% and its last row is the final state (SPEC)."""
+    out = tmp_path / "out"
+    assert openb.main(["--trace", "gpushare100", "--policies", "best-fit", "--seeds", "42", "--ratio", "0.5",
+                       "--data-dir", str(openb_dir), "--output", str(out)]) == 0
+    curves = pd.read_csv(out / "curves.csv")
+    assert curves["arrived_pct"].tolist() == list(range(51))
+    assert curves["arrived_milli"].iloc[-1] == 3_952_670                # the whole trace: 63.6% of 6,212,000
+    assert curves["arrived_milli"].iloc[-2] <= 49 / 100 * 6_212_000 < curves["arrived_milli"].iloc[-1]
+    assert (out / "alloc.png").stat().st_size > 0 and (out / "bars_gpushare.png").is_file()
