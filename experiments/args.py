@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from fgdopt.policies import parse_policy_names
-from fgdopt.traces import TIMED_VARIANTS, VARIANTS, OneLineParser
+from fgdopt.traces import TIMED_VARIANTS, VARIANTS, OneLineParser, check_timed
 
 FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
 """The openb trace families: the variants whose names start with one of them."""
@@ -182,9 +182,10 @@ def parse_timed_traces(text: str) -> list[str]:
     if text.strip() == "all":
         return list(TIMED_VARIANTS)
     traces = parse_traces(text)
-    if untimed := [t for t in traces if t not in TIMED_VARIANTS]:
-        raise argparse.ArgumentTypeError(f"{', '.join(untimed)}: no pod times (the pod list gives shapes only); the "
-                                         f"studies over time use all or {', '.join(TIMED_VARIANTS)}")
+    try:
+        check_timed(*traces)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return traces
 
 

@@ -185,8 +185,9 @@ def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Names
         return summary
     main_trace = "default" if "default" in args.trace else args.trace[0]
     main_curves = curves_df[curves_df["trace"] == main_trace]
+    zoom = (80, 100 * args.ratio)                   # the arrivals past 80%, if any
     plot_curves(main_curves, "alloc_ratio", out / "alloc.png", f"openb {main_trace}: GPU allocation",
-                zoom=(80, 100 * args.ratio) if args.ratio > 0.8 else None)     # (a zoom on the last arrivals)
+                zoom=zoom if zoom[1] > zoom[0] else None)
     plot_curves(main_curves, "frag_rate", out / "frag_rate.png", f"openb {main_trace}: fragmentation rate")
     for fam in FAMILIES:
         traces = [t for t in args.trace if family(t) == fam]

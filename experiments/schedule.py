@@ -116,7 +116,7 @@ def _suite(text: str) -> str:
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The checks that span options, and the input files read once: the first problem stops with one line."""
     from fgdopt.timeline import read_workload
-    from fgdopt.traces import TIMED_VARIANTS, load_openb
+    from fgdopt.traces import check_timed, load_openb
 
     check_paths(p, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
     if (args.workload is None) != (args.cluster is None):
@@ -125,9 +125,7 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     try:
         if args.trace is not None:
             load_openb(args.trace, args.data_dir)
-            if args.trace not in TIMED_VARIANTS:             # a stream needs the pods' times
-                p.error(f"--trace: openb {args.trace} has no pod times (its pod list gives shapes only); use one of "
-                        f"{', '.join(TIMED_VARIANTS)}")
+            check_timed(args.trace)                         # a stream needs the pods' times
             if args.quick:
                 args.load, args.n_jobs = [0.9], 3000
         elif args.workload is not None:

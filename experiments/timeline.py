@@ -282,20 +282,20 @@ def main(argv: list[str] | None = None) -> int:
         args.time_limit = min(args.time_limit, 30.0)
         args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
         args.queue = ["backfill"]
+    if args.policies is None:
+        args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.mig is not None:
         from fgdopt.mig import MIG_MODELS
 
         if args.mig not in MIG_MODELS or args.workload is not None:
             parser.error(f"--mig takes one of {', '.join(MIG_MODELS)} and no --workload")
-        if blind := [p for p in args.policies or () if p in POLICY_NAMES and p not in MIG_POLICY_NAMES]:
+        if blind := [p for p in args.policies if p in POLICY_NAMES and p not in MIG_POLICY_NAMES]:
             parser.error(f"--policies: {', '.join(blind)} place{'s' * (len(blind) == 1)} by milli-GPU, not by MIG "
                          f"slices; with --mig use "
                          f"{', '.join(MIG_POLICY_NAMES)} (or your own module:attribute policy)")
         args.layout, args.instants = args.layout or ["dynamic"], 0
     elif args.layout is not None:
         parser.error("--layout goes with --mig")
-    if args.policies is None:
-        args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
             load_cluster(args.cluster)

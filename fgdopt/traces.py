@@ -42,6 +42,23 @@ TIMED_VARIANTS = tuple(v for v in VARIANTS if not v.startswith("multigpu"))
 """The variants whose pod list carries each pod's times (``creation_time``, ``deletion_time``, ``scheduled_time``):
 the streams of the time engine come from these (the ``multigpu*`` lists give shapes only)."""
 
+
+def check_timed(*variants: str) -> None:
+    """Raise ``ValueError`` (one line naming them) if some of ``variants`` have no pod times
+    (:data:`TIMED_VARIANTS`): the rule of every stream over time.
+
+    Examples
+    --------
+    >>> check_timed("default", "cpu050")
+    >>> check_timed("default", "multigpu20")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: openb multigpu20: no pod times (the pod list gives shapes only); a stream over time needs all or ...
+    """
+    if untimed := [v for v in variants if v in VARIANTS and v not in TIMED_VARIANTS]:
+        raise ValueError(f"openb {', '.join(untimed)}: no pod times (the pod list gives shapes only); a stream over "
+                         f"time needs all or one of {', '.join(TIMED_VARIANTS)}")
+
 SHA256 = {
     "openb_node_list_all_node.csv": "5a85c2af79c66a1efff8bbcbda430400aae56d8431370d738480967e1a9c6b15",
     "openb_node_list_gpu_node.csv": "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",

@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from experiments import defrag as defrag_study
-from experiments import frontier, openb
+from experiments import frontier, openb, schedule
 from experiments.args import parse_timed_traces
 from experiments.openb import FAMILIES, parse_seeds, parse_traces
 from fgdopt.timeline.sources import trace_lifetimes
@@ -47,12 +47,23 @@ def test_studies_over_time_take_the_variants_with_pod_times():
     one line naming it, before any work (the stream itself says so too, before reading the trace)."""
     assert parse_timed_traces("all") == [v for v in VARIANTS if not v.startswith("multigpu")]
     assert len(parse_timed_traces("all")) == 20 and parse_timed_traces("cpu,default")[-1] == "default"
-    with pytest.raises(argparse.ArgumentTypeError, match=r"^multigpu50: no pod times"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^openb multigpu50: no pod times"):
         parse_timed_traces("default,multigpu50")
-    with pytest.raises(argparse.ArgumentTypeError, match=r"^multigpu20, multigpu30, multigpu40, multigpu50: no pod"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^openb multigpu20, multigpu30, multigpu40, multigpu50: no "):
         parse_timed_traces("multigpu")
-    with pytest.raises(ValueError, match="openb multigpu30 has no pod times"):
+    with pytest.raises(ValueError, match=r"^openb multigpu30: no pod times"):
         trace_lifetimes("multigpu30", data_dir="/nonexistent")
+
+
+@pytest.mark.trace
+def test_schedule_bound_takes_a_variant_with_pod_times(openb_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        schedule.main(["--trace", "multigpu20", "--data-dir", str(openb_dir), "--output", str(tmp_path / "o")])
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: openb multigpu20: no pod times (the pod list gives shapes only); a stream over time needs all or one "
+        "of default, cpu0, cpu037, cpu050, cpu072, cpu100, cpu200, cpu235, cpu250, cpu300, gpushare20, gpushare40, "
+        "gpushare60, gpushare80, gpushare100, gpuspec05, gpuspec10, gpuspec20, gpuspec25, gpuspec33")
 
 
 def test_point_forms():

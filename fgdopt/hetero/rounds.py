@@ -224,10 +224,10 @@ class RoundScheduler:
         last_plan = self._last_plan
         if (last_plan is not None and last_plan[0] is chosen and last_plan[1] == self.solves
                 and last_plan[2] == state.revision):       # the same choice, X's jobs and placement: the same plan
-            plan, runs, self._gangs = last_plan[3], last_plan[4], set(last_plan[5])
+            plan, runs, self._gangs = last_plan[3:]
         else:
             plan, runs = self._round_plan(state, running, chosen)
-            self._last_plan = (chosen, self.solves, state.revision, plan, runs, set(self._gangs))
+            self._last_plan = (chosen, self.solves, state.revision, plan, runs, self._gangs)
         self.rounds += bool(runs)
         js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
         if runs:                                           # the round ends when its last run ends

@@ -45,7 +45,7 @@ import pandas as pd
 
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline.jobs import JobSet
-from fgdopt.traces import TIMED_VARIANTS, VARIANTS, load_openb, read_pods
+from fgdopt.traces import check_timed, load_openb, read_pods
 
 SERVICE_S = 86_400.0
 """Pods living longer than this (seconds) are the background services (one day)."""
@@ -66,9 +66,7 @@ def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None
     Pods that never ran get a lifetime drawn from the pods of their ``qos`` class that ran (module docstring),
     with ``rng`` (default: seed 0).
     """
-    if variant in VARIANTS and variant not in TIMED_VARIANTS:
-        raise ValueError(f"openb {variant} has no pod times (its pod list gives shapes only); a stream needs one of "
-                         f"{', '.join(TIMED_VARIANTS)}")
+    check_timed(variant)
     rng = np.random.default_rng(0) if rng is None else rng
     _, tasks = load_openb(variant, data_dir)
     pods = read_pods(variant, data_dir)
