@@ -195,8 +195,10 @@ def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechan
             "capacity": nodes.gpu_capacity_milli}
 
 
-def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
-    """Write the CSVs and the figure of the finished ``results`` into the folder ``out``; returns the run table."""
+def write_outputs(results: list[dict], out: Path, workload: str | None = None) -> pd.DataFrame:
+    """Write the CSVs and the figure of the finished ``results`` into the folder ``out``; returns the run table.
+    ``workload``: the name of the workload file the runs read (the figure's title names it; such runs have no
+    load)."""
     runs = pd.DataFrame([r["row"] for r in results], columns=[*KEYS, *STATS_COLUMNS])
     runs.to_csv(out / "timeline.csv", index=False)
     if not results:
@@ -211,8 +213,8 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
     optimum.to_csv(out / "optimum.csv", index=False)
     first = results[0]["row"]
     pick = [r for r in results if all(str(r["row"][k]) == str(first[k]) for k in ("trace", "seed", "load"))]
-    plot_timeline(series, runs, optimum, results[0]["capacity"], out / "timeline.png",
-                  f"{first['trace']}, load {first['load']}, seed {first['seed']}",
+    what = f"workload {workload}" if workload is not None else f"{first['trace']}, load {first['load']:g}"
+    plot_timeline(series, runs, optimum, results[0]["capacity"], out / "timeline.png", f"{what}, seed {first['seed']}",
                   jobs=pd.concat([r["jobs"] for r in pick]))
     return runs
 
@@ -302,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
             read_workload(args.workload)
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
-        traces, loads = [Path(args.workload).stem], [float("nan")]
+        traces, loads, workload = [Path(args.workload).stem], [float("nan")], Path(args.workload).name
         args.workload, args.cluster = str(args.workload), str(args.cluster)
     else:
-        traces, loads = args.trace, args.load
+        traces, loads, workload = args.trace, args.load, None
         try:                                               # a missing or broken trace stops here too
             for trace in traces:
                 load_openb(trace, args.data_dir)
@@ -319,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
              content_digest(*trace_files(c[0], c[12])) if c[13] is None else None,
              content_digest(c[13]), content_digest(c[14]), *c[15:]) for c in cells]
     written, code = run_and_write("timeline", run_cell, cells, args, keys,
-                                  lambda done, tmp: (write_outputs(done, tmp), done), parser.prog)
+                                  lambda done, tmp: (write_outputs(done, tmp, workload), done), parser.prog)
     if code:
         return code
     runs, results = written

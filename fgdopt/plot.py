@@ -426,75 +426,140 @@ def plot_node_gpus(state: ClusterState, node: int, ax: Axes | None = None, title
     return ax
 
 
+RUN_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""Markers of the runs of :func:`plot_timeline`, in run order (with the colours ``C0``, ``C1``, ...)."""
+RUN_DASHES = ("-", "--", "-.", (0, (1, 1)))
+"""Line styles of the runs' mean-wait lines in :func:`plot_timeline`."""
+
+
+def _rows_like(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
+    """The rows of ``frame`` whose columns equal ``key``'s values, compared as text (as the CSVs write them); a
+    missing value (NaN, e.g. the load of a user's workload, which has none) matches a missing one."""
+    mask = np.ones(len(frame), dtype=bool)
+    for k, v in key.items():
+        column = frame[k]
+        mask &= column.isna().to_numpy() if pd.isna(v) else (column.astype(str) == str(v)).fillna(False).to_numpy()
+    return frame[mask]
+
+
 def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
                   path: str | Path, title: str = "", jobs: pd.DataFrame | None = None) -> Path:
-    """Over time (the frames of ``python -m experiments.timeline``).
+    """Over time (the frames of ``python -m experiments.timeline``), one colour and marker per run (policy, queue
+    and, when it varies, mechanism) in every panel, and one legend for all panels below them.
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
-    in % of capacity against time, one colour per (policy, queue), and the optimum of the jobs present at the
-    sampled instants as bars from incumbent to proven bound. Middle (when ``jobs`` is given): the CDF of the
-    measured jobs' completion times for the same job set. Right: mean wait against offered load, one line per
-    (policy, queue), means over seeds (from ``runs``).
+    in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present at the sampled instants as bars from
+    incumbent to proven bound. Middle (when ``jobs`` is given): the empirical CDF of the measured jobs' completion
+    times for the same job set. Right: mean wait of the measured jobs (means over seeds, from ``runs``): against
+    offered load (log scale) when ``runs`` holds two loads or more, else one bar per run (linear scale, the value
+    written on it). Runs whose curves coincide with an earlier run's in every panel are named so in the legend;
+    each later run is drawn thinner and its markers offset, so that both stay visible. A missing load (NaN: a
+    user's workload) is a key like any other.
 
     ``series`` needs ``trace, seed, load, policy, queue, time_s, alloc_milli, pending_milli``; ``runs`` the run
     keys and ``mean_wait_s``; ``optimum`` the run keys, ``time_s, question, incumbent_milli, bound_milli``;
     ``jobs`` the run keys, ``submit_s, finish_s`` and optionally ``measured`` (milli-GPU, seconds).
     """
-    keys = ["trace", "seed", "load"]
-    first = series.iloc[0][keys]
-    def same(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[np.logical_and.reduce([frame[k].astype(str) == str(first[k]) for k in keys])]
+    from matplotlib.lines import Line2D
 
-    panels = 3 if jobs is not None else 2
-    fig = Figure(figsize=(5.2 * panels + 1, 4.8))
-    axes = fig.subplots(1, panels, gridspec_kw={"width_ratios": [1.5] + [1] * (panels - 1)})
-    ax, waits = axes[0], axes[-1]
-    scale = 100.0 / capacity_milli if capacity_milli else np.nan     # no GPUs: no allocation to draw
-    part, opt_part = same(series), same(optimum)
+    first = dict(series.iloc[0][["trace", "seed", "load"]])
+    part, opt_part = _rows_like(series, first), _rows_like(optimum, first)
+    opt_part = opt_part[opt_part["question"] == "placement"]
     by = [k for k in ("policy", "queue", "mechanism") if k in runs and (k != "mechanism" or runs[k].nunique() > 1)]
-    colours = {run: f"C{k}" for k, run in enumerate(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))}
-
-    def of(frame: pd.DataFrame, run: tuple) -> pd.DataFrame:
-        return frame[np.logical_and.reduce([frame[k] == v for k, v in zip(by, run, strict=True)])]
-
-    for run, colour in colours.items():
-        label = " / ".join(map(str, run))
-        sub = of(part, run)
-        hours = sub["time_s"] / 3600
-        ax.plot(hours, sub["alloc_milli"] * scale, color=colour, linewidth=1.2, label=label)
-        ax.plot(hours, sub["pending_milli"] * scale, color=colour, linewidth=1.0, linestyle=":")
-        opt = of(opt_part, run)
-        opt = opt[opt["question"] == "placement"]
-        if len(opt):
-            lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
-            ax.errorbar(opt["time_s"] / 3600, (lo + hi) / 2, yerr=(hi - lo) / 2 + 0.3, fmt="none", ecolor=colour,
-                        elinewidth=2.5, capsize=4)
+    keys = list(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))
+    names = [" / ".join(map(str, run)) for run in keys]
+    scale = 100.0 / capacity_milli if capacity_milli else np.nan     # no GPUs: no allocation to draw
+    lines = runs["load"].nunique(dropna=False) >= 2
+    drawn = []                                                  # per run: its series, JCTs, waits and optimum
+    for run in keys:
+        key = dict(zip(by, run, strict=True))
+        sub = _rows_like(part, key)
+        jct = np.array([])
         if jobs is not None:
-            mine = of(same(jobs), run)
+            mine = _rows_like(_rows_like(jobs, first), key)
             mine = mine[mine["measured"].astype(bool)] if "measured" in mine else mine
             jct = np.sort((mine["finish_s"] - mine["submit_s"]).dropna().to_numpy())
-            if len(jct):
-                axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), color=colour)
-        mean = of(runs, run).groupby("load")["mean_wait_s"].mean()
-        waits.plot(mean.index, np.maximum(mean.to_numpy(), 0.1), marker="o", color=colour, label=label)
-    ax.set_xlabel("Time (hours)")
+        wait = _rows_like(runs, key).groupby("load", dropna=False)["mean_wait_s"].mean()
+        drawn.append((sub, jct, wait, _rows_like(opt_part, key)))
+
+    def same(a: tuple, b: tuple) -> bool:
+        return (np.array_equal(a[0][["time_s", "alloc_milli", "pending_milli"]].to_numpy(),
+                               b[0][["time_s", "alloc_milli", "pending_milli"]].to_numpy())
+                and np.array_equal(a[1], b[1]) and np.allclose(a[2].to_numpy(), b[2].to_numpy(), equal_nan=True)
+                and np.array_equal(a[3][["incumbent_milli", "bound_milli"]].to_numpy(),
+                                   b[3][["incumbent_milli", "bound_milli"]].to_numpy()))
+
+    twin = [next((i for i in range(k) if same(drawn[i], drawn[k])), None) for k in range(len(keys))]
+
+    panels = 3 if jobs is not None else 2
+    fig = Figure(figsize=(5.2 * panels + 1, 5.4), dpi=DPI)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, panels, gridspec_kw={"width_ratios": [1.5] + [1] * (panels - 1)})
+    ax, waits = axes[0], axes[-1]
+    span = float(part["time_s"].max() - part["time_s"].min()) if len(part) else 0.0
+    unit, per = ("hours", 3600.0) if span >= 7200 else ("minutes", 60.0) if span >= 120 else ("seconds", 1.0)
+    dx = 0.01 * span / per
+    n, handles = len(keys), []
+    for k, (name, (sub, jct, wait, opt)) in enumerate(zip(names, drawn, strict=True)):
+        style = {"color": f"C{k}", "marker": RUN_MARKERS[k % len(RUN_MARKERS)],
+                 "linewidth": 1.1 + 1.6 * (n - 1 - k) / max(n - 1, 1)}   # the first run widest, under the others
+        step = max(1, len(sub) // 10)
+        every = ((k * step) // n, step)                         # markers of coinciding runs interleave
+        (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every, markersize=5,
+                          **style)
+        ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every, markersize=3.5,
+                markerfacecolor="none", **style)
+        if len(opt):
+            lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
+            ax.errorbar(opt["time_s"] / per + (k - (n - 1) / 2) * dx, (lo + hi) / 2, yerr=(hi - lo) / 2 + 0.3,
+                        fmt="none", ecolor=f"C{k}", elinewidth=2.5, capsize=4)
+        if jobs is not None and len(jct):
+            axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
+                         markevery=(k % max(1, min(n, len(jct))), max(1, min(n, len(jct)))), markersize=5, **style)
+        if lines:
+            waits.plot(wait.index, np.maximum(wait.to_numpy(), 0.1), linestyle=RUN_DASHES[k % len(RUN_DASHES)],
+                       markersize=6, **style)
+        else:
+            bar = waits.bar(k, float(wait.mean()), 0.7, color=f"C{k}", edgecolor="black", linewidth=0.5)
+            waits.bar_label(bar, labels=[f"{float(wait.mean()):.1f} s"], fontsize=7, padding=2)
+        line.set_label(name if twin[k] is None else f"{name} (same curves as {names[twin[k]]})")
+        handles.append(line)
+    ax.set_xlabel(f"Time ({unit})")
     ax.set_ylabel("% of GPU capacity")
     ax.grid(alpha=0.3)
-    bars = "\noptimum of the jobs present (bars: incumbent to bound)" if len(opt_part) else ""
-    ax.set_title(f"{title}\nallocated (solid), pending demand (dotted){bars};\ncolours as on the right", fontsize=9)
+    ax.set_title("GPU allocation and pending demand", fontsize=9)
     if jobs is not None:
         axes[1].set_xscale("log")
         axes[1].set_xlabel("Job completion time (s, log scale)")
         axes[1].set_ylabel("Fraction of measured jobs")
+        axes[1].set_ylim(0, 1.02)
         axes[1].grid(alpha=0.3)
-        axes[1].set_title("JCT CDF", fontsize=9)
-    waits.set_yscale("log")
-    waits.set_xlabel("Offered load (fraction of GPU capacity)")
-    waits.set_ylabel("Mean wait (s, log scale; 0 drawn at 0.1)")
-    waits.grid(alpha=0.3)
-    waits.set_title("Mean wait of the measured jobs", fontsize=9)
-    waits.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+        axes[1].set_title("Completion time CDF", fontsize=9)
+    if lines:
+        waits.set_yscale("log")
+        waits.set_xlabel("Offered load (fraction of GPU capacity)")
+        waits.set_ylabel("Mean wait (s, log scale; 0 drawn at 0.1)")
+        waits.set_title("Mean wait against offered load", fontsize=9)
+    else:
+        load = runs["load"].iloc[0]
+        waits.set_xticks(range(n), names, rotation=20 if n > 2 else 0, ha="right" if n > 2 else "center", fontsize=7)
+        waits.set_xlim(-0.6, n - 0.4)
+        waits.set_ylim(0, 1.15 * max(max((float(d[2].mean()) for d in drawn), default=0.0), 1.0))
+        waits.set_ylabel("Mean wait (s)")
+        waits.set_title("Mean wait" + ("" if pd.isna(load) else f" at offered load {load:g}"), fontsize=9)
+    waits.grid(alpha=0.3, axis="y" if not lines else "both")
+    grey = {"color": "0.35"}
+    handles += [Line2D([], [], linewidth=1.4, label="GPU allocated", **grey),
+                Line2D([], [], linewidth=1.4, linestyle=":", label="pending GPU demand", **grey)]
+    if len(opt_part):
+        handles.append(Line2D([], [], linewidth=0, marker="|", markersize=11, markeredgewidth=2.5,
+                              label="optimum of the jobs present: incumbent to bound", **grey))
+    legend = fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    low = legend.get_window_extent(fig.canvas.get_renderer()).height / (fig.get_figheight() * fig.dpi)
+    fig.tight_layout(rect=(0, low + 0.01, 1, 0.95 if title else 1))
+    return _save_laid_out(fig, path)
 
 
 def plot_hetero(runs: pd.DataFrame, path: str | Path, reference: pd.DataFrame | None = None) -> Path:
@@ -601,31 +666,126 @@ def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = "") -> Path:
-    """Gantt charts of schedules of one instance, one panel per schedule (in the order of ``schedules``, e.g. a
-    policy's above the optimum's): one row per GPU (node:GPU), a bar per job over ``[start, start + duration)``
-    on each of its GPUs, its height the job's share of the GPU (milli-GPU / 1000), coloured by job (the same
-    colour in every panel). CPU-only jobs are not drawn. ``schedules`` maps a label to a
-    :class:`fgdopt.timeline.schedule.Schedule`; time in seconds."""
+GANTT_LEGEND_JOBS = 48
+"""Up to this many GPU jobs, :func:`plot_gantt` lists them in a legend (beyond, the names on the bars only)."""
+
+
+def _job_colours(n: int) -> list[tuple[float, float, float, float]]:
+    """``n`` distinct RGBA colours, one per job index: ``tab20`` (strong colours first) up to 20 jobs, beyond that
+    hues spread by the golden ratio over three lightness levels, so that neighbouring indices contrast."""
+    import colorsys
+
     import matplotlib
 
+    if n <= 20:
+        table = matplotlib.colormaps["tab20"]
+        return [table((2 * k) % 20 + (2 * k) // 20) for k in range(n)]
+    out = []
+    for k in range(n):
+        hue = (k * 0.618033988749895) % 1.0
+        light, sat = (0.45, 0.55, 0.68)[k % 3], (0.85, 0.65, 0.75)[(k // 3) % 3]
+        out.append((*colorsys.hls_to_rgb(hue, light, sat), 1.0))
+    return out
+
+
+def _gpu_bands(cluster, jobs, schedule) -> dict[tuple[int, int], int]:
+    """Where each job sits inside the row of each of its GPUs in :func:`plot_gantt`: ``(job, row) -> offset``
+    (milli-GPU from the top of the row), ``row`` the GPU's index over the cluster (node by node).
+
+    The jobs of one GPU, by start time, each take the lowest band ``[offset, offset + gpu_milli)`` of ``[0, 1000)``
+    clear of the bands of the jobs it overlaps in time, so jobs sharing a GPU are stacked, each as tall as its share.
+    Where the overlapping bands leave no contiguous gap (the shares of one GPU fragment over time), the job takes the
+    top of the row (``1000 - gpu_milli``) and its bar overlaps another.
+    """
+    first = np.concatenate([[0], np.cumsum(cluster.gpu)])
+    tenants: dict[int, list[int]] = {}
+    for j in np.flatnonzero(schedule.node >= 0).tolist():
+        for g in schedule.gpus[j]:
+            tenants.setdefault(int(first[schedule.node[j]]) + g, []).append(j)
+    finish = schedule.finish_s(jobs)
+    bands = {}
+    for row, members in tenants.items():
+        placed: list[tuple[float, float, int, int]] = []          # start, finish, offset, milli
+        for j in sorted(members, key=lambda j: (schedule.start_s[j], j)):
+            milli, start, end = int(jobs.tasks.gpu_milli[j]), schedule.start_s[j], finish[j]
+            busy = sorted((o, o + m) for s, e, o, m in placed if s < end and start < e)
+            offset = next((o for o in [0] + [hi for _, hi in busy]
+                           if o + milli <= GPU_MILLI and all(hi <= o or o + milli <= lo for lo, hi in busy)),
+                          GPU_MILLI - milli)
+            placed.append((start, end, offset, milli))
+            bands[(j, row)] = offset
+    return bands
+
+
+def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = "") -> Path:
+    """Gantt charts of schedules of one instance (a :class:`fgdopt.timeline.schedule.Schedule` per label of
+    ``schedules``, e.g. a policy's run above the optimum's), one panel per schedule with its mean JCT and makespan.
+
+    One row per GPU (``node:GPU``, the GPU's model beside it), a bar per job over ``[start, start + duration)`` on
+    each of its GPUs. A GPU's row is split between the jobs sharing it, each a band as tall as its milli-GPU
+    (:func:`_gpu_bands`). A job has one colour in every panel (:func:`_job_colours`), its name on bars wide enough
+    and, up to :data:`GANTT_LEGEND_JOBS` jobs, in a legend. The panels after the first are renumbered onto the
+    first's nodes and GPUs (:func:`fgdopt.timeline.schedule.relabel_like`: identical nodes and GPUs permuted to
+    share the most job placements), so that the same placement is drawn on the same row. CPU-only jobs are not drawn
+    (the caption counts them). Time in seconds, ticks on every panel.
+    """
+    from matplotlib.patches import Patch
+
+    from fgdopt.timeline.schedule import objective_value, relabel_like
+
+    labels = list(schedules)
+    schedules = {k: s if k == labels[0] else relabel_like(cluster, s, schedules[labels[0]])
+                 for k, s in schedules.items()}
     rows = [(n, g) for n in range(cluster.n_nodes) for g in range(int(cluster.gpu[n]))]
-    row_of = {key: k for k, key in enumerate(rows)}
-    colours = matplotlib.colormaps["tab20"]
-    fig = Figure(figsize=(9, max(3.0, 1.2 + 0.22 * len(rows) * len(schedules))), dpi=DPI)
+    n_jobs = len(jobs)
+    colours = _job_colours(n_jobs)
+    names = [str(jobs.tasks.names[j]) if jobs.tasks.names else str(j) for j in range(n_jobs)]
+    gpu_jobs = [j for j in range(n_jobs) if int(jobs.tasks.gpu_milli[j]) > 0]
+    legend = 0 < len(gpu_jobs) <= GANTT_LEGEND_JOBS
+    cols = 1 + (len(gpu_jobs) > 24) if legend else 0
+    row_in = 0.34                                               # inches per GPU row
+    fig = Figure(figsize=(10 + 1.1 * cols, 1.2 + len(schedules) * (1.0 + row_in * len(rows))), dpi=DPI)
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(schedules), 1, sharex=True, squeeze=False)[:, 0]
+    bars = []                                                   # (axes, job, left, width, top, height) to label
     for ax, (label, sched) in zip(axes, schedules.items(), strict=True):
-        for j in np.flatnonzero(sched.node >= 0).tolist():
+        bands = _gpu_bands(cluster, jobs, sched)
+        for (j, k), offset in bands.items():
             share = int(jobs.tasks.gpu_milli[j]) / GPU_MILLI
-            for g in sched.gpus[j]:
-                k = row_of[(int(sched.node[j]), g)]
-                ax.barh(k, jobs.duration_s[j], left=sched.start_s[j], height=0.8 * share, color=colours(j % 20),
-                        edgecolor="black", linewidth=0.3)
-        ax.set_yticks(range(len(rows)), [f"{n}:{g}" for n, g in rows], fontsize=6)
-        ax.invert_yaxis()
-        ax.set_ylabel(label, fontsize=8)
-    axes[-1].set_xlabel("time (s)")
+            top = k - 0.4 + 0.8 * offset / GPU_MILLI
+            ax.barh(top, jobs.duration_s[j], left=sched.start_s[j], height=0.8 * share, align="edge",
+                    color=colours[j], edgecolor="black", linewidth=0.4)
+            bars.append((ax, j, sched.start_s[j], jobs.duration_s[j], top, 0.8 * share))
+        ax.set_yticks(range(len(rows)), [f"{n}:{g}  {cluster.model[n]}" for n, g in rows], fontsize=7)
+        ax.set_ylim(len(rows) - 0.5, -0.5)                      # node 0 on top
+        for k in range(1, len(rows)):
+            if rows[k][0] != rows[k - 1][0]:                    # a line between nodes
+                ax.axhline(k - 0.5, color="0.6", linewidth=0.6)
+        ax.set_ylabel("node:GPU  model", fontsize=8)
+        ax.set_xlabel("time (s)", fontsize=8)
+        ax.tick_params(axis="x", labelbottom=True, labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(f"{label}: mean JCT {objective_value(jobs, sched, 'mean-jct'):.1f} s, "
+                     f"makespan {objective_value(jobs, sched, 'makespan'):.1f} s", fontsize=9, loc="left")
+    if legend:
+        handles = [Patch(facecolor=colours[j], edgecolor="black", linewidth=0.4, label=names[j]) for j in gpu_jobs]
+        fig.legend(handles=handles, loc="upper right", ncol=cols, fontsize=7, title="jobs", title_fontsize=8,
+                   frameon=False)
+    cpu_only = n_jobs - len(gpu_jobs)
+    caption = ("Each GPU's row is split between the jobs sharing it (band height = milli-GPU / 1000)"
+               + (f"; {cpu_only} CPU-only job(s) not drawn" if cpu_only else "") + ".")
+    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom")
     if title:
-        axes[0].set_title(title, fontsize=9)
-    return _save(fig, path)
+        fig.suptitle(title, fontsize=10)
+    right = 1 - (1.1 * cols + 0.2) / fig.get_figwidth() if legend else 1
+    fig.tight_layout(rect=(0, 0.03, right, 1))
+    renderer = fig.canvas.get_renderer()
+    for ax, j, left, width, top, height in bars:               # names on the bars they fit in
+        x0, y0 = ax.transData.transform((left, top))
+        x1, y1 = ax.transData.transform((left + width, top + height))
+        text = ax.text(left + width / 2, top + height / 2, names[j], ha="center", va="center", fontsize=6)
+        box = text.get_window_extent(renderer)
+        if box.width > abs(x1 - x0) - 2 or box.height > abs(y1 - y0):
+            text.remove()
+    return _save_laid_out(fig, path)
+

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgdopt.frag import Workload
-from fgdopt.model import Cluster
+from fgdopt.model import NODE_FIELDS, Cluster
 from fgdopt.policies import make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet, TimelineResult, simulate
@@ -93,6 +93,57 @@ def objective_value(jobs: JobSet, schedule: Schedule, objective: str) -> float:
     if objective == "makespan":
         return float((start + duration).max(initial=0.0))
     raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def relabel_like(cluster: Cluster, schedule: Schedule, reference: Schedule) -> Schedule:
+    """``schedule`` with its nodes and GPUs renumbered, within the cluster's symmetry, to agree with ``reference``
+    on as many jobs as possible: the same schedule (same starts, feasible where ``schedule`` is, same objective
+    values) drawn on ``reference``'s numbering, so that two schedules of one instance can be compared job by job.
+
+    Identical nodes (one type: equal :data:`~fgdopt.model.NODE_FIELDS`) may be permuted: per type, the permutation
+    that maximizes the jobs placed on the same node in both schedules (an assignment problem, solved exactly by
+    :func:`scipy.optimize.linear_sum_assignment`). Then the GPUs of a node, which are identical, are permuted the
+    same way, maximizing the (job, GPU) pairs the two schedules share on that node.
+
+    Parameters
+    ----------
+    cluster : the nodes both schedules run on.
+    schedule, reference : schedules of the same job set (same length).
+
+    Returns
+    -------
+    A new :class:`Schedule`; node ``-1`` (unstarted jobs) stays ``-1``.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if len(schedule) != len(reference):
+        raise ValueError(f"schedule has {len(schedule)} jobs, the reference {len(reference)}")
+    both = np.flatnonzero((schedule.node >= 0) & (reference.node >= 0))
+    node_map = np.arange(cluster.n_nodes)
+    types: dict[tuple, list[int]] = {}
+    for i, kind in enumerate(zip(*(getattr(cluster, f).tolist() for f in NODE_FIELDS), strict=True)):
+        types.setdefault(kind, []).append(i)
+    for members in (np.array(m) for m in types.values() if len(m) > 1):
+        index = np.full(cluster.n_nodes, -1)
+        index[members] = np.arange(len(members))
+        mine, theirs = index[schedule.node[both]], index[reference.node[both]]
+        keep = (mine >= 0) & (theirs >= 0)
+        common = np.zeros((len(members), len(members)))
+        np.add.at(common, (mine[keep], theirs[keep]), 1)
+        rows, cols = linear_sum_assignment(common, maximize=True)
+        node_map[members[rows]] = members[cols]
+    node = np.where(schedule.node >= 0, node_map[np.maximum(schedule.node, 0)], -1)
+    gpu_map = {}
+    for n in range(cluster.n_nodes):
+        size = int(cluster.gpu[n])
+        common = np.zeros((size, size))
+        for j in both[(node[both] == n) & (reference.node[both] == n)].tolist():
+            for g in schedule.gpus[j]:
+                common[g, list(reference.gpus[j])] += 1
+        rows, cols = linear_sum_assignment(common, maximize=True)
+        gpu_map[n] = dict(zip(rows.tolist(), cols.tolist(), strict=True))
+    gpus = tuple(tuple(gpu_map[int(node[j])][g] for g in gs) for j, gs in enumerate(schedule.gpus))
+    return Schedule(schedule.start_s, node, gpus)
 
 
 def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> ClusterState:
