@@ -448,9 +448,9 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     and, when it varies, mechanism) in every panel, and one legend for all panels below them.
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
-    in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present at the sampled instants as bars from
-    incumbent to proven bound. Middle (when ``jobs`` is given): the empirical CDF of the measured jobs' completion
-    times for the same job set. Right: mean wait of the measured jobs (means over seeds, from ``runs``): against
+    in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
+    at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound. Middle (when ``jobs`` is
+    given): the empirical CDF of the measured jobs' completion times for the same job set. Right: mean wait of the measured jobs (means over seeds, from ``runs``): against
     offered load (log scale) when ``runs`` holds two loads or more, else one bar per run (linear scale, the value
     written on it). Runs whose curves coincide with an earlier run's in every panel are named so in the legend;
     each later run is drawn thinner and its markers offset, so that both stay visible. A missing load (NaN: a
@@ -503,19 +503,22 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     for k, (name, (sub, jct, wait, opt)) in enumerate(zip(names, drawn, strict=True)):
         style = {"color": f"C{k}", "marker": RUN_MARKERS[k % len(RUN_MARKERS)],
                  "linewidth": 1.1 + 1.6 * (n - 1 - k) / max(n - 1, 1)}   # the first run widest, under the others
-        step = max(1, len(sub) // 10)
-        every = ((k * step) // n, step)                         # markers of coinciding runs interleave
-        (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every, markersize=5,
+        def every(points: int) -> tuple[int, int]:              # about 10 markers; coinciding runs' interleave
+            step = max(1, points // 10)
+            return (k * step) // n, step
+
+        (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every(len(sub)), markersize=5,
                           **style)
-        ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every, markersize=3.5,
+        ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every(len(sub)), markersize=3.5,
                 markerfacecolor="none", **style)
         if len(opt):
             lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
-            ax.errorbar(opt["time_s"] / per + (k - (n - 1) / 2) * dx, (lo + hi) / 2, yerr=(hi - lo) / 2 + 0.3,
-                        fmt="none", ecolor=f"C{k}", elinewidth=2.5, capsize=4)
+            ax.errorbar(opt["time_s"] / per + (k - (n - 1) / 2) * dx, lo, yerr=[np.zeros(len(lo)), hi - lo],
+                        fmt="H", markersize=10, markerfacecolor="white", markeredgewidth=2, color=f"C{k}",
+                        elinewidth=2.5, capsize=6, capthick=2, zorder=5)
         if jobs is not None and len(jct):
             axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
-                         markevery=(k % max(1, min(n, len(jct))), max(1, min(n, len(jct)))), markersize=5, **style)
+                         markevery=every(len(jct)), markersize=5, **style)
         if lines:
             waits.plot(wait.index, np.maximum(wait.to_numpy(), 0.1), linestyle=RUN_DASHES[k % len(RUN_DASHES)],
                        markersize=6, **style)
@@ -552,8 +555,9 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     handles += [Line2D([], [], linewidth=1.4, label="GPU allocated", **grey),
                 Line2D([], [], linewidth=1.4, linestyle=":", label="pending GPU demand", **grey)]
     if len(opt_part):
-        handles.append(Line2D([], [], linewidth=0, marker="|", markersize=11, markeredgewidth=2.5,
-                              label="optimum of the jobs present: incumbent to bound", **grey))
+        handles.append(Line2D([], [], linewidth=0, marker="H", markersize=9, markerfacecolor="white",
+                              markeredgewidth=2, label="optimum of the jobs present: incumbent (up to its bound)",
+                              **grey))
     legend = fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
