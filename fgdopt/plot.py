@@ -445,7 +445,8 @@ def _rows_like(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
 def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
                   path: str | Path, title: str = "", jobs: pd.DataFrame | None = None) -> Path:
     """Over time (the frames of ``python -m experiments.timeline``), one colour and marker per run (policy, queue
-    and, when it varies, mechanism) in every panel, and one legend for all panels below them.
+    and, when it varies, mechanism) in every panel, and legends for all panels below them (the runs; the line
+    styles).
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
@@ -552,16 +553,20 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
         waits.set_title("Mean wait" + ("" if pd.isna(load) else f" at offered load {load:g}"), fontsize=9)
     waits.grid(alpha=0.3, axis="y" if not lines else "both")
     grey = {"color": "0.35"}
-    handles += [Line2D([], [], linewidth=1.4, label="GPU allocated", **grey),
-                Line2D([], [], linewidth=1.4, linestyle=":", label="pending GPU demand", **grey)]
+    styles = [Line2D([], [], linewidth=1.4, label="GPU allocated", **grey),
+              Line2D([], [], linewidth=1.4, linestyle=":", label="pending GPU demand", **grey)]
     if len(opt_part):
-        handles.append(Line2D([], [], linewidth=0, marker="H", markersize=9, markerfacecolor="white",
-                              markeredgewidth=2, label="optimum of the jobs present: incumbent (up to its bound)",
-                              **grey))
-    legend = fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
+        styles.append(Line2D([], [], linewidth=0, marker="H", markersize=9, markerfacecolor="white",
+                             markeredgewidth=2, label="optimum of the jobs present: incumbent (up to its bound)",
+                             **grey))
+    renderer = fig.canvas.get_renderer()
+    low = 0.0                                                   # two rows of legends below the panels: styles, runs
+    for entries, ncol in ((styles, len(styles)), (handles, min(n, 4))):
+        legend = fig.legend(handles=entries, loc="lower center", bbox_to_anchor=(0.5, low), ncol=ncol, fontsize=8,
+                            frameon=False)
+        low += legend.get_window_extent(renderer).height / (fig.get_figheight() * fig.dpi)
     if title:
         fig.suptitle(title, fontsize=10)
-    low = legend.get_window_extent(fig.canvas.get_renderer()).height / (fig.get_figheight() * fig.dpi)
     fig.tight_layout(rect=(0, low + 0.01, 1, 0.95 if title else 1))
     return _save_laid_out(fig, path)
 
@@ -675,15 +680,14 @@ GANTT_LEGEND_JOBS = 48
 
 
 def _job_colours(n: int) -> list[tuple[float, float, float, float]]:
-    """``n`` distinct RGBA colours, one per job index: ``tab20`` (strong colours first) up to 20 jobs, beyond that
-    hues spread by the golden ratio over three lightness levels, so that neighbouring indices contrast."""
+    """``n`` distinct RGBA colours, one per job index: ``tab10`` up to 10 jobs, beyond that hues spread by the golden
+    ratio over three lightness levels, so that neighbouring indices contrast and no two jobs share a hue step."""
     import colorsys
 
     import matplotlib
 
-    if n <= 20:
-        table = matplotlib.colormaps["tab20"]
-        return [table((2 * k) % 20 + (2 * k) // 20) for k in range(n)]
+    if n <= 10:
+        return [matplotlib.colormaps["tab10"](k) for k in range(n)]
     out = []
     for k in range(n):
         hue = (k * 0.618033988749895) % 1.0
@@ -787,7 +791,9 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
     for ax, j, left, width, top, height in bars:               # names on the bars they fit in
         x0, y0 = ax.transData.transform((left, top))
         x1, y1 = ax.transData.transform((left + width, top + height))
-        text = ax.text(left + width / 2, top + height / 2, names[j], ha="center", va="center", fontsize=6)
+        r, g, b = colours[j][:3]
+        ink = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"     # readable on dark bars
+        text = ax.text(left + width / 2, top + height / 2, names[j], ha="center", va="center", fontsize=6, color=ink)
         box = text.get_window_extent(renderer)
         if box.width > abs(x1 - x0) - 2 or box.height > abs(y1 - y0):
             text.remove()
