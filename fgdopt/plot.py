@@ -442,6 +442,13 @@ def _rows_like(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
     return frame[mask]
 
 
+def _marker_every(points: int, k: int, n: int) -> tuple[int, int]:
+    """``markevery`` of run ``k`` of ``n`` on a curve of ``points`` points: about 10 markers, each run's shifted by
+    ``k / n`` of the step, so that the markers of curves that coincide interleave instead of hiding each other."""
+    step = max(1, points // 10)
+    return (k * step) // n, step
+
+
 def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
                   path: str | Path, title: str = "", jobs: pd.DataFrame | None = None) -> Path:
     """Over time (the frames of ``python -m experiments.timeline``), one colour and marker per run (policy, queue
@@ -451,11 +458,12 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
     at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound. Middle (when ``jobs`` is
-    given): the empirical CDF of the measured jobs' completion times for the same job set. Right: mean wait of the measured jobs (means over seeds, from ``runs``): against
-    offered load (log scale) when ``runs`` holds two loads or more, else one bar per run (linear scale, the value
-    written on it). Runs whose curves coincide with an earlier run's in every panel are named so in the legend;
-    each later run is drawn thinner and its markers offset, so that both stay visible. A missing load (NaN: a
-    user's workload) is a key like any other.
+    given): the empirical CDF of the measured jobs' completion times for the same job set. Right: mean wait of the
+    measured jobs (means over seeds, from ``runs``): against offered load (log scale) when ``runs`` holds two loads
+    or more, else one bar per run (linear scale, the value written on it). Runs whose curves coincide with an
+    earlier run's in every panel are named so in the legend; each later run is drawn thinner and its markers
+    offset (:func:`_marker_every`), so that both stay visible. A missing load (NaN: a user's workload) is a key like
+    any other.
 
     ``series`` needs ``trace, seed, load, policy, queue, time_s, alloc_milli, pending_milli``; ``runs`` the run
     keys and ``mean_wait_s``; ``optimum`` the run keys, ``time_s, question, incumbent_milli, bound_milli``;
@@ -504,13 +512,9 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     for k, (name, (sub, jct, wait, opt)) in enumerate(zip(names, drawn, strict=True)):
         style = {"color": f"C{k}", "marker": RUN_MARKERS[k % len(RUN_MARKERS)],
                  "linewidth": 1.1 + 1.6 * (n - 1 - k) / max(n - 1, 1)}   # the first run widest, under the others
-        def every(points: int) -> tuple[int, int]:              # about 10 markers; coinciding runs' interleave
-            step = max(1, points // 10)
-            return (k * step) // n, step
-
-        (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every(len(sub)), markersize=5,
-                          **style)
-        ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every(len(sub)), markersize=3.5,
+        every = _marker_every(len(sub), k, n)
+        (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every, markersize=5, **style)
+        ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every, markersize=3.5,
                 markerfacecolor="none", **style)
         if len(opt):
             lo, hi = opt["incumbent_milli"] * scale, opt["bound_milli"] * scale
@@ -519,7 +523,7 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
                         elinewidth=2.5, capsize=6, capthick=2, zorder=5)
         if jobs is not None and len(jct):
             axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
-                         markevery=every(len(jct)), markersize=5, **style)
+                         markevery=_marker_every(len(jct), k, n), markersize=5, **style)
         if lines:
             waits.plot(wait.index, np.maximum(wait.to_numpy(), 0.1), linestyle=RUN_DASHES[k % len(RUN_DASHES)],
                        markersize=6, **style)
