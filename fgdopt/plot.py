@@ -511,7 +511,7 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     n, handles = len(keys), []
     for k, (name, (sub, jct, wait, opt)) in enumerate(zip(names, drawn, strict=True)):
         style = {"color": f"C{k}", "marker": RUN_MARKERS[k % len(RUN_MARKERS)],
-                 "linewidth": 1.1 + 1.6 * (n - 1 - k) / max(n - 1, 1)}   # the first run widest, under the others
+                 "linewidth": 1.1 + 1.2 * (n - 1 - k) / max(n - 1, 1)}   # the first run widest, under the others
         every = _marker_every(len(sub), k, n)
         (line,) = ax.plot(sub["time_s"] / per, sub["alloc_milli"] * scale, markevery=every, markersize=5, **style)
         ax.plot(sub["time_s"] / per, sub["pending_milli"] * scale, linestyle=":", markevery=every, markersize=3.5,
@@ -544,6 +544,9 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
         axes[1].grid(alpha=0.3)
         axes[1].set_title("Completion time CDF", fontsize=9)
     if lines:
+        loads = sorted(runs["load"].dropna().unique())
+        if len(loads) <= 8:
+            waits.set_xticks(loads, [f"{v:g}" for v in loads])
         waits.set_yscale("log")
         waits.set_xlabel("Offered load (fraction of GPU capacity)")
         waits.set_ylabel("Mean wait (s, log scale; 0 drawn at 0.1)")
@@ -755,8 +758,8 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
     gpu_jobs = [j for j in range(n_jobs) if int(jobs.tasks.gpu_milli[j]) > 0]
     legend = 0 < len(gpu_jobs) <= GANTT_LEGEND_JOBS
     cols = 1 + (len(gpu_jobs) > 24) if legend else 0
-    row_in = 0.34                                               # inches per GPU row
-    fig = Figure(figsize=(10 + 1.1 * cols, 1.2 + len(schedules) * (1.0 + row_in * len(rows))), dpi=DPI)
+    rows_in = min(0.34 * len(rows), 3.2)                        # inches of GPU rows per panel (a page at most)
+    fig = Figure(figsize=(10 + 1.1 * cols, 1.2 + len(schedules) * (1.0 + rows_in)), dpi=DPI)
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(schedules), 1, sharex=True, squeeze=False)[:, 0]
     bars = []                                                   # (axes, job, left, width, top, height) to label
