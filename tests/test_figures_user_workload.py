@@ -159,6 +159,31 @@ def test_schedule_gantt_on_a_user_workload(tmp_path, saved):
     colours = {tuple(p.get_facecolor()) for ax in (top, bottom) for p in ax.patches}
     assert len(names) == 13 and len(colours) == 13
     assert any(t.get_text() in names for t in top.texts)            # names on the bars wide enough
+    # the optimum is drawn renumbered onto the run's nodes and GPUs (relabel_like): rebuild both schedules from
+    # starts.csv (the solver's own numbering) and find each job's bars on the rows the relabelled schedule gives
+    from experiments.timeline import load_cluster
+    from fgdopt.timeline import read_workload
+
+    nodes, jobs = load_cluster(cluster), read_workload(workload)
+    starts = pd.read_csv(tmp_path / "out" / "starts.csv")
+    gpus = [() if pd.isna(x) else tuple(int(float(g)) for g in str(x).split()) for x in starts["gpus"]]
+    run, opt = (Schedule(part["start_s"].to_numpy(), part["node"].to_numpy(), [gpus[i] for i in part.index])
+                for _, part in sorted(starts.groupby("method"), key=lambda kv: kv[0] == "optimum"))
+    first = np.concatenate([[0], np.cumsum(nodes.gpu)])
+    colour = _job_colours(len(jobs))
+
+    def expected(sched: Schedule) -> dict:
+        return {tuple(colour[j]): {int(first[sched.node[j]]) + g for g in sched.gpus[j]}
+                for j in range(len(jobs)) if sched.gpus[j]}
+
+    def drawn(ax) -> dict:
+        rows: dict = {}
+        for p in ax.patches:                                        # a band's top lies within 0.4 of its row
+            rows.setdefault(tuple(p.get_facecolor()), set()).add(round(p.get_y()))
+        return rows
+
+    aligned = relabel_like(nodes, opt, run)
+    assert drawn(top) == expected(run) and drawn(bottom) == expected(aligned)
 
 
 def test_pollux_figure_on_a_user_workload_folder(tmp_path, saved):
