@@ -20,7 +20,9 @@ gap_pct, wall_s``; ``method`` is
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
 best engine value), ``starts.csv`` (the optimal schedule, and the best run's that warm-started it: ``instance,
 objective, method, job, start_s, node, gpus``, ``gpus`` space-separated ids) and
-``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum).
+``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, whose
+identical nodes and GPUs are renumbered to match the run's where they can,
+:func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``): per (load, seed), the openb stream (:func:`fgdopt.timeline.openb_jobs`) runs under
@@ -242,8 +244,9 @@ def write_small(results: list[dict], suite: str | None, args: argparse.Namespace
                                           min(x["value"] for x in r["rows"][:-1]) - r["rows"][-1]["value"]))
         name = res["rows"][0]["instance"]
         inst = _instance(suite, name, args.workload, args.cluster)
+        what = f"workload {Path(args.workload).name}" if suite is None else name
         plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], "optimum": res["optimum"]},
-                   folder / "gantt.png", f"{name}, {res['rows'][0]['objective']}: best run against the optimum")
+                   folder / "gantt.png", f"{what}, {res['rows'][0]['objective']}: best run against the optimum")
 
 
 def run_bound(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],

@@ -153,6 +153,7 @@ def test_schedule_gantt_on_a_user_workload(tmp_path, saved):
         bars = [p for p in ax.patches if isinstance(p, Rectangle)]
         assert all(_overlap(a, b) < 1e-9 for i, a in enumerate(bars) for b in bars[i + 1:])   # sharers stacked
     assert bottom.get_title(loc="left").startswith("optimum: mean JCT")
+    assert fig.get_suptitle() == "workload my_jobs.csv, mean-jct: best run against the optimum"
     # a job keeps its colour in both panels; 13 GPU jobs (3 CPU-only), each in the legend under its name
     (legend,) = fig.legends
     names = [t.get_text() for t in legend.get_texts()]
