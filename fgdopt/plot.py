@@ -452,8 +452,8 @@ def _marker_every(points: int, k: int, n: int) -> tuple[int, int]:
 def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFrame, capacity_milli: int,
                   path: str | Path, title: str = "", jobs: pd.DataFrame | None = None) -> Path:
     """Over time (the frames of ``python -m experiments.timeline``), one colour and marker per run (policy, queue
-    and, when it varies, mechanism) in every panel, and legends for all panels below them (the runs; the line
-    styles).
+    and, where they vary, mechanism and MIG layout) in every panel, and legends for all panels below them (the runs;
+    the line styles).
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
@@ -474,7 +474,8 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     first = dict(series.iloc[0][["trace", "seed", "load"]])
     part, opt_part = _rows_like(series, first), _rows_like(optimum, first)
     opt_part = opt_part[opt_part["question"] == "placement"]
-    by = [k for k in ("policy", "queue", "mechanism") if k in runs and (k != "mechanism" or runs[k].nunique() > 1)]
+    by = [k for k in ("policy", "queue", "mechanism", "layout")
+          if k in runs and (k in ("policy", "queue") or runs[k].nunique() > 1)]
     keys = list(dict.fromkeys(zip(*(runs[k] for k in by), strict=True)))
     names = [" / ".join(map(str, run)) for run in keys]
     scale = 100.0 / capacity_milli if capacity_milli else np.nan     # no GPUs: no allocation to draw
@@ -494,7 +495,8 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     def same(a: tuple, b: tuple) -> bool:
         return (np.array_equal(a[0][["time_s", "alloc_milli", "pending_milli"]].to_numpy(),
                                b[0][["time_s", "alloc_milli", "pending_milli"]].to_numpy())
-                and np.array_equal(a[1], b[1]) and np.allclose(a[2].to_numpy(), b[2].to_numpy(), equal_nan=True)
+                and np.array_equal(a[1], b[1]) and a[2].index.equals(b[2].index)
+                and np.allclose(a[2].to_numpy(), b[2].to_numpy(), equal_nan=True)
                 and np.array_equal(a[3][["incumbent_milli", "bound_milli"]].to_numpy(),
                                    b[3][["incumbent_milli", "bound_milli"]].to_numpy()))
 
