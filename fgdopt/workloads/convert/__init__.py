@@ -1,8 +1,9 @@
 """Converters of the public GPU-cluster traces into the open job format (:mod:`fgdopt.workloads.format`).
 
-One module per format, each with ``convert(paths) -> Conversion`` and ``URL`` (where the raw files are published);
-:data:`FORMATS` names them. :func:`write_conversion` writes a conversion's ``workload.csv``, ``cluster.json`` (where
-the trace lists its nodes) and ``summary.json``. The gang rule of each format is in its module's docstring.
+One module per format, each with ``convert(paths) -> Conversion``; :data:`FORMATS` names them, and
+:mod:`fgdopt.workloads.download` fetches their raw files from pinned addresses. :func:`write_conversion` writes a
+conversion's ``workload.csv``, ``cluster.json`` (where the trace lists its nodes) and ``summary.json``. The gang
+rule of each format is in its module's docstring.
 """
 
 from __future__ import annotations

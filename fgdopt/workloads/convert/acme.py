@@ -15,7 +15,6 @@ import numpy as np
 from fgdopt.workloads.convert.common import Conversion, node_gang_jobs, numbers, read_table
 
 COLUMNS = ("job_id", "user", "node_num", "gpu_num", "cpu_num", "submit_time", "duration")
-URL = "https://github.com/InternLM/AcmeTrace (data/job_trace/trace_seren.csv, trace_kalos.csv; Git LFS)"
 
 
 def convert(paths: list[str]) -> Conversion:

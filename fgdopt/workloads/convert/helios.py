@@ -13,7 +13,6 @@ from __future__ import annotations
 from fgdopt.workloads.convert.common import Conversion, node_gang_jobs, read_table
 
 COLUMNS = ("job_id", "user", "gpu_num", "cpu_num", "node_num", "submit_time", "duration")
-URL = "https://github.com/S-Lab-System-Group/HeliosData (data.tar.gz: helios-data/<cluster>/cluster_log.csv)"
 
 
 def convert(paths: list[str]) -> Conversion:

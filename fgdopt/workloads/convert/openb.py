@@ -19,7 +19,6 @@ from fgdopt.workloads.convert.common import Conversion, check_duration, numbers,
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time",
                "deletion_time", "scheduled_time")
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-URL = "python -m fgdopt.traces download (pinned commit, SHA-256 checked)"
 
 
 def convert(paths: list[str]) -> Conversion:

@@ -25,8 +25,6 @@ JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time"
 TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time", "plan_cpu", "plan_mem",
                 "plan_gpu", "gpu_type")
 MACHINE_COLUMNS = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
-URL = ("https://github.com/alibaba/clusterdata/blob/master/cluster-trace-gpu-v2020 (fetch_data.sh: "
-       "pai_job_table.tar.gz, pai_task_table.tar.gz, pai_machine_spec.tar.gz)")
 
 
 def _pick(paths: list[str], word: str) -> str:

@@ -1,4 +1,5 @@
-"""Microsoft Philly (msr-fiddle/philly-traces): ``cluster_job_log`` (JSON) and ``cluster_machine_list`` (CSV).
+"""Microsoft Philly (msr-fiddle/philly-traces): ``cluster_job_log`` (JSON) and ``cluster_machine_list`` (CSV
+without a suffix).
 
 ``cluster_job_log`` is a JSON list of jobs ``{jobid, user, vc, status, submitted_time, attempts: [{start_time,
 end_time, detail: [{ip, gpus: [...]}]}]}`` (times ``YYYY-MM-DD HH:MM:SS``). Rule: a job's shape is that of its
@@ -23,15 +24,13 @@ from fgdopt.workloads.convert.common import Conversion, check_duration, read_tab
 
 MACHINE_COLUMNS = ("machineId", "number of GPUs", "single GPU mem")
 JOB_FIELDS = ("jobid", "user", "submitted_time", "attempts")
-URL = ("https://github.com/msr-fiddle/philly-traces/raw/master/trace-data.tar.gz "
-       "(trace-data/cluster_job_log, trace-data/cluster_machine_list)")
 
 
 def convert(paths: list[str]) -> Conversion:
-    logs = [p for p in paths if not str(p).endswith(".csv") and "machine" not in Path(p).name]
+    logs = [p for p in paths if "machine" not in Path(p).name]
     machines = [p for p in paths if p not in logs]
     if len(logs) != 1 or len(machines) > 1:
-        raise ValueError(f"philly takes cluster_job_log and optionally cluster_machine_list (.csv), got {paths}")
+        raise ValueError(f"philly takes cluster_job_log and optionally cluster_machine_list, got {paths}")
     path = logs[0]
     try:
         data = json.loads(Path(path).read_text())

@@ -22,8 +22,6 @@ from fgdopt.workloads.convert.common import Conversion, check_duration, gpu_shap
 JOB_COLUMNS = ("job_name", "organization", "gpu_model", "cpu_request", "gpu_request", "worker_num", "submit_time",
                "duration", "job_type")
 NODE_COLUMNS = ("node_name", "gpu_model", "gpu_capacity_num", "cpu_num")
-URL = ("https://github.com/alibaba/clusterdata/tree/master/cluster-trace-v2026-spot-gpu "
-       "(job_info_df.csv, node_info_df.csv)")
 
 
 def convert(paths: list[str]) -> Conversion:

@@ -29,7 +29,6 @@ from fgdopt.workloads.convert.common import Conversion, check_duration, rebase
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu_used", "mem_used", "req_procs", "req_time", "req_mem",
           "status", "user", "group", "exe", "queue", "partition", "preceding", "think")
 GPUS_PER_NODE = 8
-URL = "https://www.cs.huji.ac.il/labs/parallel/workload/swf.html (the format; each log's .swf.gz in logs/)"
 
 
 def convert(paths: list[str]) -> Conversion:

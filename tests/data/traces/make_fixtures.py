@@ -20,12 +20,12 @@ def stamp(s: float, zone: str = "") -> str:
 
 
 def helios() -> None:
-    head = "job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
+    head = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
     rows = [("j0", 16, 32, 2, stamp(0), 3600), ("j1", 1, 4, 1, stamp(10), 60), ("j2", 0, 2, 1, stamp(60), 0),
             ("j3", 12, 24, 2, stamp(70), 7200), ("j4", 3, 6, 2, stamp(80), 30), ("j5", 1, 4, 1, "", 100),
             ("j6", 1, 4, 1, stamp(90), "")]
     rows += [(n, g, 4 * g, 1, stamp(s), d) for n, g, s, d in REGULAR]
-    lines = [head] + [f"{n},u{k % 3},vc1,name,{g},{c},{nn},COMPLETED,{s},{s},{s},{d},0"
+    lines = [head] + [f"{n},u{k % 3},vc1,{g},{c},{nn},COMPLETED,{s},{s},{s},{d},0"
                       for k, (n, g, c, nn, s, d) in enumerate(rows)]
     (HERE / "helios" / "cluster_log.csv").write_text("\n".join(lines) + "\n")
 
@@ -57,8 +57,8 @@ def philly() -> None:
             job("p3", 50, None, None, []), job("p4", 60, 70, "None", [{"ip": "m2", "gpus": gpus[:1]}])]
     jobs += [job(n, s, s + 10, s + 10 + d, [{"ip": "m2", "gpus": gpus[:g]}]) for n, g, s, d in REGULAR]
     (HERE / "philly" / "cluster_job_log").write_text(json.dumps(jobs, indent=1) + "\n")
-    (HERE / "philly" / "cluster_machine_list.csv").write_text(
-        '"machineId","number of GPUs","single GPU mem"\nm0,8,24GB\nm1,8,24GB\nm2,2,12GB\nm3,8,24GB\n')
+    (HERE / "philly" / "cluster_machine_list").write_text(
+        "machineId,number of GPUs,single GPU mem\nm0,8, 24GB\nm1,8, 24GB\nm2,2, 12GB\nm3,8, 24GB\n")
 
 
 def pai2020() -> None:
@@ -79,7 +79,7 @@ def pai2020() -> None:
 
 def spot2026() -> None:
     head = "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type"
-    rows = [("s0", "org0", "A100-SXM4-80GB", 12, 8, 94, 0, 7200, "HP"),
+    rows = [("s0", "org0", "A100-SXM4-80GB", 15, 1, 94, 0, 7200, "HP"),
             ("s1", "org1", "A10", 4, 1, 1, 15, 600, "Spot"), ("s2", "org1", "A10", 2, 0.5, 3, 20, 60, "Spot"),
             ("s3", "org0", "A10", 2, 1, 1, "", 60, "Spot")]
     rows += [(n, "org2", "A10", 2 * g, g, 1, s, d, "Spot" if i % 2 else "HP")
@@ -87,8 +87,8 @@ def spot2026() -> None:
     (HERE / "spot2026" / "job_info_df.csv").write_text(
         "\n".join([head] + [",".join(map(str, r)) for r in rows]) + "\n")
     (HERE / "spot2026" / "node_info_df.csv").write_text(
-        "node_name,gpu_model,gpu_capacity_num,cpu_num\n0,GPU-series-1,4,192\n1,GPU-series-1,1,192\n2,A10,1,128\n"
-        "3,A100-SXM4-80GB,8,128\n")
+        "gpu_model,gpu_capacity_num,cpu_num,node_name\nGPU-series-1,4,192,0\nGPU-series-1,1,192,1\nA10,1,128,2\n"
+        "A100-SXM4-80GB,8,128,3\n")
 
 
 def swf() -> None:
