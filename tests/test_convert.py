@@ -17,20 +17,17 @@ import pandas as pd
 import pytest
 
 from experiments import convert as cli
+from experiments.traces import FIXTURE_DIR, FIXTURES
 from fgdopt.timeline import read_workload
 from fgdopt.workloads.convert import convert
 from fgdopt.workloads.convert.swf import write_swf
 from fgdopt.workloads.format import check_workload_frame
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = FIXTURE_DIR
 REG_GPU = np.array([(1, 2, 4, 8)[i % 4] for i in range(20)])
 REG_SUBMIT = 100.0 + 30 * np.arange(20)
 REG_DURATION = 60.0 * (np.arange(20) + 1)
-INPUTS = {"helios": ["helios/cluster_log.csv"], "acme": ["acme/trace_kalos.csv"],
-          "philly": ["philly/cluster_job_log", "philly/cluster_machine_list"],
-          "pai2020": ["pai2020/pai_job_table.csv", "pai2020/pai_task_table.csv", "pai2020/pai_machine_spec.csv"],
-          "spot2026": ["spot2026/job_info_df.csv", "spot2026/node_info_df.csv"], "swf": ["swf/gpus.swf"],
-          "openb": ["openb/openb_pod_list_fixture.csv", "openb/openb_node_list_gpu_node.csv"]}
+INPUTS = FIXTURES
 
 
 def run(fmt: str):

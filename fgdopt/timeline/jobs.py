@@ -29,6 +29,11 @@ WORKLOAD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "
 optional ``priority`` column (integer, higher outranks lower) feeds priority preemption."""
 
 
+GANG_SUPPORT = False
+"""Whether a job may have ``workers`` > 1 (a gang over several nodes). Until the data model holds gangs,
+:func:`jobs_from_frame` refuses them and the trace study leaves them out of its runs (it still counts them)."""
+
+
 def _times(values, what: str) -> np.ndarray:
     arr = np.array(values, dtype=np.float64)
     arr.setflags(write=False)
@@ -141,8 +146,8 @@ def jobs_from_frame(frame: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
     """The :class:`JobSet` of a checked open-format frame (:func:`fgdopt.workloads.format.check_workload_frame`);
     ``ValueError`` in one line naming ``path``, the row and the field (the task shape rules of
     :class:`~fgdopt.model.TaskSet`)."""
-    # ---- gangs: the one place that refuses them until the data model holds workers > 1 --------------------------
-    if (bad := np.flatnonzero(frame["workers"].to_numpy() > 1)).size:
+    # ---- gangs: the one place that refuses them until the data model holds workers > 1 (GANG_SUPPORT) ----------
+    if not GANG_SUPPORT and (bad := np.flatnonzero(frame["workers"].to_numpy() > 1)).size:
         raise ValueError(f"{path}: job row {int(bad[0])}: field 'workers' is {int(frame['workers'].iloc[bad[0]])}; "
                          "workers > 1 needs gang support")
     # ---------------------------------------------------------------------------------------------------------------
