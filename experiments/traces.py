@@ -114,8 +114,8 @@ def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_job
     jobs = result.job_frame()
     jobs = jobs.assign(workers=sim["workers"].to_numpy(), **{"class": stats.job_class(sim)}, **keys)
     wait = jobs["wait_s"]
-    row = {**keys, "jobs_run": len(sim), "not_run": int((~ok).sum()), "rejected": int((jobs.status == "rejected").sum()),
-           "finished": int((jobs.status == "finished").sum()),
+    row = {**keys, "jobs_run": len(sim), "not_run": int((~ok).sum()),
+           "rejected": int((jobs.status == "rejected").sum()), "finished": int((jobs.status == "finished").sum()),
            "mean_wait_single_s": float(wait[jobs["class"] == "single"].mean()),
            "mean_wait_gang_s": float(wait[jobs["class"] == "gang"].mean()),
            "mean_jct_s": float(jobs["jct_s"].mean()), "makespan_s": float(np.nanmax(result.finish_s, initial=0.0)),

@@ -51,8 +51,9 @@ def shapes(frame: pd.DataFrame) -> pd.DataFrame:
 
 def summary(frame: pd.DataFrame) -> dict:
     """One workload in numbers: jobs, gangs, the largest gang, GPU-hours in all and of gangs, users."""
-    hours, gang = gpu_hours(frame), frame["workers"].to_numpy() > 1
-    return {"jobs": len(frame), "gangs": int(gang.sum()), "max_workers": int(frame["workers"].to_numpy().max(initial=0)),
+    workers = frame["workers"].to_numpy()
+    hours, gang = gpu_hours(frame), workers > 1
+    return {"jobs": len(frame), "gangs": int(gang.sum()), "max_workers": int(workers.max(initial=0)),
             "gpu_hours": float(hours.sum()), "gang_gpu_hours": float(hours[gang].sum()),
             "users": int(frame["user"].nunique()) if "user" in frame else 0,
             "span_s": float(frame["submit_s"].max() - frame["submit_s"].min()) if len(frame) else 0.0}
