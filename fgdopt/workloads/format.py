@@ -2,22 +2,25 @@
 
 Columns (units as everywhere in fgdopt, SPEC "Units and data"):
 
-================  ========  =====================  ==========================================================
-column            dtype     required / default     meaning
-================  ========  =====================  ==========================================================
-``submit_s``      float     required               submission, seconds from the start of the run (finite, >= 0)
-``duration_s``    float     required               run time on its allocation, seconds (>= 0; ``inf`` never ends)
-``num_gpu``       int       required               GPUs of one worker (0 = CPU-only; > 1 whole GPUs)
-``gpu_milli``     int       1000 if num_gpu else 0  milli-GPU per GPU of one worker (1..999: a share of one GPU)
-``cpu_milli``     int       required               CPU of one worker, milli-cores (>= 0)
-``memory_mib``    int       required               memory of one worker, MiB (>= 0)
-``workers``       int       1                      identical parts of a gang, each on one node, all started and
-                                                   ended together (>= 1)
-``gpu_spec``      str       ``""`` (any)           GPU models the job may run on, joined by ``|``
-``priority``      int       0                      higher outranks lower (priority preemption)
-``user``          str       ``""``                 who submitted it (statistics only)
-``name``          str       ``job-<row>``          unique name (identifies the job in the outputs)
-================  ========  =====================  ==========================================================
+================  ========  ========================  ======================================================
+column            dtype     required / default        meaning
+================  ========  ========================  ======================================================
+``submit_s``      float     required                  submission, seconds from the start of the run (finite,
+                                                      >= 0)
+``duration_s``    float     required                  run time on its allocation, seconds (>= 0; ``inf``
+                                                      never ends)
+``num_gpu``       int       required                  GPUs of one worker (0 = CPU-only; > 1 whole GPUs)
+``gpu_milli``     int       1000 if num_gpu, else 0   milli-GPU per GPU of one worker (1..999: a share of one
+                                                      GPU)
+``cpu_milli``     int       required                  CPU of one worker, milli-cores (>= 0)
+``memory_mib``    int       required                  memory of one worker, MiB (>= 0)
+``workers``       int       1                         identical parts of a gang, each on one node, all started
+                                                      and ended together (>= 1)
+``gpu_spec``      str       ``""`` (any)              GPU models the job may run on, joined by ``|``
+``priority``      int       0                         higher outranks lower (priority preemption)
+``user``          str       ``""``                    who submitted it (statistics only)
+``name``          str       ``job-<row>``             unique name (identifies the job in the outputs)
+================  ========  ========================  ======================================================
 
 A file is CSV unless its name ends in ``.parquet`` / ``.pq``. An empty CSV field of an optional column takes the
 default; a required column must have a value in every row. Checks are plain numpy over whole columns (no schema
