@@ -281,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per optimum question (default: 60)")
     parser.add_argument("--sample", type=positive, default=60.0, help="series.csv sampling step, seconds (default: 60)")
     parser.add_argument("--workload", type=existing_file, default=None,
-                        help="a workload CSV instead of --trace (needs --cluster)")
+                        help="a workload file (the open job format: CSV or .parquet) instead of --trace "
+                        "(needs --cluster)")
     parser.add_argument("--cluster", type=existing_file, default=None,
                         help="an instance JSON file whose nodes are the cluster")
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
