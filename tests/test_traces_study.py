@@ -57,3 +57,12 @@ def test_bad_workload_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "workload.csv: job row 0: field 'duration_s' must be a number >= 0, got -1" in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_two_processes_give_the_same_files(tmp_path):
+    common = ["--policies", "best-fit", "--queue", "fifo,backfill"]
+    for jobs, out in (("1", "a"), ("2", "b")):
+        assert study.main([*common, "--jobs", jobs, "--output", str(tmp_path / out)]) == 0
+    for name in ("traces_stats.csv", "traces.csv", "traces_jobs.csv"):
+        a, b = (pd.read_csv(tmp_path / d / name).drop(columns="cpu_s", errors="ignore") for d in ("a", "b"))
+        pd.testing.assert_frame_equal(a, b)
