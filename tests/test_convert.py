@@ -187,3 +187,25 @@ def test_bad_input_is_one_line_and_keeps_the_output(tmp_path, capsys, fmt, make,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(message, err[0]), err
     assert (out / "workload.csv").read_text() == "kept\n" and sorted(p.name for p in out.iterdir()) == ["workload.csv"]
+
+
+def test_cli_to_swf_writes_both(tmp_path):
+    out = tmp_path / "o"
+    assert cli.main(["--format", "helios", "--input", str(DATA / "helios" / "cluster_log.csv"), "--to", "swf",
+                     "--output", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "workload.csv", "workload.swf"]
+    back = convert("swf", [out / "workload.swf"]).jobs.set_index("name")
+    assert (back.loc["1"].workers, back.loc["1"].num_gpu, back.loc["1"].duration_s) == (2, 8, 3600.0)   # j0
+
+
+def test_download_lists_pinned_addresses_and_refuses_unknown_formats(capsys):
+    from fgdopt.workloads import download
+
+    assert download.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {line.split()[0] for line in lines} == set(FIXTURES) - {"openb"}
+    github = [line.split()[1] for line in lines if "githubusercontent" in line]
+    assert github and all(re.search(r"/[0-9a-f]{40}/", url) for url in github)      # pinned to a commit
+    with pytest.raises(SystemExit) as exit_:
+        download.main(["yarn"])
+    assert exit_.value.code == 2 and "'yarn' is not one of philly" in capsys.readouterr().err
