@@ -118,9 +118,13 @@ def test_swf():
 
 def test_openb():
     conv, jobs = run("openb")
-    assert (conv.rows, len(jobs)) == (23, 22)                              # o2 never scheduled
+    assert (conv.rows, len(jobs)) == (23, 23)
     assert row(jobs, "o0") == (0.0, 390.0, 1, 1, 500, 8000, 30000, "")     # deleted 400, scheduled 10
     assert row(jobs, "o1") == (20.0, 60.0, 1, 2, 1000, 4000, 0, "V100M16")
+    # o2 (BE) never ran: its lifetime is drawn from the BE pods that ran, o1 alone (60 s)
+    assert row(jobs, "o2") == (30.0, 60.0, 1, 0, 0, 1000, 0, "")
+    assert jobs.loc[["o0", "o1", "o2", "r0"], "priority"].tolist() == [1, 0, 0, 1]     # LS 1, BE 0
+    assert any("1 pod(s) never ran" in a for a in conv.assumed)
     regular(jobs)
 
 

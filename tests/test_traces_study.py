@@ -45,7 +45,7 @@ def test_a_converted_folder_is_a_workload(tmp_path):
     assert study.main(["--workload", str(conv), "--policies", "best-fit", "--queue", "fifo", "--output",
                        str(out)]) == 0
     runs = pd.read_csv(out / "traces.csv")
-    assert runs[["workload", "jobs_run", "not_run", "finished"]].values.tolist() == [["openb-fixture", 22, 0, 22]]
+    assert runs[["workload", "jobs_run", "not_run", "finished"]].values.tolist() == [["openb-fixture", 23, 0, 23]]
 
 
 def test_bad_workload_is_one_line(tmp_path, capsys):
