@@ -213,3 +213,19 @@ def test_download_lists_pinned_addresses_and_refuses_unknown_formats(capsys):
     with pytest.raises(SystemExit) as exit_:
         download.main(["yarn"])
     assert exit_.value.code == 2 and "'yarn' is not one of philly" in capsys.readouterr().err
+
+
+@pytest.mark.trace
+def test_openb_default_converts_as_the_engine_reads_it(openb_dir):
+    """Two paths to the same numbers: the converter on the files, and trace_lifetimes of the engine's streams."""
+    from fgdopt.timeline.sources import trace_lifetimes
+    from fgdopt.traces import NODE_FILE, load_openb
+
+    conv = convert("openb", [openb_dir / "openb_pod_list_default.csv", openb_dir / NODE_FILE])
+    tasks, life, created, priority = trace_lifetimes("default", openb_dir)
+    assert len(conv.jobs) == len(tasks) == 8152 and len(conv.nodes) == 1213
+    assert conv.jobs["duration_s"].tolist() == life.tolist()
+    assert conv.jobs["submit_s"].tolist() == (created - created.min()).tolist()
+    assert conv.jobs["priority"].tolist() == priority.tolist()
+    assert conv.jobs["num_gpu"].tolist() == tasks.num_gpu.tolist()
+    assert sum(n["gpu"] for n in conv.nodes) == load_openb("default", openb_dir)[0].total_gpus
