@@ -1,4 +1,4 @@
-"""Convert a public GPU-cluster trace into the open job format (:mod:`fgdopt.workloads.format`).
+"""Convert a public GPU-cluster trace into the open job format (fgdopt.workloads.format).
 
 Usage::
 
