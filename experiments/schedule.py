@@ -19,7 +19,9 @@ gap_pct, wall_s``; ``method`` is
 ``bound`` its proven bound, ``status`` ``optimal`` when proven); ``gap_pct = 100 (value - bound) / bound``),
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
 best engine value), ``starts.csv`` (the optimal schedule, and the best run's that warm-started it: ``instance,
-objective, method, job, start_s, node, gpus``, ``gpus`` space-separated ids) and
+objective, method, job, start_s, node, gpus, status, reason``, ``gpus`` space-separated ids, ``status``
+``finished`` or ``rejected``, ``reason`` why a rejected job fits no empty node,
+:data:`fgdopt.timeline.admission.REJECT_REASONS`) and
 ``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, whose
 identical nodes and GPUs are renumbered to match the run's where they can,
 :func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
@@ -153,6 +155,7 @@ def _instance(suite: str | None, name: str, workload: str | None, cluster: str |
 def run_instance(suite: str | None, name: str, workload: str | None, cluster: str | None, objective: str,
                  policies: list[str], queues: list[str], time_limit: float, seed: int) -> dict:
     """One (instance, objective) cell: every engine run, then the model warm-started from the best of them."""
+    from fgdopt.timeline.admission import rejection_reasons
     from fgdopt.timeline.schedule import objective_value, recorded_run, validate_schedule
     from formulations.schedule import solve_schedule
 
@@ -171,8 +174,10 @@ def run_instance(suite: str | None, name: str, workload: str | None, cluster: st
                      "bound": res.bound, "status": "engine", "gap_pct": _gap(value, res.bound), "wall_s": wall})
     rows.append({"instance": name, "objective": objective, "method": "optimum", "value": res.value,
                  "bound": res.bound, "status": res.status, "gap_pct": res.gap_pct, "wall_s": res.wall_s})
+    why = rejection_reasons(inst.cluster, inst.jobs.tasks)        # "" where the job fits an empty node
     starts = [{"instance": name, "objective": objective, "method": method, "job": inst.jobs.tasks.names[j],
-               "start_s": s.start_s[j], "node": int(s.node[j]), "gpus": " ".join(map(str, s.gpus[j]))}
+               "start_s": s.start_s[j], "node": int(s.node[j]), "gpus": " ".join(map(str, s.gpus[j])),
+               "status": "rejected" if why[j] else "finished", "reason": why[j]}
               for method, s in (("optimum", res.schedule), (best, runs[best][2])) for j in range(len(s))]
     return {"rows": rows, "starts": starts, "best": best, "best_schedule": runs[best][2], "optimum": res.schedule,
             "cpu_s": res.cpu_s}

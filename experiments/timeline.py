@@ -34,7 +34,9 @@ not a MIG model).
 
 Writes to ``DIR``: ``timeline.csv`` (one row per run: the run's keys and
 :data:`fgdopt.timeline.metrics.STATS_COLUMNS`), ``jobs.csv`` (run keys, ``name, submit_s, start_s, finish_s, node,
-measured, evictions``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or finished),
+status, reason, measured, evictions``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or
+finished; ``status`` finished, running, pending, rejected or dropped; ``reason`` why a rejected job fits no empty
+node, e.g. ``gpus`` or ``gpu_spec``, :data:`fgdopt.timeline.admission.REJECT_REASONS`),
 ``series.csv`` (run keys and the per-instant series sampled every ``--sample`` seconds up to the end of the
 measurement window), ``optimum.csv`` (run keys, ``time_s, question, current_milli,
 incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the run table and, per policy, the
@@ -81,6 +83,7 @@ from fgdopt.plot import plot_timeline
 from fgdopt.plugins import is_spec
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
+from fgdopt.timeline.admission import reason_lines
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
 from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.traces import load_openb, trace_files
@@ -91,7 +94,9 @@ OUTPUTS = ("timeline.csv", "jobs.csv", "series.csv", "optimum.csv", "timeline.pn
 """The files the study writes into ``--output``."""
 parse_floats = real_list(0.0)
 """``--load``: offered loads, fractions of GPU capacity (each > 0)."""
-JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured", "evictions")
+JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "status", "reason", "measured", "evictions")
+"""The columns of ``jobs.csv`` after the run keys (``status``: :data:`fgdopt.timeline.STATUSES`; ``reason``: why a job
+was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
 
 
 def parse_queues(text: str) -> list[str]:
@@ -233,6 +238,20 @@ def idle_lines(results: list[dict]) -> list[str]:
     return lines
 
 
+def rejected_lines(results: list[dict]) -> list[str]:
+    """Per job set (trace, seed, load), one line per reason why its jobs were rejected (the first run of the set:
+    rejection depends on the cluster and the shapes only, not on the policy or the queue)."""
+    lines, seen = [], set()
+    for r in results:
+        key = tuple(str(r["row"][k]) for k in ("trace", "seed", "load"))
+        if key in seen:
+            continue
+        seen.add(key)
+        rejected = r["jobs"]["reason"][r["jobs"]["status"] == "rejected"]
+        lines += [f"{key[0]}, seed {key[1]}, load {key[2]}: {line}" for line in reason_lines(rejected.to_numpy())]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.timeline", __doc__)
     parser.add_argument("--trace", type=parse_timed_traces, default=["default"],
@@ -264,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per optimum question (default: 60)")
     parser.add_argument("--sample", type=positive, default=60.0, help="series.csv sampling step, seconds (default: 60)")
     parser.add_argument("--workload", type=existing_file, default=None,
-                        help="a workload CSV instead of --trace (needs --cluster)")
+                        help="a workload file (the open job format: CSV or .parquet) instead of --trace "
+                        "(needs --cluster)")
     parser.add_argument("--cluster", type=existing_file, default=None,
                         help="an instance JSON file whose nodes are the cluster")
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
@@ -332,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                        "thrashed_jobs"]
     print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("\n".join(idle_lines(results)))
+    for line in rejected_lines(results):
+        print(line)
     return 0
 
 

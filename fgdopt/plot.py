@@ -808,3 +808,37 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
             text.remove()
     return _save_laid_out(fig, path)
 
+
+def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Path:
+    """Converted traces (the frames of ``python -m experiments.traces``): left, each workload's GPU-hours split
+    into single-node jobs and gangs (% of its GPU-hours); right, the mean wait (s) of single-node jobs (solid) and
+    of gangs (hatched, where any ran) per workload, one bar per policy / queue. ``shapes`` needs ``workload,
+    class, gpu_hours``; ``runs`` needs ``workload, policy, queue, mean_wait_single_s, mean_wait_gang_s``."""
+    workloads = list(dict.fromkeys(shapes["workload"]))
+    hours = shapes.pivot_table(index="workload", columns="class", values="gpu_hours", aggfunc="sum",
+                               fill_value=0.0).reindex(index=workloads, columns=["single", "gang"], fill_value=0.0)
+    share = 100 * hours.div(hours.sum(axis=1).where(hours.sum(axis=1) > 0, 1.0), axis=0)
+    fig = Figure(figsize=(11, 4.2))
+    left, right = fig.subplots(1, 2, width_ratios=[1, 1.6])
+    x = np.arange(len(workloads))
+    left.bar(x, share["single"], color="C0", label="single-node jobs")
+    left.bar(x, share["gang"], bottom=share["single"], color="C3", label="gangs (workers > 1)")
+    left.set_xticks(x, workloads, rotation=30, ha="right", fontsize=8)
+    left.set_ylabel("GPU-hours (% of the workload's)")
+    left.set_ylim(0, 118)
+    left.legend(fontsize=7, loc="upper center", ncol=2)
+    combos = list(dict.fromkeys(zip(runs["policy"], runs["queue"], strict=True)))
+    mean = runs.groupby(["workload", "policy", "queue"], sort=False)[["mean_wait_single_s", "mean_wait_gang_s"]].mean()
+    width = 0.8 / max(2 * len(combos), 1)
+    for k, (policy, queue) in enumerate(combos):
+        for c, (col, hatch) in enumerate((("mean_wait_single_s", None), ("mean_wait_gang_s", "//"))):
+            values = [mean[col].get((w, policy, queue), np.nan) for w in workloads]
+            right.bar(x - 0.4 + width * (2 * k + c + 0.5), np.nan_to_num(values), width, color=f"C{k}", hatch=hatch,
+                      edgecolor="black" if hatch else None, linewidth=0.4,
+                      label=f"{policy} / {queue}" if c == 0 else None)
+    right.set_xticks(x, workloads, rotation=30, ha="right", fontsize=8)
+    right.set_ylabel("Mean wait (s): solid single-node, hatched gangs")
+    right.grid(alpha=0.3, axis="y")
+    if combos:
+        right.legend(fontsize=7, loc="best")
+    return _save(fig, path)

@@ -226,8 +226,9 @@ class DownloadError(OSError):
     hand (``FGDOPT_DATA``)."""
 
 
-def fetch_file(url: str, path: Path, sha256: str, hint: str) -> Path:
-    """Download ``url`` to ``path`` through a temporary file beside it, keeping it only if its SHA-256 is ``sha256``.
+def fetch_file(url: str, path: Path, sha256: str | None, hint: str) -> Path:
+    """Download ``url`` to ``path`` through a temporary file beside it, keeping it only if its SHA-256 is ``sha256``
+    (None: a source that publishes no checksum; the file is kept as fetched).
 
     Raises
     ------
@@ -245,7 +246,7 @@ def fetch_file(url: str, path: Path, sha256: str, hint: str) -> Path:
         reason = getattr(exc, "reason", exc)
         raise DownloadError(f"could not download {url} ({reason}); {hint}") from exc
     got = sha256_of(Path(tmp.name))
-    if got != sha256:
+    if sha256 is not None and got != sha256:
         os.unlink(tmp.name)
         raise ValueError(f"{path.name}: checksum mismatch (got {got}, expected {sha256})")
     os.replace(tmp.name, path)

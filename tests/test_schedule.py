@@ -183,3 +183,17 @@ def test_cli_jobs_1_equals_jobs_2_and_keeps_other_files(tmp_path):
     assert keep.read_text() == "keep" and (tmp_path / "one" / "gantt.png").is_file()
 
 
+
+
+def test_cli_starts_say_which_job_is_rejected_and_why(tmp_path):
+    """The workload of test_rejected_jobs_leave_both_sides as files: job a (2 GPUs) fits no node of one GPU."""
+    import json
+
+    (tmp_path / "w.csv").write_text("name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n"
+                                    "a,0,100,2,0,0\nb,0,5,1,0,0\n")
+    (tmp_path / "c.json").write_text(json.dumps({"nodes": one_gpu().to_records()}))
+    assert main(["--workload", str(tmp_path / "w.csv"), "--cluster", str(tmp_path / "c.json"), "--policies",
+                 "best-fit", "--queue", "fifo", "--time-limit", "5", "--output", str(tmp_path / "o")]) == 0
+    starts = pd.read_csv(tmp_path / "o" / "starts.csv", keep_default_na=False)
+    assert starts[["job", "node", "status", "reason"]].values.tolist() == [
+        ["a", -1, "rejected", "gpus"], ["b", 0, "finished", ""]] * 4   # 2 objectives x (the optimum, the best run)

@@ -30,7 +30,8 @@ and the mechanism's wake-up. **One instant t**, as SPEC fixes it (each step name
    co-tenants re-rated, the run's time booked in the ``JobTable``); the unfit shapes are tested on the freed nodes
    (``PendingQueue.unblock``);
 2. every job submitted at t arrives, in input order: a job whose shape fits no *empty* node of the cluster is
-   **rejected** (counted, never queued); the others join the pending queue (``PendingQueue.enqueue``);
+   **rejected** (never queued; its reason: :func:`~fgdopt.timeline.admission.rejection_reasons`);
+   the others join the pending queue (``PendingQueue.enqueue``);
 3. one scheduling pass offers pending jobs to the policy in the discipline's order (``PendingQueue.backfill_pass``
    or ``fifo_pass`` -> ``Placer.try_start``); a started job takes the policy's node and GPUs
    (:meth:`~fgdopt.state.ClusterState.place`, the one feasibility rule) and its finish event is scheduled at
@@ -88,6 +89,7 @@ from fgdopt.interference import Interference
 from fgdopt.model import Cluster
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, validate
+from fgdopt.timeline.admission import DROPPED_REASON, rejection_reasons
 from fgdopt.timeline.clock import Clock
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.jobtable import DROPPED, FINISHED, PENDING, REJECTED, RUNNING, STATUSES, JobTable
@@ -167,7 +169,9 @@ class TimelineResult:
     ``thrashed`` (preempted again before a checkpoint after an eviction), ``migrations`` (moves by a plan);
     ``run_s`` (seconds run, over the runs that ended), ``busy_s`` (of which with progress kept), ``work_s``
     (progress kept, in seconds of work at speed 1; ``duration_s`` once finished); ``evictions`` (MIG re-layouts,
-    :mod:`fgdopt.mig.timeline`). :meth:`check` verifies the run.
+    :mod:`fgdopt.mig.timeline`); ``reason`` (str per job: why a rejected job fits no empty node, a key of
+    :data:`~fgdopt.timeline.admission.REJECT_REASONS`, ``busy`` for a dropped one, ``""`` otherwise).
+    :meth:`check` verifies the run.
     """
 
     jobs: JobSet
@@ -195,6 +199,7 @@ class TimelineResult:
     busy_s: np.ndarray | None = None
     work_s: np.ndarray | None = None
     evictions: np.ndarray | None = None
+    reason: np.ndarray | None = None
 
     def check(self) -> None:
         """Raise ``AssertionError`` unless the run is consistent (:func:`simulate` calls it on every result).
@@ -239,12 +244,14 @@ class TimelineResult:
 
     def job_frame(self) -> pd.DataFrame:
         """One row per job: ``name, submit_s, duration_s, start_s, finish_s, wait_s, jct_s, node, status,
-        measured`` (times in seconds, NaN where they do not exist)."""
+        reason, measured`` (times in seconds, NaN where they do not exist; ``status`` one of :data:`STATUSES`,
+        ``reason`` why a job was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
         return pd.DataFrame({
             "name": self.jobs.tasks.names, "submit_s": self.jobs.submit_s, "duration_s": self.jobs.duration_s,
             "start_s": self.start_s, "finish_s": self.finish_s, "wait_s": self.start_s - self.jobs.submit_s,
             "jct_s": self.finish_s - self.jobs.submit_s, "node": self.node,
-            "status": np.array(STATUSES, dtype=object)[self.status], "measured": self.jobs.measured})
+            "status": np.array(STATUSES, dtype=object)[self.status],
+            "reason": self.reason if self.reason is not None else "", "measured": self.jobs.measured})
 
 
 def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue: str | Discipline = "backfill", *,
@@ -332,10 +339,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     if state.elastic.any() and len(snapshots):
         raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not these")
     shapes = Shapes(tasks)
-    empty = ClusterState(cluster, shapes.tasks)
     spans = bool(getattr(mech, "span", False))                          # it may place a job over several nodes
-    admissible = np.array([empty.feasible_nodes(t).any() or (spans and empty.gang_fits(t)) for t in shapes.task],
-                          dtype=bool)
+    shape_reason = rejection_reasons(cluster, shapes.tasks, spans=spans)   # why a shape fits no empty node
+    admissible = shape_reason == ""
     qkey = np.asarray(discipline.keys(jobs), dtype=np.float64)
     if qkey.shape != (n,):
         raise ValueError(f"queue discipline {discipline.name!r}: keys() gave shape {qkey.shape}, expected ({n},)")
@@ -431,11 +437,13 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         recorder.record(now, placer.alloc, placer.running, pending, placer.touched)
     for at in recorder.snap_times:
         recorder.snaps.append(recorder.snapshot(at, table, pending, placer.alloc))
+    reason = np.where(status == REJECTED, shape_reason[shapes.of], "").astype(object)
+    reason[status == DROPPED] = DROPPED_REASON
     result = TimelineResult(jobs, status, table.start_s, table.finish_s, table.node_of, recorder.series(),
                             recorder.snaps, state, policy_name, discipline.name, events, instants,
                             time.perf_counter() - wall0, time.process_time() - cpu0, mech.name, table.preemptions,
                             table.suspensions, table.lost_s, table.overhead_s, table.thrashed, table.migrations,
-                            table.ran_s, table.busy_s, table.saved, table.evictions)
+                            table.ran_s, table.busy_s, table.saved, table.evictions, reason)
     result.check()
     return result
 

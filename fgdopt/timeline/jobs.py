@@ -7,8 +7,9 @@ with the run's measurement window: the time averages of a run are taken over ``w
 flagged ``measured`` (submitted in the window) enter the per-job statistics. Jobs of a warm start or a
 background (:mod:`fgdopt.timeline.sources`) are not measured.
 
-Workload files are CSV with the columns :data:`WORKLOAD_COLUMNS` (``gpu_spec`` may be empty, ``name`` and
-``gpu_spec`` may be left out); :func:`read_workload` names the file and the row of the first bad value.
+Workload files are in the open job format (:mod:`fgdopt.workloads.format`: CSV or Parquet, its columns, units and
+defaults); :func:`read_workload` is the one reader and names the file, the row and the field of the first bad
+value.
 """
 
 from __future__ import annotations
@@ -20,12 +21,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fgdopt.model import TASK_FIELDS, TaskSet
-from fgdopt.traces import check_csv_rows
+from fgdopt.model import TaskSet
+from fgdopt.workloads.format import read_workload_frame, write_workload
 
 WORKLOAD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "submit_s", "duration_s")
 """Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU); an
 optional ``priority`` column (integer, higher outranks lower) feeds priority preemption."""
+
+
+GANG_SUPPORT = False
+"""Whether a job may have ``workers`` > 1 (a gang over several nodes). Until the data model holds gangs,
+:func:`jobs_from_frame` refuses them and the trace study leaves them out of its runs (it still counts them)."""
 
 
 def _times(values, what: str) -> np.ndarray:
@@ -114,10 +120,8 @@ class JobSet:
         return frame.assign(priority=self.priority) if self.priority.any() else frame
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the jobs as a workload file (CSV, :data:`WORKLOAD_COLUMNS`)."""
-        path = Path(path)
-        self.to_frame().to_csv(path, index=False)
-        return path
+        """Write the jobs as a workload file in the open job format (Parquet by the suffix of ``path``, else CSV)."""
+        return write_workload(self.to_frame(), path)
 
     def __repr__(self) -> str:
         return (f"JobSet({len(self)} jobs, submit 0..{self.submit_s.max(initial=0):.0f} s, "
@@ -125,55 +129,32 @@ class JobSet:
 
 
 def read_workload(path: str | os.PathLike) -> JobSet:
-    """Load a workload CSV (columns :data:`WORKLOAD_COLUMNS`) as a :class:`JobSet` in file order.
+    """Load a workload file in the open job format (:mod:`fgdopt.workloads.format`: CSV, or Parquet by its suffix)
+    as a :class:`JobSet` in file order.
 
     Raises
     ------
     FileNotFoundError : no such file.
     ValueError : one line naming the file and the first bad row or column (a row with more or fewer fields than
-        the header, no rows, an unknown or missing column, a missing, negative or non-numeric duration or
-        submission time, an invalid task shape, a name used twice).
+        the header, no rows, an unknown or missing column, a missing, negative or non-numeric value, an invalid
+        task shape, a name used twice, a gang: ``workers`` > 1).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"workload file {path} not found")
-    if check_csv_rows(path, "job row") == 0:
-        raise ValueError(f"{path}: no jobs (a header and no rows)")
+    return jobs_from_frame(read_workload_frame(path), path)
+
+
+def jobs_from_frame(frame: pd.DataFrame, path: str | os.PathLike = "<frame>") -> JobSet:
+    """The :class:`JobSet` of a checked open-format frame (:func:`fgdopt.workloads.format.check_workload_frame`);
+    ``ValueError`` in one line naming ``path``, the row and the field (the task shape rules of
+    :class:`~fgdopt.model.TaskSet`)."""
+    # ---- gangs: the one place that refuses them until the data model holds workers > 1 (GANG_SUPPORT) ----------
+    if not GANG_SUPPORT and (bad := np.flatnonzero(frame["workers"].to_numpy() > 1)).size:
+        raise ValueError(f"{path}: job row {int(bad[0])}: field 'workers' is {int(frame['workers'].iloc[bad[0]])}; "
+                         "workers > 1 needs gang support")
+    # ---------------------------------------------------------------------------------------------------------------
     try:
-        frame = pd.read_csv(path, keep_default_na=False, dtype={"gpu_spec": str, "name": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a CSV file ({exc})") from None
-    unknown = sorted(set(frame.columns) - set(WORKLOAD_COLUMNS) - {"priority"})
-    missing = sorted(set(WORKLOAD_COLUMNS) - set(frame.columns) - {"name", "gpu_spec"})
-    if unknown or missing:
-        raise ValueError(f"{path}: unknown column(s) {unknown}, missing column(s) {missing}; "
-                         f"expected {', '.join(WORKLOAD_COLUMNS)}")
-    try:
-        cols = {}
-        for name in ("submit_s", "duration_s"):
-            values = pd.to_numeric(frame[name].replace("", np.nan), errors="coerce")
-            if (bad := np.flatnonzero(values.isna().to_numpy())).size:
-                raise ValueError(f"job row {int(bad[0])}: field {name!r} is missing or not a number "
-                                 f"({frame[name].iloc[bad[0]]!r})")
-            cols[name] = values.to_numpy(dtype=np.float64)
-        names = tuple(frame["name"]) if "name" in frame else ()
-        seen: dict[str, int] = {}
-        for row, name in enumerate(names):
-            if name and seen.setdefault(name, row) != row:
-                raise ValueError(f"job row {row}: field 'name' {name!r} is the name of job row {seen[name]} too "
-                                 "(names must be unique: they identify the jobs in the outputs)")
-        spec = frame["gpu_spec"].to_numpy() if "gpu_spec" in frame else None
-        numeric = {f: pd.to_numeric(frame[f], errors="coerce").to_numpy() for f in TASK_FIELDS if f != "gpu_spec"}
-        for f, arr in numeric.items():
-            if (bad := np.flatnonzero(np.isnan(arr.astype(np.float64)))).size:
-                raise ValueError(f"task row {int(bad[0])}: field {f!r} is missing or not a number")
-        tasks = TaskSet(numeric["cpu_milli"], numeric["memory_mib"], numeric["num_gpu"], numeric["gpu_milli"],
-                        spec, names=names)
-        priority = None
-        if "priority" in frame:
-            priority = pd.to_numeric(frame["priority"], errors="coerce").to_numpy()
-            if (bad := np.flatnonzero(np.isnan(priority) | (priority != np.round(priority)))).size:
-                raise ValueError(f"job row {int(bad[0])}: field 'priority' must be an integer")
-        return JobSet(tasks, cols["submit_s"], cols["duration_s"], priority=priority)
+        tasks = TaskSet(frame["cpu_milli"].to_numpy(), frame["memory_mib"].to_numpy(), frame["num_gpu"].to_numpy(),
+                        frame["gpu_milli"].to_numpy(), frame["gpu_spec"].to_numpy(), names=tuple(frame["name"]))
+        return JobSet(tasks, frame["submit_s"].to_numpy(), frame["duration_s"].to_numpy(),
+                      priority=frame["priority"].to_numpy())
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None

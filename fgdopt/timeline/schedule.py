@@ -29,15 +29,16 @@ from fgdopt.model import NODE_FIELDS, Cluster
 from fgdopt.policies import make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet, TimelineResult, simulate
+from fgdopt.timeline.admission import rejection_reasons
 
 OBJECTIVES = ("mean-jct", "makespan", "mean-wait")
 """Objectives of a schedule (seconds); the exact model minimizes the first two, the third is reported."""
 
 
 def rejected_jobs(cluster: Cluster, jobs: JobSet) -> np.ndarray:
-    """Boolean mask of the jobs whose shape fits no empty node of ``cluster`` (the engine rejects them)."""
-    empty = ClusterState(cluster, jobs.tasks)
-    return np.array([not empty.feasible_nodes(t).any() for t in jobs.tasks], dtype=bool)
+    """Boolean mask of the jobs whose shape fits no empty node of ``cluster`` (the engine rejects them; the one
+    rule, with its reasons, is :func:`fgdopt.timeline.admission.rejection_reasons`)."""
+    return rejection_reasons(cluster, jobs.tasks) != ""
 
 
 @dataclass(frozen=True, eq=False)

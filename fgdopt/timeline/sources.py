@@ -71,16 +71,25 @@ def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None
     _, tasks = load_openb(variant, data_dir)
     pods = read_pods(variant, data_dir)
     scheduled = pd.to_numeric(pods["scheduled_time"].replace("", np.nan), errors="coerce").to_numpy()
-    life = pods["deletion_time"].to_numpy(dtype=np.float64) - scheduled
-    ran = np.isfinite(life)
     qos = pods["qos"].to_numpy()
+    life = fill_lifetimes(pods["deletion_time"].to_numpy(dtype=np.float64) - scheduled, qos, rng)
+    priority = np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64)
+    return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64), priority
+
+
+def fill_lifetimes(life: np.ndarray, qos: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``life`` (seconds, NaN for the pods that never ran) with every NaN drawn from the lifetimes of the pods of
+    the same ``qos`` class that ran (of all pods that ran, if its class has none), classes in sorted order: the
+    rule of the module docstring, shared by :func:`trace_lifetimes` and the openb converter
+    (:mod:`fgdopt.workloads.convert.openb`). Returns a new array."""
+    life = np.array(life, dtype=np.float64)
+    ran = np.isfinite(life)
     for cls in np.unique(qos[~ran]):
         todo = np.flatnonzero(~ran & (qos == cls))
         pool = life[ran & (qos == cls)]
         pool = pool if len(pool) else life[ran]
         life[todo] = rng.choice(pool, size=len(todo))
-    priority = np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64)
-    return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64), priority
+    return life
 
 
 def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000, *, seed: int = 0,

@@ -82,7 +82,7 @@ def _sorted_labels(schedule: Schedule, cluster: Cluster, order: np.ndarray) -> S
     """``schedule`` with the nodes of each type and the GPUs of each node relabelled by the position (in
     ``order``) of the first job that uses them: a feasible schedule stays feasible (identical nodes and GPUs),
     and it then satisfies the model's symmetry rules. Unused nodes and GPUs go last."""
-    pos = np.empty(len(order), dtype=np.int64)
+    pos = np.empty(len(schedule), dtype=np.int64)                  # indexed by job; order holds the admitted ones
     pos[order] = np.arange(len(order))
     first_node = {}
     first_gpu = {}

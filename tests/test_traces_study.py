@@ -1,0 +1,68 @@
+"""python -m experiments.traces on the converters' fixtures: statistics by hand, gangs counted but not run (no gang
+support on this branch), rejections with their reason, a converted folder as --workload, bad input in one line."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments import convert as convert_cli
+from experiments import traces as study
+from experiments.traces import FIXTURE_DIR, FIXTURES
+
+
+def test_quick_run_on_the_fixtures(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert study.main(["--quick", "--output", str(out)]) == 0
+    shapes = pd.read_csv(out / "traces_stats.csv").set_index(["workload", "shape"])
+    # helios j0: 2 workers x 8 GPUs x 1 h = 16 GPU-hours; j3: 2 x 6 GPUs x 2 h = 24
+    assert shapes.loc[("helios", "2 x 8 GPU"), ["class", "jobs", "gpu_hours"]].tolist() == ["gang", 1, 16.0]
+    assert shapes.loc[("helios", "2 x 6 GPU"), "gpu_hours"] == 24.0
+    # openb o0: half a GPU for 390 s
+    assert shapes.loc[("openb", "1 x 0.5 GPU"), "gpu_hours"] == pytest.approx(0.5 * 390 / 3600)
+    runs = pd.read_csv(out / "traces.csv")
+    assert len(runs) == 7 * 2 * 2
+    helios = runs[runs.workload == "helios"]
+    assert (helios.jobs_run == 22).all() and (helios.not_run == 3).all() and helios.mean_wait_gang_s.isna().all()
+    # spot2026: the 15 regular A10 jobs of 2, 4 or 8 GPUs (i % 4 != 0) find no A10 node of that many GPUs
+    spot = runs[runs.workload == "spot2026"]
+    assert (spot.rejected == 15).all() and (spot.not_run == 2).all()
+    jobs = pd.read_csv(out / "traces_jobs.csv", keep_default_na=False)
+    spot_jobs = jobs[(jobs.workload == "spot2026") & (jobs.policy == "fgd") & (jobs.queue == "fifo")]
+    rejected = spot_jobs[spot_jobs.status == "rejected"]
+    assert sorted(rejected.name) == sorted(f"r{i}" for i in range(20) if i % 4) and (rejected.reason == "gpus").all()
+    assert (out / "traces.png").stat().st_size > 10_000
+    text = capsys.readouterr().out
+    assert "helios: 25 jobs, 3 gangs (up to 2 workers), " in text
+    assert "spot2026: 15 job(s) rejected (gpus): no node of an allowed GPU model has num_gpu GPUs" in text
+
+
+def test_a_converted_folder_is_a_workload(tmp_path):
+    conv = tmp_path / "openb-fixture"
+    assert convert_cli.main(["--format", "openb", "--input", *[str(FIXTURE_DIR / p) for p in FIXTURES["openb"]],
+                             "--output", str(conv)]) == 0
+    out = tmp_path / "o"
+    assert study.main(["--workload", str(conv), "--policies", "best-fit", "--queue", "fifo", "--output",
+                       str(out)]) == 0
+    runs = pd.read_csv(out / "traces.csv")
+    assert runs[["workload", "jobs_run", "not_run", "finished"]].values.tolist() == [["openb-fixture", 23, 0, 23]]
+
+
+def test_bad_workload_is_one_line(tmp_path, capsys):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n0,-1,1,1,1\n")
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--workload", str(tmp_path / "w"), "--output", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "workload.csv: job row 0: field 'duration_s' must be a number >= 0, got -1" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_two_processes_give_the_same_files(tmp_path):
+    common = ["--policies", "best-fit", "--queue", "fifo,backfill"]
+    for jobs, out in (("1", "a"), ("2", "b")):
+        assert study.main([*common, "--jobs", jobs, "--output", str(tmp_path / out)]) == 0
+    for name in ("traces_stats.csv", "traces.csv", "traces_jobs.csv"):
+        a, b = (pd.read_csv(tmp_path / d / name).drop(columns="cpu_s", errors="ignore") for d in ("a", "b"))
+        pd.testing.assert_frame_equal(a, b)
