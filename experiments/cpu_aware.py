@@ -67,7 +67,7 @@ KEYS = ("trace", "seed", "load", "policy", "rule")
 COLUMNS = (*KEYS, "measured", "unfinished", "alloc_time_avg_pct", "frag_time_avg_pct", "mean_wait_s", "mean_jct_s",
            "p95_jct_s", "mean_speed", "lent_cpu_pct", "jct_ratio", "cpu_s", "wall_s")
 
-parse_rules = names(RULES, "rules")
+parse_rules = names(RULES, "rule")
 
 
 def existing_path(text: str) -> Path:

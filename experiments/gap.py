@@ -278,7 +278,7 @@ def frag_table(df: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.gap", __doc__)
     parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
-    parser.add_argument("--methods", type=names(METHODS, "methods"), default=list(DEFAULT_METHODS),
+    parser.add_argument("--methods", type=names(METHODS, "method"), default=list(DEFAULT_METHODS),
                         help=f"comma-separated solver methods from {', '.join(METHODS)} "
                         f"(default: {','.join(DEFAULT_METHODS)})")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),

@@ -96,7 +96,7 @@ COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mea
            "steps")
 
 
-parse_policies = names(POLICY_NAMES, "policies")
+parse_policies = names(POLICY_NAMES, "policy")
 
 
 def parse_cluster(text: str) -> dict[str, int]:

@@ -83,7 +83,7 @@ COLUMNS = (*KEYS, "measured", "sharing", "unfinished", "alloc_time_avg_pct", "fr
            "slowed_pct", "lost_gpu_pct", "jct_ratio", "mean_jct_ratio", "wall_s")
 
 
-parse_policies = names(POLICY_NAMES, "policies")
+parse_policies = names(POLICY_NAMES, "policy")
 parse_weights = real_list(0.0, strict=False)
 
 

@@ -56,7 +56,7 @@ COLUMNS = (*KEYS, "jobs", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization"
 _APPS: dict = {}
 
 
-parse_policies = names(PLANNERS, "policies")
+parse_policies = names(PLANNERS, "policy")
 
 
 def reference(root: str | None, policy: str, load: float, workload: str) -> float:

@@ -57,6 +57,8 @@ from experiments.args import (
     positive_int,
     real_list,
     study_parser,
+    study_prog,
+    unknown_name,
 )
 from experiments.executors import (
     add_dask_option,
@@ -85,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument("--workload", type=existing_file, default=None, help="a workload CSV (with --cluster)")
     src.add_argument("--trace", default=None, help="openb variant: the full-scale bound")
     p.add_argument("--cluster", type=existing_file, default=None, help="instance JSON whose nodes run --workload")
-    p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objectives"), default=list(OBJECTIVE_NAMES),
+    p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objective"), default=list(OBJECTIVE_NAMES),
                    help=f"comma-separated, of {', '.join(OBJECTIVE_NAMES)} (default: both)")
     p.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
                    help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
@@ -109,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _suite(text: str) -> str:
     if text not in TIME_SUITES:
-        raise argparse.ArgumentTypeError(f"unknown suite {text!r}; choose from {', '.join(TIME_SUITES)}")
+        raise unknown_name("instance suite", text, TIME_SUITES)
     return text
 
 
@@ -221,7 +223,7 @@ def run_small(args: argparse.Namespace) -> int:
              [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
              args.seed) for obj in args.objective for name in instances]
     _, code = run_and_write("schedule", run_instance, cells, args, keys,
-                            lambda done, tmp: write_small(done, suite, args, tmp), "python -m experiments.schedule")
+                            lambda done, tmp: write_small(done, suite, args, tmp), study_prog("experiments.schedule"))
     if code:
         return code
     return 0
@@ -303,7 +305,7 @@ def run_full(args: argparse.Namespace) -> int:
     keys = [(*c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
              content_digest(*trace_files(args.trace, args.data_dir))) for c in cells]
     _, code = run_and_write("schedule-bound", run_bound, cells, args, keys, write_full,
-                            "python -m experiments.schedule")
+                            study_prog("experiments.schedule"))
     if code:
         return code
     return 0

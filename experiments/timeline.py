@@ -57,6 +57,7 @@ import pandas as pd
 from experiments.args import (
     check_paths,
     existing_file,
+    names_or_specs,
     non_negative_int,
     openb_dir,
     output_dir,
@@ -78,7 +79,6 @@ from experiments.executors import (
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
-from fgdopt.plugins import is_spec
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
@@ -96,30 +96,13 @@ JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "measured", "e
 
 def parse_queues(text: str) -> list[str]:
     """Comma-separated discipline names (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or ``module:attribute``."""
-    names = [q.strip() for q in text.split(",") if q.strip()]
-    try:
-        for q in names:
-            make_discipline(q)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return names
+    return names_or_specs(text, QUEUE_NAMES, "queue discipline", make_discipline)
 
 
 def parse_mechanisms(text: str) -> list[str]:
     """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`) or ``module:attribute``
     specs (:func:`~fgdopt.timeline.preemption.mechanism_factory`, imported now)."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in MECHANISM_NAMES and not is_spec(m)]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}, "
-                                         "or module:attribute specs")
-    for m in names:
-        if is_spec(m):
-            try:
-                mechanism_factory(m)
-            except ValueError as exc:
-                raise argparse.ArgumentTypeError(str(exc)) from None
-    return names
+    return names_or_specs(text, MECHANISM_NAMES, "mechanism", mechanism_factory)
 
 
 def load_cluster(path: str | Path) -> Cluster:
