@@ -4,6 +4,7 @@ Usage::
 
     python -m experiments.gap --instances small [--methods ...] [--time-limit 10] [--jobs N | --dask ADDRESS]
                               [--output DIR [--resume]] [--format markdown|csv] [--seed 0]
+    python -m experiments.gap --quick --output DIR      # 8 small instances, 5 s per solver run: about a minute
 
 For each instance of the suite (``small``, ``medium``, ``openb-sample`` or a folder of instance JSON files) it
 places the tasks in arrival order with every policy, solves the offline problem exactly and with every
@@ -29,7 +30,12 @@ an instance file with no nodes is refused before any work.
 ``--policies`` also takes ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own
 policy"): the fastest way to your policy's certified gap table.
 
-``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown; each instance's
+``--quick`` solves :data:`QUICK_SPECS` and :data:`QUICK_ADVERSARIAL` of the ``small`` suite (2 to 6 nodes) with
+at most 5 s per solver run: about a minute on 2 cores.
+
+``--output DIR`` writes ``gap.csv`` (one row per instance and method), the tables as Markdown (``gap.md``) and
+``gap.png`` (per instance, each policy's allocation against the optimum and its bound,
+:func:`fgdopt.plot.plot_gap`); each instance's
 rows are kept in ``DIR/.runs/gap`` as they finish (:class:`experiments.executors.RunJournal`), ``--resume`` solves
 only the instances not yet there with the same inputs, and a run stopped early writes ``gap.csv`` of the
 instances that finished
@@ -44,9 +50,11 @@ policy and flawed rows: the instance's best proven bound), ``status`` (policies:
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
@@ -59,6 +67,7 @@ from experiments.args import (
     positive,
     positive_int,
     study_parser,
+    unknown_name,
 )
 from experiments.executors import (
     RunJournal,
@@ -73,6 +82,7 @@ from experiments.executors import (
 from experiments.outputs import staged
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
+from fgdopt.plot import plot_gap
 from fgdopt.policies import POLICY_NAMES, PolicyError, SpecError
 from fgdopt.simulate import run_online
 from fgdopt.state import validate
@@ -85,6 +95,42 @@ CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "
 bound repeated on each row so that every table can be rebuilt from the file alone."""
 DEFAULT_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp", "unified-device-milp",
                    "per-gpu-dimension-milp")
+QUICK_SPECS = (("G2x8", 2), ("T4x2", 4), ("P100x2", 4), ("V100x4", 4), ("openb", 4), ("G2x8+T4x2+P100x2", 6))
+"""(mix, nodes) of the generated ``small`` instances that ``--quick`` solves (:data:`fgdopt.suites.SMALL_SPECS`)."""
+QUICK_ADVERSARIAL = ("adv-pack-trap", "adv-cpu-starvation")
+"""The hand-made instances ``--quick`` adds, where greedy policies lose (:func:`fgdopt.suites.adversarial_instances`)."""
+QUICK_TIME_LIMIT = 5.0
+"""Seconds per solver run under ``--quick`` (at most; a smaller ``--time-limit`` is kept)."""
+OUTPUTS = ("gap.csv", "gap.md", "gap.png")
+"""The files the study writes into ``--output``."""
+
+
+def quick_instances(instances: list[Instance]) -> list[Instance]:
+    """The instances of the ``small`` suite that ``--quick`` solves (:data:`QUICK_SPECS`, :data:`QUICK_ADVERSARIAL`),
+    in suite order."""
+    prefixes = tuple(f"rand-{mix}-n{n}-" for mix, n in QUICK_SPECS)
+    return [i for i in instances if i.name.startswith(prefixes) or i.name in QUICK_ADVERSARIAL]
+
+
+def parse_instances(text: str) -> str | Path:
+    """``--instances``: a suite name (:data:`fgdopt.suites.SUITES`) or a folder of instance JSON files.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError : a file, a path that does not exist, or an unknown suite name (with the closest
+        one); one line.
+    """
+    if text in SUITES:
+        return text
+    path = Path(text)
+    if path.is_dir():
+        return path
+    expected = f"a suite ({', '.join(SUITES)}) or a folder of instance JSON files"
+    if path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; expected {expected} (put the file in a folder)")
+    if os.sep in text or text.endswith(".json"):
+        raise argparse.ArgumentTypeError(f"{text!r} not found; expected {expected}")
+    raise unknown_name("instance suite", text, SUITES, "or a folder of instance JSON files")
 
 
 @dataclass(frozen=True)
@@ -277,7 +323,11 @@ def frag_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.gap", __doc__)
-    parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
+    parser.add_argument("--instances", type=parse_instances, default=None,
+                        help=f"one of {', '.join(SUITES)} or a folder of instance JSON files (default: small)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{len(QUICK_SPECS) + len(QUICK_ADVERSARIAL)} small instances, at most "
+                        f"{QUICK_TIME_LIMIT:g} s per solver run (about a minute on 2 cores)")
     parser.add_argument("--methods", type=names(METHODS, "method"), default=list(DEFAULT_METHODS),
                         help=f"comma-separated solver methods from {', '.join(METHODS)} "
                         f"(default: {','.join(DEFAULT_METHODS)})")
@@ -291,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     add_resume_option(parser)
     parser.add_argument("--threads", type=positive_int, default=None, help="solver threads (default: all cores)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="suite and policy seed (default: 0)")
-    parser.add_argument("--output", type=output_dir, default=None, help="write gap.csv and the tables here")
+    parser.add_argument("--output", type=output_dir, default=None,
+                        help="write gap.csv, the tables (gap.md) and the figure (gap.png) here")
     parser.add_argument("--format", choices=("markdown", "csv"), default="markdown")
     args = parser.parse_args(argv)
 
@@ -299,12 +350,17 @@ def main(argv: list[str] | None = None) -> int:
     policies = tuple(args.policies)
     if args.resume and args.output is None:
         parser.error("--resume needs --output (the folder of the finished runs)")
+    if args.quick and args.instances is not None:
+        parser.error("--quick solves its own instances of the small suite; drop --instances")
+    source = "small" if args.instances is None else args.instances
     try:
-        instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
-            load_suite_dir(args.instances)
+        instances = suite(source, seed=args.seed) if source in SUITES else load_suite_dir(source)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(f"argument --instances: {exc}")
-    config = Config(methods, policies, args.time_limit, args.seed, args.threads)
+    time_limit = args.time_limit
+    if args.quick:
+        instances, time_limit = quick_instances(instances), min(time_limit, QUICK_TIME_LIMIT)
+    config = Config(methods, policies, time_limit, args.seed, args.threads)
     journal = RunJournal.for_study(args.output, "gap", resume=args.resume)
     try:
         df = run(instances, config, args.jobs, args.dask, journal)
@@ -331,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
             csv.to_csv(tmp / "gap.csv", index=False)
             (tmp / "gap.md").write_text("".join(f"## {titles[k]}\n\n{t.to_markdown(index=False)}\n\n"
                                                 for k, t in tables.items()))
+            if len(csv):
+                plot_gap(csv, tmp / "gap.png")
     return 0
 
 
