@@ -98,7 +98,7 @@ DEFAULT_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp", "
 QUICK_SPECS = (("G2x8", 2), ("T4x2", 4), ("P100x2", 4), ("V100x4", 4), ("openb", 4), ("G2x8+T4x2+P100x2", 6))
 """(mix, nodes) of the generated ``small`` instances that ``--quick`` solves (:data:`fgdopt.suites.SMALL_SPECS`)."""
 QUICK_ADVERSARIAL = ("adv-pack-trap", "adv-cpu-starvation")
-"""The hand-made instances ``--quick`` adds, where greedy policies lose (:func:`fgdopt.suites.adversarial_instances`)."""
+"""The hand-made instances ``--quick`` adds: greedy loses there (:func:`fgdopt.suites.adversarial_instances`)."""
 QUICK_TIME_LIMIT = 5.0
 """Seconds per solver run under ``--quick`` (at most; a smaller ``--time-limit`` is kept)."""
 OUTPUTS = ("gap.csv", "gap.md", "gap.png")
