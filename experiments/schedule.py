@@ -187,14 +187,21 @@ def _gap(value: float, bound: float) -> float:
 def method_summary(part: pd.DataFrame) -> pd.DataFrame:
     """Per method of one objective's rows of ``schedule.csv``: mean and max gap (percent, against the proven bound),
     proven (instances where its value meets the bound, "k/n") and wins (instances where it has the best engine
-    value)."""
+    value; empty for the optimum, which is not an engine run)."""
     best = part[part["status"] == "engine"].groupby("instance")["value"].min()
     win = (part["status"] == "engine") & (part["value"] <= part["instance"].map(best) + 1e-9)
     flags = part.assign(win=win, proven=part["gap_pct"].fillna(np.inf) <= 1e-6)
     table = flags.groupby("method", sort=False).agg(mean_gap_pct=("gap_pct", "mean"), max_gap_pct=("gap_pct", "max"),
                                                     proven=("proven", "sum"), wins=("win", "sum"))
     table["proven"] = [f"{int(v)}/{part['instance'].nunique()}" for v in table["proven"]]
+    engine = part.loc[part["status"] == "engine", "method"].unique()
+    table["wins"] = [int(v) if m in engine else "" for m, v in table["wins"].items()]   # the optimum wins nothing
     return table.round(2).reset_index()
+
+
+SUMMARY_HEADINGS = {"mean_gap_pct": "mean gap to the bound (%)", "max_gap_pct": "max gap to the bound (%)",
+                    "proven": "instances at the bound", "wins": "instances with the best engine run"}
+"""The per-method table's headings in words (:func:`method_summary`'s column -> heading)."""
 
 
 def tables(frame: pd.DataFrame) -> str:
@@ -206,7 +213,7 @@ def tables(frame: pd.DataFrame) -> str:
         wide["bound"] = opt["bound"].round(2)
         wide["status"] = opt["status"]
         out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False), "",
-                method_summary(part).to_markdown(index=False), ""]
+                method_summary(part).rename(columns=SUMMARY_HEADINGS).to_markdown(index=False), ""]
     return "\n".join(out)
 
 

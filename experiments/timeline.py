@@ -201,7 +201,9 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
 
 
 def idle_lines(results: list[dict]) -> list[str]:
-    """Per (policy, queue): GPUs idle because of placement at the sampled instants, [vs incumbent, vs bound]."""
+    """Per (policy, queue, mechanism), in words: how many more GPUs the jobs present at the sampled instants could
+    hold if placed afresh (the optimum's question ``placement``, :mod:`formulations.timeline`), on average over the
+    instants: at least incumbent - allocated, at most bound - allocated (GPUs)."""
     frame = pd.DataFrame([o for r in results for o in r["optimum"] if o["question"] == "placement"])
     if frame.empty:
         return []
@@ -209,9 +211,30 @@ def idle_lines(results: list[dict]) -> list[str]:
     for (policy, queue, mechanism), g in frame.groupby(["policy", "queue", "mechanism"], sort=False):
         lo = ((g["incumbent_milli"] - g["current_milli"]) / GPU_MILLI).mean()
         hi = ((g["bound_milli"] - g["current_milli"]) / GPU_MILLI).mean()
-        lines.append(f"{policy} / {queue} / {mechanism}: placement leaves [{lo:.1f}, {hi:.1f}] GPUs idle on average at "
-                     f"{len(g)} instant(s) (optimum of the same jobs present: incumbent, bound)")
+        who = f"{policy}, {queue} queue" + ("" if mechanism == "none" else f", evictions by {mechanism}")
+        when = f"{len(g)} sampled instant{'s' * (len(g) != 1)}"
+        if f"{lo:.1f}" == f"{hi:.1f}":
+            lines.append(f"{who}: placed afresh, the same jobs would use {lo:.1f} more GPUs on average over {when} "
+                         "(the optimum is proven)")
+        else:
+            lines.append(f"{who}: placed afresh, the same jobs would use {lo:.1f} to {hi:.1f} more GPUs on average "
+                         f"over {when} ({lo:.1f} with the best placement found, {hi:.1f} at its proven bound)")
     return lines
+
+
+HEADINGS = {"mean_wait_s": "mean wait (s)", "p99_wait_s": "99th pct wait (s)", "mean_jct_s": "mean JCT (s)",
+            "alloc_time_avg_pct": "GPUs allocated (% time avg)", "blocked_job_hours": "job-hours blocked by frag.",
+            "lost_gpu_s": "lost work (GPU-s)", "overhead_gpu_s": "overhead (GPU-s)", "thrashed_jobs": "thrashed jobs",
+            "cpu_s": "CPU s"}
+"""The printed run table's headings in words (``timeline.csv``'s column -> heading; the others as they are)."""
+
+
+def run_table(runs: pd.DataFrame, columns: list[str]) -> str:
+    """The printed run table: ``columns`` of ``runs`` under :data:`HEADINGS`, without the key columns that are empty
+    in every row (``load`` with ``--workload``, ``layout`` without ``--mig``)."""
+    empty = [k for k in KEYS if runs[k].isna().all() or (runs[k].astype(str) == "").all()]
+    shown = runs[[c for c in columns if c not in empty]].rename(columns=HEADINGS)
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mig-nodes", type=positive_int, default=32, help="nodes of the MIG cluster (default: 32)")
     parser.add_argument("--layout", type=parse_layouts, default=None,
                         help="with --mig: dynamic, static or static:CONFIG, comma-separated (default: dynamic)")
-    parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
+    parser.add_argument("--seeds", type=parse_seeds, default=None,
+                        help="seeds, A-B or a,b (default: 42-44; with --workload 42, one run of the file's jobs)")
     parser.add_argument("--n-jobs", type=positive_int, default=20_000, help="stream jobs per run (default: 20000)")
     parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
                         help="stream arrivals: Poisson, or the trace's creation times compressed (default: poisson)")
@@ -267,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         args.queue = ["backfill"]
     if args.policies is None:
         args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
+    if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked
+        args.seeds = [42] if args.workload is not None else [42, 43, 44]
     if args.mig is not None:
         from fgdopt.mig import MIG_MODELS
 
@@ -311,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     if set(args.mechanism) != {"none"}:
         show[-1:-1] = ["preemptions", "suspensions", "migrations", "evictions", "lost_gpu_s", "overhead_gpu_s",
                        "thrashed_jobs"]
-    print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(run_table(runs, show))
     print("\n".join(idle_lines(results)))
     return 0
 
