@@ -192,15 +192,35 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
 
 
 def ratio_lines(frame: pd.DataFrame) -> list[str]:
-    """Per rate: each agnostic policy's mean JCT over its heterogeneity-aware twin's (seeds averaged)."""
+    """Per rate, in words: each agnostic policy's mean JCT as a multiple of its heterogeneity-aware twin's (seeds
+    averaged)."""
     mean = frame.groupby(["lambda_per_hour", "policy"]).mean_jct_s.mean()
     lines = []
     for rate in sorted(frame.lambda_per_hour.unique()):
-        parts = [f"{p}/{p}-aware {mean[rate, p] / mean[rate, p + '-aware']:.2f}x"
+        parts = [f"{p} {mean[rate, p] / mean[rate, p + '-aware']:.2f}x {p}-aware"
                  for p in ("las", "ftf", "makespan") if (rate, p) in mean and (rate, p + "-aware") in mean]
         if parts:
-            lines.append(f"{rate:g} jobs/h: " + ", ".join(parts))
+            lines.append(f"at {rate:g} jobs/hour, mean JCT without heterogeneity awareness: " + ", ".join(parts))
     return lines
+
+
+HOURS = {"mean_jct_s": "mean JCT (h)", "p95_jct_s": "95th pct JCT (h)", "makespan_s": "makespan (h)",
+         "makespan_bound_s": "makespan bound (h)"}
+"""The columns of ``hetero.csv`` in seconds that the printed table shows in hours, as the figure does."""
+HEADINGS = {"lambda_per_hour": "jobs/hour", "measured_jobs": "measured jobs", "utilization": "GPUs busy (%)",
+            "mean_rho": "mean rho", "max_rho": "max rho", "jain_rho": "Jain index of rho", "wall_s": "wall s",
+            "solves": "LP solves"}
+"""The other headings of the printed table in words (the columns not named here keep their names)."""
+
+
+def run_table(frame: pd.DataFrame) -> str:
+    """The printed table of ``hetero.csv``: times in hours (:data:`HOURS`), utilization in percent, headings in
+    words, without the columns empty in every row (the makespan bound without ``--batch``, the steps without a
+    round-based policy)."""
+    shown = frame.assign(**{c: frame[c] / 3600 for c in HOURS}, utilization=100 * frame["utilization"])
+    empty = [c for c in shown.columns if shown[c].isna().all() or (shown[c].astype(str) == "").all()]
+    shown = shown.drop(columns=empty).rename(columns=HOURS | HEADINGS)
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     frame, code = run_and_write("hetero", run_point, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(run_table(frame))
     print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))
     return 0
 
