@@ -165,7 +165,9 @@ def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> 
         frame["gpu_spec"] = ""
     missing = set(required) - set(frame.columns)
     if unknown or missing:
-        raise ValueError(f"{path.name}: unknown columns {sorted(unknown)}, missing columns {sorted(missing)}")
+        wrong = [f"{what} column{'s' * (len(cols) > 1)} {', '.join(sorted(cols))}"
+                 for what, cols in (("unknown", unknown), ("missing", missing)) if cols]
+        raise ValueError(f"{path.name}: {' and '.join(wrong)}; the file needs {', '.join(required)}")
     return frame
 
 

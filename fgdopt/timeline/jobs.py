@@ -146,8 +146,9 @@ def read_workload(path: str | os.PathLike) -> JobSet:
     unknown = sorted(set(frame.columns) - set(WORKLOAD_COLUMNS) - {"priority"})
     missing = sorted(set(WORKLOAD_COLUMNS) - set(frame.columns) - {"name", "gpu_spec"})
     if unknown or missing:
-        raise ValueError(f"{path}: unknown column(s) {unknown}, missing column(s) {missing}; "
-                         f"expected {', '.join(WORKLOAD_COLUMNS)}")
+        wrong = [f"{what} column{'s' * (len(cols) > 1)} {', '.join(cols)}"
+                 for what, cols in (("unknown", unknown), ("missing", missing)) if cols]
+        raise ValueError(f"{path}: {' and '.join(wrong)}; expected {', '.join(WORKLOAD_COLUMNS)}")
     try:
         cols = {}
         for name in ("submit_s", "duration_s"):
