@@ -19,7 +19,8 @@ goes to stderr. The policies score and break ties as the reference simulator doe
 fgdopt's exact-score FGD. ``--jobs N`` replays N cells side by side in local processes, ``--dask ADDRESS`` on the
 workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker reads the trace from its own
 ``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same. ``--policies`` also takes
-``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy"). The ``_130`` columns of
+``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy"), named in the outputs by
+their ``name`` attribute if they have one. The ``_130`` columns of
 ``summary.csv`` hold the end of the replay (``alloc_ratio_100`` is at 100% arrived, or at the end before it): the
 whole trace is replayed, then clones up to ``--ratio`` (1.3: 130% of capacity), so a trace that alone brings more
 than the ratio ends past it (SPEC: the last row is the final state). At 1.3 that is ``multigpu30`` (130.2%),
@@ -68,7 +69,7 @@ from experiments.executors import (
 from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
-from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES, PolicyError
+from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES, PolicyError, policy_labels
 from fgdopt.refsim import paper_allocation
 from fgdopt.simulate import CURVE_COLUMNS, replay
 from fgdopt.traces import load_openb, trace_files
@@ -201,6 +202,8 @@ def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Names
     summary = sort_cells(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)), rank, ["seed"])
     curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"]) if curves else \
         pd.DataFrame(columns=["trace", "policy", "seed", *CURVE_COLUMNS])
+    labels = policy_labels(args.policies)                 # a policy of your own by its name
+    summary["policy"], curves_df["policy"] = summary["policy"].replace(labels), curves_df["policy"].replace(labels)
 
     summary.to_csv(out / "summary.csv", index=False)
     curves_df.to_csv(out / "curves.csv", index=False)
