@@ -78,7 +78,7 @@ def summary(module: str) -> str:
 def usage() -> str:
     """The text of ``fgdopt --help``: the subcommands, what each does and the module each runs."""
     width = max(map(len, COMMANDS))
-    lines = ["usage: fgdopt COMMAND [ARGS ...]", "",
+    lines = ["usage: fgdopt COMMAND [OPTIONS]", "",
              "GPU-cluster placement studies: FGD, packing heuristics and certified optima. Each command is a study",
              "run as python -m MODULE, with the same options: fgdopt COMMAND --help lists them.", "", "commands:"]
     for name, module in COMMANDS.items():
