@@ -207,3 +207,23 @@ def test_every_source_file_is_free_of_issue_wording():
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if TICKET_WORD.search(line)]
     assert hits == []
+
+
+def test_hetero_prints_hours_as_its_figure_does():
+    """Mean JCT 60,000 s = 16.67 h and 30,000 s = 8.33 h (las is 2.00x las-aware); 95th percentile 100,000 s =
+    27.78 h and 90,000 s = 25.00 h; makespan 1,000,000 s = 277.78 h; utilization 0.5 = 50%. No batch: the
+    makespan bound column (all NaN) is left out."""
+    from experiments.hetero import ratio_lines, run_table
+
+    frame = pd.DataFrame({
+        "policy": ["las", "las-aware"], "cluster": ["12:12:12"] * 2, "lambda_per_hour": [0.5, 0.5], "seed": [0, 0],
+        "measured_jobs": [200, 200], "mean_jct_s": [60_000.0, 30_000.0], "p95_jct_s": [100_000.0, 90_000.0],
+        "makespan_s": [1e6, 1e6], "mean_rho": [1.2, 1.1], "max_rho": [3.0, 2.0], "jain_rho": [0.9, 0.95],
+        "utilization": [0.5, 0.6], "preemptions": [3, 4], "makespan_bound_s": [float("nan")] * 2,
+        "wall_s": [2.0, 3.0], "solves": [10, 12], "steps": ["whole", "whole"]})
+    assert [" ".join(line.split()) for line in run_table(frame).splitlines()] == [
+        "policy cluster jobs/hour seed measured jobs mean JCT (h) 95th pct JCT (h) makespan (h) mean rho max rho "
+        "Jain index of rho GPUs busy (%) preemptions wall s LP solves steps",
+        "las 12:12:12 0.50 0 200 16.67 27.78 277.78 1.20 3.00 0.90 50.00 3 2.00 10 whole",
+        "las-aware 12:12:12 0.50 0 200 8.33 25.00 277.78 1.10 2.00 0.95 60.00 4 3.00 12 whole"]
+    assert ratio_lines(frame) == ["at 0.5 jobs/hour, mean JCT without heterogeneity awareness: las 2.00x las-aware"]
