@@ -79,6 +79,7 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
+from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
@@ -207,20 +208,17 @@ def ratio_lines(frame: pd.DataFrame) -> list[str]:
 HOURS = {"mean_jct_s": "mean JCT (h)", "p95_jct_s": "95th pct JCT (h)", "makespan_s": "makespan (h)",
          "makespan_bound_s": "makespan bound (h)"}
 """The columns of ``hetero.csv`` in seconds that the printed table shows in hours, as the figure does."""
-HEADINGS = {"lambda_per_hour": "jobs/hour", "measured_jobs": "measured jobs", "utilization": "GPUs busy (%)",
-            "mean_rho": "mean rho", "max_rho": "max rho", "jain_rho": "Jain index of rho", "wall_s": "wall s",
+HEADINGS = {"lambda_per_hour": "jobs/hour", "utilization": "GPUs busy (%)", "jain_rho": "Jain index of rho",
             "solves": "LP solves"}
-"""The other headings of the printed table in words (the columns not named here keep their names)."""
+"""The other headings of the printed table that :func:`experiments.outputs.heading` would not write as well."""
 
 
 def run_table(frame: pd.DataFrame) -> str:
     """The printed table of ``hetero.csv``: times in hours (:data:`HOURS`), utilization in percent, headings in
     words, without the columns empty in every row (the makespan bound without ``--batch``, the steps without a
-    round-based policy)."""
-    shown = frame.assign(**{c: frame[c] / 3600 for c in HOURS}, utilization=100 * frame["utilization"])
-    empty = [c for c in shown.columns if shown[c].isna().all() or (shown[c].astype(str) == "").all()]
-    shown = shown.drop(columns=empty).rename(columns=HOURS | HEADINGS)
-    return shown.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+    round-based policy; :func:`experiments.outputs.printed`)."""
+    return printed(frame.assign(**{c: frame[c] / 3600 for c in HOURS}, utilization=100 * frame["utilization"]),
+                   HOURS | HEADINGS)
 
 
 def main(argv: list[str] | None = None) -> int:

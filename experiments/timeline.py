@@ -76,6 +76,7 @@ from experiments.executors import (
     policy_digest,
     run_and_write,
 )
+from experiments.outputs import printed
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
@@ -222,19 +223,15 @@ def idle_lines(results: list[dict]) -> list[str]:
     return lines
 
 
-HEADINGS = {"mean_wait_s": "mean wait (s)", "p99_wait_s": "99th pct wait (s)", "mean_jct_s": "mean JCT (s)",
-            "alloc_time_avg_pct": "GPUs allocated (% time avg)", "blocked_job_hours": "job-hours blocked by frag.",
-            "lost_gpu_s": "lost work (GPU-s)", "overhead_gpu_s": "overhead (GPU-s)", "thrashed_jobs": "thrashed jobs",
-            "cpu_s": "CPU s"}
-"""The printed run table's headings in words (``timeline.csv``'s column -> heading; the others as they are)."""
+HEADINGS = {"alloc_time_avg_pct": "GPUs allocated (% time avg)", "blocked_job_hours": "job-hours blocked by frag.",
+            "lost_gpu_s": "lost work (GPU-s)", "overhead_gpu_s": "overhead (GPU-s)"}
+"""The printed run table's headings that :func:`experiments.outputs.heading` would not write as well."""
 
 
 def run_table(runs: pd.DataFrame, columns: list[str]) -> str:
-    """The printed run table: ``columns`` of ``runs`` under :data:`HEADINGS`, without the key columns that are empty
-    in every row (``load`` with ``--workload``, ``layout`` without ``--mig``)."""
-    empty = [k for k in KEYS if runs[k].isna().all() or (runs[k].astype(str) == "").all()]
-    shown = runs[[c for c in columns if c not in empty]].rename(columns=HEADINGS)
-    return shown.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+    """The printed run table: ``columns`` of ``runs`` under :data:`HEADINGS` (:func:`experiments.outputs.printed`:
+    without the columns empty in every row, such as ``load`` with ``--workload`` and ``layout`` without ``--mig``)."""
+    return printed(runs[columns], HEADINGS)
 
 
 def main(argv: list[str] | None = None) -> int:

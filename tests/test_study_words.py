@@ -223,7 +223,7 @@ def test_hetero_prints_hours_as_its_figure_does():
         "wall_s": [2.0, 3.0], "solves": [10, 12], "steps": ["whole", "whole"]})
     assert [" ".join(line.split()) for line in run_table(frame).splitlines()] == [
         "policy cluster jobs/hour seed measured jobs mean JCT (h) 95th pct JCT (h) makespan (h) mean rho max rho "
-        "Jain index of rho GPUs busy (%) preemptions wall s LP solves steps",
+        "Jain index of rho GPUs busy (%) preemptions wall (s) LP solves steps",
         "las 12:12:12 0.50 0 200 16.67 27.78 277.78 1.20 3.00 0.90 50.00 3 2.00 10 whole",
         "las-aware 12:12:12 0.50 0 200 8.33 25.00 277.78 1.10 2.00 0.95 60.00 4 3.00 12 whole"]
     assert ratio_lines(frame) == ["at 0.5 jobs/hour, mean JCT without heterogeneity awareness: las 2.00x las-aware"]
