@@ -69,7 +69,7 @@ def test_headline_never_claims_a_meaningless_floor(study):
     opt = tight["kind"] == "optimum"
     tight.loc[opt, ["allocated_milli", "bound_milli"]] = [cap - 5000, cap - 4900]  # 0.1 GPU apart
     (line,) = headline(tight, capacity)
-    assert "fewer than 4.9 (the best placement found leaves 5.0; bound - incumbent 0.1 GPUs" in line
+    assert "fewer than 4.9 (the best placement found leaves 5.0, within 0.1 GPUs of the bound" in line
     loose = tight.copy()
     loose.loc[opt, "allocated_milli"] = cap - 20000  # 15.1 GPUs apart: more than 0.1 % of 174
     (line,) = headline(loose, capacity, tol=0.001)
