@@ -45,7 +45,7 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--cluster", "36:36"], "expected three GPU counts"),
-    (["--policies", "las,fastest"], "unknown policies ['fastest']"),
+    (["--policies", "las,fastest"], "unknown policy 'fastest'"),
     (["--window", "50:10"], "expected 0 <= START < END"),
     (["--rates", "1,0"], "expected finite numbers > 0 separated by commas, got '1,0'"),
     (["--rates", "-2"], "expected finite numbers > 0 separated by commas, got '-2'"),
