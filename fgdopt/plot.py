@@ -659,12 +659,13 @@ def plot_gap(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     y = rows - 1 - np.arange(rows)                          # the first instance on top
     incumbent = pct(first["incumbent_milli"].to_numpy(dtype=float))
     proven = incumbent >= 100.0 - 1e-9
+    open_, shut = (~proven).any(), proven.any()             # legend entries only for what is drawn
     ax.hlines(y[~proven], incumbent[~proven], 100.0, color="0.6", linewidth=5, alpha=0.6,
-              label="optimum lies here (best found to proven bound)")
+              label="optimum lies here (best found to proven bound)" if open_ else None)
     ax.plot(incumbent[~proven], y[~proven], "|", color="black", markersize=11, markeredgewidth=2,
-            label="best placement found (not proven optimal)")
+            label="best placement found (not proven optimal)" if open_ else None)
     ax.plot(np.full(int(proven.sum()), 100.0), y[proven], "D", color="black", markersize=6, fillstyle="none",
-            markeredgewidth=1.4, label="proven optimum")
+            markeredgewidth=1.4, label="proven optimum" if shut else None)
     markers = "o^sv<>Ph*Xd"
     shift = np.linspace(-0.28, 0.28, len(policies)) if len(policies) > 1 else np.zeros(1)
     lowest = incumbent.min(initial=100.0)
