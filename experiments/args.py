@@ -16,25 +16,56 @@ its parser with :func:`study_parser` and calls :func:`check_paths` so that no ou
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from fgdopt.policies import parse_policy_names
-from fgdopt.traces import TIMED_VARIANTS, VARIANTS, OneLineParser, check_timed
+from experiments.cli import plain
+from fgdopt.plugins import SpecError, is_spec
+from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES, policy_factory
+from fgdopt.traces import TIMED_VARIANTS, VARIANTS, OneLineParser, check_timed, command_name
 
 FAMILIES = ("gpushare", "multigpu", "gpuspec", "cpu")
 """The openb trace families: the variants whose names start with one of them."""
 
 
-StudyParser = OneLineParser
-"""The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2."""
+def unknown_name(what: str, name: str, known: Iterable[str], also: str = "") -> argparse.ArgumentTypeError:
+    """The error of a name that is not among ``known``: one line naming it, the closest known name if one is near
+    (a misspelling), and the valid ones (``also``: what else is accepted, e.g. ``"or a module:attribute spec"``).
+
+    >>> str(unknown_name("policy", "best-fti", ["fgd", "best-fit"]))
+    "unknown policy 'best-fti': did you mean best-fit? (valid: fgd, best-fit)"
+    """
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f": did you mean {close[0]}?" if close else ""
+    valid = ", ".join(known) + (f", {also}" if also else "")
+    return argparse.ArgumentTypeError(f"unknown {what} {name!r}{hint} (valid: {valid})")
+
+
+def study_prog(module: str) -> str:
+    """The name of the command that runs ``module``, for its messages: as typed under the ``fgdopt`` dispatcher
+    (``fgdopt timeline``, :func:`fgdopt.traces.command_name`), else ``python -m MODULE``."""
+    return command_name(f"python -m {module}")
+
+
+class StudyParser(OneLineParser):
+    """The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2; a value
+    outside an option's ``choices`` is named with the closest valid one (:func:`unknown_name`)."""
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is not None and value not in action.choices and isinstance(value, str):
+            what = action.dest.replace("_", " ")
+            raise argparse.ArgumentError(action, str(unknown_name(what, value, map(str, action.choices))))
+        super()._check_value(action, value)
 
 
 def study_parser(module: str, doc: str | None) -> StudyParser:
-    """The parser of ``python -m MODULE``: its ``prog`` and the first paragraph of the module docstring."""
-    return StudyParser(prog=f"python -m {module}", description=(doc or "").split("\n\n")[0])
+    """The parser of ``python -m MODULE`` (``prog``: :func:`study_prog`) with the first paragraph of the module
+    docstring, in plain words, as its description."""
+    return StudyParser(prog=study_prog(module), description=plain((doc or "").split("\n\n")[0]))
 
 
 def _fail(what: str, text: str) -> NoReturn:
@@ -142,18 +173,51 @@ def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], l
 
 
 def names(choices: Iterable[str], what: str = "names") -> Callable[[str], list[str]]:
-    """The type of a comma-separated list of names among ``choices`` (at least one; repeats dropped)."""
+    """The type of a comma-separated list of names among ``choices`` (at least one; repeats dropped); ``what`` is
+    one of them in words (``"method"``, ``"rule"``), for the message of an unknown name (:func:`unknown_name`)."""
     known = tuple(choices)
 
     def parse(text: str) -> list[str]:
         items = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-        bad = [n for n in items if n not in known]
-        if bad or not items:
-            raise argparse.ArgumentTypeError(f"unknown {what} {bad or [text]}; choose among {', '.join(known)}")
+        if not items:
+            raise unknown_name(what, text, known)
+        for n in items:
+            if n not in known:
+                raise unknown_name(what, n, known)
         return items
 
     parse.__name__ = what
     return parse
+
+
+def names_or_specs(text: str, known: Sequence[str], what: str,
+                   load: Callable[[str], object] | None = None) -> list[str]:
+    """Comma-separated names among ``known`` or ``module:attribute`` specs (at least one, in the order written).
+
+    ``load(name)`` is called on every spec and every name not in ``known`` (a name added at run time, e.g. by
+    :func:`fgdopt.policies.register_policy`): it imports and checks a spec, raising :class:`~fgdopt.plugins.SpecError`
+    (whose one line is kept), or raises :class:`ValueError` for an unknown name. Without ``load``, only ``known``
+    names are accepted and specs are not checked here.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError : an empty list, an unknown name (:func:`unknown_name`) or a bad spec; one line.
+    """
+    items = [n.strip() for n in text.split(",") if n.strip()]
+    if not items:
+        raise unknown_name(what, text, known, "or a module:attribute spec")
+    for n in items:
+        if n in known or (is_spec(n) and load is None):
+            continue
+        try:
+            if load is None:
+                raise ValueError(n)
+            load(n)
+        except SpecError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        except ValueError:
+            raise unknown_name(what, n, known, "or a module:attribute spec") from None
+    return items
 
 
 def family(trace: str) -> str | None:
@@ -172,7 +236,7 @@ def parse_traces(text: str) -> list[str]:
         elif item in VARIANTS:
             out.append(item)
         else:
-            raise argparse.ArgumentTypeError(f"unknown trace {item!r}; use all, a family {FAMILIES} or {VARIANTS}")
+            raise unknown_name("trace variant", item, [*VARIANTS, *FAMILIES, "all"])
     return list(dict.fromkeys(out))
 
 
@@ -191,16 +255,13 @@ def parse_timed_traces(text: str) -> list[str]:
 
 def parse_policies(text: str) -> list[str]:
     """The ``--policies`` argument type of every study: comma-separated names or ``module:attribute`` specs,
-    each checked (specs imported) by :func:`fgdopt.policies.parse_policy_names`.
+    each checked (specs imported) by :func:`fgdopt.policies.policy_factory` (:func:`names_or_specs`).
 
     Raises
     ------
-    argparse.ArgumentTypeError : an unknown name or a bad spec; one line naming it.
+    argparse.ArgumentTypeError : an unknown name (with the closest valid one) or a bad spec; one line naming it.
     """
-    try:
-        return parse_policy_names(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return names_or_specs(text, (*POLICY_NAMES, *MIG_POLICY_NAMES), "policy", policy_factory)
 
 
 def parse_policy(text: str) -> str:

@@ -1,5 +1,8 @@
-"""Exact defragmentation on 16-node states, the issue's target (proven in <= 60 s on 2 cores):
-``python -m experiments.bench_defrag [--seeds 3,17,5] [--budgets 3,5,10] [--first 4,6,8] [--output DIR]``.
+"""Exact defragmentation on 16-node states: how long the exact plans take to prove (the aim is 60 s on 2 cores).
+
+Usage::
+
+    python -m experiments.bench_defrag [--seeds 3,17,5] [--budgets 3,5,10] [--first 4,6,8] [--output DIR]
 
 For every seed: the state :func:`experiments.defrag.online_problem` leaves (``random_instance(--nodes, seed)``,
 online FGD, policy seed 0; its failed tasks wait). Objective (b) at every budget, warm-started from the best

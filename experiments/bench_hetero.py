@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.bench_hetero", __doc__)
     parser.add_argument("--sizes", type=int_list(1), default=[50, 200, 1000],
                         help="active jobs per allocation, comma-separated")
-    parser.add_argument("--policies", type=names(POLICIES, "policies"), default=list(POLICIES),
+    parser.add_argument("--policies", type=names(POLICIES, "policy"), default=list(POLICIES),
                         help=f"comma-separated, of {', '.join(POLICIES)}")
     parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
                         help="GPUs V100:P100:K80 (Gavel's 36:36:36)")

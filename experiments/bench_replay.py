@@ -1,4 +1,8 @@
-"""Replay throughput per policy: ``python -m experiments.bench_replay [--policies ...] [--repeats R] [--output DIR]``.
+"""Replay throughput per policy: tasks placed per second on the openb trace.
+
+Usage::
+
+    python -m experiments.bench_replay [--policies ...] [--repeats R] [--output DIR]
 
 Replays the openb trace (default variant) ``--repeats`` times (default 1) per policy with one seed and prints,
 per run, wall time, the process's CPU time and tasks/s (placement plus the 131 curve samples); ``--output``

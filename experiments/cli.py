@@ -18,6 +18,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import textwrap
 
@@ -54,24 +55,38 @@ COMMANDS: dict[str, str] = {
 """Subcommand -> module whose ``main(argv)`` it runs (``replay`` and ``openb`` are the same study)."""
 
 
+def plain(text: str) -> str:
+    """Docstring text as plain words: ``literal`` and :role:`target` markup dropped, the text kept.
+
+    >>> plain("Run ``python -m experiments.gap`` (:mod:`fgdopt.policies`, :func:`~fgdopt.simulate.replay`).")
+    'Run python -m experiments.gap (fgdopt.policies, replay).'
+    """
+    text = re.sub(r":[a-z]+:`~[\w.]*?(\w+)`", r"\1", text)
+    return re.sub(r":[a-z]+:`([^`]*)`|``([^`]*)``|`([^`]*)`", lambda m: next(g for g in m.groups() if g is not None),
+                  text)
+
+
 def summary(module: str) -> str:
-    """The first line of ``module``'s docstring, read from its source without importing it ("" if none)."""
+    """The first sentence of ``module``'s docstring in plain words (:func:`plain`), read from its source without
+    importing it ("" if none)."""
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return ""
     with open(spec.origin, encoding="utf-8") as f:
         doc = ast.get_docstring(ast.parse(f.read())) or ""
-    return doc.split("\n\n")[0].replace("\n", " ").strip()
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    return plain(re.split(r"(?<=[.!?])\s+(?=[A-Z(])", paragraph)[0])
 
 
 def usage() -> str:
-    """The text of ``fgdopt --help``: the subcommands and what each runs."""
+    """The text of ``fgdopt --help``: the subcommands, what each does and the module each runs."""
     width = max(map(len, COMMANDS))
-    lines = ["usage: fgdopt COMMAND [ARGS ...]", "",
-             "GPU-cluster placement studies: FGD, packing heuristics and certified optima. Each command is the",
-             "study `python -m MODULE` with the same options: `fgdopt COMMAND --help` lists them.", "", "commands:"]
+    lines = ["usage: fgdopt COMMAND [OPTIONS]", "",
+             "GPU-cluster placement studies: FGD, packing heuristics and certified optima. Each command is a study",
+             "run as python -m MODULE, with the same options: fgdopt COMMAND --help lists them.", "", "commands:"]
     for name, module in COMMANDS.items():
-        lines.append(f"  {name:<{width}}  {textwrap.shorten(summary(module), 76, placeholder=' ...')}")
+        lines += textwrap.wrap(summary(module), 110, initial_indent=f"  {name:<{width}}  ",
+                               subsequent_indent=" " * (width + 4))
         lines.append(f"  {'':<{width}}  (python -m {module})")
     return "\n".join(lines)
 
@@ -89,12 +104,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"fgdopt: unknown command {command!r}; choose from {', '.join(COMMANDS)} (fgdopt --help)",
+        from experiments.args import unknown_name
+
+        print(f"fgdopt: error: {unknown_name('command', command, COMMANDS)}; fgdopt --help describes them",
               file=sys.stderr)
         return 2
     if os.getcwd() not in sys.path:             # as `python -m`: modules of the current directory import
         sys.path.insert(0, os.getcwd())
-    code = importlib.import_module(COMMANDS[command]).main(rest)
+    from fgdopt.traces import COMMAND
+
+    module = COMMANDS[command]
+    token = COMMAND.set((f"python -m {module}", f"fgdopt {command}"))   # its errors name the command as typed
+    try:
+        code = importlib.import_module(module).main(rest)
+    finally:
+        COMMAND.reset(token)
     return 0 if code is None else int(code)
 
 

@@ -55,6 +55,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.outputs import printed
 from fgdopt.cpu_aware import RULES, CpuAware, openb_cpu_profiles
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_cpu_aware
@@ -67,7 +68,7 @@ KEYS = ("trace", "seed", "load", "policy", "rule")
 COLUMNS = (*KEYS, "measured", "unfinished", "alloc_time_avg_pct", "frag_time_avg_pct", "mean_wait_s", "mean_jct_s",
            "p95_jct_s", "mean_speed", "lent_cpu_pct", "jct_ratio", "cpu_s", "wall_s")
 
-parse_rules = names(RULES, "rules")
+parse_rules = names(RULES, "rule")
 
 
 def existing_path(text: str) -> Path:
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     show = [*KEYS, "alloc_time_avg_pct", "frag_time_avg_pct", "mean_jct_s", "p95_jct_s", "mean_speed",
             "lent_cpu_pct", "jct_ratio"]
-    print(frame[show].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(printed(frame[show], digits=3))
     return 0
 
 

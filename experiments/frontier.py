@@ -66,7 +66,7 @@ from experiments.executors import (
     run_all,
     stop_message,
 )
-from experiments.outputs import staged
+from experiments.outputs import printed, staged
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
@@ -258,8 +258,8 @@ def headline(frame: pd.DataFrame, capacity: dict, tol: float = 0.001, policy: st
         head = f"openb {trace}, {pct}% arrived ({len(opt)} seed(s)): {policy} leaves {left:.1f} GPUs unallocated; "
         if (floor > 0).all() and (gap <= tol * cap / GPU_MILLI).all():
             lines.append(head + f"no placement of the same arrived tasks can leave fewer than {floor.mean():.1f} "
-                         f"(the best placement found leaves {best:.1f}; bound - incumbent {gap.mean():.1f} GPUs, "
-                         f"within {100 * tol:g}% of capacity; capacity {gpus} GPUs).")
+                         f"(the best placement found leaves {best:.1f}, within {gap.mean():.1f} GPUs of the bound, "
+                         f"{100 * tol:g}% of capacity at most; capacity {gpus} GPUs).")
         elif (floor > 0).any():
             lines.append(head + f"the optimum is NOT certified to {100 * tol:g}% of capacity: the bound leaves at "
                          f"least {floor.mean():.1f} idle, the best placement found {best:.1f} "
@@ -319,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         plot_frontier(frame[frame["trace"] == trace], capacity[trace], tmp / "frontier.png",
                       f"openb {trace}: online policies vs the offline optimum")
     opt = frame[frame["kind"] == "optimum"]
-    print(opt[["trace", "seed", "arrived_pct", "allocated_milli", "bound_milli", "gap_pct", "wall_s", "cpu_s",
-               "status"]].to_string(index=False))
+    gpus = {"allocated_milli": "best found (GPUs)", "bound_milli": "proven bound (GPUs)", "gap_pct": "gap (%)"}
+    in_gpus = {c: opt[c] / GPU_MILLI for c in ("allocated_milli", "bound_milli")}
+    print(printed(opt[["trace", "seed", "arrived_pct", *gpus, "wall_s", "cpu_s", "status"]].assign(**in_gpus), gpus,
+                  digits=3))
     lead = "fgd" if "fgd" in args.policies else args.policies[0]
     print("\n".join(headline(frame, capacity, args.tol, lead)))
     return 0

@@ -4,6 +4,7 @@ Usage::
 
     python -m experiments.gap --instances small [--methods ...] [--time-limit 10] [--jobs N | --dask ADDRESS]
                               [--output DIR [--resume]] [--format markdown|csv] [--seed 0]
+    python -m experiments.gap --quick --output DIR      # 8 small instances, 5 s per solver run: about a minute
 
 For each instance of the suite (``small``, ``medium``, ``openb-sample`` or a folder of instance JSON files) it
 places the tasks in arrival order with every policy, solves the offline problem exactly and with every
@@ -11,7 +12,8 @@ relaxation, and prints
 
 1. a per-instance table: each policy's allocated GPUs and its gap to the optimum; where the optimum is not
    proven, the gap is the interval [vs best incumbent, vs best bound];
-2. a summary per policy: mean / max gap, instances where it is optimal, wins and losses against FGD;
+2. a summary per policy: mean / max gap, instances where it is optimal, instances where it allocates more or fewer
+   GPUs than FGD;
 3. the fragmentation rate (the shared evaluator) of every final placement.
 
 The exact methods form a portfolio, run in the order given: each is warm-started from the best placement found
@@ -27,9 +29,15 @@ has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no 
 an instance file with no nodes is refused before any work.
 
 ``--policies`` also takes ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own
-policy"): the fastest way to your policy's certified gap table.
+policy"): the fastest way to your policy's certified gap table. Its rows and columns are headed by its ``name``
+attribute if it has one (:func:`fgdopt.policies.policy_labels`), else by the spec.
 
-``--output DIR`` writes ``gap.csv`` (one row per instance and method) and the tables as Markdown; each instance's
+``--quick`` solves :data:`QUICK_SPECS` and :data:`QUICK_ADVERSARIAL` of the ``small`` suite (2 to 6 nodes) with
+at most 5 s per solver run: about a minute on 2 cores.
+
+``--output DIR`` writes ``gap.csv`` (one row per instance and method), the tables as Markdown (``gap.md``) and
+``gap.png`` (per instance, each policy's allocation against the optimum and its bound,
+:func:`fgdopt.plot.plot_gap`); each instance's
 rows are kept in ``DIR/.runs/gap`` as they finish (:class:`experiments.executors.RunJournal`), ``--resume`` solves
 only the instances not yet there with the same inputs, and a run stopped early writes ``gap.csv`` of the
 instances that finished
@@ -44,9 +52,11 @@ policy and flawed rows: the instance's best proven bound), ``status`` (policies:
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
@@ -59,6 +69,7 @@ from experiments.args import (
     positive,
     positive_int,
     study_parser,
+    unknown_name,
 )
 from experiments.executors import (
     RunJournal,
@@ -73,7 +84,8 @@ from experiments.executors import (
 from experiments.outputs import staged
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
-from fgdopt.policies import POLICY_NAMES, PolicyError, SpecError
+from fgdopt.plot import plot_gap
+from fgdopt.policies import POLICY_NAMES, PolicyError, SpecError, policy_labels
 from fgdopt.simulate import run_online
 from fgdopt.state import validate
 from fgdopt.suites import SUITES, load_suite_dir, suite
@@ -85,6 +97,42 @@ CSV_COLUMNS = ["instance", "method", "kind", "allocated_milli", "bound_milli", "
 bound repeated on each row so that every table can be rebuilt from the file alone."""
 DEFAULT_METHODS = ("milp-cbc", "config-milp", "milp-highs", "lp", "config-lp", "unified-device-milp",
                    "per-gpu-dimension-milp")
+QUICK_SPECS = (("G2x8", 2), ("T4x2", 4), ("P100x2", 4), ("V100x4", 4), ("openb", 4), ("G2x8+T4x2+P100x2", 6))
+"""(mix, nodes) of the generated ``small`` instances that ``--quick`` solves (:data:`fgdopt.suites.SMALL_SPECS`)."""
+QUICK_ADVERSARIAL = ("adv-pack-trap", "adv-cpu-starvation")
+"""The hand-made instances ``--quick`` adds: greedy loses there (:func:`fgdopt.suites.adversarial_instances`)."""
+QUICK_TIME_LIMIT = 5.0
+"""Seconds per solver run under ``--quick`` (at most; a smaller ``--time-limit`` is kept)."""
+OUTPUTS = ("gap.csv", "gap.md", "gap.png")
+"""The files the study writes into ``--output``."""
+
+
+def quick_instances(instances: list[Instance]) -> list[Instance]:
+    """The instances of the ``small`` suite that ``--quick`` solves (:data:`QUICK_SPECS`, :data:`QUICK_ADVERSARIAL`),
+    in suite order."""
+    prefixes = tuple(f"rand-{mix}-n{n}-" for mix, n in QUICK_SPECS)
+    return [i for i in instances if i.name.startswith(prefixes) or i.name in QUICK_ADVERSARIAL]
+
+
+def parse_instances(text: str) -> str | Path:
+    """``--instances``: a suite name (:data:`fgdopt.suites.SUITES`) or a folder of instance JSON files.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError : a file, a path that does not exist, or an unknown suite name (with the closest
+        one); one line.
+    """
+    if text in SUITES:
+        return text
+    path = Path(text)
+    if path.is_dir():
+        return path
+    expected = f"a suite ({', '.join(SUITES)}) or a folder of instance JSON files"
+    if path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; expected {expected} (put the file in a folder)")
+    if os.sep in text or text.endswith(".json"):
+        raise argparse.ArgumentTypeError(f"{text!r} not found; expected {expected}")
+    raise unknown_name("instance suite", text, SUITES, "or a folder of instance JSON files")
 
 
 @dataclass(frozen=True)
@@ -238,7 +286,9 @@ def instance_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per policy: mean / max gap (vs best bound, and vs best incumbent), optimal count, wins / losses vs FGD."""
+    """Per policy: mean / max gap (vs best bound, and vs best incumbent), optimal count, wins / losses vs FGD
+    (instances where it allocates more / fewer GPUs than FGD; empty for FGD itself). The printed tables head these
+    columns in words (:data:`HEADINGS`)."""
     pol = df[df.kind == "policy"].copy()
     pol["gap_lo"] = [_pct(i - a, i) for i, a in zip(pol.incumbent_milli, pol.allocated_milli, strict=True)]
     pol["optimal"] = (pol.allocated_milli >= pol.best_bound_milli)
@@ -246,13 +296,21 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for name, g in pol.groupby("method", sort=False):
         vs = g.set_index("instance").allocated_milli - fgd.reindex(g.instance).to_numpy() if len(fgd) else None
+        against = vs is not None and name != "fgd"          # FGD against itself: no wins, no losses
         out.append({"policy": name, "mean gap % (vs bound)": round(g.gap_pct.mean(), 3),
                     "max gap % (vs bound)": round(g.gap_pct.max(), 3),
                     "mean gap % (vs incumbent)": round(g.gap_lo.mean(), 3),
                     "proven optimal": f"{int(g.optimal.sum())}/{len(g)}",
-                    "wins vs FGD": int((vs > 0).sum()) if vs is not None else "",
-                    "losses vs FGD": int((vs < 0).sum()) if vs is not None else ""})
+                    "wins vs FGD": int((vs > 0).sum()) if against else "",
+                    "losses vs FGD": int((vs < 0).sum()) if against else ""})
     return pd.DataFrame(out)
+
+
+HEADINGS = {"optimum (or incumbent)": "optimum (or best found)",
+            "mean gap % (vs bound)": "mean gap to the bound (%)", "max gap % (vs bound)": "max gap to the bound (%)",
+            "mean gap % (vs incumbent)": "mean gap to the best found (%)", "proven optimal": "optimal (proven)",
+            "wins vs FGD": "more GPUs than FGD", "losses vs FGD": "fewer GPUs than FGD"}
+"""The headings of the printed and Markdown tables in words (the tables' column -> heading)."""
 
 
 def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -277,8 +335,12 @@ def frag_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.gap", __doc__)
-    parser.add_argument("--instances", default="small", help=f"one of {', '.join(SUITES)} or a folder of *.json")
-    parser.add_argument("--methods", type=names(METHODS, "methods"), default=list(DEFAULT_METHODS),
+    parser.add_argument("--instances", type=parse_instances, default=None,
+                        help=f"one of {', '.join(SUITES)} or a folder of instance JSON files (default: small)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{len(QUICK_SPECS) + len(QUICK_ADVERSARIAL)} small instances, at most "
+                        f"{QUICK_TIME_LIMIT:g} s per solver run (about a minute on 2 cores)")
+    parser.add_argument("--methods", type=names(METHODS, "method"), default=list(DEFAULT_METHODS),
                         help=f"comma-separated solver methods from {', '.join(METHODS)} "
                         f"(default: {','.join(DEFAULT_METHODS)})")
     parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
@@ -291,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     add_resume_option(parser)
     parser.add_argument("--threads", type=positive_int, default=None, help="solver threads (default: all cores)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="suite and policy seed (default: 0)")
-    parser.add_argument("--output", type=output_dir, default=None, help="write gap.csv and the tables here")
+    parser.add_argument("--output", type=output_dir, default=None,
+                        help="write gap.csv, the tables (gap.md) and the figure (gap.png) here")
     parser.add_argument("--format", choices=("markdown", "csv"), default="markdown")
     args = parser.parse_args(argv)
 
@@ -299,12 +362,17 @@ def main(argv: list[str] | None = None) -> int:
     policies = tuple(args.policies)
     if args.resume and args.output is None:
         parser.error("--resume needs --output (the folder of the finished runs)")
+    if args.quick and args.instances is not None:
+        parser.error("--quick solves its own instances of the small suite; drop --instances")
+    source = "small" if args.instances is None else args.instances
     try:
-        instances = suite(args.instances, seed=args.seed) if args.instances in SUITES else \
-            load_suite_dir(args.instances)
+        instances = suite(source, seed=args.seed) if source in SUITES else load_suite_dir(source)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(f"argument --instances: {exc}")
-    config = Config(methods, policies, args.time_limit, args.seed, args.threads)
+    time_limit = args.time_limit
+    if args.quick:
+        instances, time_limit = quick_instances(instances), min(time_limit, QUICK_TIME_LIMIT)
+    config = Config(methods, policies, time_limit, args.seed, args.threads)
     journal = RunJournal.for_study(args.output, "gap", resume=args.resume)
     try:
         df = run(instances, config, args.jobs, args.dask, journal)
@@ -314,9 +382,11 @@ def main(argv: list[str] | None = None) -> int:
         return stop_message(stop, parser.prog)
     except (PolicyError, SpecError) as exc:   # without --output: nothing was kept
         return stop_message(exc, parser.prog)
+    df["method"] = df["method"].replace(policy_labels(policies))     # a policy of your own by its name
 
     tables = {"instances": instance_table(df), "summary": summary_table(df), "bounds": bounds_table(df),
               "fragmentation": frag_table(df)}
+    tables = {key: table.rename(columns=HEADINGS) for key, table in tables.items()}
     titles = {"instances": "Allocated GPUs per policy (gap to the optimum, %; [low, high] where not proven)",
               "summary": "Summary per policy", "bounds": "Exact, relaxed and flawed formulations",
               "fragmentation": "Fragmentation rate of the final placements (%)"}
@@ -331,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             csv.to_csv(tmp / "gap.csv", index=False)
             (tmp / "gap.md").write_text("".join(f"## {titles[k]}\n\n{t.to_markdown(index=False)}\n\n"
                                                 for k, t in tables.items()))
+            if len(csv):
+                plot_gap(csv, tmp / "gap.png")
     return 0
 
 

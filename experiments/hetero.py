@@ -79,6 +79,7 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
+from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
@@ -96,7 +97,7 @@ COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mea
            "steps")
 
 
-parse_policies = names(POLICY_NAMES, "policies")
+parse_policies = names(POLICY_NAMES, "policy")
 
 
 def parse_cluster(text: str) -> dict[str, int]:
@@ -192,15 +193,32 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
 
 
 def ratio_lines(frame: pd.DataFrame) -> list[str]:
-    """Per rate: each agnostic policy's mean JCT over its heterogeneity-aware twin's (seeds averaged)."""
+    """Per rate, in words: each agnostic policy's mean JCT as a multiple of its heterogeneity-aware twin's (seeds
+    averaged)."""
     mean = frame.groupby(["lambda_per_hour", "policy"]).mean_jct_s.mean()
     lines = []
     for rate in sorted(frame.lambda_per_hour.unique()):
-        parts = [f"{p}/{p}-aware {mean[rate, p] / mean[rate, p + '-aware']:.2f}x"
+        parts = [f"{p} {mean[rate, p] / mean[rate, p + '-aware']:.2f}x {p}-aware"
                  for p in ("las", "ftf", "makespan") if (rate, p) in mean and (rate, p + "-aware") in mean]
         if parts:
-            lines.append(f"{rate:g} jobs/h: " + ", ".join(parts))
+            lines.append(f"at {rate:g} jobs/hour, mean JCT without heterogeneity awareness: " + ", ".join(parts))
     return lines
+
+
+HOURS = {"mean_jct_s": "mean JCT (h)", "p95_jct_s": "95th pct JCT (h)", "makespan_s": "makespan (h)",
+         "makespan_bound_s": "makespan bound (h)"}
+"""The columns of ``hetero.csv`` in seconds that the printed table shows in hours, as the figure does."""
+HEADINGS = {"lambda_per_hour": "jobs/hour", "utilization": "GPUs busy (%)", "jain_rho": "Jain index of rho",
+            "solves": "LP solves"}
+"""The other headings of the printed table that :func:`experiments.outputs.heading` would not write as well."""
+
+
+def run_table(frame: pd.DataFrame) -> str:
+    """The printed table of ``hetero.csv``: times in hours (:data:`HOURS`), utilization in percent, headings in
+    words, without the columns empty in every row (the makespan bound without ``--batch``, the steps without a
+    round-based policy; :func:`experiments.outputs.printed`)."""
+    return printed(frame.assign(**{c: frame[c] / 3600 for c in HOURS}, utilization=100 * frame["utilization"]),
+                   HOURS | HEADINGS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     frame, code = run_and_write("hetero", run_point, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(run_table(frame))
     print("\n".join(ratio_lines(frame[np.isfinite(frame.lambda_per_hour)])))
     return 0
 

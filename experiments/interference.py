@@ -65,6 +65,7 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
+from experiments.outputs import printed
 from fgdopt.frag import Workload
 from fgdopt.hetero import load_throughputs
 from fgdopt.hetero.interference import openb_interference
@@ -83,7 +84,7 @@ COLUMNS = (*KEYS, "measured", "sharing", "unfinished", "alloc_time_avg_pct", "fr
            "slowed_pct", "lost_gpu_pct", "jct_ratio", "mean_jct_ratio", "wall_s")
 
 
-parse_policies = names(POLICY_NAMES, "policies")
+parse_policies = names(POLICY_NAMES, "policy")
 parse_weights = real_list(0.0, strict=False)
 
 
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     show = [*KEYS, "alloc_time_avg_pct", "frag_time_avg_pct", "mean_jct_s", "mean_jct_s_sharing",
             "p95_jct_s_sharing", "mean_slowdown", "slowed_pct", "lost_gpu_pct", "jct_ratio"]
-    print(frame[show].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(printed(frame[show], digits=3))
     return 0
 
 

@@ -77,10 +77,11 @@ def run(nodes: list[int], seeds: list[int], ratio: float, quick: bool, threads: 
                                         "accepted_tasks": int(sol.placement.placed.sum()) if sol.placement else None,
                                         "accepted_slices": sol.objective, "bound_slices": sol.bound,
                                         "status": sol.status, "wall_s": sol.wall_s, "cpu_s": time.process_time() - c0})
-                print(f"n={n} seed={seed} arrival={arrival:.0f}%: " + ", ".join(
-                    f"{r['method']}={r['accepted_slices'] if r['accepted_slices'] is not None else r['bound_slices']}"
-                    f"{'/' + r['status'] if r['kind'] == 'exact' else ''}" for r in rows[-len(MIG_POLICY_NAMES) - 1 -
-                                                                                       len(solvers):]), flush=True)
+                done = rows[-len(MIG_POLICY_NAMES) - 1 - len(solvers):]
+                print(f"{n} nodes, seed {seed}, {arrival:.0f}% arrived: slices accepted by " + ", ".join(
+                    f"{r['method']} {r['accepted_slices']}" + (f" ({r['status']})" if r["kind"] == "exact" else "")
+                    for r in done if r["kind"] != "bound") + "; at most " + ", ".join(
+                    f"{r['bound_slices']} ({r['method']} bound)" for r in done if r["kind"] == "bound"), flush=True)
     frame = pd.DataFrame(rows)
     return frame, (pd.concat(curves) if curves else pd.DataFrame(columns=["method", "arrived_pct", "accepted_pct"]))
 

@@ -4,10 +4,13 @@ Usage::
 
     python -m experiments.openb --trace default --policies fgd,best-fit --seeds 42-51 --ratio 1.3 \\
         --output DIR [--jobs N | --dask ADDRESS] [--resume]
+    python -m experiments.openb --quick --output DIR    # the paper's six policies, default and gpushare40, seed 42
 
-``--trace`` takes variant names separated by commas, ``all`` (the 24 variants) or a family name
-(``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one row per cell,
-ratios in percent), ``DIR/curves.csv`` (long format, one row per cell and arrived percentage),
+``--quick`` replays the paper's six policies (:data:`~fgdopt.policies.PAPER_POLICIES`) on ``default`` and
+``gpushare40`` with seed 42 (:data:`QUICK`; about half a minute on one core); ``--trace``, ``--policies`` and
+``--seeds`` given with it are kept. ``--trace`` takes variant names separated by commas, ``all`` (the 24
+variants) or a family name (``cpu``, ``gpushare``, ``multigpu``, ``gpuspec``). Writes ``DIR/summary.csv`` (one
+row per cell, ratios in percent), ``DIR/curves.csv`` (long format, one row per cell and arrived percentage),
 ``DIR/alloc.png`` and ``DIR/frag_rate.png`` (default trace, or the first one run: mean over seeds,
 one line per policy), ``DIR/bars_<family>.png`` for each trace family present, and prints a Markdown
 table (mean and min-max over seeds) on stdout, with the paper's published allocation at 130% beside
@@ -16,7 +19,8 @@ goes to stderr. The policies score and break ties as the reference simulator doe
 fgdopt's exact-score FGD. ``--jobs N`` replays N cells side by side in local processes, ``--dask ADDRESS`` on the
 workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker reads the trace from its own
 ``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same. ``--policies`` also takes
-``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy"). The ``_130`` columns of
+``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy"), named in the outputs by
+their ``name`` attribute if they have one. The ``_130`` columns of
 ``summary.csv`` hold the end of the replay (``alloc_ratio_100`` is at 100% arrived, or at the end before it): the
 whole trace is replayed, then clones up to ``--ratio`` (1.3: 130% of capacity), so a trace that alone brings more
 than the ratio ends past it (SPEC: the last row is the final state). At 1.3 that is ``multigpu30`` (130.2%),
@@ -65,13 +69,17 @@ from experiments.executors import (
 from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_curves, plot_family_bars
-from fgdopt.policies import POLICY_NAMES, PolicyError
+from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES, PolicyError, policy_labels
 from fgdopt.refsim import paper_allocation
 from fgdopt.simulate import CURVE_COLUMNS, replay
 from fgdopt.traces import load_openb, trace_files
 
 OUTPUTS = ("summary.csv", "curves.csv", "alloc.png", "frag_rate.png", "bars_*.png")
 """The files the study writes into ``--output``."""
+DEFAULTS = {"trace": ["default"], "policies": list(POLICY_NAMES), "seeds": list(range(42, 52))}
+"""``--trace``, ``--policies`` and ``--seeds`` when not given."""
+QUICK = {"trace": ["default", "gpushare40"], "policies": list(PAPER_POLICIES), "seeds": [42]}
+"""``--trace``, ``--policies`` and ``--seeds`` under ``--quick`` when not given (12 replays)."""
 SUMMARY_COLUMNS = ("trace", "policy", "seed", "alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130",
                    "frag_rate_130", "wall_s")
 
@@ -105,15 +113,26 @@ def sort_cells(frame: pd.DataFrame, rank, then: list[str]) -> pd.DataFrame:
     return frame.assign(_rank=key).sort_values(["_rank", *then]).drop(columns="_rank").reset_index(drop=True)
 
 
-def markdown_table(summary: pd.DataFrame, paper: pd.DataFrame | None = None) -> str:
-    """Mean and [min-max] over seeds per (trace, policy), and the paper's ``alloc_ratio_130`` where known."""
-    metrics = ("alloc_ratio_100", "alloc_ratio_130", "unallocated_gpus_130", "frag_rate_130", "wall_s")
+def table_columns(ratio: float) -> dict[str, str]:
+    """The columns of the printed table: ``summary.csv``'s column -> its heading in words (``ratio``: ``--ratio``)."""
+    end = f"at {100 * ratio:g}% arrived"
+    return {"alloc_ratio_100": "GPUs allocated at 100% arrived (%)", "alloc_ratio_130": f"GPUs allocated {end} (%)",
+            "unallocated_gpus_130": f"GPUs left idle {end}", "frag_rate_130": f"fragmentation rate {end} (%)",
+            "wall_s": "seconds per replay"}
+
+
+def markdown_table(summary: pd.DataFrame, paper: pd.DataFrame | None = None, ratio: float = 1.3) -> str:
+    """Per (trace, policy): the mean over seeds of each column of :func:`table_columns`, with its range over the
+    seeds in brackets when there are several, and the paper's published allocation at 130% where known (the
+    difference to ours in parentheses)."""
     published = {} if paper is None else {(t, p): v for t, p, v in paper[["trace", "policy", "alloc_ratio_130"]]
                                          .itertuples(index=False)}
-    lines = ["| trace | policy | seeds | " + " | ".join(metrics) + " | paper alloc_ratio_130 |",
-             "|---" * (4 + len(metrics)) + "|"]
+    columns = table_columns(ratio)
+    lines = ["| trace | policy | seeds | " + " | ".join(columns.values()) + " | the paper's allocation (ours - its) |",
+             "|---" * (4 + len(columns)) + "|"]
     for (trace, policy), frame in summary.groupby(["trace", "policy"], sort=False):
-        cells = [f"{frame[m].mean():.2f} [{frame[m].min():.2f}–{frame[m].max():.2f}]" for m in metrics]
+        cells = [f"{frame[m].mean():.2f}" + (f" [{frame[m].min():.2f}–{frame[m].max():.2f}]" if len(frame) > 1 else "")
+                 for m in columns]
         known = published.get((trace, policy))
         ref = "" if known is None else f"{known:.2f} ({frame['alloc_ratio_130'].mean() - known:+.2f})"
         lines.append(f"| {trace} | {policy} | {len(frame)} | " + " | ".join(cells) + f" | {ref} |")
@@ -122,15 +141,17 @@ def markdown_table(summary: pd.DataFrame, paper: pd.DataFrame | None = None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.openb", __doc__)
-    parser.add_argument("--trace", type=parse_traces, default=["default"],
+    parser.add_argument("--trace", type=parse_traces, default=None,
                         help="comma-separated variants (default, cpu050, ...), a family (cpu, gpushare, multigpu, "
                         "gpuspec) "
                         "or all (default: default)")
-    parser.add_argument("--policies", type=parse_policies, default=list(POLICY_NAMES),
+    parser.add_argument("--policies", type=parse_policies, default=None,
                         help=f"comma-separated policies: names or module:attribute specs of your own "
                         f"(default: all {len(POLICY_NAMES)} built-in)")
-    parser.add_argument("--seeds", type=parse_seeds, default=list(range(42, 52)),
+    parser.add_argument("--seeds", type=parse_seeds, default=None,
                         help="seeds as a range A-B or a list a,b,c (default: 42-51, as in the paper)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the paper's six policies on default and gpushare40, seed 42 (about half a minute)")
     parser.add_argument("--ratio", type=positive, default=1.3,
                         help="inflate arrivals to this multiple of GPU capacity (default: 1.3); the whole trace "
                         "is replayed first, so a trace that alone brings more ends past it")
@@ -141,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     add_resume_option(parser)
     parser.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     args = parser.parse_args(argv)
+    for option, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, option) is None:
+            setattr(args, option, value)
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     check_paths(parser, args.output, OUTPUTS, {})
     try:
@@ -162,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         return stop_message(stop, parser.prog)
     with staged(args.output) as tmp:
         summary = write_outputs(results, args, tmp)
-    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None))
+    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None, args.ratio))
     return 0
 
 
@@ -178,6 +202,8 @@ def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Names
     summary = sort_cells(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)), rank, ["seed"])
     curves_df = sort_cells(pd.concat(curves, ignore_index=True), rank, ["seed", "arrived_pct"]) if curves else \
         pd.DataFrame(columns=["trace", "policy", "seed", *CURVE_COLUMNS])
+    labels = policy_labels(args.policies)                 # a policy of your own by its name
+    summary["policy"], curves_df["policy"] = summary["policy"].replace(labels), curves_df["policy"].replace(labels)
 
     summary.to_csv(out / "summary.csv", index=False)
     curves_df.to_csv(out / "curves.csv", index=False)

@@ -79,3 +79,32 @@ def write_runs(results: list[dict], out: Path, name: str, columns, keys, plot) -
     if len(frame):
         plot(frame, out / f"{name}.png")
     return frame
+
+
+UNITS = {"s": "s", "pct": "%", "milli": "milli-GPU", "h": "h"}
+"""Name parts of the output columns that are units, and how a printed heading writes them."""
+WORDS = {"jct": "JCT", "cpu": "CPU", "gpu": "GPU", "gpus": "GPUs", "avg": "avg", "alloc": "allocated",
+         "frag": "fragmentation", "p50": "median", "p95": "95th pct", "p99": "99th pct", "rho": "rho"}
+"""Name parts of the output columns that a printed heading spells out."""
+
+
+def heading(column: str) -> str:
+    """A column name of the outputs in words, for the tables printed on the terminal: underscores become spaces,
+    the unit goes in parentheses at the end (:data:`UNITS`), abbreviations are spelt out (:data:`WORDS`).
+
+    >>> heading("mean_jct_s_sharing"), heading("alloc_time_avg_pct"), heading("jct_ratio")
+    ('mean JCT sharing (s)', 'allocated time avg (%)', 'JCT ratio')
+    """
+    parts = column.split("_")
+    units = [UNITS[p] for p in parts if p in UNITS]
+    text = " ".join(WORDS.get(p, p) for p in parts if p not in UNITS)
+    return f"{text} ({units[0]})" if units else text
+
+
+def printed(frame: pd.DataFrame, headings: dict[str, str] | None = None, digits: int = 2) -> str:
+    """The table a study prints on the terminal: ``frame`` without the columns empty in every row (NaN or ""),
+    headed in words (``headings``, else :func:`heading`), numbers with ``digits`` decimals."""
+    empty = [c for c in frame.columns if frame[c].isna().all() or (frame[c].astype(str) == "").all()]
+    shown = frame.drop(columns=empty)
+    shown.columns = [(headings or {}).get(c, heading(c)) for c in shown.columns]
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.{digits}f}")

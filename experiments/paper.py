@@ -20,7 +20,6 @@ trace fail with a one-line hint when it is absent.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import shutil
@@ -30,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.args import output_dir, study_parser
+from experiments.args import names, output_dir, study_parser
 from experiments.report import PAPER_DIR, write_report
 from fgdopt.traces import SHA256
 
@@ -228,11 +227,8 @@ def run_study(study: Study, profile: str, results: Path = RESULTS_DIR) -> dict:
 
 
 def _names(text: str) -> set[str]:
-    names = {s.name for s in STUDIES} if text == "all" else set(filter(None, text.split(",")))
-    unknown = names - {s.name for s in STUDIES}
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown studies {sorted(unknown)}; known: {[s.name for s in STUDIES]}")
-    return names
+    known = [s.name for s in STUDIES]
+    return set(known) if text.strip() == "all" else set(names(known, "study")(text))
 
 
 def main(argv: list[str] | None = None) -> int:

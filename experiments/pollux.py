@@ -42,7 +42,7 @@ from experiments.executors import (
     content_digest,
     run_and_write,
 )
-from experiments.outputs import write_runs
+from experiments.outputs import printed, write_runs
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
 from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
@@ -56,7 +56,7 @@ COLUMNS = (*KEYS, "jobs", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization"
 _APPS: dict = {}
 
 
-parse_policies = names(PLANNERS, "policies")
+parse_policies = names(PLANNERS, "policy")
 
 
 def reference(root: str | None, policy: str, load: float, workload: str) -> float:
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     frame, code = run_and_write("pollux", run_cell, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(printed(frame, digits=3))
     return 0
 
 

@@ -575,8 +575,8 @@ def hetero_multi_table(results: Path) -> dict[str, str]:
 
 
 SATURATION_RATE = 4.4
-"""Arrival rate (jobs/hour) from which the issue's targets for Figure 8 loosen (2% below it, 5% from it): about
-where the jobs present outnumber the 108 GPUs of 36:36:36."""
+"""Arrival rate (jobs/hour) from which the accepted deviation from Gavel's Figure 8 loosens (2% below it, 5% from
+it): about where the jobs present outnumber the 108 GPUs of 36:36:36."""
 
 
 def hetero_tables(results: Path) -> dict[str, str]:

@@ -61,6 +61,8 @@ from experiments.args import (
     positive_int,
     real_list,
     study_parser,
+    study_prog,
+    unknown_name,
 )
 from experiments.executors import (
     add_dask_option,
@@ -89,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument("--workload", type=existing_file, default=None, help="a workload CSV (with --cluster)")
     src.add_argument("--trace", default=None, help="openb variant: the full-scale bound")
     p.add_argument("--cluster", type=existing_file, default=None, help="instance JSON whose nodes run --workload")
-    p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objectives"), default=list(OBJECTIVE_NAMES),
+    p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objective"), default=list(OBJECTIVE_NAMES),
                    help=f"comma-separated, of {', '.join(OBJECTIVE_NAMES)} (default: both)")
     p.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
                    help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
@@ -113,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _suite(text: str) -> str:
     if text not in TIME_SUITES:
-        raise argparse.ArgumentTypeError(f"unknown suite {text!r}; choose from {', '.join(TIME_SUITES)}")
+        raise unknown_name("instance suite", text, TIME_SUITES)
     return text
 
 
@@ -192,14 +194,21 @@ def _gap(value: float, bound: float) -> float:
 def method_summary(part: pd.DataFrame) -> pd.DataFrame:
     """Per method of one objective's rows of ``schedule.csv``: mean and max gap (percent, against the proven bound),
     proven (instances where its value meets the bound, "k/n") and wins (instances where it has the best engine
-    value)."""
+    value; empty for the optimum, which is not an engine run)."""
     best = part[part["status"] == "engine"].groupby("instance")["value"].min()
     win = (part["status"] == "engine") & (part["value"] <= part["instance"].map(best) + 1e-9)
     flags = part.assign(win=win, proven=part["gap_pct"].fillna(np.inf) <= 1e-6)
     table = flags.groupby("method", sort=False).agg(mean_gap_pct=("gap_pct", "mean"), max_gap_pct=("gap_pct", "max"),
                                                     proven=("proven", "sum"), wins=("win", "sum"))
     table["proven"] = [f"{int(v)}/{part['instance'].nunique()}" for v in table["proven"]]
+    engine = part.loc[part["status"] == "engine", "method"].unique()
+    table["wins"] = [int(v) if m in engine else "" for m, v in table["wins"].items()]   # the optimum wins nothing
     return table.round(2).reset_index()
+
+
+SUMMARY_HEADINGS = {"mean_gap_pct": "mean gap to the bound (%)", "max_gap_pct": "max gap to the bound (%)",
+                    "proven": "instances at the bound", "wins": "instances with the best engine run"}
+"""The per-method table's headings in words (:func:`method_summary`'s column -> heading)."""
 
 
 def tables(frame: pd.DataFrame) -> str:
@@ -211,7 +220,7 @@ def tables(frame: pd.DataFrame) -> str:
         wide["bound"] = opt["bound"].round(2)
         wide["status"] = opt["status"]
         out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False), "",
-                method_summary(part).to_markdown(index=False), ""]
+                method_summary(part).rename(columns=SUMMARY_HEADINGS).to_markdown(index=False), ""]
     return "\n".join(out)
 
 
@@ -228,7 +237,7 @@ def run_small(args: argparse.Namespace) -> int:
              [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
              args.seed) for obj in args.objective for name in instances]
     _, code = run_and_write("schedule", run_instance, cells, args, keys,
-                            lambda done, tmp: write_small(done, suite, args, tmp), "python -m experiments.schedule")
+                            lambda done, tmp: write_small(done, suite, args, tmp), study_prog("experiments.schedule"))
     if code:
         return code
     return 0
@@ -311,7 +320,7 @@ def run_full(args: argparse.Namespace) -> int:
     keys = [(*c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
              content_digest(*trace_files(args.trace, args.data_dir))) for c in cells]
     _, code = run_and_write("schedule-bound", run_bound, cells, args, keys, write_full,
-                            "python -m experiments.schedule")
+                            study_prog("experiments.schedule"))
     if code:
         return code
     return 0

@@ -38,7 +38,7 @@ import pandas as pd
 
 from experiments.args import output_dir, parse_seeds, positive_int, real_list, study_parser
 from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
-from experiments.outputs import write_runs
+from experiments.outputs import printed, write_runs
 from fgdopt.synergy.jobs import TASK_MODELS, synergy_jobs
 from fgdopt.synergy.profiles import DATA_FILE, ENV, ProfileError, load_profiles
 from fgdopt.synergy.rounds import parse_policy, run_synergy
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     frame, code = run_and_write("synergy", run_cell, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(printed(frame, digits=3))
     return 0
 
 

@@ -59,6 +59,7 @@ import pandas as pd
 from experiments.args import (
     check_paths,
     existing_file,
+    names_or_specs,
     non_negative_int,
     openb_dir,
     output_dir,
@@ -77,10 +78,10 @@ from experiments.executors import (
     policy_digest,
     run_and_write,
 )
+from experiments.outputs import printed
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
-from fgdopt.plugins import is_spec
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.admission import reason_lines
@@ -101,30 +102,13 @@ was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
 
 def parse_queues(text: str) -> list[str]:
     """Comma-separated discipline names (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or ``module:attribute``."""
-    names = [q.strip() for q in text.split(",") if q.strip()]
-    try:
-        for q in names:
-            make_discipline(q)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return names
+    return names_or_specs(text, QUEUE_NAMES, "queue discipline", make_discipline)
 
 
 def parse_mechanisms(text: str) -> list[str]:
     """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`) or ``module:attribute``
     specs (:func:`~fgdopt.timeline.preemption.mechanism_factory`, imported now)."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in MECHANISM_NAMES and not is_spec(m)]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown mechanisms {bad}; valid names: {', '.join(MECHANISM_NAMES)}, "
-                                         "or module:attribute specs")
-    for m in names:
-        if is_spec(m):
-            try:
-                mechanism_factory(m)
-            except ValueError as exc:
-                raise argparse.ArgumentTypeError(str(exc)) from None
-    return names
+    return names_or_specs(text, MECHANISM_NAMES, "mechanism", mechanism_factory)
 
 
 def load_cluster(path: str | Path) -> Cluster:
@@ -225,7 +209,9 @@ def write_outputs(results: list[dict], out: Path, workload: str | None = None) -
 
 
 def idle_lines(results: list[dict]) -> list[str]:
-    """Per (policy, queue): GPUs idle because of placement at the sampled instants, [vs incumbent, vs bound]."""
+    """Per (policy, queue, mechanism), in words: how many more GPUs the jobs present at the sampled instants could
+    hold if placed afresh (the optimum's question ``placement``, :mod:`formulations.timeline`), on average over the
+    instants: at least incumbent - allocated, at most bound - allocated (GPUs)."""
     frame = pd.DataFrame([o for r in results for o in r["optimum"] if o["question"] == "placement"])
     if frame.empty:
         return []
@@ -233,8 +219,14 @@ def idle_lines(results: list[dict]) -> list[str]:
     for (policy, queue, mechanism), g in frame.groupby(["policy", "queue", "mechanism"], sort=False):
         lo = ((g["incumbent_milli"] - g["current_milli"]) / GPU_MILLI).mean()
         hi = ((g["bound_milli"] - g["current_milli"]) / GPU_MILLI).mean()
-        lines.append(f"{policy} / {queue} / {mechanism}: placement leaves [{lo:.1f}, {hi:.1f}] GPUs idle on average at "
-                     f"{len(g)} instant(s) (optimum of the same jobs present: incumbent, bound)")
+        who = f"{policy}, {queue} queue" + ("" if mechanism == "none" else f", evictions by {mechanism}")
+        when = f"{len(g)} sampled instant{'s' * (len(g) != 1)}"
+        if f"{lo:.1f}" == f"{hi:.1f}":
+            lines.append(f"{who}: placed afresh, the same jobs would use {lo:.1f} more GPUs on average over {when} "
+                         "(the optimum is proven)")
+        else:
+            lines.append(f"{who}: placed afresh, the same jobs would use {lo:.1f} to {hi:.1f} more GPUs on average "
+                         f"over {when} ({lo:.1f} with the best placement found, {hi:.1f} at its proven bound)")
     return lines
 
 
@@ -248,8 +240,20 @@ def rejected_lines(results: list[dict]) -> list[str]:
             continue
         seen.add(key)
         rejected = r["jobs"]["reason"][r["jobs"]["status"] == "rejected"]
-        lines += [f"{key[0]}, seed {key[1]}, load {key[2]}: {line}" for line in reason_lines(rejected.to_numpy())]
+        where = f"{key[0]}, seed {key[1]}" + (f", load {key[2]}" if key[2] != "nan" else "")
+        lines += [f"{where}: {line}" for line in reason_lines(rejected.to_numpy())]
     return lines
+
+
+HEADINGS = {"alloc_time_avg_pct": "GPUs allocated (% time avg)", "blocked_job_hours": "job-hours blocked by frag.",
+            "lost_gpu_s": "lost work (GPU-s)", "overhead_gpu_s": "overhead (GPU-s)"}
+"""The printed run table's headings that :func:`experiments.outputs.heading` would not write as well."""
+
+
+def run_table(runs: pd.DataFrame, columns: list[str]) -> str:
+    """The printed run table: ``columns`` of ``runs`` under :data:`HEADINGS` (:func:`experiments.outputs.printed`:
+    without the columns empty in every row, such as ``load`` with ``--workload`` and ``layout`` without ``--mig``)."""
+    return printed(runs[columns], HEADINGS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mig-nodes", type=positive_int, default=32, help="nodes of the MIG cluster (default: 32)")
     parser.add_argument("--layout", type=parse_layouts, default=None,
                         help="with --mig: dynamic, static or static:CONFIG, comma-separated (default: dynamic)")
-    parser.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
+    parser.add_argument("--seeds", type=parse_seeds, default=None,
+                        help="seeds, A-B or a,b (default: 42-44; with --workload 42, one run of the file's jobs)")
     parser.add_argument("--n-jobs", type=positive_int, default=20_000, help="stream jobs per run (default: 20000)")
     parser.add_argument("--arrivals", choices=("poisson", "trace"), default="poisson",
                         help="stream arrivals: Poisson, or the trace's creation times compressed (default: poisson)")
@@ -306,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         args.queue = ["backfill"]
     if args.policies is None:
         args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
+    if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked
+        args.seeds = [42] if args.workload is not None else [42, 43, 44]
     if args.mig is not None:
         from fgdopt.mig import MIG_MODELS
 
@@ -350,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     if set(args.mechanism) != {"none"}:
         show[-1:-1] = ["preemptions", "suspensions", "migrations", "evictions", "lost_gpu_s", "overhead_gpu_s",
                        "thrashed_jobs"]
-    print(runs[show].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(run_table(runs, show))
     print("\n".join(idle_lines(results)))
     for line in rejected_lines(results):
         print(line)

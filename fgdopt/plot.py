@@ -842,3 +842,65 @@ def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> P
     if combos:
         right.legend(fontsize=7, loc="best")
     return _save(fig, path)
+
+
+def plot_gap(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Each policy's allocation against the certified optimum, one row per instance (the frame of
+    ``python -m experiments.gap``, ``gap.csv``).
+
+    Allocations are drawn in percent of the instance's best proven bound (100 % = the bound), so that instances of
+    2 and 80 GPUs share one axis. A grey bracket spans where the optimum lies, from the best placement found (the
+    incumbent, a black bar) to the bound; a proven optimum is a black diamond at 100 %. Each policy has its own
+    marker, shifted up or down a little inside its row so that equal allocations stay visible. The right margin
+    says, per instance, whether the optimum is proven or how wide the remaining interval is (percent of the bound).
+
+    ``frame`` needs columns ``instance, kind, method, allocated_milli, incumbent_milli, best_bound_milli, gpus``
+    (milli-GPU; ``kind == "policy"`` rows are the policies). An instance whose bound is 0 (no tasks) is drawn at
+    100 %.
+    """
+    first = frame.drop_duplicates("instance").reset_index(drop=True)
+    policies = list(dict.fromkeys(frame.loc[frame["kind"] == "policy", "method"]))
+    rows = len(first)
+    height = 2.4 + 0.3 * rows                             # inches: 0.3 a row, the legend below
+    fig = Figure(figsize=(10, height))
+    ax = fig.subplots()
+    bound = first["best_bound_milli"].to_numpy(dtype=float)
+
+    def pct(milli: np.ndarray) -> np.ndarray:
+        return np.divide(100.0 * milli, bound, out=np.full(len(bound), 100.0), where=bound > 0)
+
+    y = rows - 1 - np.arange(rows)                          # the first instance on top
+    incumbent = pct(first["incumbent_milli"].to_numpy(dtype=float))
+    proven = incumbent >= 100.0 - 1e-9
+    open_, shut = (~proven).any(), proven.any()             # legend entries only for what is drawn
+    ax.hlines(y[~proven], incumbent[~proven], 100.0, color="0.6", linewidth=5, alpha=0.6,
+              label="optimum lies here (best found to proven bound)" if open_ else None)
+    ax.plot(incumbent[~proven], y[~proven], "|", color="black", markersize=11, markeredgewidth=2,
+            label="best placement found (not proven optimal)" if open_ else None)
+    ax.plot(np.full(int(proven.sum()), 100.0), y[proven], "D", color="black", markersize=6, fillstyle="none",
+            markeredgewidth=1.4, label="proven optimum" if shut else None)
+    markers = "o^sv<>Ph*Xd"
+    shift = np.linspace(-0.28, 0.28, len(policies)) if len(policies) > 1 else np.zeros(1)
+    lowest = incumbent.min(initial=100.0)
+    for k, policy in enumerate(policies):
+        alloc = frame[(frame["kind"] == "policy") & (frame["method"] == policy)].set_index("instance")
+        values = pct(alloc["allocated_milli"].reindex(first["instance"]).to_numpy(dtype=float))
+        lowest = min(lowest, np.nanmin(values, initial=100.0))
+        ax.plot(values, y + shift[k], markers[k % len(markers)], markersize=5, alpha=0.9, label=policy,
+                linestyle="none")
+    ax.axvline(100.0, color="black", linewidth=0.6, linestyle=":")
+    ax.set_yticks(y, [f"{name} ({gpus} GPUs)" for name, gpus in zip(first["instance"], first["gpus"], strict=True)],
+                  fontsize=7)
+    ax.set_ylim(-0.7, rows - 0.3)
+    span = 100.0 - lowest
+    ax.set_xlim(lowest - max(0.05 * span, 0.5), 100.0 + max(0.02 * span, 0.25))
+    for yy, inc, ok in zip(y, incumbent, proven, strict=True):
+        ax.annotate("optimal" if ok else f"open {100.0 - inc:.1f}%", (1.0, yy), xycoords=("axes fraction", "data"),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=7, color="0.25")
+    ax.set_xlabel("GPUs allocated, % of the instance's proven bound (nothing can allocate more than 100)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title or "Online policies against the certified optimum, per instance")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
+    return _save_laid_out(fig, path)

@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import urllib.request
+from contextvars import ContextVar
 from pathlib import Path
 
 import pandas as pd
@@ -164,7 +165,9 @@ def _read_csv(path: Path, required: tuple[str, ...], extra: tuple[str, ...]) -> 
         frame["gpu_spec"] = ""
     missing = set(required) - set(frame.columns)
     if unknown or missing:
-        raise ValueError(f"{path.name}: unknown columns {sorted(unknown)}, missing columns {sorted(missing)}")
+        wrong = [f"{what} column{'s' * (len(cols) > 1)} {', '.join(sorted(cols))}"
+                 for what, cols in (("unknown", unknown), ("missing", missing)) if cols]
+        raise ValueError(f"{path.name}: {' and '.join(wrong)}; the file needs {', '.join(required)}")
     return frame
 
 
@@ -293,9 +296,26 @@ def download(dest: str | os.PathLike | None = None, base_url: str = BASE_URL, fi
     return target
 
 
+COMMAND: ContextVar[tuple[str, str] | None] = ContextVar("fgdopt_command", default=None)
+"""While a dispatcher runs a module's command (the ``fgdopt`` command, :mod:`experiments.cli`): the module's own
+name for it and the command as typed, e.g. ``("python -m experiments.timeline", "fgdopt timeline")``. The
+:class:`OneLineParser` built meanwhile under the first name takes the second, so its errors name what was typed."""
+
+
+def command_name(prog: str) -> str:
+    """``prog`` (``python -m MODULE``), or the command as typed when a dispatcher runs it (:data:`COMMAND`)."""
+    typed = COMMAND.get()
+    return typed[1] if typed is not None and typed[0] == prog else prog
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2
-    (argparse's format without the usage lines; ``--help`` shows them): the parser of every fgdopt command."""
+    (argparse's format without the usage lines; ``--help`` shows them): the parser of every fgdopt command. Its
+    ``prog`` is the command as typed when a dispatcher runs it (:data:`COMMAND`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.prog = command_name(self.prog)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")

@@ -31,10 +31,10 @@ This module prices its columns instead of enumerating them, and turns the result
 The run stops as soon as bound - incumbent <= ``tol`` x GPU capacity (``optimal`` only when they are equal).
 GPU quantities inside are in the aggregation's units (:attr:`~formulations.aggregate.Aggregation.unit` milli-GPU).
 
-What each piece bought (issue 21; openb seed 42, one process, HiGHS 1 thread, on the shared 2-core machine with
+What each piece bought (openb seed 42, one process, HiGHS 1 thread, on the shared 2-core machine with
 other engineers' jobs running: load average in brackets; CPU s are the process's own):
 
-* before (the code as of the issue): gpuspec25 at 130 % from a cold start stopped at 60 s with the Farley bound
+* before these pieces: gpuspec25 at 130 % from a cold start stopped at 60 s with the Farley bound
   above capacity and the incumbent at 5989.2 GPUs (3.59 % of capacity) [2.6]; run for 400 s, column generation
   converged after 220 s (86 exact rounds, 1290 pricing calls, 206 s of pricing; LP 6204.74) and the MILP over the
   columns then took 90 s to reach 6199.34 (0.087 %) [2.5-3.3]. gpuspec25 at 100 %: 37.8 s, of which the MILP

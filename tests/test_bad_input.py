@@ -1,5 +1,6 @@
 """Bad input stops at the door: every study, run in-process as ``fgdopt COMMAND ARGS`` (:func:`experiments.cli.main`),
-ends a bad option or input file with exit code 2 and one line on stderr naming it, no traceback, before any work:
+ends a bad option or input file with exit code 2 and one line on stderr naming it (the command as typed, then the
+option, file, row or field, and for a misspelt name the closest valid one), no traceback, before any work:
 the output folder (its previous outputs and run journal) is left exactly as it was. Then the two ways a sweep used
 to go stale or lose results: ``--resume`` after the workload file is edited reruns (the journal is keyed by the
 file's content), and a sweep that fails leaves the outputs of the previous one untouched and keeps its finished
@@ -30,6 +31,7 @@ def _inputs(root: Path) -> dict[str, str]:
         "one-too-many.csv": "\n".join([HEADER, GOOD_ROWS[0], GOOD_ROWS[1] + ",7", GOOD_ROWS[2]]),
         "one-too-few.csv": "\n".join([HEADER, GOOD_ROWS[0], "b,1000,0,1,1000,,5"]),
         "no-rows.csv": HEADER,
+        "no-duration.csv": "\n".join([HEADER.removesuffix(",duration_s"), "a,1000,0,1,500,,0"]),
         "empty.csv": "",
         "twice.csv": "\n".join([HEADER, GOOD_ROWS[0], GOOD_ROWS[0]]),
         "cluster.json": json.dumps({"nodes": [NODE]}),
@@ -67,6 +69,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     # study: [(arguments, with {file} placeholders and OUT for the output folder; what the one line must name)]
     "openb": [(["--seeds", "5-2"], "--seeds"), (["--ratio", "-1"], "--ratio"), (["--jobs", "0"], "--jobs"),
               (["--trace", "nope"], "--trace"), (["--policies", "nope"], "nope"),
+              (["--policies", "fgd,best-fti"], "argument --policies: unknown policy 'best-fti': did you mean best-fit? "
+                                               "(valid: fgd, best-fit, "),
               (["--data-dir", "{missing}"], "--data-dir"),
               (["--data-dir", "{cut-openb}"], "openb_node_list_gpu_node.csv: row 1 (line 3) has 3 fields")],
     "timeline": [(["--seeds", "5-2", "--workload", "{workload.csv}", "--cluster", "{cluster.json}"], "--seeds"),
@@ -86,6 +90,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                  ([*W, "--workload", "{workload.csv}", "--cluster", "{a-list.json}"], "a-list.json"),
                  ([*W, "--workload", "{workload.csv}", "--cluster", "{not-json.json}"], "not-json.json"),
                  ([*W, "--workload", "{workload.csv}", "--cluster", "{node-not-object.json}"], "node row 0"),
+                 ([*W, "--workload", "{no-duration.csv}", "--cluster", "{cluster.json}"],
+                  "no-duration.csv: missing column duration_s; expected name, cpu_milli, memory_mib, num_gpu, "
+                  "gpu_milli, gpu_spec, submit_s, duration_s"),
+                 (["--queue", "fifu"], "argument --queue: unknown queue discipline 'fifu': did you mean fifo? "
+                                       "(valid: fifo, backfill, sjf, smallest, none, or a module:attribute spec)"),
                  ([*W, "--workload", "{missing}", "--cluster", "{cluster.json}"], "--workload"),
                  ([*W, "--workload", "{workload.csv}"], "--workload and --cluster"),
                  ([*W, "--workload", "OUT/jobs.csv", "--cluster", "{cluster.json}"],
@@ -101,7 +110,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     "interference": [(["--n-jobs", "0"], "--n-jobs"), (["--weights", "-1"], "--weights"),
                      (["--interference", "maybe"], "--interference"), (["--load", "-0.5"], "--load"),
                      (["--policies", "nope"], "nope"), (["--gavel-dir", "{cut-gavel}"], "not valid JSON")],
-    "gap": [(["--instances", "{missing}"], "missing"), (["--methods", "magic"], "--methods"),
+    "gap": [(["--instances", "{missing}"], "missing' not found; expected a suite (small, medium, openb-sample) or a "
+                                            "folder of instance JSON files"),
+            (["--instances", "{a-file}"],
+             "argument --instances: '{a-file}' is a file; expected a suite (small, medium, openb-sample) or a folder "
+             "of instance JSON files (put the file in a folder)"),
+            (["--instances", "smal"], "argument --instances: unknown instance suite 'smal': did you mean small? "
+                                      "(valid: small, medium, openb-sample, or a folder of instance JSON files)"),
+            (["--quick", "--instances", "small"], "--quick solves its own instances of the small suite; drop "
+                                                  "--instances"),
+            (["--methods", "magic"], "--methods"),
             (["--time-limit", "-1"], "--time-limit"), (["--threads", "0"], "--threads"), (["--jobs", "0"], "--jobs"),
             (["--seed", "-1"], "--seed"),
             (["--instances", "{suite-no-nodes}"], "x.json: no nodes"),
@@ -189,7 +207,9 @@ def test_bad_input_ends_in_one_line_and_exit_2_and_touches_nothing(study, tmp_pa
         lines = [line for line in err.splitlines() if line.strip()]
         assert code == 2, (argv, err)
         assert len(lines) == 1 and "Traceback" not in err, (argv, err)
-        assert names.replace("OUT", str(out)) in lines[0], (argv, lines[0])
+        expected = re.sub(r"\{([^}]+)\}", lambda m: files[m.group(1)], names.replace("OUT", str(out)))
+        assert expected in lines[0], (argv, lines[0])
+        assert lines[0].startswith(f"fgdopt {study}"), lines[0]              # the command as typed
         assert _snapshot(out) == before, argv
         assert sorted(p.name for p in tmp_path.iterdir()) == beside, argv        # no temporary folder left
 

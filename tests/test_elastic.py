@@ -244,7 +244,7 @@ def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
 
 
 def test_study_writes_its_tables(tmp_path):
-    """``experiments.pollux`` on workload-6 at load 1.0 with tiresias, on the engine: one row with the issue's columns,
+    """``experiments.pollux`` on workload-6 at load 1.0 with tiresias, on the engine: one row with the study's columns,
     the authors' mean beside it (0% apart), 160 per-job rows, the figure."""
     if find_pollux() is None:
         pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX)")

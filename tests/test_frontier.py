@@ -42,8 +42,9 @@ def test_every_point_brackets_every_policy(study, openb_dir):
     opt = frame[frame["kind"] == "optimum"].sort_values("arrived_pct")
     assert opt["allocated_milli"].is_monotonic_increasing
     # 80 % of 40 nodes' GPUs: everything arrived fits, the optimum takes it all and proves it; at 100 % the bound is
-    # the optimum, 169,770 (an earlier run placed it; since issue 21 the rounding MILP may stop within the
-    # tolerance first, measured 169,660); at 130 % the bound is the capacity, 174,000 (regression pins)
+    # the optimum, 169,770 (an earlier run placed it; with the exchange columns and pricing gaps of
+    # formulations.typeconfig the rounding MILP may stop within the tolerance first, measured 169,660); at 130 % the
+    # bound is the capacity, 174,000 (regression pins)
     assert opt.iloc[0]["status"] == "optimal"
     assert opt.iloc[1]["bound_milli"] == 169_770
     assert opt.iloc[0]["allocated_milli"] == opt.iloc[0]["bound_milli"]
@@ -68,14 +69,14 @@ def test_headline_never_claims_a_meaningless_floor(study):
     opt = tight["kind"] == "optimum"
     tight.loc[opt, ["allocated_milli", "bound_milli"]] = [cap - 5000, cap - 4900]  # 0.1 GPU apart
     (line,) = headline(tight, capacity)
-    assert "fewer than 4.9 (the best placement found leaves 5.0; bound - incumbent 0.1 GPUs" in line
+    assert "fewer than 4.9 (the best placement found leaves 5.0, within 0.1 GPUs of the bound" in line
     loose = tight.copy()
     loose.loc[opt, "allocated_milli"] = cap - 20000  # 15.1 GPUs apart: more than 0.1 % of 174
     (line,) = headline(loose, capacity, tol=0.001)
     assert "NOT certified" in line and "fewer than" not in line and "gap 15.1 GPUs" in line
 
 
-def test_command_writes_exactly_the_issue_columns(openb_dir, tmp_path, capsys):
+def test_command_writes_exactly_the_documented_columns(openb_dir, tmp_path, capsys):
     assert main(["--trace", "default", "--seeds", "42", "--points", "80,90", "--nodes", "12", "--time-limit", "10",
                  "--data-dir", str(openb_dir), "--threads", "default", "--output", str(tmp_path)]) == 0
     csv = pd.read_csv(tmp_path / "frontier.csv")

@@ -65,7 +65,7 @@ def test_gap_is_reproducible(suite_dir, tmp_path, capsys):
 def test_gap_rejects_unknown_method(suite_dir, capsys):
     with pytest.raises(SystemExit):
         gap.main(["--instances", str(suite_dir), "--methods", "magic"])
-    assert "argument --methods: unknown methods ['magic']" in capsys.readouterr().err
+    assert "argument --methods: unknown method 'magic' (valid: milp-cbc, milp-highs, " in capsys.readouterr().err
 
 
 def test_portfolio_stops_at_the_first_proof():

@@ -1,4 +1,4 @@
-"""Heterogeneous GPUs (issue 23, foundations): Gavel's throughput table, jobs with work and Gavel's generator,
+"""Heterogeneous GPUs, the foundations: Gavel's throughput table, jobs with work and Gavel's generator,
 and the policies over X as LPs, on hand-worked instances."""
 
 from __future__ import annotations

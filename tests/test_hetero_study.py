@@ -45,7 +45,7 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--cluster", "36:36"], "expected three GPU counts"),
-    (["--policies", "las,fastest"], "unknown policies ['fastest']"),
+    (["--policies", "las,fastest"], "unknown policy 'fastest'"),
     (["--window", "50:10"], "expected 0 <= START < END"),
     (["--rates", "1,0"], "expected finite numbers > 0 separated by commas, got '1,0'"),
     (["--rates", "-2"], "expected finite numbers > 0 separated by commas, got '-2'"),
@@ -110,7 +110,7 @@ def test_quick_multi_gpu_leaves_fifo_out_on_one_gpu_nodes(gavel_table, tmp_path,
 def test_ratio_lines_pair_each_agnostic_policy_with_its_aware_twin():
     frame = pd.DataFrame({"policy": ["las", "las-aware", "las", "las-aware", "fifo"],
                           "lambda_per_hour": [1.0, 1.0, 1.0, 1.0, 1.0], "mean_jct_s": [30.0, 20.0, 50.0, 20.0, 9.0]})
-    assert study.ratio_lines(frame) == ["1 jobs/h: las/las-aware 2.00x"]
+    assert study.ratio_lines(frame) == ["at 1 jobs/hour, mean JCT without heterogeneity awareness: las 2.00x las-aware"]
 
 
 GAVEL_RUNS = Path(__file__).resolve().parents[1] / "paper" / "results" / "gavel-crosscheck" / "gavel.csv"

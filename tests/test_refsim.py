@@ -36,7 +36,7 @@ def test_fgd_makes_the_reference_decisions(reference):
     cluster, _, workload, run = reference
     steps = follow(run, cluster, workload)
     assert steps["placed"].all()                            # every reference decision was feasible here
-    # measured: every one of the 10,866 decisions (the issue asks >= 99.5%); allow one floating-point tie
+    # measured: every one of the 10,866 decisions (the target is >= 99.5%); allow one floating-point tie
     assert int((~steps["match"]).sum()) <= 1
     rel = (steps["frag_after"] - steps["reference_frag_after"]).abs() / steps["reference_frag_after"]
     assert rel.max() <= 1e-4                                # F(M) within 0.01% after every step

@@ -1,4 +1,4 @@
-"""MIG over time (issue 22, item 5): re-layout evictions (``mig-repack``), the static partition, openb jobs as profiles.
+"""MIG over time: re-layout evictions (``mig-repack``), the static partition, openb jobs as profiles.
 
 The model. On a MIG cluster (:mod:`fgdopt.mig`) a running job holds one GPU instance per GPU at a fixed start slice
 for its whole run: an instance cannot be moved or resized while its job runs. Two ways of operating the GPUs:

@@ -58,7 +58,9 @@ A policy is named either by its registered name (:data:`POLICY_NAMES`, or one ad
 :func:`register_policy`) or by a ``module:attribute`` spec (:mod:`fgdopt.plugins`), ``"mypkg.mymod:MyPolicy"``
 or ``"path/to/mine.py:MyPolicy"``: every study that takes ``--policies`` accepts specs, and since the spec
 string is what travels to ``--jobs`` processes and ``--dask`` workers, each worker imports the module itself.
-Rows name the policy by the string given. A minimal policy, the most-loaded feasible node::
+Rows and tables name a policy by the string given, except a spec whose object has a ``name`` attribute (a
+non-empty string, e.g. the class attribute below): that name heads its rows and columns, unless another policy of
+the same run has that name too (:func:`policy_labels`). A minimal policy, the most-loaded feasible node::
 
     from fgdopt.policies.base import RankedPolicy
 
@@ -163,6 +165,26 @@ def needs_workload(name: str) -> bool:
     return name in _NEEDS_WORKLOAD or (name not in _CLASSES)
 
 
+def policy_labels(names: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """How rows and tables name the policies ``names`` of one run: a ``module:attribute`` spec whose object has a
+    ``name`` attribute (a non-empty string) by that name, every other policy by the string given. A name that
+    would be the label of two policies (or is already another policy's name) is not used: the spec stays.
+
+    Examples
+    --------
+    >>> policy_labels(["fgd", "best-fit"])
+    {'fgd': 'fgd', 'best-fit': 'best-fit'}
+
+    Raises
+    ------
+    SpecError : a spec that cannot be imported (as :func:`policy_factory`).
+    """
+    own = {n: getattr(resolve_spec(n, kind="policy"), "name", None) if is_spec(n) else n for n in names}
+    wanted = [label for label in own.values() if isinstance(label, str) and label]
+    return {n: label if isinstance(label, str) and label and (not is_spec(n) or wanted.count(label) == 1) else n
+            for n, label in own.items()}
+
+
 def parse_policy_names(text: str) -> list[str]:
     """The policies of a comma-separated list, each checked by :func:`policy_factory` (specs imported now).
 
@@ -239,4 +261,4 @@ def _builtin_class(entry: type | str) -> type:
 
 __all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES",
            "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload", "parse_policy_names",
-           "policy_factory", "register_policy", "unregister_policy"]
+           "policy_factory", "policy_labels", "register_policy", "unregister_policy"]
