@@ -85,7 +85,7 @@ def test_timeline_study_jobs_csv_has_status_and_reason(tmp_path, capsys):
     assert jobs["reason"].tolist() == EXPECTED
     assert (jobs["node"].iloc[1:] == -1).all()
     out = capsys.readouterr().out
-    assert "w, seed 1, load nan: 2 job(s) rejected (gpus): no node of an allowed GPU model has num_gpu GPUs" in out
+    assert "w, seed 1: 2 job(s) rejected (gpus): no node of an allowed GPU model has num_gpu GPUs" in out
 
 
 @settings(max_examples=60, deadline=None)

@@ -91,8 +91,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                  ([*W, "--workload", "{workload.csv}", "--cluster", "{not-json.json}"], "not-json.json"),
                  ([*W, "--workload", "{workload.csv}", "--cluster", "{node-not-object.json}"], "node row 0"),
                  ([*W, "--workload", "{no-duration.csv}", "--cluster", "{cluster.json}"],
-                  "no-duration.csv: missing column duration_s; expected name, cpu_milli, memory_mib, num_gpu, "
-                  "gpu_milli, gpu_spec, submit_s, duration_s"),
+                  "no-duration.csv: missing column duration_s; expected name, submit_s, duration_s, num_gpu, "
+                  "gpu_milli, cpu_milli, memory_mib, workers, gpu_spec, priority, user"),
                  (["--queue", "fifu"], "argument --queue: unknown queue discipline 'fifu': did you mean fifo? "
                                        "(valid: fifo, backfill, sjf, smallest, none, or a module:attribute spec)"),
                  ([*W, "--workload", "{missing}", "--cluster", "{cluster.json}"], "--workload"),

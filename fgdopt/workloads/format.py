@@ -113,8 +113,9 @@ def check_workload_frame(frame: pd.DataFrame, path: str | os.PathLike = "<frame>
     unknown = [c for c in frame.columns if c not in FORMAT_COLUMNS]
     missing = [c.name for c in COLUMNS if c.required and c.name not in frame.columns]
     if unknown or missing:
-        raise ValueError(f"{path}: unknown column(s) {unknown}, missing column(s) {missing}; the job format has "
-                         f"{', '.join(FORMAT_COLUMNS)} (required: "
+        wrong = [f"{what} column{'s' * (len(cols) > 1)} {', '.join(cols)}"
+                 for what, cols in (("unknown", unknown), ("missing", missing)) if cols]
+        raise ValueError(f"{path}: {' and '.join(wrong)}; expected {', '.join(FORMAT_COLUMNS)} (required: "
                          f"{', '.join(c.name for c in COLUMNS if c.required)})")
     n = len(frame)
     if n == 0:
