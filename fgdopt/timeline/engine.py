@@ -391,13 +391,17 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     try_start = placer.try_start
 
+    def reservation() -> tuple | None:
+        """The reserved gang's queue entry now (``gang_reserve_s``), or None."""
+        return pending.reserved(clock.now, gang_reserve_s)
+
     def schedule() -> None:
         """One scheduling pass of the discipline."""
         if discipline.blocking:
             if pending.buckets:
                 pending.fifo_pass(try_start)
         elif pending.cands:
-            pending.backfill_pass(try_start, pending.reserved(clock.now, gang_reserve_s) if reserve else None)
+            pending.backfill_pass(try_start, reservation if reserve else None)
 
     def unblock() -> None:
         """Jobs left nodes: they are touched, and the unfit shapes are tested on them."""

@@ -187,19 +187,25 @@ class PendingQueue:
             if back and self._top is not None and np.isin(self.shapes.of[[e[2] for e in self._top]], back).any():
                 self._top = None
 
-    def backfill_pass(self, try_start: Callable[[int, int], bool], stop: tuple | None = None) -> None:
+    def backfill_pass(self, try_start: Callable[[int, int], bool],
+                      stop: Callable[[], tuple | None] | None = None) -> None:
         """Offer the head of every candidate shape, in queue order, to ``try_start(job, shape)`` (True: started;
-        False: the shape is unfit now) until no candidate is left, or (``stop``, a queue entry ``(key, submit,
-        job)``) until the next one comes after ``stop`` in queue order."""
+        False: the shape is unfit now) until no candidate is left; with ``stop`` (the reservation, e.g.
+        :meth:`reserved`: a queue entry ``(key, submit, job)`` or None, asked again once that job started), until
+        the next one comes after the reserved entry in queue order."""
         buckets = self.buckets
         heap = [(buckets[s][0], s) for s in self.cands]
         heapq.heapify(heap)
+        limit = stop() if stop is not None else None
         while heap:
             entry, s = heapq.heappop(heap)
-            if stop is not None and entry > stop:
+            if limit is not None and entry > limit:
                 return
-            if try_start(entry[2], s) and s in buckets:
-                heapq.heappush(heap, (buckets[s][0], s))
+            if try_start(entry[2], s):
+                if entry == limit:
+                    limit = stop()
+                if s in buckets:
+                    heapq.heappush(heap, (buckets[s][0], s))
 
     def reserved(self, now: float, wait_s: float) -> tuple | None:
         """The queue entry ``(key, submit, job)`` of the first pending gang in queue order if it has waited at least
