@@ -201,6 +201,18 @@ def test_backfill_reservation_keeps_a_gang_from_starving(reserve, starts):
         assert r.start_s[1] <= 1.0 + reserve + 100.0
 
 
+def test_jobs_behind_a_reserved_gang_start_in_the_pass_that_starts_it():
+    # 3 x 8-GPU nodes: A1 and A2 (8 GPUs each, 0-100 s) fill two; gang G (2 x 8, 50 s) arrives at 1 s and is
+    # reserved at once; S (1 GPU, 10 s, at 2 s) is behind it and waits although the third node is free. At 100 s G
+    # starts on two nodes, and the same pass starts S on the third (not at G's finish, 150 s).
+    three = Cluster([64000] * 3, [262144] * 3, [8] * 3, ["A100"] * 3)
+    jobs = _jobs([(8, 1000, 0.0, 100.0), (8, 1000, 0.0, 100.0), (8, 1000, 1.0, 50.0), (1, 1000, 2.0, 10.0)],
+                 workers=[1, 1, 2, 1])
+    r = simulate(three, jobs, "best-fit", "backfill", gang_reserve_s=0.0)
+    assert r.start_s.tolist() == [0.0, 0.0, 100.0, 100.0]
+    assert simulate(three, jobs, "best-fit", "backfill").start_s.tolist() == [0.0, 0.0, 100.0, 2.0]
+
+
 def test_preempting_one_part_stops_the_whole_gang():
     # G (2 x 8 GPUs, priority 0) runs from 0 s on both nodes. H (1 GPU, priority 1) arrives at 10 s: the priority
     # mechanism evicts G (seen at its first part's node); both parts stop, 10 s of progress lost for each of the
