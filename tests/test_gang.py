@@ -240,10 +240,10 @@ def test_cross_node_slowdown():
         simulate(TWO_BY_8, jobs, "best-fit", "backfill", gang_slowdown=0.5)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["fgd", "best-fit", "random"]),
        st.sampled_from(["backfill", "fifo", "sjf"]), st.sampled_from([float("inf"), 0.0, 50.0]),
-       st.sampled_from(["none", "priority"]))
+       st.sampled_from(["none", "priority", "transparent", "tiresias", "affinode"]))
 def test_conservation_with_gangs(seed, policy, queue, reserve, mechanism):
     """Random workloads with gangs: every run passes TimelineResult.check (the final state replayed by the one
     rule, every finished job did its work), each gang holds all its parts while running and none otherwise, every
@@ -271,7 +271,7 @@ def test_conservation_with_gangs(seed, policy, queue, reserve, mechanism):
         done = r.status == FINISHED
         assert np.allclose(r.busy_s[done], jobs.duration_s[done], atol=1e-6)          # speed 1: run = work
         assert np.allclose(r.run_s[done], r.busy_s[done] + r.lost_s[done] + r.overhead_s[done], atol=1e-6)
-        no_evict = done & (r.preemptions == 0)
+        no_evict = done & (r.preemptions == 0) & (r.suspensions == 0)
         assert np.allclose(r.finish_s[no_evict] - r.start_s[no_evict], jobs.duration_s[no_evict], atol=1e-6)
         if until == float("inf"):
             too_big = r.status == REJECTED
