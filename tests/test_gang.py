@@ -147,6 +147,19 @@ def test_every_policy_places_a_gang_part_by_part_iff_it_fits(instance, policy):
         assert (state.cpu_left == before[0]).all() and (state.gpu_left == before[2]).all()
 
 
+def test_online_replay_places_gangs_all_or_nothing():
+    # tasks arrive and never leave: a 1-GPU task, a gang of 2 x 8 GPUs (one node is no longer empty: it fails,
+    # nothing of it is placed), a gang of 2 x 4 GPUs: best-fit puts the first part beside the 1-GPU task (7 free
+    # GPUs, the tightest fit), where the second no longer fits (3 free): it goes to the other node.
+    from fgdopt.simulate import run_online
+    tasks = TaskSet([1000] * 3, [0] * 3, [1, 8, 4], [1000] * 3, workers=[1, 2, 2])
+    out = run_online(TWO_BY_8, tasks, "best-fit", seed=0)
+    assert out.placement.node[1] == UNPLACED and out.allocated_milli == 1000 + 8000
+    (first, _), (second, _) = out.state.parts(2)
+    assert first == out.placement.node[0] and second == 1 - first
+    validate(TWO_BY_8, tasks, out.placement)
+
+
 # -- the engine ------------------------------------------------------------------------------------------------
 
 def _jobs(rows, workers=None, priority=None):
