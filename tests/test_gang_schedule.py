@@ -100,3 +100,54 @@ def test_exact_model_matches_brute_force_on_tiny_gang_instances(seed):
     _, engine = recorded_run(CLUSTER, jobs, "best-fit", "backfill")
     validate_schedule(CLUSTER, jobs, engine)
     assert value <= objective_value(jobs, engine, "mean-jct") + 1e-9
+
+
+# -- the static exact model (maximize allocated milli-GPU) -------------------------------------------------------
+
+def brute_force_allocation(cluster: Cluster, tasks: TaskSet) -> int:
+    """The most milli-GPU any feasible placement allocates: every task unplaced or spread over the nodes in every
+    way (parts per node), whole-GPU and CPU-only tasks only, so each node's CPU, memory and GPU count within its
+    capacity is feasibility (whole GPUs are interchangeable)."""
+    cap = np.stack([cluster.cpu_milli, cluster.memory_mib, cluster.gpu], axis=1)
+    empty = ClusterState(cluster, tasks)
+    options = []
+    for t in tasks:
+        most = empty.part_counts(t)
+        spreads = [c for c in itertools.product(*(range(int(m) + 1) for m in most)) if sum(c) == t.workers]
+        options.append([np.zeros_like(cap)] + [np.outer(c, [t.cpu_milli, t.memory_mib, t.num_gpu]) for c in spreads])
+    best = 0
+    for pick in itertools.product(*(range(len(o)) for o in options)):
+        use = sum(options[i][k] for i, k in enumerate(pick))
+        if (use <= cap).all():
+            best = max(best, sum(int(tasks.gpu_demand[i]) for i, k in enumerate(pick) if k))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_static_exact_model_with_gangs_matches_brute_force(seed):
+    from fgdopt.instance import Instance
+    from fgdopt.state import validate
+    from formulations.exact import run_exact
+    rng = np.random.default_rng(100 + seed)
+    cluster = Cluster([8000, 8000, 6000], [4096] * 3, [4, 4, 2], ["A", "A", "A"])
+    n = 5
+    tasks = TaskSet(rng.choice([1000, 2000, 3000], n), rng.choice([0, 1024], n), rng.choice([1, 2, 4], n),
+                    [1000] * n, workers=rng.choice([1, 2, 3], n))
+    sol = run_exact(Instance("gangs", cluster, tasks), "milp-highs", "highs", time_limit=30)
+    assert sol.status == "optimal"
+    validate(cluster, tasks, sol.placement)                          # every gang whole (place_workers) or absent
+    assert sol.objective == sol.bound == brute_force_allocation(cluster, tasks)
+
+
+def test_static_exact_model_sharing_gang_on_one_gpu():
+    # one node, one GPU: a gang of 3 parts of 300 milli-GPU shares it (900), and a 200 task fits beside it
+    # (1100 > 1000: it cannot); a gang of 2 x 600 cannot fit at all. Optimum 900 + 0 = 900, beside a lone 100 -> 1000.
+    from fgdopt.instance import Instance
+    from fgdopt.state import validate
+    from formulations.exact import run_exact
+    cluster = Cluster([8000], [1024], [1], ["A"])
+    tasks = TaskSet([100] * 4, [0] * 4, [1] * 4, [300, 200, 600, 100], workers=[3, 1, 2, 1])
+    sol = run_exact(Instance("sharing-gang", cluster, tasks), "milp-highs", "highs", time_limit=30)
+    assert sol.status == "optimal" and sol.objective == 1000
+    validate(cluster, tasks, sol.placement)
+    assert [g for _, g in sol.placement.spans[0]] == [(0,), (0,), (0,)] and sol.placement.node[2] == -1
