@@ -226,6 +226,19 @@ def test_jobs_behind_a_reserved_gang_start_in_the_pass_that_starts_it():
     assert simulate(three, jobs, "best-fit", "backfill").start_s.tolist() == [0.0, 0.0, 100.0, 2.0]
 
 
+def test_a_gang_behind_a_fifo_head_is_judged_whole():
+    # A and B (5 GPUs each, 0-100 s) leave 3 free GPUs on each node. Under FIFO, H (8 GPUs, at 1 s) blocks the
+    # queue; G (3 parts of 2 GPUs, at 2 s) is never tried: one part fits each node (3 // 2 = 1), but 2 parts < 3,
+    # so G fits no way and is blocked by fragmentation: of the 6000 free milli-GPU, G's 6000 could be held, H's
+    # 8000 not -> blocked_jobs 1, blocked_milli 6000 (a one-part check would call G fitting: 0).
+    jobs = _jobs([(5, 1000, 0.0, 100.0), (5, 1000, 0.0, 100.0), (8, 1000, 1.0, 10.0), (2, 1000, 2.0, 10.0)],
+                 workers=[1, 1, 1, 3])
+    r = simulate(TWO_BY_8, jobs, "best-fit", "fifo")
+    row = r.series.set_index("time_s").loc[2.0]
+    assert (row["blocked_jobs"], row["blocked_milli"]) == (1, 6000)
+    assert r.start_s.tolist() == [0.0, 0.0, 100.0, 100.0]        # at 100 s: H on one empty node, G (3 x 2) on the other
+
+
 def test_preempting_one_part_stops_the_whole_gang():
     # G (2 x 8 GPUs, priority 0) runs from 0 s on both nodes. H (1 GPU, priority 1) arrives at 10 s: the priority
     # mechanism evicts G (seen at its first part's node); both parts stop, 10 s of progress lost for each of the
