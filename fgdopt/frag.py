@@ -86,6 +86,8 @@ class Workload:
         ``(cpu_milli, gpu_milli, num_gpu, gpu_spec)``, descending; they are kept until their cumulative
         count first reaches ``threshold`` of all tasks (``threshold=1`` keeps every shape). Popularity is
         computed as there too, ``(count / n_tasks) / (kept / n_tasks)``, to the last bit.
+        A gang (``workers > 1``) counts once, as the shape of one part: F_n(m) asks whether one part fits node n
+        (each part sits on one node, and every placed part is a task on its node in the state).
 
         Examples
         --------

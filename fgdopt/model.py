@@ -19,7 +19,8 @@ import numpy as np
 GPU_MILLI = 1000
 """Capacity of one GPU in milli-GPU."""
 
-MAX_GPUS_PER_NODE = 8
+MAX_GPUS_PER_NODE = 16
+"""The most GPUs a node may hold, and so the most GPUs one task (or one part of a gang) may ask for."""
 
 NODE_FIELDS = ("cpu_milli", "memory_mib", "gpu", "model")
 TASK_FIELDS = ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
@@ -59,7 +60,7 @@ class Cluster:
     ----------
     cpu_milli : int64 array, CPU capacity per node in milli-cores.
     memory_mib : int64 array, memory capacity per node in MiB.
-    gpu : int64 array, number of GPUs per node (0..8), each of capacity 1000 milli-GPU.
+    gpu : int64 array, number of GPUs per node (0..16), each of capacity 1000 milli-GPU.
     model : object array of str, GPU model per node (e.g. ``"G2"``, ``"T4"``).
     names : tuple of node names (defaults to ``node-<i>``).
     """
@@ -149,18 +150,26 @@ class Cluster:
 
 
 class Task(NamedTuple):
-    """One task's demand (a row of a :class:`TaskSet`): milli-cores, MiB, GPU count, milli-GPU per GPU."""
+    """One task's demand (a row of a :class:`TaskSet`): milli-cores, MiB, GPU count, milli-GPU per GPU, allowed
+    GPU models, and ``workers``: a *gang* of ``workers > 1`` identical parts, each of the demand before it, each on
+    one node (parts may share a node), all started and ended together."""
 
     cpu_milli: int
     memory_mib: int
     num_gpu: int
     gpu_milli: int
     gpu_spec: str = ""
+    workers: int = 1
 
     @property
     def gpu_demand(self) -> int:
-        """Total GPU demand in milli-GPU (``num_gpu * gpu_milli``)."""
-        return self.num_gpu * self.gpu_milli
+        """Total GPU demand in milli-GPU (``workers * num_gpu * gpu_milli``)."""
+        return self.workers * self.num_gpu * self.gpu_milli
+
+    @property
+    def part(self) -> Task:
+        """One part of the task (itself when ``workers == 1``): the demand each part places on its node."""
+        return self if self.workers == 1 else self._replace(workers=1)
 
     @property
     def kind(self) -> str:
@@ -178,11 +187,14 @@ class TaskSet:
     ----------
     cpu_milli : int64 array, CPU demand in milli-cores.
     memory_mib : int64 array, memory demand in MiB.
-    num_gpu : int64 array, number of GPUs (0..8).
+    num_gpu : int64 array, number of GPUs (0..16) of each part.
     gpu_milli : int64 array, demand per GPU in milli-GPU (0 for CPU-only tasks, 1..999 for sharing
         tasks, 1000 for whole-GPU tasks).
     gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any).
     names : tuple of task names (defaults to ``task-<i>``).
+    workers : int64 array, parts of each task (default 1; >= 1): a task of ``workers > 1`` is a *gang* of that
+        many identical parts, each of the demand above and each on one node (:class:`Task`). CPU, memory and GPU
+        fields are per part.
     """
 
     cpu_milli: np.ndarray
@@ -191,6 +203,7 @@ class TaskSet:
     gpu_milli: np.ndarray
     gpu_spec: np.ndarray = field(default=None)
     names: tuple[str, ...] = field(default=())
+    workers: np.ndarray = field(default=None)
 
     def __post_init__(self) -> None:
         n = len(self.cpu_milli)
@@ -199,8 +212,14 @@ class TaskSet:
         for name in TASK_FIELDS:
             if len(getattr(self, name)) != n:
                 raise ValueError(f"task field {name!r} has length {len(getattr(self, name))}, expected {n}")
-        for name in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"):
+        if self.workers is None:
+            object.__setattr__(self, "workers", np.ones(n, dtype=np.int64))
+        if len(self.workers) != n:
+            raise ValueError(f"task field 'workers' has length {len(self.workers)}, expected {n}")
+        for name in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "workers"):
             object.__setattr__(self, name, _int_column(name, getattr(self, name), "task"))
+        if (bad := np.flatnonzero(self.workers < 1)).size:
+            raise ValueError(f"task row {int(bad[0])}: field 'workers' must be >= 1, got {int(self.workers[bad[0]])}")
         _check_task_shapes(self.num_gpu, self.gpu_milli)
         specs = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s).strip() for s in self.gpu_spec]
         object.__setattr__(self, "gpu_spec", _frozen_array(specs, object))
@@ -211,36 +230,43 @@ class TaskSet:
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping], names: Sequence[str] | None = None) -> TaskSet:
-        """Build from dicts with keys ``cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec]``."""
+        """Build from dicts with keys ``cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec][, workers]``."""
         records = list(records)
-        cols = _columns(records, TASK_FIELDS, "task", optional=("name",), defaults={"gpu_spec": ""})
+        cols = _columns(records, (*TASK_FIELDS, "workers"), "task", optional=("name",),
+                        defaults={"gpu_spec": "", "workers": 1})
         if names is None:
             names = [r.get("name", f"task-{i}") for i, r in enumerate(records)]
         return cls(**cols, names=tuple(str(x) for x in names))
 
     def to_records(self) -> list[dict]:
-        return [t._asdict() | {"gpu_spec": t.gpu_spec} for t in self]
+        """One dict per task; ``workers`` only where it is not 1."""
+        return [{k: v for k, v in t._asdict().items() if k != "workers" or v != 1} for t in self]
 
     def __len__(self) -> int:
         return len(self.cpu_milli)
 
     def __getitem__(self, i: int) -> Task:
         return Task(int(self.cpu_milli[i]), int(self.memory_mib[i]), int(self.num_gpu[i]),
-                    int(self.gpu_milli[i]), str(self.gpu_spec[i]))
+                    int(self.gpu_milli[i]), str(self.gpu_spec[i]), int(self.workers[i]))
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
     @property
     def gpu_demand(self) -> np.ndarray:
-        """Total GPU demand per task in milli-GPU."""
-        return self.num_gpu * self.gpu_milli
+        """Total GPU demand per task in milli-GPU (all its parts)."""
+        return self.workers * self.num_gpu * self.gpu_milli
+
+    @cached_property
+    def has_gangs(self) -> bool:
+        """Whether some task has ``workers > 1``."""
+        return bool((self.workers > 1).any())
 
     def take(self, rows: Sequence[int] | np.ndarray) -> TaskSet:
         """The tasks at ``rows`` (in that order; repeats allowed)."""
         rows = np.asarray(rows, dtype=np.int64)
-        return TaskSet(self.cpu_milli[rows], self.memory_mib[rows], self.num_gpu[rows],
-                       self.gpu_milli[rows], self.gpu_spec[rows], tuple(self.names[i] for i in rows))
+        return TaskSet(self.cpu_milli[rows], self.memory_mib[rows], self.num_gpu[rows], self.gpu_milli[rows],
+                       self.gpu_spec[rows], tuple(self.names[i] for i in rows), self.workers[rows])
 
     def __repr__(self) -> str:
         return f"TaskSet({len(self)} tasks, GPU demand {int(self.gpu_demand.sum())} milli-GPU)"

@@ -41,6 +41,7 @@ from fgdopt.frag import CATEGORIES, FragmentationReport, Workload, fragmentation
 from fgdopt.inflation import arrived_count, draw_until
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.policies import Policy, PolicyError, make_policy, needs_workload
+from fgdopt.policies.gang import choose_parts
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement
 from fgdopt.topology import TopologyMap
 
@@ -125,7 +126,8 @@ def arrival_order(tasks: TaskSet, capacity_milli: int, ratio: float, rng: np.ran
 
 
 def _place_all(state: ClusterState, policy: Policy, on_task=None, label: str | None = None) -> None:
-    """Offer every task of ``state.tasks`` in order; ``on_task(i)`` after each one.
+    """Offer every task of ``state.tasks`` in order; ``on_task(i)`` after each one. A gang (``workers > 1``) is
+    placed part by part by the policy (:func:`fgdopt.policies.gang.choose_parts`), all its parts or none.
 
     Raises
     ------
@@ -133,16 +135,21 @@ def _place_all(state: ClusterState, policy: Policy, on_task=None, label: str | N
         policy's ``name``, and the task).
     """
     tasks = state.tasks
+    gangs = tasks.has_gangs
     for i in range(len(tasks)):
         task = tasks[i]
+        gang = gangs and task.workers > 1
         try:
-            choice = policy(state, task)
+            choice = choose_parts(policy, state, task) if gang else policy(state, task)
         except Exception as exc:
             raise PolicyError(f"policy {_label(policy, label)!r} raised {type(exc).__name__} on task {i} "
                               f"({tasks.names[i]}): {exc}") from exc
         if choice is not None:
             try:
-                state.place(i, *choice)       # (node, gpus), or (node, gpus, starts) on MIG clusters
+                if gang:
+                    state.place_workers(i, choice)
+                else:
+                    state.place(i, *choice)   # (node, gpus), or (node, gpus, starts) on MIG clusters
             except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
                 raise PolicyError(f"policy {_label(policy, label)!r} chose {choice!r} for task {i} "
                                   f"({tasks.names[i]}), where it does not fit: {exc}") from None

@@ -3,8 +3,10 @@
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
 changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove` (or, for one whole-GPU task over
-several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule; an *elastic* task, whose
-GPU count a scheduler chooses at each placement, is judged as its shape with that count);
+several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule; for a *gang* of
+``workers > 1`` identical parts, :meth:`ClusterState.place_workers`, all parts or none, each judged by the same rule
+on the state with the earlier parts placed; an *elastic* task, whose GPU count a scheduler chooses at each
+placement, is judged as its shape with that count);
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
 """
 
@@ -48,8 +50,9 @@ class Placement:
     On a MIG cluster (:mod:`fgdopt.mig`) ``starts[i]`` holds the start memory slice of the task's instance on
     each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
     take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
-    placed over several nodes (:meth:`ClusterState.place_gang`; ``node[i]`` and ``gpus[i]`` are its first part);
-    ``None`` (the default) when no task is."""
+    placed over several nodes (:meth:`ClusterState.place_gang`), or of a gang's parts, one per worker
+    (:meth:`ClusterState.place_workers`); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default)
+    when no task is."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
@@ -99,7 +102,14 @@ class ClusterState:
     node_of : int64 (n_tasks,), node of each task or -1.
     gpus_of : list of tuples, GPU ids of each task.
     parts_of : dict, task -> its ``((node, gpus), ...)`` for the tasks placed over several nodes
-        (:meth:`place_gang`); ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+        (:meth:`place_gang`) and for the gangs (:meth:`place_workers`: one part per worker, nodes may repeat);
+        ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+
+    **Gangs.** A task of ``workers > 1`` (:class:`~fgdopt.model.Task`) is placed by :meth:`place_workers`: each part
+    takes the task's CPU, memory and GPUs on its node, exactly as a task of that shape placed there would, so every
+    view of the state (free capacity per node and GPU, and the fragmentation evaluator :mod:`fgdopt.frag`, which
+    reads only those) sees each part as one task on its node. :meth:`remove` frees all parts at once.
+    :meth:`part_counts` counts the parts each node could take now, :meth:`workers_fit` whether the gang fits.
     elastic : bool (n_tasks,), read-only: the *elastic* tasks (default none). An elastic task is whole-GPU; its
         shape's ``num_gpu`` is not a count it must hold: each :meth:`place` / :meth:`place_gang` places it on the
         number of GPUs given (at least one; its CPU and memory once, on the first node), judged by the one rule as
@@ -282,6 +292,9 @@ class ClusterState:
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
         task = self.tasks[i]
+        if task.workers != 1:
+            raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}) is a gang of {task.workers} workers: it is "
+                                      "placed by place_workers")
         gpus = tuple(int(g) for g in gpus)
         if self.elastic[i]:                                        # the count is the placement's (class docstring)
             if not gpus:
@@ -326,8 +339,8 @@ class ClusterState:
         name = f"task {i} ({self.tasks.names[i]})"
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
-        if self.mig is not None or task.gpu_milli != GPU_MILLI:
-            raise InfeasiblePlacement(f"{name}: only a whole-GPU task on a non-MIG cluster may span nodes")
+        if self.mig is not None or task.gpu_milli != GPU_MILLI or task.workers != 1:
+            raise InfeasiblePlacement(f"{name}: only a whole-GPU task (not a gang) on a non-MIG cluster may span nodes")
         nodes = [node for node, _ in parts]
         if not parts or len(set(nodes)) != len(nodes) or any(not gpus for _, gpus in parts):
             raise InfeasiblePlacement(f"{name}: a gang needs parts on distinct nodes, each with GPUs, got {parts}")
@@ -350,6 +363,89 @@ class ClusterState:
         self.revision += 1
         self.last_node = nodes[0]
 
+    def place_workers(self, i: int, parts) -> None:
+        """Place gang task ``i`` (``workers > 1``): ``parts`` is ``((node, gpus), ...)``, one part per worker (nodes
+        may repeat), each taking the task's CPU, memory and ``gpus`` (``num_gpu`` of them, ``gpu_milli`` each).
+
+        Each part is judged by the one rule (:meth:`check`, as the task :attr:`~fgdopt.model.Task.part`) on the state
+        with the earlier parts placed. All parts are placed, or none (raises :class:`InfeasiblePlacement` naming the
+        part and the reason, the state unchanged); :meth:`remove` takes them all away. ``revision`` advances by one
+        per part and ``last_node`` is the last part's node.
+        """
+        parts = tuple((int(node), tuple(int(g) for g in gpus)) for node, gpus in parts)
+        task = self.tasks[i]
+        name = f"task {i} ({self.tasks.names[i]})"
+        if self.node_of[i] != UNPLACED:
+            raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
+        if self.mig is not None or self.elastic[i]:
+            raise InfeasiblePlacement(f"{name}: a gang cannot be placed on a MIG cluster or be elastic")
+        if len(parts) != task.workers:
+            raise InfeasiblePlacement(f"{name}: {len(parts)} part(s) for a gang of {task.workers} workers")
+        part = task.part
+        for k, (node, gpus) in enumerate(parts):
+            if (reason := self.check(part, node, gpus)) is not None:
+                for node_back, gpus_back in reversed(parts[:k]):
+                    self._take(part, node_back, gpus_back, -1)
+                raise InfeasiblePlacement(f"{name}, part {k}: {reason}")
+            self._take(part, node, gpus, 1)
+        self.node_of[i], self.gpus_of[i] = parts[0]
+        self.parts_of[i] = parts
+        self.revision += len(parts)             # one per part: a cache that sees one revision pass sees one node
+        self.last_node = parts[-1][0]
+
+    def _take(self, part: Task, node: int, gpus: tuple[int, ...], sign: int) -> None:
+        """Subtract (``sign`` 1) or give back (-1) one part's demand on ``node`` and ``gpus`` (no check)."""
+        self.cpu_left[node] -= sign * part.cpu_milli
+        self.mem_left[node] -= sign * part.memory_mib
+        if gpus:
+            self.gpu_left[node, list(gpus)] -= sign * part.gpu_milli
+
+    def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
+        """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
+        a gang's earlier parts while its later ones are chosen (:func:`fgdopt.policies.gang.choose_parts`). Judged by
+        the one rule (raises :class:`InfeasiblePlacement`); every hold is given back by :meth:`release` before the
+        gang is placed. ``revision`` advances and ``last_node`` is ``node``, as for :meth:`place`."""
+        gpus = tuple(int(g) for g in gpus)
+        if part.workers != 1 or self.mig is not None:
+            raise InfeasiblePlacement("hold takes one part (workers == 1) on a non-MIG cluster")
+        if (reason := self.check(part, node, gpus)) is not None:
+            raise InfeasiblePlacement(f"part on node {node}: {reason}")
+        self._take(part, node, gpus, 1)
+        self.revision += 1
+        self.last_node = node
+
+    def release(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
+        """Give back a :meth:`hold` (the same ``part``, ``node`` and ``gpus``)."""
+        self._take(part, node, tuple(int(g) for g in gpus), -1)
+        self.revision += 1
+        self.last_node = node
+
+    def part_counts(self, task: Task) -> np.ndarray:
+        """How many parts of ``task`` (each its CPU, memory and ``num_gpu x gpu_milli``) every node could take now,
+        together, capped at ``task.workers`` (int64 per node).
+
+        Identical parts on one node need ``k x cpu_milli`` CPU and ``k x memory_mib`` memory; a whole-GPU part
+        takes ``num_gpu`` free GPUs, so ``k`` of them need ``k x num_gpu`` free GPUs; a sharing part takes
+        ``gpu_milli`` of one GPU, so GPU ``g`` holds ``floor(gpu_left[g] / gpu_milli)`` of them. The count is the
+        least of these, 0 where ``gpu_spec`` excludes the node's model. Placing one part on a node lowers its count by
+        exactly one, so the parts can be placed one by one (any feasible node each time) iff the counts sum to at
+        least ``workers`` (:meth:`workers_fit`)."""
+        if self.mig is not None:
+            raise ValueError("gangs are not supported on a MIG cluster")
+        count = np.full(self.cluster.n_nodes, task.workers, dtype=np.int64)
+        if task.cpu_milli:
+            np.minimum(count, self.cpu_left // task.cpu_milli, out=count)
+        if task.memory_mib:
+            np.minimum(count, self.mem_left // task.memory_mib, out=count)
+        if task.num_gpu:
+            np.minimum(count, (self.gpu_left // task.gpu_milli).sum(axis=1) // task.num_gpu, out=count)
+            count[~self.spec_mask(task.gpu_spec)] = 0
+        return count
+
+    def workers_fit(self, task: Task) -> bool:
+        """Whether all ``task.workers`` parts of ``task`` fit now together (:meth:`part_counts`)."""
+        return int(self.part_counts(task).sum()) >= task.workers
+
     def gang_fits(self, task: Task) -> bool:
         """Whether whole-GPU ``task`` fits now over several nodes of one GPU model (:meth:`place_gang`): its CPU and
         memory on one of them, and ``num_gpu`` free GPUs on them in all."""
@@ -368,7 +464,8 @@ class ClusterState:
         """Milli-GPU task ``i`` holds now (0: not placed): its shape's GPU demand, or, for an elastic task, its
         GPUs' (:meth:`parts`)."""
         if not self.elastic[i]:
-            return int(self.tasks.num_gpu[i] * self.tasks.gpu_milli[i]) if self.node_of[i] != UNPLACED else 0
+            tasks = self.tasks
+            return int(tasks.workers[i] * tasks.num_gpu[i] * tasks.gpu_milli[i]) if self.node_of[i] != UNPLACED else 0
         return GPU_MILLI * sum(len(gpus) for _, gpus in self.parts(i))
 
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
@@ -383,7 +480,16 @@ class ClusterState:
         node = int(self.node_of[i])
         if node == UNPLACED:
             raise ValueError(f"task {i} is not placed")
-        if (parts := self.parts_of.pop(i, None)) is not None:        # a gang: every part
+        if (parts := self.parts_of.pop(i, None)) is not None:        # over several nodes: every part
+            if self.tasks.workers[i] > 1:                            # a gang: each part a whole task's demand
+                part = self.tasks[i].part
+                for other, gpus in parts:
+                    self._take(part, other, gpus, -1)
+                self.node_of[i] = UNPLACED
+                self.gpus_of[i] = ()
+                self.revision += len(parts)
+                self.last_node = parts[-1][0]
+                return
             for other, gpus in parts[1:]:
                 self.gpu_left[other, list(gpus)] += GPU_MILLI
         task = self.tasks[i]
@@ -417,6 +523,7 @@ class ClusterState:
         cpu, mem = self.cpu_left.copy(), self.mem_left.copy()
         gpu = self.gpu_left.copy()
         ok = (self.mig is None and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
+              and not (tasks.has_gangs and (tasks.workers[ids] > 1).any())
               and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
         if ok and len(flat_gpu):
             ok = (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
@@ -555,7 +662,10 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np
         if placement.spans is not None and placement.spans[i]:
             if placement.spans[i][0] != (int(placement.node[i]), placement.gpus[i]):
                 raise InfeasiblePlacement(f"task {int(i)}: its first part is not its node and GPUs")
-            state.place_gang(int(i), placement.spans[i])
+            if tasks.workers[i] > 1:
+                state.place_workers(int(i), placement.spans[i])
+            else:
+                state.place_gang(int(i), placement.spans[i])
             continue
         state.place(int(i), int(placement.node[i]), placement.gpus[i],
                     None if placement.starts is None else placement.starts[i])

@@ -40,7 +40,11 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from fgdopt.model import GPU_MILLI, MAX_GPUS_PER_NODE, Cluster
+from fgdopt.model import GPU_MILLI, Cluster
+
+MAX_TOPOLOGY_GPUS = 8
+"""The most GPUs a :class:`Topology` may describe (its exact ring search is over cyclic orders); a node of more
+GPUs (up to :data:`~fgdopt.model.MAX_GPUS_PER_NODE`) has no topology."""
 
 LINK_KINDS = ("NVSwitch", "NVLink", "PIX", "NODE", "SYS")
 """Connection kinds, fastest class first: NVSwitch fabric, direct NVLink (``links`` of them), one PCIe switch,
@@ -73,8 +77,8 @@ class Topology:
 
     def __post_init__(self) -> None:
         g = self.graph.number_of_nodes()
-        if sorted(self.graph.nodes) != list(range(g)) or not 1 <= g <= MAX_GPUS_PER_NODE:
-            raise ValueError(f"{self.name}: GPUs must be 0..G-1 with 1 <= G <= {MAX_GPUS_PER_NODE}")
+        if sorted(self.graph.nodes) != list(range(g)) or not 1 <= g <= MAX_TOPOLOGY_GPUS:
+            raise ValueError(f"{self.name}: GPUs must be 0..G-1 with 1 <= G <= {MAX_TOPOLOGY_GPUS}")
         for a, b in itertools.combinations(range(g), 2):
             data = self.graph.get_edge_data(a, b)
             if data is None or data.get("kind") not in LINK_KINDS or not data.get("gbps", 0) > 0:
@@ -187,7 +191,7 @@ class Topology:
 
 def mask_gpus(mask: int) -> tuple[int, ...]:
     """GPU ids of a bit mask, ascending. ``mask_gpus(0b1010) == (1, 3)``."""
-    return tuple(b for b in range(MAX_GPUS_PER_NODE) if mask >> b & 1)
+    return tuple(b for b in range(MAX_TOPOLOGY_GPUS) if mask >> b & 1)
 
 
 def gpus_mask(gpus) -> int:
@@ -400,21 +404,21 @@ class ClusterTopology:
 
     @cached_property
     def ring(self) -> np.ndarray:
-        out = np.full((len(self.topologies), 1 << MAX_GPUS_PER_NODE), np.nan)
+        out = np.full((len(self.topologies), 1 << MAX_TOPOLOGY_GPUS), np.nan)
         for t, topo in enumerate(self.topologies):
             out[t, : 1 << topo.n_gpus] = topo.ring
         return out
 
     @cached_property
     def best(self) -> np.ndarray:
-        out = np.full((len(self.topologies), MAX_GPUS_PER_NODE + 1), np.nan)
+        out = np.full((len(self.topologies), MAX_TOPOLOGY_GPUS + 1), np.nan)
         for t, topo in enumerate(self.topologies):
             out[t, : topo.n_gpus + 1] = topo.best_ring_by_size
         return out
 
     @cached_property
     def well_linked(self) -> np.ndarray:
-        out = np.zeros((len(self.topologies), MAX_GPUS_PER_NODE + 1, 1 << MAX_GPUS_PER_NODE), dtype=bool)
+        out = np.zeros((len(self.topologies), MAX_TOPOLOGY_GPUS + 1, 1 << MAX_TOPOLOGY_GPUS), dtype=bool)
         for t, topo in enumerate(self.topologies):
             out[t, : topo.n_gpus + 1, : 1 << topo.n_gpus] = topo.well_linked
         return out
@@ -427,7 +431,7 @@ class ClusterTopology:
         forming a best ring? (True for ``num_gpu <= 1``: no ring is needed.)"""
         free = free_masks(gpu_left)
         kinds = self.node_type[nodes]
-        k = np.minimum(np.asarray(num_gpu), MAX_GPUS_PER_NODE)
+        k = np.minimum(np.asarray(num_gpu), MAX_TOPOLOGY_GPUS)
         out = self.well_linked[kinds[None, :], k[:, None], free[None, :]]
         return out | (k[:, None] <= 1)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Task
+from fgdopt.policies.gang import choose_parts
 from fgdopt.state import UNPLACED, ClusterState, Placement, fitting_gpus
 
 MAX_PATTERNS = 50_000
@@ -65,6 +66,16 @@ class Aggregation:
     def count(self) -> np.ndarray:
         return np.array([len(r) for r in self.rows], dtype=np.int64)
 
+    @cached_property
+    def workers(self) -> np.ndarray:
+        """Parts of each shape's tasks (1, or a gang's ``workers``)."""
+        return self.column("workers")
+
+    @cached_property
+    def parts(self) -> np.ndarray:
+        """How many parts each shape has in all (``count x workers``): what its ``x`` columns may hold."""
+        return self.count * self.workers
+
     def column(self, field: str) -> np.ndarray:
         return np.array([getattr(s, field) for s in self.shapes], dtype=np.int64)
 
@@ -99,7 +110,7 @@ class Aggregation:
         """Most copies of each sharing value one GPU of ``node`` may hold (availability, allowed shapes)."""
         caps = np.zeros(len(self.values), dtype=np.int64)
         for s in np.flatnonzero(self.sharing & self.allowed[node]):
-            caps[self.value_of[s]] += self.count[s]
+            caps[self.value_of[s]] += self.parts[s]
         return np.minimum(caps, self.capacity // np.maximum(self.values, 1))
 
     def node_patterns(self, node: int, maximal: bool = True) -> np.ndarray:
@@ -108,11 +119,16 @@ class Aggregation:
         return _patterns(tuple(self.values.tolist()), tuple(self.caps(node).tolist()), self.capacity, maximal)
 
 
-def aggregate(instance: Instance, include_cpu_only: bool = False) -> Aggregation:
-    """Group the instance's tasks by shape (CPU-only shapes only if ``include_cpu_only``) and its nodes by type."""
+def aggregate(instance: Instance, include_cpu_only: bool = False, gangs: bool = False) -> Aggregation:
+    """Group the instance's tasks by shape (CPU-only shapes only if ``include_cpu_only``) and its nodes by type.
+
+    A shape includes ``workers``; the models that link a gang's parts (the exact model, ``gangs=True``) take
+    instances with gangs, the others refuse them (``ValueError``)."""
     tasks, cluster = instance.tasks, instance.cluster
+    if tasks.has_gangs and not gangs:
+        raise ValueError("tasks with workers > 1 (gangs) are only supported by the exact model")
     keys = list(zip(tasks.cpu_milli.tolist(), tasks.memory_mib.tolist(), tasks.num_gpu.tolist(),
-                    tasks.gpu_milli.tolist(), tasks.gpu_spec.tolist(), strict=True))
+                    tasks.gpu_milli.tolist(), tasks.gpu_spec.tolist(), tasks.workers.tolist(), strict=True))
     by_shape: dict[tuple, list[int]] = {}
     for i, key in enumerate(keys):
         if include_cpu_only or key[2] > 0:
@@ -181,34 +197,51 @@ def extend_pattern(counts: np.ndarray, values: np.ndarray, caps: np.ndarray, cap
 
 # -- from counts to a placement and back -----------------------------------------------------------
 def recover(agg: Aggregation, counts: np.ndarray, gpu_slots: list[list[np.ndarray]]) -> Placement:
-    """A placement from per-node shape counts (N, S) and each node's sharing-GPU slot vectors (D,).
+    """A placement from per-node shape counts (N, S; a gang shape's counts are parts) and each node's sharing-GPU
+    slot vectors (D,).
 
     Node n's first ``len(gpu_slots[n])`` GPUs take its sharing tasks (a task of value d goes to the
     first of them with a d-slot left), the next GPUs its whole-GPU tasks. Concrete tasks of a shape
-    are taken in arrival order. The result is validated by the caller (:func:`make_solution`).
+    are taken in arrival order; a gang takes the next ``workers`` parts of its shape, in node order (a shape's
+    parts in all must be a multiple of ``workers``). The result is validated by the caller (:func:`make_solution`).
     """
     n_tasks = len(agg.instance.tasks)
     node = np.full(n_tasks, UNPLACED, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * n_tasks
     taken = np.zeros(agg.n_shapes, dtype=np.int64)
+    parts: dict[int, list[tuple[int, tuple[int, ...]]]] = {}          # gang shape -> its parts, in node order
     for n in range(agg.instance.cluster.n_nodes):
         slots = [s.copy() for s in gpu_slots[n]]
         next_free = len(slots)
         for s in np.flatnonzero(counts[n]):
             shape = agg.shapes[s]
             for _ in range(int(counts[n, s])):
-                i = int(agg.rows[s][taken[s]])
-                taken[s] += 1
-                node[i] = n
                 if shape.kind == "sharing":
                     d = agg.value_of[s]
                     g = next(k for k, slot in enumerate(slots) if slot[d] > 0)
                     slots[g][d] -= 1
-                    gpus[i] = (g,)
+                    where: tuple[int, ...] = (g,)
                 elif shape.kind == "whole":
-                    gpus[i] = tuple(range(next_free, next_free + shape.num_gpu))
+                    where = tuple(range(next_free, next_free + shape.num_gpu))
                     next_free += shape.num_gpu
-    return Placement(node, tuple(gpus))
+                else:
+                    where = ()
+                if shape.workers > 1:
+                    parts.setdefault(int(s), []).append((n, where))
+                    continue
+                i = int(agg.rows[s][taken[s]])
+                taken[s] += 1
+                node[i], gpus[i] = n, where
+    if not parts:
+        return Placement(node, tuple(gpus))
+    spans: list[tuple] = [()] * n_tasks
+    for s, of_shape in parts.items():
+        w = int(agg.workers[s])
+        for k in range(len(of_shape) // w):
+            i = int(agg.rows[s][k])
+            spans[i] = tuple(of_shape[k * w:(k + 1) * w])
+            node[i], gpus[i] = spans[i][0]
+    return Placement(node, tuple(gpus), None, tuple(spans))
 
 
 def node_contents(agg: Aggregation, placement: Placement) -> tuple[np.ndarray, list[list[np.ndarray]]]:
@@ -219,13 +252,14 @@ def node_contents(agg: Aggregation, placement: Placement) -> tuple[np.ndarray, l
     per_gpu: dict[tuple[int, int], np.ndarray] = {}
     for s, rows in enumerate(agg.rows):
         for i in rows.tolist():
-            n = int(placement.node[i])
-            if n == UNPLACED:
+            if placement.node[i] == UNPLACED:
                 continue
-            counts[n, s] += 1
-            if agg.sharing[s]:
-                vec = per_gpu.setdefault((n, placement.gpus[i][0]), np.zeros(len(agg.values), dtype=np.int64))
-                vec[agg.value_of[s]] += 1
+            gang = placement.spans is not None and placement.spans[i] and agg.workers[s] > 1
+            for n, gpus in (placement.spans[i] if gang else ((int(placement.node[i]), placement.gpus[i]),)):
+                counts[n, s] += 1
+                if agg.sharing[s]:
+                    vec = per_gpu.setdefault((n, gpus[0]), np.zeros(len(agg.values), dtype=np.int64))
+                    vec[agg.value_of[s]] += 1
     slots: list[list[np.ndarray]] = [[] for _ in range(n_nodes)]
     for (n, _), vec in sorted(per_gpu.items(), key=lambda kv: kv[0]):
         slots[n].append(vec)
@@ -236,23 +270,33 @@ def fill_greedy(instance: Instance, placement: Placement) -> Placement:
     """Add every unallocated task that still fits (largest GPU demand first, best-fitting GPUs).
 
     It never removes anything, so the allocated milli-GPU can only grow; it also places the CPU-only
-    tasks the GPU models leave out (the SPEC tie rule: more tasks).
+    tasks the GPU models leave out (the SPEC tie rule: more tasks). A gang goes part by part by the same rule
+    (:func:`~fgdopt.policies.gang.choose_parts`), all its parts or none.
     """
     tasks = instance.tasks
     state = ClusterState(instance.cluster, tasks)
     for i in np.flatnonzero(placement.placed):
-        state.place(int(i), int(placement.node[i]), placement.gpus[i])
+        if tasks.workers[i] > 1:
+            state.place_workers(int(i), placement.spans[i])
+        else:
+            state.place(int(i), int(placement.node[i]), placement.gpus[i])
+
+    def first_fit(state: ClusterState, task: Task) -> tuple[int, tuple[int, ...]] | None:
+        """The first node where ``task`` fits, its best-fitting GPUs (least left first)."""
+        ok = np.flatnonzero(state.feasible_nodes(task))
+        if ok.size == 0:
+            return None
+        n = int(ok[0])
+        fit = fitting_gpus(state.gpu_left[n], task.gpu_milli) if task.num_gpu else np.zeros(0, dtype=np.int64)
+        fit = fit[np.argsort(state.gpu_left[n, fit], kind="stable")]
+        return n, tuple(int(g) for g in fit[: task.num_gpu])
+
     todo = np.flatnonzero(~placement.placed)
     for i in todo[np.argsort(-tasks.gpu_demand[todo], kind="stable")].tolist():
         task = tasks[i]
-        ok = np.flatnonzero(state.feasible_nodes(task))
-        if ok.size == 0:
-            continue
-        n = int(ok[0])
-        if task.num_gpu == 0:
-            state.place(i, n, ())
-            continue
-        fit = fitting_gpus(state.gpu_left[n], task.gpu_milli)
-        fit = fit[np.argsort(state.gpu_left[n, fit], kind="stable")]
-        state.place(i, n, tuple(int(g) for g in fit[: task.num_gpu]))
+        if task.workers > 1:
+            if (parts := choose_parts(first_fit, state, task)) is not None:
+                state.place_workers(i, parts)
+        elif (choice := first_fit(state, task)) is not None:
+            state.place(i, *choice)
     return state.placement()

@@ -11,6 +11,11 @@ sharing tasks of value d fit the d-slots of n's patterns (``sum_{s: d} x[n,s] <=
 CPU and memory of n; availability of every shape (``sum_n x[n,s] <= count_s``); identical nodes ordered
 by GPU load (symmetry breaking). Objective: ``sum demand_s x[n,s]`` in GPU units.
 
+Gangs (a shape of ``workers = w > 1``): ``x[n,s]`` counts the shape's *parts* on node n (each a task of the part's
+demand, judged by every row above as one), and an integer ``z[s]`` (gangs placed, at most the shape's count) links
+them: ``sum_n x[n,s] = w z[s]``, so parts come in whole gangs (the parts of one shape are interchangeable, so any
+``w z`` of them form ``z`` gangs).
+
 The pattern columns remove the symmetry of a node's identical GPUs and make the LP relaxation the
 per-GPU configuration bound (a GPU hosting an 810 can only add what fits in 190).
 """
@@ -43,6 +48,7 @@ class ExactModel:
     patterns: list[np.ndarray]
     symmetry: bool
     maximal: bool = True
+    z: np.ndarray | None = None             # (S,) the gang-count column of each gang shape, -1 for the others
 
     def decode(self, values: np.ndarray) -> Placement:
         """The placement encoded by a column vector ``values``."""
@@ -71,6 +77,9 @@ class ExactModel:
             for vec in slots[src]:
                 full = extend_pattern(vec, self.agg.values, caps, self.agg.capacity) if self.maximal else vec
                 values[self.p[n][index[tuple(full.tolist())]]] += 1
+        if self.z is not None:
+            gang = self.z >= 0
+            values[self.z[gang]] = counts[:, gang].sum(axis=0) // self.agg.workers[gang]
         self.model.check(values)
         return values
 
@@ -91,7 +100,7 @@ def count_model(agg: Aggregation, name: str, symmetry: bool = True) -> tuple[Lin
     model = LinearModel(name)
     x = np.full((n_nodes, n_shapes), -1, dtype=np.int64)
     ni, si = np.nonzero(agg.allowed)
-    x[ni, si] = model.add_vars(len(ni), ub=agg.count[si], obj=agg.demand_units[si])
+    x[ni, si] = model.add_vars(len(ni), ub=agg.parts[si], obj=agg.demand_units[si])
     cpu, mem = agg.column("cpu_milli"), agg.column("memory_mib")
     for n in range(n_nodes):
         mine = np.flatnonzero(x[n] >= 0)
@@ -99,7 +108,7 @@ def count_model(agg: Aggregation, name: str, symmetry: bool = True) -> tuple[Lin
         model.add_row(x[n, mine], mem[mine], hi=int(cluster.memory_mib[n]))
     for s in range(n_shapes):
         on = np.flatnonzero(x[:, s] >= 0)
-        model.add_row(x[on, s], np.ones(on.size), hi=int(agg.count[s]))
+        model.add_row(x[on, s], np.ones(on.size), hi=int(agg.parts[s]))
     if symmetry:
         for group in agg.groups:
             for a, b in zip(group[:-1].tolist(), group[1:].tolist(), strict=True):
@@ -136,7 +145,14 @@ def build_exact(agg: Aggregation, symmetry: bool = True, maximal: bool = True) -
             if of_d.size:
                 model.add_row(np.concatenate([x[n, of_d], cols]), np.concatenate([np.ones(of_d.size), -pats[:, d]]),
                               lo=-math.inf if maximal else 0, hi=0)
-    return ExactModel(agg, model, x, p_cols, patterns, symmetry, maximal)
+    z = None
+    if (agg.workers > 1).any():                                 # gangs: parts in whole gangs
+        z = np.full(agg.n_shapes, -1, dtype=np.int64)
+        for s in np.flatnonzero(agg.workers > 1).tolist():
+            z[s] = model.add_vars(1, ub=int(agg.count[s]))[0]
+            on = np.flatnonzero(x[:, s] >= 0)
+            model.add_row(np.append(x[on, s], z[s]), np.append(np.ones(on.size), -agg.workers[s]), lo=0, hi=0)
+    return ExactModel(agg, model, x, p_cols, patterns, symmetry, maximal, z)
 
 
 def run_exact(instance: Instance, method: str, solver: str, time_limit: float = 60.0,
@@ -153,7 +169,7 @@ def run_exact(instance: Instance, method: str, solver: str, time_limit: float = 
     :data:`~formulations.backends.EXACT_HIGHS_OPTIONS`). ``time_limit`` is wall-clock seconds for the whole run.
     """
     t0 = time.perf_counter()
-    agg = aggregate(instance)
+    agg = aggregate(instance, gangs=True)
     em = build_exact(agg, symmetry, maximal)
 
     def remaining() -> float:

@@ -15,7 +15,7 @@ from experiments import timeline as study
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet, simulate
-from fgdopt.timeline.admission import parts_per_node, reason_lines, rejection_reasons
+from fgdopt.timeline.admission import reason_lines, rejection_reasons
 from fgdopt.timeline.schedule import rejected_jobs
 
 # two nodes: T4 x2 with 32 cores / 64 GiB, P100 x1 with 16 cores / 128 GiB
@@ -40,13 +40,14 @@ def test_reasons_worked_by_hand():
 
 def test_workers_reason_counts_parts_per_empty_node():
     # one 1-GPU part of 10 cores: the T4 node holds min(32000 // 10000, 2 // 1) = 2, the P100 node 1 -> 3 parts
-    task = TaskSet([10000], [0], [1], [1000])
-    assert parts_per_node(CLUSTER, task[0]).tolist() == [2, 1]
-    assert rejection_reasons(CLUSTER, task, np.array([3])).tolist() == [""]
-    assert rejection_reasons(CLUSTER, task, np.array([4])).tolist() == ["workers"]
-    # a 300-milli share: 3 per GPU -> T4 holds 6 (CPU 1 core each: 32), P100 holds 3
-    share = TaskSet([1000], [0], [1], [300])
-    assert parts_per_node(CLUSTER, share[0]).tolist() == [6, 3]
+    three, four = (TaskSet([10000], [0], [1], [1000], workers=[w]) for w in (3, 4))
+    assert ClusterState(CLUSTER, three).part_counts(three[0]).tolist() == [2, 1]
+    assert rejection_reasons(CLUSTER, three).tolist() == [""]
+    assert rejection_reasons(CLUSTER, four).tolist() == ["workers"]
+    # a 300-milli share: 3 per GPU -> T4 holds 6 (CPU 1 core each: 32), P100 holds 3; 9 parts fit, 10 do not
+    nine, ten = (TaskSet([1000], [0], [1], [300], workers=[w]) for w in (9, 10))
+    assert rejection_reasons(CLUSTER, nine).tolist() == [""]
+    assert rejection_reasons(CLUSTER, ten).tolist() == ["workers"]
 
 
 def test_engine_and_schedule_give_the_reasons():

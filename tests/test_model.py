@@ -26,7 +26,10 @@ def test_task_kinds_and_demand():
     ({"gpu_milli": [1001, 0]}, r"task row 0: field 'gpu_milli' must lie in 0..1000"),
     ({"num_gpu": [2, 0], "gpu_milli": [500, 0]}, r"task row 0: a multi-GPU task must ask for whole GPUs"),
     ({"num_gpu": [0, 0], "gpu_milli": [500, 0]}, r"task row 0: a CPU-only task \(num_gpu=0\) must have gpu_milli=0"),
-    ({"num_gpu": [9, 0], "gpu_milli": [1000, 0]}, r"task row 0: field 'num_gpu' must lie in 0..8"),
+    ({"num_gpu": [17, 0], "gpu_milli": [1000, 0]}, r"task row 0: field 'num_gpu' must lie in 0..16"),
+    ({"workers": [1, 0]}, r"task row 1: field 'workers' must be >= 1, got 0"),
+    ({"workers": [1, -2]}, r"task row 1: field 'workers' is negative"),
+    ({"workers": [1]}, r"task field 'workers' has length 1, expected 2"),
     ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer"),
     ({"cpu_milli": [1]}, r"task field 'memory_mib' has length 2, expected 1"),
 ])
@@ -37,7 +40,7 @@ def test_taskset_rejects(kwargs, match):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"gpu": [9]}, r"node row 0: field 'gpu' is 9 > 8"),
+    ({"gpu": [17]}, r"node row 0: field 'gpu' is 17 > 16"),
     ({"cpu_milli": [-1]}, r"node row 0: field 'cpu_milli' is negative"),
     ({"model": ["A|B"]}, r"node row 0: field 'model' must not contain"),
 ])

@@ -43,6 +43,9 @@ keyword arguments ``seed``, ``workload``, ``ranks``, ``gpu_choice`` and ``topolo
   CPU-only task; one GPU for a sharing task; ``num_gpu`` completely free GPUs for a whole-GPU task), or
   ``None`` to leave the task unallocated. A choice where the task does not fit stops the run with a
   :class:`PolicyError` naming the policy and the task.
+* A *gang* (a task of ``workers > 1`` identical parts) needs nothing of the policy: it is placed part by part, the
+  policy called once per part (``task.workers == 1``) on the state with the earlier parts held
+  (:func:`fgdopt.policies.gang.choose_parts`).
 
 The factory's keyword arguments: ``seed`` (int) seeds the policy's own random draws; ``workload`` is the target
 workload M (:class:`~fgdopt.frag.Workload`, built from the trace before inflation), the input of the one

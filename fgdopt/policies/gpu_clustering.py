@@ -35,7 +35,8 @@ def affinity(num_gpu: np.ndarray, gpu_milli: np.ndarray) -> np.ndarray:
 
 
 def affinity_counts(state: ClusterState) -> np.ndarray:
-    """(n_nodes, 9) int array: how many placed GPU tasks of each affinity code (0..8) every node hosts."""
+    """(n_nodes, 17) int array: how many placed GPU tasks of each affinity code (0..16) every node hosts (a gang
+    counts once, at its first part's node)."""
     placed = state.node_of != UNPLACED
     codes = affinity(state.tasks.num_gpu[placed], state.tasks.gpu_milli[placed])
     gpu_task = codes >= 0

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
+from fgdopt.model import Cluster, Task, TaskSet
 from fgdopt.state import ClusterState
 
 REJECT_REASONS = {
@@ -45,34 +45,15 @@ DROPPED_REASON = "busy"
 """The reason of a dropped job: it fits an empty node, but no node had room at its arrival (``none`` queue)."""
 
 
-def parts_per_node(cluster: Cluster, task: Task) -> np.ndarray:
-    """How many copies of ``task`` each *empty* node of ``cluster`` holds side by side (int64 per node; a gang's
-    parts may share a node): the fewest its CPU, its memory and its GPUs allow (whole GPUs: ``gpu // num_gpu``;
-    a share: ``gpu * (1000 // gpu_milli)``); a node of another GPU model holds none of a GPU task. A task asking
-    nothing of a resource is not bounded by it (a task asking nothing at all: 2**62 per node)."""
-    big = np.int64(2**62)
-    count = np.full(cluster.n_nodes, big, dtype=np.int64)
-    if task.cpu_milli:
-        count = np.minimum(count, cluster.cpu_milli // task.cpu_milli)
-    if task.memory_mib:
-        count = np.minimum(count, cluster.memory_mib // task.memory_mib)
-    if task.num_gpu:
-        whole = task.gpu_milli == GPU_MILLI
-        per = cluster.gpu // task.num_gpu if whole else cluster.gpu * (GPU_MILLI // task.gpu_milli)
-        allowed = np.array([spec_allows(task.gpu_spec, m) for m in cluster.model], dtype=bool)
-        count = np.where(allowed, np.minimum(count, per), 0)
-    return count
-
-
-def rejection_reasons(cluster: Cluster, tasks: TaskSet, workers: np.ndarray | None = None, *,
-                      spans: bool = False) -> np.ndarray:
+def rejection_reasons(cluster: Cluster, tasks: TaskSet, *, spans: bool = False) -> np.ndarray:
     """Why each task fits no empty node of ``cluster``: a key of :data:`REJECT_REASONS`, or ``""`` where it fits.
+
+    A gang (``task.workers > 1``) whose single part fits is rejected with ``workers`` when its parts do not fit the
+    empty cluster together (:meth:`~fgdopt.state.ClusterState.workers_fit`, the state's one rule).
 
     Parameters
     ----------
     cluster, tasks : the nodes and the job shapes (one per job, or the distinct shapes).
-    workers : int per task, the gang's parts (default 1 each); a task of ``w > 1`` parts whose single part fits
-        is rejected with ``workers`` when the empty nodes hold fewer than ``w`` parts (:func:`parts_per_node`).
     spans : the mechanism may place a whole-GPU job over several nodes of one model
         (:meth:`~fgdopt.state.ClusterState.gang_fits`): such a job is admitted when it fits that way.
 
@@ -84,7 +65,7 @@ def rejection_reasons(cluster: Cluster, tasks: TaskSet, workers: np.ndarray | No
     reasons = np.full(len(tasks), "", dtype=object)
     for i, t in enumerate(tasks):
         if empty.feasible_nodes(t).any() or (spans and empty.gang_fits(t)):
-            if workers is not None and workers[i] > 1 and parts_per_node(cluster, t).sum() < workers[i]:
+            if t.workers > 1 and not empty.workers_fit(t):
                 reasons[i] = "workers"
             continue
         nodes = np.ones(cluster.n_nodes, dtype=bool)

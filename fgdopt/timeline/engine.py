@@ -30,7 +30,8 @@ and the mechanism's wake-up. **One instant t**, as SPEC fixes it (each step name
    co-tenants re-rated, the run's time booked in the ``JobTable``); the unfit shapes are tested on the freed nodes
    (``PendingQueue.unblock``);
 2. every job submitted at t arrives, in input order: a job whose shape fits no *empty* node of the cluster is
-   **rejected** (never queued; its reason: :func:`~fgdopt.timeline.admission.rejection_reasons`);
+   **rejected** (never queued; its reason: :func:`~fgdopt.timeline.admission.rejection_reasons`), and so is a
+   gang whose parts do not fit the empty cluster together (:meth:`~fgdopt.state.ClusterState.workers_fit`);
    the others join the pending queue (``PendingQueue.enqueue``);
 3. one scheduling pass offers pending jobs to the policy in the discipline's order (``PendingQueue.backfill_pass``
    or ``fifo_pass`` -> ``Placer.try_start``); a started job takes the policy's node and GPUs
@@ -44,6 +45,15 @@ and the mechanism's wake-up. **One instant t**, as SPEC fixes it (each step name
 
 A zero-duration job started at t finishes at t: its finish is processed right after the pass that started it, as
 a further instant at the same time (finishes, then a pass). A job with ``duration_s = inf`` never leaves.
+
+**Gangs** (jobs of ``workers > 1`` identical parts, :class:`~fgdopt.model.Task`): the policy places the parts one
+by one on the state with the earlier parts held (:func:`fgdopt.policies.gang.choose_parts`); the gang starts when
+all its parts are placed, at once (:meth:`~fgdopt.state.ClusterState.place_workers`), and its finish or eviction
+frees every part at once; a job's ``node`` is its first part's. ``gang_slowdown`` multiplies the run time of a gang
+whose parts span several nodes. Under a backfilling discipline, ``gang_reserve_s`` keeps a blocked gang from
+starving: once the first pending gang in queue order has waited that long, no job behind it starts before it (so
+it waits at most ``gang_reserve_s`` plus the time the jobs running then, and those ahead of it, take to free room).
+A mechanism sees a running gang at its first part's node and evicts it whole; it plans for single-node jobs only.
 
 Pending jobs are indexed by *shape*; the pass never rescans every pending job (:mod:`fgdopt.timeline.pending`).
 Recorded at every instant (the :attr:`TimelineResult.series`): allocated milli-GPU, running and pending jobs,
@@ -86,6 +96,7 @@ import pandas as pd
 
 from fgdopt.frag import Workload
 from fgdopt.interference import Interference
+from fgdopt.mig import is_mig
 from fgdopt.model import Cluster
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, validate
@@ -95,7 +106,7 @@ from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.jobtable import DROPPED, FINISHED, PENDING, REJECTED, RUNNING, STATUSES, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
 from fgdopt.timeline.placement import Placer
-from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, Plan, helios_restart_s, make_mechanism
+from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, MigrationDefrag, Plan, helios_restart_s, make_mechanism
 from fgdopt.timeline.queues import Discipline, make_discipline
 from fgdopt.timeline.recorder import SERIES_COLUMNS, Recorder, Snapshot, same_capacity
 
@@ -123,7 +134,11 @@ class _View:
         return self._clock.now
 
     def pending(self) -> list[int]:
-        return self._queue.first_unfit(SCAN)
+        first = self._queue.first_unfit(SCAN)
+        if self._queue.shapes.gangs:                                # a mechanism plans for single-node jobs only
+            workers = self.state.tasks.workers
+            return [j for j in first if workers[j] == 1]
+        return first
 
     def queued(self) -> list[int]:
         return self._queue.queued()
@@ -260,7 +275,8 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
              mechanism: str | Mechanism = "none",
              restart_s: Callable[[int], float] = helios_restart_s,
              speed: Mapping[str, np.ndarray] | None = None,
-             interference: Interference | None = None) -> TimelineResult:
+             interference: Interference | None = None,
+             gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0) -> TimelineResult:
     """Run ``jobs`` on ``cluster`` over time (module docstring) and return what happened.
 
     Parameters
@@ -289,6 +305,11 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     interference : co-location slowdowns of jobs sharing a GPU (:mod:`fgdopt.interference`); a running
         job is re-rated whenever a job joins or leaves one of its GPUs. Needs transparent checkpointing or none
         (``ValueError`` otherwise).
+    gang_reserve_s : under a backfilling discipline, once the first pending gang (``workers > 1``) in queue order
+        has waited this many seconds, no job behind it starts before it (module docstring); ``inf`` (default): plain
+        backfilling.
+    gang_slowdown : the run time of a gang whose parts span more than one node is multiplied by this (>= 1;
+        default 1).
 
     Returns
     -------
@@ -335,6 +356,18 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         if not ckpt.transparent and math.isfinite(ckpt.interval_s):
             raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
                              f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
+    if not (gang_slowdown >= 1 and math.isfinite(gang_slowdown)) or not gang_reserve_s >= 0:
+        raise ValueError(f"gang_slowdown must be a finite number >= 1 (got {gang_slowdown}) and gang_reserve_s a "
+                         f"number >= 0 (got {gang_reserve_s})")
+    if tasks.has_gangs:
+        why = ("a MIG cluster" if is_mig(cluster) else
+               "interference" if interference is not None else
+               f"mechanism {mech.name!r}" if (getattr(mech, "span", False) or getattr(mech, "owns_starts", False)
+                                              or getattr(mech, "elastic", None) is not None
+                                              or isinstance(mech, MigrationDefrag)) else
+               "snapshots" if len(snapshots) else None)
+        if why:
+            raise ValueError(f"jobs with workers > 1 (gangs) are not supported with {why}")
     state = ClusterState(cluster, tasks, getattr(mech, "elastic", None))   # jobs whose GPU count the mechanism sets
     if state.elastic.any() and len(snapshots):
         raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not these")
@@ -352,7 +385,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     clock = Clock(n)
     table = JobTable(jobs, pace, model_of, ckpt)
     pending = PendingQueue(shapes, qkey, submit, tasks.gpu_demand)
-    placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, pending, interference)
+    placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, pending, interference,
+                    gang_slowdown)
+    reserve = bool(shapes.gangs) and gang_reserve_s < math.inf
     recorder = Recorder(state, workload, frag, snapshots)
     view = _View(state, jobs.priority, table, pending, clock, workload, restart_s)
     view.node_revision = placer.node_revision
@@ -360,13 +395,17 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
     try_start = placer.try_start
 
+    def reservation() -> tuple | None:
+        """The reserved gang's queue entry now (``gang_reserve_s``), or None."""
+        return pending.reserved(clock.now, gang_reserve_s)
+
     def schedule() -> None:
         """One scheduling pass of the discipline."""
         if discipline.blocking:
             if pending.buckets:
                 pending.fifo_pass(try_start)
         elif pending.cands:
-            pending.backfill_pass(try_start)
+            pending.backfill_pass(try_start, reservation if reserve else None)
 
     def unblock() -> None:
         """Jobs left nodes: they are touched, and the unfit shapes are tested on them."""

@@ -42,7 +42,8 @@ class JobTable:
         n = len(jobs)
         self.ckpt = checkpointing
         self.pace, self.model_of = pace, model_of
-        self.duration, self.num_gpu = jobs.duration_s, jobs.tasks.num_gpu
+        self.duration = jobs.duration_s
+        self.num_gpu = jobs.tasks.num_gpu * jobs.tasks.workers      # all GPUs of a gang (its restart's)
         self.status = np.full(n, PENDING, dtype=np.int8)
         self.start_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)

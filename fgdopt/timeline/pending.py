@@ -1,13 +1,19 @@
 """The pending queue of the time engine: the discipline's order, the shape index and the fit/unfit bookkeeping.
 
-Pending jobs are indexed by *shape* (CPU, memory, GPU count, milli-GPU, ``gpu_spec``; :class:`Shapes`): one heap per
-shape of ``(key, submit_s, job)``, ``key`` the discipline's (:mod:`fgdopt.timeline.queues`). A shape the policy could
-not place is marked *unfit*; placements only take capacity away, so it stays unfit until a job leaves, and then it
-can only fit on the node that job left: :meth:`PendingQueue.unblock` tests the unfit shapes against the freed nodes
-only (:meth:`~fgdopt.state.ClusterState.shapes_fit_node`), and only those that fit there are offered again. The other
-pending shapes are *candidates* (they may fit); a shape found to fit is remembered with a node where it fits (its
-*witness*), re-checked only when that node changed. A backfilling pass therefore ends with every pending shape unfit,
-and the next pass costs nothing until something leaves or arrives.
+Pending jobs are indexed by *shape* (CPU, memory, GPU count, milli-GPU, ``gpu_spec``, workers; :class:`Shapes`): one
+heap per shape of ``(key, submit_s, job)``, ``key`` the discipline's (:mod:`fgdopt.timeline.queues`). A shape the
+policy could not place is marked *unfit*; placements only take capacity away, so it stays unfit until a job leaves,
+and then it can only fit on the node that job left: :meth:`PendingQueue.unblock` tests the unfit shapes against the
+freed nodes only (:meth:`~fgdopt.state.ClusterState.shapes_fit_node`), and only those that fit there are offered
+again. The other pending shapes are *candidates* (they may fit); a shape found to fit is remembered with a node
+where it fits (its *witness*), re-checked only when that node changed. A backfilling pass therefore ends with every
+pending shape unfit, and the next pass costs nothing until something leaves or arrives.
+
+A *gang* shape (``workers > 1``) fits when all its parts fit together
+(:meth:`~fgdopt.state.ClusterState.workers_fit`); an unfit gang can only fit again once a part fits a freed node, so
+:meth:`PendingQueue.unblock` tests one part on the freed nodes, as for any shape. The *reservation* of a waiting gang
+(:meth:`PendingQueue.reserved`, the engine's ``gang_reserve_s``): once the first pending gang in queue order has
+waited ``gang_reserve_s`` seconds, a backfilling pass starts no job behind it in queue order until it starts.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ class Shapes:
 
     def __init__(self, tasks: TaskSet):
         key = pd.MultiIndex.from_arrays([tasks.cpu_milli, tasks.memory_mib, tasks.num_gpu, tasks.gpu_milli,
-                                         tasks.gpu_spec])
+                                         tasks.gpu_spec, tasks.workers])
         codes, uniques = pd.factorize(key, sort=False)
         self.of = codes.astype(np.int64)                            # shape id of every job
         first = np.full(len(uniques), -1, dtype=np.int64)
@@ -41,6 +47,7 @@ class Shapes:
         self.tasks = tasks.take(first)                              # one row per shape
         self.task = list(self.tasks)
         self.demand = self.tasks.gpu_demand.astype(np.int64)
+        self.gangs = frozenset(np.flatnonzero(self.tasks.workers > 1).tolist())   # the gang shapes
 
     def __len__(self) -> int:
         return len(self.task)
@@ -180,16 +187,34 @@ class PendingQueue:
             if back and self._top is not None and np.isin(self.shapes.of[[e[2] for e in self._top]], back).any():
                 self._top = None
 
-    def backfill_pass(self, try_start: Callable[[int, int], bool]) -> None:
+    def backfill_pass(self, try_start: Callable[[int, int], bool],
+                      stop: Callable[[], tuple | None] | None = None) -> None:
         """Offer the head of every candidate shape, in queue order, to ``try_start(job, shape)`` (True: started;
-        False: the shape is unfit now) until no candidate is left."""
+        False: the shape is unfit now) until no candidate is left; with ``stop`` (the reservation, e.g.
+        :meth:`reserved`: a queue entry ``(key, submit, job)`` or None, asked again once that job started), until
+        the next one comes after the reserved entry in queue order."""
         buckets = self.buckets
         heap = [(buckets[s][0], s) for s in self.cands]
         heapq.heapify(heap)
+        limit = stop() if stop is not None else None
         while heap:
-            (_, _, j), s = heapq.heappop(heap)
-            if try_start(j, s) and s in buckets:
-                heapq.heappush(heap, (buckets[s][0], s))
+            entry, s = heapq.heappop(heap)
+            if limit is not None and entry > limit:
+                return
+            if try_start(entry[2], s):
+                if entry == limit:
+                    limit = stop()
+                if s in buckets:
+                    heapq.heappush(heap, (buckets[s][0], s))
+
+    def reserved(self, now: float, wait_s: float) -> tuple | None:
+        """The queue entry ``(key, submit, job)`` of the first pending gang in queue order if it has waited at least
+        ``wait_s`` seconds at ``now`` (since its submission), else None (module docstring)."""
+        heads = [self.buckets[s][0] for s in self.shapes.gangs if s in self.buckets]
+        if not heads:
+            return None
+        head = min(heads)
+        return head if now - head[1] >= wait_s else None
 
     def fifo_pass(self, try_start: Callable[[int, int], bool]) -> None:
         """Offer the head of the queue to ``try_start`` while it starts (a blocking discipline)."""
@@ -202,8 +227,14 @@ class PendingQueue:
     def refresh(self, state: ClusterState, touched: set[int]) -> None:
         """At the end of an instant: whether every candidate shape nobody tried (behind a FIFO head) fits, by its
         witness node if that node is untouched or still holds it, else by a search (none: unfit)."""
-        fit, witness, task = self.fit, self.witness, self.shapes.task
+        fit, witness, task, gangs = self.fit, self.witness, self.shapes.task, self.shapes.gangs
         for s in list(self.cands):
+            if gangs and s in gangs:                                # a gang: all its parts together, no witness
+                if state.workers_fit(task[s]):
+                    fit[s] = FIT
+                else:
+                    self.set_unfit(s)
+                continue
             w = int(witness[s])
             if fit[s] == FIT and (w not in touched or state.shapes_fit_node(self.shapes.tasks, [s], w)[0]):
                 continue

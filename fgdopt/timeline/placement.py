@@ -6,6 +6,11 @@ policy call, the GPU tenants of co-located jobs and their re-rating (:mod:`fgdop
 running counters, and the nodes touched and freed in the current instant. Starting, ending, evicting and re-rating a
 job's run are its methods: each updates the state, the job's row of the :class:`~fgdopt.timeline.jobtable.JobTable`
 and its event on the :class:`~fgdopt.timeline.clock.Clock` together.
+
+A *gang* job (``workers > 1``) is asked of the policy part by part (:func:`fgdopt.policies.gang.choose_parts`) and
+started with all its parts at once (:meth:`~fgdopt.state.ClusterState.place_workers`); it leaves with all of them
+(:meth:`~fgdopt.state.ClusterState.remove`). Whose parts span more than one node runs at ``1 / gang_slowdown`` of
+its speed (its run time multiplied by ``gang_slowdown``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from fgdopt.defrag import Move
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.policies import Policy, PolicyError
+from fgdopt.policies.gang import choose_parts
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline.clock import Clock
 from fgdopt.timeline.jobtable import PENDING, JobTable
@@ -33,7 +39,7 @@ class Placer:
     state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; ``label``
     names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
     run's job table, clock and pending queue (a job starts from it, an evicted one returns to it). interference :
-    co-location slowdowns, or None.
+    co-location slowdowns, or None. gang_slowdown : run-time factor (>= 1) of a gang whose parts span several nodes.
 
     Attributes
     ----------
@@ -44,8 +50,10 @@ class Placer:
     """
 
     def __init__(self, state: ClusterState, policy: Policy, job_aware: bool, label: str, shapes: Shapes,
-                 jobs: JobTable, clock: Clock, queue: PendingQueue, interference: Interference | None):
+                 jobs: JobTable, clock: Clock, queue: PendingQueue, interference: Interference | None,
+                 gang_slowdown: float = 1.0):
         self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
+        self.gangs, self.gang_slowdown = state.tasks.has_gangs, gang_slowdown
         self.shapes, self.jobs, self.clock, self.queue, self.interference = shapes, jobs, clock, queue, interference
         self.tasks = state.tasks
         self.cluster: Cluster = state.cluster
@@ -57,8 +65,13 @@ class Placer:
         self.node_revision = np.zeros(self.cluster.n_nodes, dtype=np.int64)   # state.revision at each node's change
 
     def ask(self, j: int):
-        """The policy's choice for job ``j`` (None: it fits nowhere)."""
+        """The policy's choice for job ``j`` (None: it fits nowhere); for a gang, its parts (module docstring)."""
         try:
+            if self.gangs and self.tasks.workers[j] > 1:
+                task = self.shapes.task[self.shapes.of[j]]
+                if self.job_aware:
+                    return choose_parts(lambda state, part: self.policy(state, part, job=j), self.state, task)
+                return choose_parts(self.policy, self.state, task)
             if self.job_aware:
                 return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j)
             return self.policy(self.state, self.shapes.task[self.shapes.of[j]])
@@ -69,8 +82,17 @@ class Placer:
     def start(self, j: int, choice, parts=None) -> None:
         """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now; or, with
         ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_gang`; ``choice`` is then
-        its first part)."""
+        its first part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_workers`)."""
         now = self.clock.now
+        if self.gangs and self.tasks.workers[j] > 1:
+            parts = choice
+            try:
+                self.state.place_workers(j, parts)
+            except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
+                raise PolicyError(f"policy {self.label!r} chose {parts!r} for gang job {j} ({self.tasks.names[j]}) "
+                                  f"at {now} s, where it does not fit: {exc}") from None
+            self._launch(j, self.state.parts(j)[0])
+            return
         try:
             node, gpus, *starts = choice                           # MIG policies add the start slices
             choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
@@ -82,6 +104,11 @@ class Placer:
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r} chose {choice!r} for job {j} ({self.tasks.names[j]}) at {now} "
                               f"s, where it does not fit: {exc}") from None
+        self._launch(j, choice)
+
+    def _launch(self, j: int, choice) -> None:
+        """Job ``j`` was placed (``choice``: its first part's node and GPUs): its run starts now."""
+        now = self.clock.now
         jobs = self.jobs
         node, gpus = choice[0], choice[1]
         for other, _ in self.state.parts(j):
@@ -89,6 +116,8 @@ class Placer:
             self.touched.add(other)
         held = self.state.held_milli(j)                            # an elastic job's: its GPUs, not its shape's
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
+        if self.gangs and self.gang_slowdown != 1 and len({other for other, _ in self.state.parts(j)}) > 1:
+            jobs.rate[j] /= self.gang_slowdown                     # a gang over several nodes
         interference = self.interference
         if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
             others = set()

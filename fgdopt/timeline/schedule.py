@@ -8,6 +8,8 @@ duration_s)``; at every moment the jobs holding a placement satisfy the one feas
 leaves every objective. A zero-duration job holds its placement over an empty interval: it only has to fit an
 empty node. Objectives over the admitted jobs (seconds): ``mean-jct`` (mean of finish - submit), ``makespan``
 (last finish; 0 without jobs) and ``mean-wait`` (mean of start - submit; reported, = mean-jct - mean duration).
+A *gang* (``workers > 1``) holds all its parts ``((node, GPU ids), ...)`` over its interval (:attr:`Schedule.parts`);
+it is rejected when its parts do not fit the empty cluster together.
 
 :func:`validate_schedule` replays a schedule event by event (at one instant: the finishes, then the starts, as
 the engine does) through :meth:`ClusterState.place` / :meth:`ClusterState.remove`, so a schedule is judged by
@@ -50,11 +52,14 @@ class Schedule:
     start_s : float64 (n,), start in seconds (NaN: never started, i.e. rejected).
     node : int64 (n,), node of every job (-1 where it never started).
     gpus : tuple of tuples, GPU ids of every job on its node (() for CPU-only and unstarted jobs).
+    parts : for gangs (``workers > 1``): per job its ``((node, GPU ids), ...)``, one per worker (``()`` for the
+        other jobs; ``node`` and ``gpus`` hold the first part); ``None`` (default) when no job is a gang.
     """
 
     start_s: np.ndarray
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
+    parts: tuple | None = None
 
     def __post_init__(self) -> None:
         start = np.array(self.start_s, dtype=np.float64)
@@ -69,6 +74,11 @@ class Schedule:
         object.__setattr__(self, "start_s", start)
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "gpus", gpus)
+        if self.parts is not None:
+            parts = tuple(tuple((int(n), tuple(int(g) for g in gs)) for n, gs in ps) for ps in self.parts)
+            if len(parts) != len(start) or any(ps and ps[0] != (node[j], gpus[j]) for j, ps in enumerate(parts)):
+                raise ValueError("schedule parts: one list per job, its first part the job's node and GPUs")
+            object.__setattr__(self, "parts", parts)
 
     def __len__(self) -> int:
         return len(self.start_s)
@@ -184,7 +194,10 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     for t, kind, j in sorted(events):
         if kind == 1:
             try:
-                state.place(j, int(schedule.node[j]), schedule.gpus[j])
+                if jobs.tasks.workers[j] > 1:
+                    state.place_workers(j, schedule.parts[j] if schedule.parts is not None else ())
+                else:
+                    state.place(j, int(schedule.node[j]), schedule.gpus[j])
             except InfeasiblePlacement as exc:
                 raise InfeasiblePlacement(f"at {t} s: {exc}") from None
         else:
@@ -203,11 +216,15 @@ class _Recorder:
         self.name = getattr(policy, "name", type(policy).__name__)
         self.inner_aware = getattr(policy, "job_aware", False)
         self.gpus: list[tuple[int, ...]] = [()] * n
+        self.parts: list[tuple] = [()] * n                      # a gang's parts, the latest ``workers`` choices
 
     def __call__(self, state, task, job: int):
         choice = self.policy(state, task, job=job) if self.inner_aware else self.policy(state, task)
         if choice is not None:
             self.gpus[job] = tuple(int(g) for g in choice[1])
+            workers = int(state.tasks.workers[job])
+            if workers > 1:
+                self.parts[job] = (*self.parts[job], (int(choice[0]), self.gpus[job]))[-workers:]
         return choice
 
 
@@ -227,4 +244,8 @@ def recorded_run(cluster: Cluster, jobs: JobSet, policy: str, queue: str, *, see
     if (bad := np.flatnonzero(np.isnan(result.finish_s) & ~rejected_jobs(cluster, jobs))).size:
         raise ValueError(f"{policy}/{queue}: job {int(bad[0])} never finished")
     node = np.where(np.isfinite(result.start_s), result.node, -1)
-    return result, Schedule(result.start_s, node, tuple(recorder.gpus))
+    if not jobs.tasks.has_gangs:
+        return result, Schedule(result.start_s, node, tuple(recorder.gpus))
+    parts = tuple(p if n >= 0 else () for p, n in zip(recorder.parts, node, strict=True))
+    gpus = tuple(p[0][1] if p else g for p, g in zip(parts, recorder.gpus, strict=True))
+    return result, Schedule(result.start_s, node, gpus, parts)

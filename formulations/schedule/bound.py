@@ -140,7 +140,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     trivial = float(p.mean()) if n else math.nan
     if n == 0:
         return PooledBound(math.nan, math.nan, math.nan, "optimal", 0, 0, 0.0, 0.0, 0.0, 0.0)
-    shape = np.stack([jobs.tasks.gpu_demand[rows], jobs.tasks.cpu_milli[rows], jobs.tasks.memory_mib[rows]], axis=1)
+    t = jobs.tasks                                              # a gang's demand: all its parts'
+    shape = np.stack([t.gpu_demand[rows], (t.cpu_milli * t.workers)[rows], (t.memory_mib * t.workers)[rows]], axis=1)
     span = float(r.max() - r.min())
     med = float(np.median(p))
     if step_s is None:
@@ -164,7 +165,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     keep_rows = ~long
     r, p, k0, k1, rows = r[keep_rows], p[keep_rows], k0[keep_rows], k1[keep_rows], rows[keep_rows]
     n = len(rows)
-    demand = {"gpu": jobs.tasks.gpu_demand, "cpu": jobs.tasks.cpu_milli, "memory": jobs.tasks.memory_mib}
+    demand = {"gpu": jobs.tasks.gpu_demand, "cpu": jobs.tasks.cpu_milli * jobs.tasks.workers,
+              "memory": jobs.tasks.memory_mib * jobs.tasks.workers}
     capacity = {"gpu": cluster.gpu_capacity_milli, "cpu": int(cluster.cpu_milli.sum()),
                 "memory": int(cluster.memory_mib.sum())}
     edges = np.arange(n_int + 1) * step_s

@@ -12,6 +12,13 @@ p_j``; per node ``n`` that fits ``j`` when empty, a literal ``x_jn`` with an opt
 ``[S_j, E_j)`` present iff ``x_jn``, and ``sum_n x_jn = 1``; per GPU job, per such node and GPU ``g``, a literal
 ``y_jng`` with its optional interval, ``sum_g y_jng = num_gpu_j x_jn``.
 
+Gangs (``workers = w > 1``). Per node ``n`` that one part fits when empty, an integer ``c_jn`` in ``0..min(w,
+parts the empty node holds)`` (how many parts go there) with ``x_jn`` present iff ``c_jn >= 1``, and ``sum_n c_jn =
+w``; the node's interval has CPU and memory demands ``c_jn`` times a part's. A whole-GPU part: ``sum_g y_jng =
+num_gpu c_jn``. A sharing part: per GPU an integer ``k_jng`` in ``0..floor(1000 / gpu_milli)`` of parts on it, its
+interval present iff ``y_jng`` (``k_jng >= 1``), its demand ``k_jng gpu_milli``, and ``sum_g k_jng = c_jn``. Every
+part holds its interval ``[S_j, E_j)``: all parts start and end together.
+
 Constraints. Per node a cumulative of CPU (milli-cores) and one of memory (MiB) over its ``x`` intervals (left out
 where its candidate jobs' whole demand fits); per GPU a cumulative of milli-GPU with capacity 1000 over its ``y``
 intervals (a no-overlap where all its candidates ask 1000). So a whole-GPU job (1000 per GPU) only runs on wholly
@@ -153,6 +160,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows]]))
     r = np.round(jobs.submit_s / unit).astype(np.int64)
     p = np.round(np.where(np.isfinite(jobs.duration_s), jobs.duration_s, 0) / unit).astype(np.int64)
+    gang = tasks.workers > 1
     if hint is not None:
         validate_schedule(cluster, jobs, hint)
         hint = _sorted_labels(hint, cluster, rows)
@@ -172,41 +180,66 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     on_gpu: dict[tuple[int, int], list[tuple[int, object, object]]] = defaultdict(list)
     x: dict[tuple[int, int], object] = {}
     y: dict[tuple[int, int, int], object] = {}
+    count: dict[tuple, object] = {}                  # gangs: (j, n) -> c_jn; (j, n, g) -> k_jng (sharing parts)
     for j in rows.tolist():
         start[j] = m.new_int_var(int(r[j]), int(max(r[j], ends_ub[j] - p[j])), f"S{j}")
         end[j] = start[j] + int(p[j])
         main[j] = m.new_fixed_size_interval_var(start[j], int(p[j]), f"I{j}")
-        cands = np.flatnonzero(empty.feasible_nodes(tasks[j])).tolist()
+        task = tasks[j]
+        fits = empty.part_counts(task) if gang[j] else empty.feasible_nodes(task).astype(np.int64)
+        cands = np.flatnonzero(fits).tolist()
         for n in cands:
             lit = m.new_bool_var(f"x{j}_{n}")
             x[(j, n)] = lit
-            on_node[n].append((j, lit, m.new_optional_fixed_size_interval_var(start[j], int(p[j]), lit, f"I{j}_{n}")))
-            if tasks.num_gpu[j]:
-                lits = []
+            parts = lit                                         # how many of the job's parts are on the node
+            if gang[j]:
+                parts = count[(j, n)] = m.new_int_var(0, int(fits[n]), f"c{j}_{n}")
+                m.add(parts >= 1).only_enforce_if(lit)
+                m.add(parts == 0).only_enforce_if(~lit)
+            on_node[n].append((j, parts, m.new_optional_fixed_size_interval_var(start[j], int(p[j]), lit,
+                                                                                f"I{j}_{n}")))
+            if task.num_gpu:
+                lits, per_gpu = [], []
                 for g in range(int(cluster.gpu[n])):
                     lg = m.new_bool_var(f"y{j}_{n}_{g}")
                     y[(j, n, g)] = lg
                     lits.append(lg)
-                    on_gpu[(n, g)].append((j, lg, m.new_optional_fixed_size_interval_var(
+                    use = lg
+                    if gang[j] and task.gpu_milli < GPU_MILLI:     # sharing parts: several may share one GPU
+                        use = count[(j, n, g)] = m.new_int_var(0, GPU_MILLI // task.gpu_milli, f"k{j}_{n}_{g}")
+                        m.add(use >= 1).only_enforce_if(lg)
+                        m.add(use == 0).only_enforce_if(~lg)
+                    per_gpu.append(use)
+                    on_gpu[(n, g)].append((j, use, m.new_optional_fixed_size_interval_var(
                         start[j], int(p[j]), lg, f"I{j}_{n}_{g}")))
-                m.add(sum(lits) == int(tasks.num_gpu[j]) * lit)
-        m.add_exactly_one([x[(j, n)] for n in cands])
+                if gang[j] and task.gpu_milli < GPU_MILLI:
+                    m.add(sum(per_gpu) == parts)
+                else:
+                    m.add(sum(lits) == int(task.num_gpu) * parts)
+        if gang[j]:
+            m.add(sum(count[(j, n)] for n in cands) == int(task.workers))
+        else:
+            m.add_exactly_one([x[(j, n)] for n in cands])
     for n, items in on_node.items():
         for demand, cap in ((tasks.cpu_milli, cluster.cpu_milli[n]), (tasks.memory_mib, cluster.memory_mib[n])):
-            need = [int(demand[j]) for j, _, _ in items]
-            if sum(need) > cap:
-                m.add_cumulative([iv for _, _, iv in items], need, int(cap))
+            if sum(int(demand[j]) * (int(tasks.workers[j]) if gang[j] else 1) for j, _, _ in items) > cap:
+                m.add_cumulative([iv for _, _, iv in items],
+                                 [int(demand[j]) * k if gang[j] else int(demand[j]) for j, k, _ in items], int(cap))
     for items in on_gpu.values():
-        need = [int(tasks.gpu_milli[j]) for j, _, _ in items]
+        need = [int(tasks.gpu_milli[j]) * (GPU_MILLI // int(tasks.gpu_milli[j]) if gang[j] else 1)
+                for j, _, _ in items]                           # the most each job may put on the GPU
         if len(items) > 1 and sum(need) > GPU_MILLI:
-            if min(need) == GPU_MILLI:
+            if all(int(tasks.gpu_milli[j]) == GPU_MILLI for j, _, _ in items):
                 m.add_no_overlap([iv for _, _, iv in items])
             else:
-                m.add_cumulative([iv for _, _, iv in items], need, GPU_MILLI)
+                m.add_cumulative([iv for _, _, iv in items],
+                                 [int(tasks.gpu_milli[j]) * k if gang[j] and tasks.gpu_milli[j] < GPU_MILLI
+                                  else int(tasks.gpu_milli[j]) for j, k, _ in items], GPU_MILLI)
     if len(rows):                                               # redundant pooled capacity
         m.add_cumulative([main[j] for j in rows.tolist()], [int(tasks.gpu_demand[j]) for j in rows.tolist()],
                          int(cluster.gpu_capacity_milli))
-        m.add_cumulative([main[j] for j in rows.tolist()], [int(tasks.cpu_milli[j]) for j in rows.tolist()],
+        m.add_cumulative([main[j] for j in rows.tolist()],
+                         [int(tasks.cpu_milli[j] * tasks.workers[j]) for j in rows.tolist()],
                          int(cluster.cpu_milli.sum()))
     prefix = _symmetry(m, cluster, rows, x, y)
     if objective == "makespan":
@@ -217,7 +250,11 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     else:
         m.minimize(sum(end[j] for j in rows.tolist()))
     if hint is not None:
-        _add_hint(m, hint, r, unit, rows, start, x, y, prefix)
+        if gang.any():                                          # gangs: the starts only (a partial hint)
+            for j in rows.tolist():
+                m.add_hint(start[j], int(round(hint.start_s[j] / unit)))
+        else:
+            _add_hint(m, hint, r, unit, rows, start, x, y, prefix)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(max(time_limit - (time.perf_counter() - wall0), 0.0))
     solver.parameters.num_workers = int(min(max(threads, 1), 2))
@@ -229,7 +266,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
             "branches": int(solver.num_branches)}
     schedule = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        schedule = _read(solver, cluster, jobs, rows, start, x, y, unit)
+        schedule = _read(solver, cluster, jobs, rows, start, x, y, count, unit)
         status = "optimal" if code == cp_model.OPTIMAL else "time_limit"
     elif code == cp_model.INFEASIBLE:
         status = "infeasible"
@@ -304,19 +341,40 @@ def _add_hint(m, hint: Schedule, r, unit: float, rows: np.ndarray, start: dict, 
             m.add_hint(v, used.get(key, 0))
 
 
-def _read(solver, cluster: Cluster, jobs: JobSet, rows: np.ndarray, start: dict, x: dict, y: dict,
+def _read(solver, cluster: Cluster, jobs: JobSet, rows: np.ndarray, start: dict, x: dict, y: dict, count: dict,
           unit: float) -> Schedule:
-    """The solver's schedule (start in seconds, node, GPUs)."""
+    """The solver's schedule (start in seconds, node, GPUs; a gang's parts)."""
+    tasks = jobs.tasks
     n_jobs = len(jobs)
     s = np.full(n_jobs, np.nan)
     node = np.full(n_jobs, -1, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * n_jobs
     for (j, n), lit in x.items():
-        if solver.boolean_value(lit):
+        if solver.boolean_value(lit) and node[j] < 0:
             node[j] = n
     for (j, n, g), lit in y.items():
-        if n == node[j] and solver.boolean_value(lit):
+        if n == node[j] and solver.boolean_value(lit) and tasks.workers[j] == 1:
             gpus[j] = (*gpus[j], g)
     for j in rows.tolist():
         s[j] = solver.value(start[j]) * unit
-    return Schedule(s, node, tuple(gpus))
+    if not tasks.has_gangs:
+        return Schedule(s, node, tuple(gpus))
+    parts: list[tuple] = [()] * n_jobs
+    for j in rows.tolist():
+        if tasks.workers[j] == 1:
+            continue
+        task, out = tasks[j], []
+        for n in range(cluster.n_nodes):
+            k = solver.value(count[(j, n)]) if (j, n) in count else 0
+            if k == 0:
+                continue
+            used = [g for g in range(int(cluster.gpu[n])) if (j, n, g) in y and solver.boolean_value(y[(j, n, g)])]
+            if task.num_gpu == 0:
+                out += [(n, ())] * k
+            elif task.gpu_milli == GPU_MILLI:                   # k parts of num_gpu GPUs each
+                out += [(n, tuple(used[i * task.num_gpu:(i + 1) * task.num_gpu])) for i in range(k)]
+            else:                                               # k_jng sharing parts on GPU g
+                out += [(n, (g,)) for g in used for _ in range(solver.value(count[(j, n, g)]))]
+        parts[j] = tuple(out)
+        node[j], gpus[j] = out[0][0], out[0][1]
+    return Schedule(s, node, tuple(gpus), tuple(parts))
