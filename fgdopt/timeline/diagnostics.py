@@ -153,8 +153,8 @@ def pooled_list_schedule(cluster: Cluster, jobs: JobSet, per_type: bool = False,
     """Ceiling (a) (``per_type=False``) or (b) (module docstring): a non-preemptive list schedule with backfill.
 
     At every event (finishes first, then submissions), the pending jobs are offered in ``order``
-    (:data:`ORDERS`); each starts at once in the first pool of its fit set that holds its demand of every
-    resource. Jobs with an infinite duration hold their pool for good. Every admitted job starts (it fits an
+    (:data:`ORDERS`); each starts at once in the pool of its fit set that holds its demand of every resource and
+    has the largest free share of its milli-GPU (ties: the first type). Jobs with an infinite duration hold their pool for good. Every admitted job starts (it fits an
     empty node, so its pool holds it once the pool is empty), unless pools are held for good.
     """
     if order not in ORDERS:
@@ -198,7 +198,7 @@ def pooled_list_schedule(cluster: Cluster, jobs: JobSet, per_type: bool = False,
             j = k[-1]
             ok = options[j][(free[options[j]] >= d[j]).all(axis=1)]
             if ok.size:
-                g = int(ok[0])
+                g = int(ok[np.argmax(free[ok, 0] / np.maximum(cap[ok, 0], 1.0))]) if ok.size > 1 else int(ok[0])
                 free[g] -= d[j]
                 start[j], pool[j] = now, g
                 started.add(j)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgdopt.frag import Workload
-from fgdopt.model import Cluster
+from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet, TimelineResult, simulate
@@ -38,6 +38,29 @@ def rejected_jobs(cluster: Cluster, jobs: JobSet) -> np.ndarray:
     """Boolean mask of the jobs whose shape fits no empty node of ``cluster`` (the engine rejects them)."""
     empty = ClusterState(cluster, jobs.tasks)
     return np.array([not empty.feasible_nodes(t).any() for t in jobs.tasks], dtype=bool)
+
+
+def rejection_reason(cluster: Cluster, task) -> str:
+    """Why ``task`` (a :class:`fgdopt.model.Task`) fits no empty node, in words (the first of: no node of its GPU
+    model, too many GPUs, too much CPU, too much memory, or the demands together); "fits an empty node" when it
+    does."""
+    empty = ClusterState(cluster, TaskSet([task.cpu_milli], [task.memory_mib], [task.num_gpu], [task.gpu_milli],
+                                          [task.gpu_spec]))
+    if empty.feasible_nodes(task).any():
+        return "fits an empty node"
+    model = empty.spec_mask(task.gpu_spec) if task.num_gpu else np.ones(len(cluster.gpu), dtype=bool)
+    if not model.any():
+        return f"fits no empty node: no node has GPU model {task.gpu_spec}"
+    if task.num_gpu > cluster.gpu[model].max():
+        return (f"fits no empty node: needs {task.num_gpu} GPUs, a node of its model has at most "
+                f"{int(cluster.gpu[model].max())}")
+    if task.cpu_milli > cluster.cpu_milli[model].max():
+        return (f"fits no empty node: needs {task.cpu_milli} milli-cores, a node of its model has at most "
+                f"{int(cluster.cpu_milli[model].max())}")
+    if task.memory_mib > cluster.memory_mib[model].max():
+        return (f"fits no empty node: needs {task.memory_mib} MiB, a node of its model has at most "
+                f"{int(cluster.memory_mib[model].max())}")
+    return "fits no empty node: no node holds its GPUs, CPU and memory together"
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,6 +10,8 @@
   Deterministic per seed; no trace needed.
 * :func:`trap_instances` -- hand-made instances where an online discipline or placement provably loses, each with
   its optimum (mean JCT and makespan, seconds) derived in its docstring: :data:`KNOWN_OPTIMA`.
+* :func:`pinned_nodes_family` -- whole-node jobs against nodes pinned by 5-GPU jobs: the optimum (with the pins
+  on time) in closed form, every pooled relaxation's optimum 0.
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 4-16
   nodes, 20-80 jobs, loads 0.7, 1.0 and 1.3, and the traps) and ``medium-time`` (6 instances of 24-32 nodes and
   120-200 jobs: bounded, not all proven).
@@ -142,6 +144,54 @@ def trap_spread_delays_multi() -> TimeInstance:
     return TimeInstance("trap-spread-delays-multi", _one_node(2, 2), _jobs((1, 1000, 0, 100), (1, 1000, 1, 100),
                                                                           (2, 1000, 2, 10)),
                         {"mean-jct": 70.0, "makespan": 101.0})
+
+
+def pinned_nodes_family(n_nodes: int = 4, n_pinned: int = 3, n_jobs: int = 40, duration_s: float = 100.0,
+                        gap_s: float = 50.0, pin_s: float | None = None) -> TimeInstance:
+    """Whole-node jobs against nodes pinned by 5-GPU jobs: the optimum in closed form, the pooled bound far below.
+
+    ``n_nodes`` nodes of 8 GPUs (32 cores, 64 GiB); ``n_pinned`` jobs of 5 GPUs (``P0``, ...) submitted at 0 for
+    ``pin_s`` seconds (default: past the last start below), then ``n_jobs`` jobs of 8 GPUs (``W0``, ...) submitted
+    at ``k gap_s`` (k = 0, 1, ...) for ``duration_s`` seconds (1 core and 1 GiB each).
+
+    Among the schedules that start the pins on arrival (the background-on-time class), the optimal mean wait of
+    the 8-GPU jobs is ``mean_k (L_k - k gap_s)`` with ``L_k = max(k gap_s, L_{k-m} + duration_s)`` (``L_k = k gap_s``
+    for ``k < m``), ``m = n_nodes - n_pinned``. Proof: a pinned node has 3 GPUs free while its pin runs, so at most
+    ``m`` 8-GPU jobs run at once. Sort the 8-GPU jobs by start, ``S_(0) <= S_(1) <= ...``: (i) ``S_(k) >=
+    S_(k-m) + duration_s``, since the jobs ``(k-m) .. k`` all started by ``S_(k)`` and, were ``S_(k-m)`` later than
+    ``S_(k) - duration_s``, ``m + 1`` of them would run at ``S_(k)``; (ii) ``S_(k) >= k gap_s``, since ``k + 1`` jobs
+    have started by ``S_(k)``, each after its submission, and the ``(k+1)``-th submission is ``k gap_s``. By
+    induction ``S_(k) >= L_k``, so the total wait is at least ``sum_k (L_k - k gap_s)``; starting the jobs in
+    submission order, each at once on a free node, reaches it (every engine run does: the pins take one node
+    each, and an 8-GPU job fits only an empty unpinned node). The pins wait 0, so over every job the optimal
+    mean wait is ``n_jobs / (n_jobs + n_pinned)`` times the above.
+
+    Defaults (4 nodes, 3 pinned, 40 jobs of 100 s every 50 s): ``m = 1``, ``L_k = 100 k``, waits ``50 k``, mean
+    ``50 * 39 / 2 = 975 s`` over the 8-GPU jobs, ``975 * 40 / 43 = 906.98 s`` over every job
+    (:data:`PINNED_FAMILY_WAIT`). The pooled view sees ``32 - 15 = 17`` free GPUs, and at most two 8-GPU jobs
+    overlap when each starts at its submission (``duration_s = 2 gap_s``): starting everything at once fits the
+    pooled capacities, so every pooled relaxation's optimum is 0.
+    """
+    if not 0 <= n_pinned < n_nodes or n_jobs < 1 or duration_s <= 0 or gap_s < 0:
+        raise ValueError(f"need 0 <= n_pinned < n_nodes, n_jobs >= 1, duration_s > 0, gap_s >= 0 (got {n_pinned}, "
+                         f"{n_nodes}, {n_jobs}, {duration_s}, {gap_s})")
+    m = n_nodes - n_pinned
+    start = np.zeros(n_jobs)
+    for k in range(n_jobs):
+        start[k] = max(k * gap_s, start[k - m] + duration_s) if k >= m else k * gap_s
+    pin = pin_s if pin_s is not None else float(start[-1] + duration_s)
+    rows = [(5, 1000, 0.0, pin)] * n_pinned + [(8, 1000, k * gap_s, duration_s) for k in range(n_jobs)]
+    tasks = TaskSet([1000] * len(rows), [1024] * len(rows), [r[0] for r in rows], [r[1] for r in rows],
+                    names=tuple([f"P{i}" for i in range(n_pinned)] + [f"W{k}" for k in range(n_jobs)]))
+    jobs = JobSet(tasks, [r[2] for r in rows], [r[3] for r in rows])
+    wait = float((start - gap_s * np.arange(n_jobs)).sum())
+    return TimeInstance(f"pinned-n{n_nodes}-p{n_pinned}-j{n_jobs}", _one_node(8, n_nodes), jobs,
+                        {"mean-wait-on-time": wait / (n_jobs + n_pinned), "stream-mean-wait": wait / n_jobs})
+
+
+PINNED_FAMILY_WAIT = 975 * 40 / 43
+"""The hand-derived optimal mean wait (s) over every job of :func:`pinned_nodes_family` with its defaults, among
+the schedules that start the pins on arrival."""
 
 
 def trap_instances() -> list[TimeInstance]:
