@@ -35,8 +35,8 @@ ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limi
 
 
 def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
-    """``--scale`` on the pinned-nodes family plus a job of 64 cores (nodes have 32): the job is rejected with its reason (terminal
-    and ``rejected.csv``) and left out of runs and bounds; every run has the hand-derived mean wait
+    """``--scale`` on the pinned-nodes family plus a job of 64 cores (nodes have 32): the job is rejected with its
+    reason (terminal and ``rejected.csv``) and left out of runs and bounds; every run has the hand-derived mean wait
     ``975 * 40 / 43`` (the rejected job counts in neither), the pooled bound is 0 (starting everything at once
     fits the pooled capacities), and so are ceilings (a) and (b); free re-packing cannot clear a node (every
     other node holds a pin or an 8-GPU job), so ceiling (c) is the run's wait and the split puts it all on
@@ -45,7 +45,8 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     out = tmp_path / "out"
     assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "job 43 (huge): rejected, fits no empty node: needs 64000 milli-cores, a node of its model has at most 32000" in said
+    assert ("job 43 (huge): rejected, fits no empty node: needs 64000 milli-cores, a node of its model has at most "
+            "32000") in said
     rejected = pd.read_csv(out / "rejected.csv")
     assert rejected.to_dict("records") == [{"job": 43, "name": "huge",
                                             "reason": "fits no empty node: needs 64000 milli-cores, a node of "

@@ -154,8 +154,9 @@ def pooled_list_schedule(cluster: Cluster, jobs: JobSet, per_type: bool = False,
 
     At every event (finishes first, then submissions), the pending jobs are offered in ``order``
     (:data:`ORDERS`); each starts at once in the pool of its fit set that holds its demand of every resource and
-    has the largest free share of its milli-GPU (ties: the first type). Jobs with an infinite duration hold their pool for good. Every admitted job starts (it fits an
-    empty node, so its pool holds it once the pool is empty), unless pools are held for good.
+    has the largest free share of its milli-GPU (ties: the first type). Jobs with an infinite duration hold their
+    pool for good. Every admitted job starts (it fits an empty node, so its pool holds it once the pool is empty),
+    unless pools are held for good (its start is then NaN and the mean wait NaN).
     """
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; choose one of {', '.join(ORDERS)}")
