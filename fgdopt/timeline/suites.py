@@ -13,8 +13,9 @@
 * :func:`pinned_nodes_family` -- whole-node jobs against nodes pinned by 5-GPU jobs: the optimum (with the pins
   on time) in closed form, every pooled relaxation's optimum 0.
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 4-16
-  nodes, 20-80 jobs, loads 0.7, 1.0 and 1.3, and the traps) and ``medium-time`` (6 instances of 24-32 nodes and
-  120-200 jobs: bounded, not all proven).
+  nodes, 20-80 jobs, loads 1.0, 1.3 and 1.6, 15% whole-node jobs and one long pin per four nodes, where the
+  schedule matters; and the traps) and ``medium-time`` (15 instances of 16-64 nodes of every openb type and
+  100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
 """
 
 from __future__ import annotations
@@ -29,12 +30,17 @@ from fgdopt.timeline.jobs import JobSet
 
 MEDIAN_S, SIGMA, MIN_S, MAX_S = 240.0, 1.0, 10.0, 3600.0
 """Lifetimes of generated jobs: log-normal of median 4 minutes and sigma 1, in whole seconds within [10 s, 1 h]."""
-LOADS = (0.7, 1.0, 1.3)
+SMALL_LOADS = (1.0, 1.3, 1.6)
+"""Offered loads of the generated ``small-time`` instances."""
+SMALL_WHOLE_SHARE = 0.15
+"""The share of whole-node jobs in the generated ``small-time`` instances."""
+MEDIUM_LOADS = (0.9, 1.1, 1.3)
 SMALL_NODE_TYPES = ("T4x2-104c", "P100x2-16c", "V100M16x4-32c", "P100x2-64c", "V100M16x1-8c", "T4x4-96c")
 """The openb node types of the generated clusters (weighted by their node counts in openb)."""
 SMALL_SIZES = ((4, 20), (4, 30), (6, 30), (6, 40), (8, 40), (8, 50), (12, 60), (16, 80))
-"""(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`LOADS`)."""
-MEDIUM_SIZES = ((24, 120), (32, 200))
+"""(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`SMALL_LOADS`)."""
+MEDIUM_SIZES = ((16, 100), (24, 200), (32, 400), (48, 600), (64, 1000))
+"""(nodes, jobs) of the ``medium-time`` instances (each at every load of :data:`MEDIUM_LOADS`): 15 instances."""
 TIME_SUITES = ("small-time", "medium-time", "traps")
 
 
@@ -48,24 +54,46 @@ class TimeInstance:
     optimum: dict = field(default_factory=dict)
 
 
-def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None
+def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None, *,
+                         node_types: tuple[str, ...] = SMALL_NODE_TYPES, whole_share: float = 0.0, pins: int = 0
                          ) -> TimeInstance:
-    """``n_nodes`` openb nodes and ``n_jobs`` jobs at offered ``load`` (module docstring), seeded by ``seed``."""
-    if n_nodes < 1 or n_jobs < 1 or load <= 0:
-        raise ValueError(f"need n_nodes >= 1, n_jobs >= 1 and load > 0 (got {n_nodes}, {n_jobs}, {load})")
+    """``n_nodes`` openb nodes and ``n_jobs`` jobs at offered ``load`` (module docstring), seeded by ``seed``.
+
+    ``node_types``: the openb types drawn from (in their openb proportions). ``whole_share``: each job is, with
+    this probability, a *whole-node* job instead (all the GPUs of a node drawn at random, 1 core and 1 GiB).
+    ``pins``: the first this many jobs become *pins*, one whole GPU each, submitted at 0 for :data:`MAX_S`
+    seconds (they hold part of a node for long, as the 5-GPU jobs of :func:`pinned_nodes_family`). Both draw
+    from a second generator seeded by ``(seed, 1)``, so that without them the instance is the one of ``seed``
+    alone."""
+    if n_nodes < 1 or n_jobs < 1 or load <= 0 or not 0 <= whole_share <= 1 or not 0 <= pins <= n_jobs:
+        raise ValueError(f"need n_nodes >= 1, n_jobs >= 1, load > 0, 0 <= whole_share <= 1 and 0 <= pins <= "
+                         f"n_jobs (got {n_nodes}, {n_jobs}, {load}, {whole_share}, {pins})")
     rng = np.random.default_rng(seed)
-    types = openb_node_types().loc[list(SMALL_NODE_TYPES)]
+    types = openb_node_types().loc[list(node_types)]
     cluster = _cluster_of(types, apportion(types["count"].to_numpy(), n_nodes))
     shapes = fitting_shapes(cluster, openb_shapes())
     weights = shapes["count"].to_numpy(dtype=np.float64)
     rows = rng.choice(len(shapes), size=n_jobs, p=weights / weights.sum())
-    tasks = TaskSet(*(shapes[k].to_numpy()[rows] for k in SHAPE_KEYS), names=tuple(f"j{i}" for i in range(n_jobs)))
+    cols = {k: shapes[k].to_numpy()[rows].copy() for k in SHAPE_KEYS}
     life = np.clip(np.round(MEDIAN_S * np.exp(SIGMA * rng.standard_normal(n_jobs))), MIN_S, MAX_S)
+    if whole_share > 0 or pins > 0:
+        extra = np.random.default_rng([seed, 1])
+        whole = extra.random(n_jobs) < whole_share
+        whole[:pins] = False
+        node = extra.integers(cluster.n_nodes, size=n_jobs)
+        cols["num_gpu"][whole], cols["gpu_milli"][whole] = cluster.gpu[node[whole]], 1000
+        pin = np.arange(n_jobs) < pins
+        cols["num_gpu"][pin], cols["gpu_milli"][pin] = 1, 1000
+        for k, v in (("cpu_milli", 1000), ("memory_mib", 1024), ("gpu_spec", "")):
+            cols[k][whole | pin] = v
+        life[pin] = MAX_S
+    tasks = TaskSet(*(cols[k] for k in SHAPE_KEYS), names=tuple(f"j{i}" for i in range(n_jobs)))
     work = float((tasks.gpu_demand * life).sum())
     span = work / (load * cluster.gpu_capacity_milli) if work > 0 else MEDIAN_S * n_jobs
     rate = max(n_jobs - 1, 1) / span
     submit = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n_jobs)))
     submit -= submit[0]
+    submit[:pins] = 0.0
     return TimeInstance(name or f"time-n{n_nodes}-j{n_jobs}-l{load:g}-s{seed}", cluster,
                         JobSet(tasks, submit, life))
 
@@ -205,15 +233,20 @@ KNOWN_OPTIMA = {inst.name: inst.optimum for inst in trap_instances()}
 
 
 def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
-    """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds."""
+    """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds.
+
+    ``small-time``: every (nodes, jobs) of :data:`SMALL_SIZES` at every load of :data:`SMALL_LOADS`, with
+    :data:`SMALL_WHOLE_SHARE` whole-node jobs and one pin per four nodes (:func:`random_time_instance`), then the
+    traps. ``medium-time``: every (nodes, jobs) of :data:`MEDIUM_SIZES` at every load of :data:`MEDIUM_LOADS`, on
+    every openb node type (8-GPU nodes included), openb shapes only."""
     if name == "traps":
         return trap_instances()
     if name == "small-time":
-        sizes, extra = SMALL_SIZES, trap_instances()
-    elif name == "medium-time":
-        sizes, extra = MEDIUM_SIZES, []
-    else:
-        raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")
-    out = [random_time_instance(n, j, load, seed + k)
-           for k, ((n, j), load) in enumerate((s, load) for s in sizes for load in LOADS)]
-    return out + extra
+        return [random_time_instance(n, j, load, seed + k, whole_share=SMALL_WHOLE_SHARE, pins=max(1, n // 4))
+                for k, ((n, j), load) in enumerate((s, load) for s in SMALL_SIZES for load in SMALL_LOADS)
+                ] + trap_instances()
+    if name == "medium-time":
+        types = tuple(openb_node_types().index)
+        return [random_time_instance(n, j, load, seed + k, node_types=types)
+                for k, ((n, j), load) in enumerate((s, load) for s in MEDIUM_SIZES for load in MEDIUM_LOADS)]
+    raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")
