@@ -7,6 +7,7 @@ Usage::
         [--dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json ...
     python -m experiments.schedule --trace default --load 0.7,0.9,1.1 --n-jobs 20000 [--seeds 42] ...
+    python -m experiments.schedule --workload FILE.csv --cluster FILE.json --scale ...
 
 Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` of
 :mod:`fgdopt.timeline.suites`, or one ``--workload`` on the nodes of ``--cluster``): every (policy, queue) runs
@@ -23,14 +24,24 @@ objective, method, job, start_s, node, gpus``, ``gpus`` space-separated ids) and
 ``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum).
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
-Full scale (``--trace``): per (load, seed), the openb stream (:func:`fgdopt.timeline.openb_jobs`) runs under
-every (policy, queue), and :func:`formulations.schedule.pooled_bound` bounds the mean JCT and wait of all jobs
-(services, warm start and stream: valid for every schedule), and of the stream jobs with the time-0 background
-pinned (valid for runs that start the whole background on arrival; ``infeasible`` when it exceeds the pooled
-capacity). Writes ``schedule-bound.csv`` (``trace, seed, load, method, mean_wait_s, mean_jct_s, stream_wait_s,
-stream_jct_s, background_on_time, wall_s, cpu_s``; the bound rows are ``method`` ``bound-all`` and
-``bound-pinned``, their values the bounds) and ``schedule-bound.md`` with the split of each run's mean wait into
-capacity (the bound) and fragmentation and order (the rest). ``--quick``: the traps, or 3,000 stream jobs at
+Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
+:func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
+(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``), every
+*bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
+``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
+start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival), and the
+diagnostics (:mod:`fgdopt.timeline.diagnostics`: the zero-wait demand profile, the ceilings (a) pooled, (b) per
+node type, (c) free re-packing under the best engine run's policy and queue, and the best run's wait split into
+capacity, non-migration and order-and-placement). The study stops with the bound's name if a bound exceeds a run it
+is valid for. Writes ``schedule-bound.csv`` (one row per method: ``trace, seed, load, method, status, valid_for,
+mean_wait_s, mean_jct_s, stream_wait_s, stream_jct_s, background_on_time, wall_s, cpu_s``; runs have ``status``
+``run``; a bound's values are its bounds, in the columns of the jobs it counts), ``interval.csv`` (one row per
+point: ``best_run_method, best_run_wait_s, best_bound_method, best_bound_wait_s, ratio``, over every job's mean
+wait), ``diagnostics.csv`` (``quantity, value_s, method, wall_s``: the ceilings, the best run and bound, the split,
+the diagnostics' wall time), ``profile.csv`` (the zero-wait profile per group of node types and resource),
+``schedule-bound.md`` and ``interval.png`` (per load, the interval from the best bound to the best run on a log
+axis, every method marked); with ``--scale``, ``rejected.csv`` (``job, name, reason``: the jobs that fit no empty
+node, which every run and bound leaves out, each also printed). ``--quick``: the traps, or 3,000 stream jobs at
 load 0.9. ``--resume`` keeps the finished cells of ``DIR/.runs/``.
 """
 
@@ -591,45 +602,61 @@ def write_full(results: list[dict], folder: Path, rejected: list[dict] | None = 
 
 def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
     """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
-    (dot) and bound (triangle) marked and named, the ceilings (crosses) beside. Bounds of 0 s sit at the axis'
-    left end (marked ``0``)."""
+    (dot) and bound (triangle) marked and named (methods within 2% of each other share one label), the ceilings
+    (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(frame["load"].tolist()))
-    fig, axes = plt.subplots(len(loads), 1, figsize=(10, 2.6 * len(loads)), squeeze=False)
-    positive = frame["mean_wait_s"][frame["mean_wait_s"] > 0]
-    floor = float(positive.min()) / 3 if len(positive) else 0.1
+    fig, axes = plt.subplots(len(loads), 1, figsize=(10, 1.2 + 1.6 * len(set(frame["seed"])) * len(loads)),
+                             squeeze=False)
+
+    def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
+        return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
+
+    def marks(ax, xs: list[float], names: list[str], y: float, below: bool) -> None:
+        xs = [max(x, PLOT_FLOOR_S) for x in xs]
+        groups: dict[int, list[str]] = {}
+        for x, name in sorted(zip(xs, names, strict=True)):
+            groups.setdefault(round(math.log10(x) / 0.01), []).append(name)
+        for k, (key, group) in enumerate(groups.items()):
+            ax.annotate(", ".join(group), (10 ** (key * 0.01), y), fontsize=6, rotation=0 if below else 25,
+                        xytext=(2, -10 if below else 5 + 9 * (k % 3)), textcoords="offset points")
+
     for ax, load in zip(axes[:, 0], loads, strict=True):
-        part = frame[frame["load"].isna()] if pd.isna(load) else frame[frame["load"] == load]
+        part = at(frame, load)
         seeds = list(dict.fromkeys(part["seed"].tolist()))
         for y, seed in enumerate(seeds):
             pts = part[(part["seed"] == seed) & ((part["status"] == "run") | (part["valid_for"] == "all"))]
             iv = interval_row(pts)
-            lo, hi = max(iv["best_bound_wait_s"], floor), iv["best_run_wait_s"]
-            ax.plot([lo, hi], [y, y], color="0.6", lw=6, solid_capstyle="butt", zorder=1)
-            for k, r in enumerate(pts.itertuples()):
-                run = r.status == "run"
-                x = max(r.mean_wait_s, floor)
-                ax.scatter([x], [y], marker="o" if run else "^", color="C0" if run else "C3", zorder=3, s=25)
-                ax.annotate(r.method + ("" if r.mean_wait_s > 0 or run else " (0)"), (x, y), fontsize=6,
-                            rotation=35, xytext=(0, 6 + 8 * (k % 2)), textcoords="offset points")
-            d = diagnostics[(diagnostics["seed"] == seed) & (diagnostics["load"].isna() if pd.isna(load)
-                                                             else diagnostics["load"] == load)]
-            for r in d[d["quantity"].str.startswith("ceiling")].itertuples():
-                x = max(r.value_s, floor)
-                ax.scatter([x], [y - 0.2], marker="x", color="C2", zorder=3, s=20)
-                ax.annotate(r.quantity.removeprefix("ceiling_").removesuffix("_s"), (x, y - 0.2), fontsize=6,
-                            xytext=(0, -9), textcoords="offset points")
+            ax.plot([max(iv["best_bound_wait_s"], PLOT_FLOOR_S), max(iv["best_run_wait_s"], PLOT_FLOOR_S)], [y, y],
+                    color="0.75", lw=6, solid_capstyle="butt", zorder=1)
+            runs, bounds = pts[pts["status"] == "run"], pts[pts["status"] != "run"]
+            for rows, col, style in ((runs, "mean_wait_s", {"marker": "o", "color": "C0", "s": 25}),
+                                     (bounds, "mean_wait_s", {"marker": "^", "color": "C3", "s": 30})):
+                ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
+            marks(ax, pts["mean_wait_s"].tolist(), pts["method"].tolist(), y, False)
+            d = at(diagnostics[diagnostics["seed"] == seed], load)
+            ceil = d[d["quantity"].str.startswith("ceiling")]
+            ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
+                       s=20, zorder=3)
+            marks(ax, ceil["value_s"].tolist(), [f"ceiling {q.removeprefix('ceiling_').removesuffix('_s')}"
+                                                 for q in ceil["quantity"]], y - 0.25, True)
             ax.text(1.01, y, f"x{iv['ratio']:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         ax.set_xscale("log")
         ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds])
-        ax.set_ylim(-0.8, len(seeds) - 0.2)
-        ax.set_title(f"load {load:g}: best bound to best run (mean wait of every job, s)", fontsize=9)
-    axes[-1, 0].set_xlabel("mean wait (s, log)")
+        ax.set_ylim(-0.7, len(seeds) - 0.1)
+        title = "workload" if pd.isna(load) else f"load {load:g}"
+        ax.set_title(f"{title}: from the best bound to the best run (mean wait of every job; triangles: bounds, "
+                     f"dots: runs, crosses: ceilings)", fontsize=8)
+    axes[-1, 0].set_xlabel(f"mean wait (s, log; below {PLOT_FLOOR_S:g} s drawn at {PLOT_FLOOR_S:g} s)")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
+
+PLOT_FLOOR_S = 0.1
+"""Waits below this many seconds are drawn at it on the interval figure's log axis."""
 
 
 def main(argv: list[str] | None = None) -> int:
