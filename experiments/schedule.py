@@ -337,6 +337,8 @@ class BoundRecord:
 
 
 VALID_FOR = ("all", "background-on-time")
+POOLED_BOUNDS = ("bound-all",)
+"""The bounds of a pooled relaxation over every job: at most ceiling (a) (:mod:`fgdopt.timeline.diagnostics`)."""
 
 
 def engine_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
@@ -417,6 +419,12 @@ def run_point(point: Point) -> dict:
     best_engine = min((r for r in rows if r["method"] in runs and "/" in r["method"]),
                       key=lambda r: (r["mean_wait_s"], r["method"]))["method"]
     profile, diag = diagnose(point, best_engine, interval)
+    ceiling = next(d["value_s"] for d in diag if d["quantity"] == "ceiling_pooled_s")
+    for r in rows:                                  # a pooled bound never exceeds a pooled schedule (cross-check)
+        if r["method"] in POOLED_BOUNDS and r["mean_wait_s"] > ceiling * (1 + 1e-9) + BOUND_TOLERANCE_S:
+            raise AssertionError(f"{r['method']} ({r['mean_wait_s']:.6g} s) above the pooled list schedule's "
+                                 f"{ceiling:.6g} s (ceiling a, load {point.load}, seed {point.seed}): the bound is "
+                                 "wrong")
     return {"rows": rows, "interval": [{**key, **interval}], "diagnostics": [{**key, **d} for d in diag],
             "profile": [{**key, **r} for r in profile]}
 

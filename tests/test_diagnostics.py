@@ -86,10 +86,10 @@ def _pooled_feasible(cluster, jobs, start) -> bool:
 @settings(max_examples=15, deadline=None)
 @given(st.integers(2, 6), st.integers(5, 30), st.sampled_from([0.7, 1.0, 1.5]), st.integers(0, 10_000))
 def test_ceilings_on_random_instances(n_nodes, n_jobs, load, seed):
-    """On random instances: the pooled list schedule (a) starts every job at or after its submission and fits
-    the pooled capacities at every start; (a) <= (b) <= the engine's mean wait is not claimed (heuristics), but
-    every engine run is a feasible schedule of the pooled relaxation, so the pooled list schedule is feasible and
-    every ceiling is finite; the split sums to the run's wait."""
+    """On random instances: the list schedules start every job at or after its submission, (a) fits the pooled
+    capacities at every start, both are finite; the zero-wait profile is above a pooled capacity at some moment
+    exactly when (a) makes some job wait (were every wait 0, (a) would be the zero-wait schedule); the split sums
+    to the run's wait, each part at least 0."""
     inst = random_time_instance(n_nodes, n_jobs, load, seed)
     for per_type in (False, True):
         s = pooled_list_schedule(inst.cluster, inst.jobs, per_type=per_type, order="sjf")
@@ -97,6 +97,10 @@ def test_ceilings_on_random_instances(n_nodes, n_jobs, load, seed):
         assert (s.start_s >= inst.jobs.submit_s).all()
         if not per_type:
             assert _pooled_feasible(inst.cluster, inst.jobs, s.start_s)
+    # the profile and the list schedule agree: zero wait fits the pools at every moment exactly when (a) is 0
+    prof = zero_wait_profile(inst.cluster, inst.jobs)
+    over = (prof[prof["group"] == "all"]["above_s"] > 0).any()
+    assert over == (pooled_list_schedule(inst.cluster, inst.jobs, order="fifo").mean_wait_s > 0)
     _, run = recorded_run(inst.cluster, inst.jobs, "best-fit", "sjf")
     r = objective_value(inst.jobs, run, "mean-wait")
     a = pooled_list_schedule(inst.cluster, inst.jobs).mean_wait_s
