@@ -615,8 +615,8 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(frame["load"].tolist()))
-    fig, axes = plt.subplots(len(loads), 1, figsize=(10, 1.2 + 1.6 * len(set(frame["seed"])) * len(loads)),
-                             squeeze=False)
+    height = max(3.4, 1.0 + 0.95 * len(set(frame["seed"])) * len(loads))
+    fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
         return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
@@ -649,7 +649,7 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                        s=20, zorder=3)
             marks(ax, ceil["value_s"].tolist(), [f"ceiling {q.removeprefix('ceiling_').removesuffix('_s')}"
                                                  for q in ceil["quantity"]], y - 0.25, True)
-            ax.text(1.01, y, f"x{iv['ratio']:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+            ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         ax.set_xscale("log")
         ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds])
         ax.set_ylim(-0.7, len(seeds) - 0.1)
