@@ -416,8 +416,9 @@ def run_point(point: Point) -> dict:
     frame = pd.DataFrame(rows, columns=BOUND_COLUMNS)
     check_bounds(frame)
     interval = interval_row(frame)
-    best_engine = min((r for r in rows if r["method"] in runs and "/" in r["method"]),
-                      key=lambda r: (r["mean_wait_s"], r["method"]))["method"]
+    engine = {f"{pol}/{q}" for pol in point.policies for q in point.queues}
+    best_engine = min((r for r in rows if r["method"] in engine),
+                      key=lambda r: (r["mean_wait_s"], r["method"]))["method"]   # ceiling (c) runs its policy/queue
     profile, diag = diagnose(point, best_engine, interval)
     ceiling = next(d["value_s"] for d in diag if d["quantity"] == "ceiling_pooled_s")
     for r in rows:                                  # a pooled bound never exceeds a pooled schedule (cross-check)
