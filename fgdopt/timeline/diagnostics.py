@@ -24,17 +24,19 @@ the pooled relaxation's view (placement, node boundaries, no migration).
   pool per resource, non-preemptive; at every event, pending jobs are offered in the order's sequence and each
   starts when the pool holds its demand: backfill). It is a feasible schedule of every pooled relaxation, so its
   mean wait is an upper bound on every pooled relaxation's optimum (the pooled LP can never certify more).
-* (b) the same with ``per_type=True``: one pool per node type; a job starts in the first type of its fit set
-  whose pool holds it. It caps every relaxation that pools resources within each node type.
+* (b) the same with ``per_type=True``: one pool per node type; a job starts in a type of its fit set whose pool
+  holds it. It caps every relaxation that pools resources within each node type, and, the per-type pools summing
+  to the pooled capacities, every pooled relaxation too: the pooled optimum is at most ``min((a), (b))``.
 * (c) free re-packing (:class:`fgdopt.timeline.preemption.FreeRepack`): the engine with a mechanism that re-places
   all running jobs, at no cost, whenever pending jobs are blocked; a feasible schedule with migration, so its
   mean wait caps every relaxation that lets jobs move (and measures what migration could buy at best under that
   queue and packing rule).
 
-**The split** (:func:`wait_split`) of a run's mean wait ``R`` into *capacity* ``min(R, A)`` (``A`` ceiling (a): the
-pooled optimum lies between the best pooled bound and ``A``), *non-migration* (the part free re-packing removes:
-``R - max(M, capacity)``, at least 0, ``M`` ceiling (c)) and *order and placement* (the rest). Taking the
-capacity part at its ceiling makes the other two parts conservative (never larger than the truth).
+**The split** (:func:`wait_split`) of a run's mean wait ``R`` into *capacity* ``min(R, A)`` (``A`` the lesser of
+ceilings (a) and (b): the pooled optimum lies between the best pooled bound and ``A``), *non-migration* (the part
+free re-packing removes: ``R - max(M, capacity)``, at least 0, ``M`` ceiling (c)) and *order and placement* (the
+rest). Taking the capacity part at its ceiling makes the other two parts conservative (never larger than the
+truth).
 """
 
 from __future__ import annotations
@@ -213,8 +215,8 @@ def pooled_list_schedule(cluster: Cluster, jobs: JobSet, per_type: bool = False,
 
 def wait_split(run_wait_s: float, ceiling_pooled_s: float, ceiling_repack_s: float) -> dict[str, float]:
     """A run's mean wait ``R`` (seconds) split as the module docstring says: ``capacity_s = min(R, A)``,
-    ``non_migration_s = max(0, R - max(M, capacity_s))`` and ``order_and_placement_s`` the rest (``A`` ceiling
-    (a), ``M`` ceiling (c)); the three sum to ``R``."""
+    ``non_migration_s = max(0, R - max(M, capacity_s))`` and ``order_and_placement_s`` the rest (``A`` the lesser
+    of ceilings (a) and (b), ``M`` ceiling (c)); the three sum to ``R``."""
     capacity = min(run_wait_s, ceiling_pooled_s)
     non_migration = max(0.0, run_wait_s - max(ceiling_repack_s, capacity))
     return {"capacity_s": capacity, "non_migration_s": non_migration,
