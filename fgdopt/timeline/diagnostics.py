@@ -27,16 +27,15 @@ the pooled relaxation's view (placement, node boundaries, no migration).
 * (b) the same with ``per_type=True``: one pool per node type; a job starts in a type of its fit set whose pool
   holds it. It caps every relaxation that pools resources within each node type, and, the per-type pools summing
   to the pooled capacities, every pooled relaxation too: the pooled optimum is at most ``min((a), (b))``.
-* (c) free re-packing (:class:`fgdopt.timeline.preemption.FreeRepack`): the engine with a mechanism that re-places
-  all running jobs, at no cost, whenever pending jobs are blocked; a feasible schedule with migration, so its
-  mean wait caps every relaxation that lets jobs move (and measures what migration could buy at best under that
-  queue and packing rule).
+* (c) free re-packing (:class:`fgdopt.timeline.preemption.FreeRepack`): the engine with a mechanism that, whenever
+  jobs are blocked, clears a node for one of them and re-places that node's jobs elsewhere, at no cost; a feasible
+  schedule with migration, so its mean wait caps every relaxation that lets jobs move. What it removes from a run
+  is what this migration rule buys under that queue and policy: a lower estimate of what migration could buy.
 
 **The split** (:func:`wait_split`) of a run's mean wait ``R`` into *capacity* ``min(R, A)`` (``A`` the lesser of
 ceilings (a) and (b): the pooled optimum lies between the best pooled bound and ``A``), *non-migration* (the part
 free re-packing removes: ``R - max(M, capacity)``, at least 0, ``M`` ceiling (c)) and *order and placement* (the
-rest). Taking the capacity part at its ceiling makes the other two parts conservative (never larger than the
-truth).
+rest). Taking the capacity part at its ceiling keeps the other two parts from being overstated.
 """
 
 from __future__ import annotations
