@@ -557,7 +557,8 @@ def bound_tables(frame: pd.DataFrame, diagnostics: pd.DataFrame | None = None,
         if diagnostics is not None and len(diagnostics):
             diag = _at(diagnostics, match, load)
             out += ["Ceilings and the best run's split (seconds of mean wait):", "",
-                    diag[["quantity", "value_s", "method", "wall_s"]].round(2).to_markdown(index=False), ""]
+                    diag[["quantity", "value_s", "method", "wall_s"]].fillna({"method": ""}).round(2)
+                    .to_markdown(index=False), ""]
     return "\n".join(out)
 
 
