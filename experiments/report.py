@@ -753,6 +753,11 @@ def schedule_tables(results: Path) -> dict[str, str]:
             items[f"schedule_proven_{tag}"] = f"{int((part['status'] == 'optimal').sum())} of {len(part)}"
             items[f"schedule_worst_gap_{tag}"] = f"{part['gap_pct'].max():.2f}"
         items["schedule_max_wall"] = f"{opt['wall_s'].max():.1f}"
+        jct = frame[frame["objective"] == "mean-jct"]
+        worst = jct[jct["status"] == "engine"].groupby("instance")["value"].max()
+        best_known = jct[jct["method"] == "optimum"].set_index("instance")["value"]
+        matters = (worst > 1.01 * best_known.reindex(worst.index)).sum()
+        items["schedule_matters"] = f"{int(matters)} of {len(worst)}"
         cost = results / "schedule" / "run.json"
         if cost.is_file():
             import json
