@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument("--instances", type=_suite, default=None,
                      help=f"one of {', '.join(TIME_SUITES)} (default: small-time; --quick: traps)")
     src.add_argument("--workload", type=existing_file, default=None, help="a workload CSV (with --cluster)")
-    src.add_argument("--trace", default=None, help="openb variant: the full-scale bound")
+    src.add_argument("--trace", default=None, help="openb variant: the full-scale study")
     p.add_argument("--cluster", type=existing_file, default=None, help="instance JSON whose nodes run --workload")
     p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objectives"), default=list(OBJECTIVE_NAMES),
                    help=f"comma-separated, of {', '.join(OBJECTIVE_NAMES)} (default: both)")
@@ -119,7 +119,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", action="store_true", help="with --workload: the full-scale methods (every engine run, "
                    "every bound, the diagnostics) whatever the workload's size")
     p.add_argument("--time-limit", type=positive, default=60.0, help="wall seconds of the model per instance "
-                   "and objective (build, CP-SAT search and LP bound; the LP time limit with --trace; default: 60)")
+                   "and objective (build, CP-SAT search and LP bound); with --trace or --scale, of each bound "
+                   "(default: 60)")
     p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
