@@ -169,11 +169,11 @@ STUDIES: tuple[Study, ...] = (
     Study("schedule", "schedule", ("--instances", "small-time", "--time-limit", "60"),
           ("--instances", "small-time", "--time-limit", "60"), ("schedule.csv", "starts.csv")),
     Study("schedule-bound", "schedule",
-          ("--trace", "default", "--load", "0.7,0.9,1.1", "--n-jobs", "20000", "--seeds", "42", "--policies",
-           "fgd,best-fit", "--queue", "fifo,backfill", "--time-limit", "120"),
-          ("--trace", "default", "--load", "0.7,0.9,1.1", "--n-jobs", "20000", "--seeds", "42-44", "--policies",
-           "fgd,best-fit,random", "--queue", "fifo,backfill,sjf", "--time-limit", "120", "--jobs", "2"),
-          ("schedule-bound.csv",)),
+          ("--trace", "default", "--load", "1.1", "--n-jobs", "20000", "--seeds", "42", "--policies",
+           "fgd,best-fit", "--queue", "fifo,backfill,sjf,smallest", "--time-limit", "120"),
+          ("--trace", "default", "--load", "1.0,1.1,1.2", "--n-jobs", "20000", "--seeds", "42-44", "--policies",
+           "fgd,best-fit", "--queue", "fifo,backfill,sjf,smallest", "--time-limit", "120", "--jobs", "2"),
+          ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
 )
 """The studies of the paper, in the order they run."""
 

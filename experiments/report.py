@@ -753,6 +753,11 @@ def schedule_tables(results: Path) -> dict[str, str]:
             items[f"schedule_proven_{tag}"] = f"{int((part['status'] == 'optimal').sum())} of {len(part)}"
             items[f"schedule_worst_gap_{tag}"] = f"{part['gap_pct'].max():.2f}"
         items["schedule_max_wall"] = f"{opt['wall_s'].max():.1f}"
+        jct = frame[frame["objective"] == "mean-jct"]
+        worst = jct[jct["status"] == "engine"].groupby("instance")["value"].max()
+        best_known = jct[jct["method"] == "optimum"].set_index("instance")["value"]
+        matters = (worst > 1.01 * best_known.reindex(worst.index)).sum()
+        items["schedule_matters"] = f"{int(matters)} of {len(worst)}"
         cost = results / "schedule" / "run.json"
         if cost.is_file():
             import json
@@ -762,10 +767,23 @@ def schedule_tables(results: Path) -> dict[str, str]:
             items["schedule_suite_cpu"] = f"{run['cpu_s'] / 60:.1f}"
     bound = _csv(results, "schedule-bound", "schedule-bound.csv")
     if bound is not None:
-        items["schedule_bound"] = bound_tables(bound).strip()
-        rows = bound[bound["method"].str.startswith("bound")]
+        diag = _csv(results, "schedule-bound", "diagnostics.csv")
+        items["schedule_bound"] = bound_tables(bound, diag, _csv(results, "schedule-bound", "profile.csv")).strip()
+        rows = bound[bound["status"] != "run"]
         items["schedule_bound_max_wall"] = f"{rows['wall_s'].max():.0f}"
         items["schedule_bound_max_cpu"] = f"{rows['cpu_s'].max():.0f}"
+        interval = _csv(results, "schedule-bound", "interval.csv")
+        if interval is not None:
+            shown = interval.drop(columns="trace").round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "ratio": 1})
+            items["schedule_interval"] = shown.to_markdown(index=False)
+            items["schedule_interval_points"] = f"{len(interval)}"
+            items["schedule_ratio_max"] = f"{interval['ratio'].max():.0f}"
+        if diag is not None:
+            wide = diag.pivot_table(index=["load", "seed"], columns="quantity", values="value_s")
+            split = wide[["best_run_s", "best_bound_s", "ceiling_pooled_s", "ceiling_per_type_s", "ceiling_repack_s",
+                          "capacity_s", "non_migration_s", "order_and_placement_s"]].round(1)
+            items["schedule_split"] = split.reset_index().to_markdown(index=False)
+            items["schedule_diag_max_wall"] = f"{wide['diagnostics_wall_s'].max():.0f}"
     return items
 
 
@@ -965,6 +983,12 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
     inter = _csv(results, "interference", "interference.csv")
     if inter is not None:
         drawn.append(plot_interference(inter, figures / "interference.png"))
+    bound, diag = _csv(results, "schedule-bound", "schedule-bound.csv"), _csv(results, "schedule-bound",
+                                                                                 "diagnostics.csv")
+    if bound is not None and diag is not None:
+        from experiments.schedule import plot_interval
+
+        drawn.append(plot_interval(bound, diag, figures / "interval.png"))
     starts = _csv(results, "schedule", "starts.csv")
     if starts is not None:
         drawn.append(_schedule_gantt(_csv(results, "schedule", "schedule.csv"), starts, figures / "gantt.png"))

@@ -7,6 +7,7 @@ Usage::
         [--dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json ...
     python -m experiments.schedule --trace default --load 0.7,0.9,1.1 --n-jobs 20000 [--seeds 42] ...
+    python -m experiments.schedule --workload FILE.csv --cluster FILE.json --scale ...
 
 Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` of
 :mod:`fgdopt.timeline.suites`, or one ``--workload`` on the nodes of ``--cluster``): every (policy, queue) runs
@@ -27,14 +28,24 @@ identical nodes and GPUs are renumbered to match the run's where they can,
 :func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
-Full scale (``--trace``): per (load, seed), the openb stream (:func:`fgdopt.timeline.openb_jobs`) runs under
-every (policy, queue), and :func:`formulations.schedule.pooled_bound` bounds the mean JCT and wait of all jobs
-(services, warm start and stream: valid for every schedule), and of the stream jobs with the time-0 background
-pinned (valid for runs that start the whole background on arrival; ``infeasible`` when it exceeds the pooled
-capacity). Writes ``schedule-bound.csv`` (``trace, seed, load, method, mean_wait_s, mean_jct_s, stream_wait_s,
-stream_jct_s, background_on_time, wall_s, cpu_s``; the bound rows are ``method`` ``bound-all`` and
-``bound-pinned``, their values the bounds) and ``schedule-bound.md`` with the split of each run's mean wait into
-capacity (the bound) and fragmentation and order (the rest). ``--quick``: the traps, or 3,000 stream jobs at
+Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
+:func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
+(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``), every
+*bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
+``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
+start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival), and the
+diagnostics (:mod:`fgdopt.timeline.diagnostics`: the zero-wait demand profile, the ceilings (a) pooled, (b) per
+node type, (c) free re-packing under the best engine run's policy and queue, and the best run's wait split into
+capacity, non-migration and order-and-placement). The study stops with the bound's name if a bound exceeds a run it
+is valid for. Writes ``schedule-bound.csv`` (one row per method: ``trace, seed, load, method, status, valid_for,
+mean_wait_s, mean_jct_s, stream_wait_s, stream_jct_s, background_on_time, wall_s, cpu_s``; runs have ``status``
+``run``; a bound's values are its bounds, in the columns of the jobs it counts), ``interval.csv`` (one row per
+point: ``best_run_method, best_run_wait_s, best_bound_method, best_bound_wait_s, ratio``, over every job's mean
+wait), ``diagnostics.csv`` (``quantity, value_s, method, wall_s``: the ceilings, the best run and bound, the split,
+the diagnostics' wall time), ``profile.csv`` (the zero-wait profile per group of node types and resource),
+``schedule-bound.md`` and ``interval.png`` (per load, the interval from the best bound to the best run on a log
+axis, every method marked); with ``--scale``, ``rejected.csv`` (``job, name, reason``: the jobs that fit no empty
+node, which every run and bound leaves out, each also printed). ``--quick``: the traps, or 3,000 stream jobs at
 load 0.9. ``--resume`` keeps the finished cells of ``DIR/.runs/``.
 """
 
@@ -43,7 +54,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -52,12 +67,12 @@ from experiments.args import (
     check_paths,
     existing_file,
     names,
-    non_negative,
     non_negative_int,
     openb_dir,
     output_dir,
     parse_policies,
     parse_seeds,
+    positive,
     positive_int,
     real_list,
     study_parser,
@@ -72,13 +87,23 @@ from experiments.executors import (
     run_and_write,
 )
 from experiments.timeline import load_cluster, parse_queues
+from fgdopt.timeline.diagnostics import PROFILE_COLUMNS
 from fgdopt.timeline.suites import TIME_SUITES
+
+if TYPE_CHECKING:
+    from fgdopt.model import Cluster
+    from fgdopt.timeline import JobSet
+    from fgdopt.timeline.schedule import Schedule
 
 OBJECTIVE_NAMES = ("mean-jct", "makespan")
 COLUMNS = ("instance", "objective", "method", "value", "bound", "status", "gap_pct", "wall_s")
-BOUND_COLUMNS = ("trace", "seed", "load", "method", "mean_wait_s", "mean_jct_s", "stream_wait_s", "stream_jct_s",
-                 "background_on_time", "wall_s", "cpu_s")
-OUTPUTS = ("schedule.csv", "schedule.md", "starts.csv", "gantt.png", "schedule-bound.csv", "schedule-bound.md")
+BOUND_COLUMNS = ("trace", "seed", "load", "method", "status", "valid_for", "mean_wait_s", "mean_jct_s",
+                 "stream_wait_s", "stream_jct_s", "background_on_time", "wall_s", "cpu_s")
+INTERVAL_COLUMNS = ("trace", "seed", "load", "best_run_method", "best_run_wait_s", "best_bound_method",
+                    "best_bound_wait_s", "ratio")
+DIAGNOSTIC_COLUMNS = ("trace", "seed", "load", "quantity", "value_s", "method", "wall_s")
+OUTPUTS = ("schedule.csv", "schedule.md", "starts.csv", "gantt.png", "schedule-bound.csv", "schedule-bound.md",
+           "interval.csv", "interval.png", "diagnostics.csv", "profile.csv", "rejected.csv")
 """The files a run writes into ``--output``."""
 
 
@@ -89,7 +114,7 @@ def parser() -> argparse.ArgumentParser:
     src.add_argument("--instances", type=_suite, default=None,
                      help=f"one of {', '.join(TIME_SUITES)} (default: small-time; --quick: traps)")
     src.add_argument("--workload", type=existing_file, default=None, help="a workload CSV (with --cluster)")
-    src.add_argument("--trace", default=None, help="openb variant: the full-scale bound")
+    src.add_argument("--trace", default=None, help="openb variant: the full-scale study")
     p.add_argument("--cluster", type=existing_file, default=None, help="instance JSON whose nodes run --workload")
     p.add_argument("--objective", type=names(OBJECTIVE_NAMES, "objective"), default=list(OBJECTIVE_NAMES),
                    help=f"comma-separated, of {', '.join(OBJECTIVE_NAMES)} (default: both)")
@@ -97,8 +122,11 @@ def parser() -> argparse.ArgumentParser:
                    help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
     p.add_argument("--queue", type=parse_queues, default=["fifo", "backfill", "sjf", "smallest"],
                    help="queue disciplines (default: fifo,backfill,sjf,smallest)")
-    p.add_argument("--time-limit", type=non_negative, default=60.0, help="wall seconds of the model per instance "
-                   "and objective (build, CP-SAT search and LP bound; the LP time limit with --trace; default: 60)")
+    p.add_argument("--scale", action="store_true", help="with --workload: the full-scale methods (every engine run, "
+                   "every bound, the diagnostics) whatever the workload's size")
+    p.add_argument("--time-limit", type=positive, default=60.0, help="wall seconds of the model per instance "
+                   "and objective (build, CP-SAT search and LP bound); with --trace or --scale, of each bound "
+                   "(default: 60)")
     p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
@@ -127,6 +155,9 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     check_paths(p, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
     if (args.workload is None) != (args.cluster is None):
         p.error("--workload and --cluster go together")
+    if args.scale and args.workload is None:
+        p.error("--scale runs the full-scale methods on --workload (with --cluster)")
+    args.rejected = None
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     try:
         if args.trace is not None:
@@ -135,13 +166,28 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             if args.quick:
                 args.load, args.n_jobs = [0.9], 3000
         elif args.workload is not None:
-            load_cluster(args.cluster)
-            read_workload(args.workload)
+            cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
+            if args.scale:
+                args.rejected = rejections(cluster, jobs)
         else:
             args.instances = "traps" if args.quick and args.instances is None else (args.instances or "small-time")
     except (OSError, ValueError) as exc:
         p.error(str(exc))
+
+
+def rejections(cluster: Cluster, jobs: JobSet) -> list[dict]:
+    """The jobs that fit no empty node (``job, name, reason``), each printed in one line: every method leaves
+    them out (the engine rejects them, the bounds do not count them)."""
+    from fgdopt.timeline.admission import REJECT_REASONS, rejection_reasons
+
+    out = []
+    why = rejection_reasons(cluster, jobs.tasks)
+    for j in np.flatnonzero(why != "").tolist():
+        reason = f"{why[j]}: {REJECT_REASONS[why[j]]}"
+        print(f"job {j} ({jobs.tasks.names[j]}): rejected ({reason}); every run and bound leaves it out")
+        out.append({"job": j, "name": jobs.tasks.names[j], "reason": reason})
+    return out
 
 
 def _instance(suite: str | None, name: str, workload: str | None, cluster: str | None):
@@ -263,82 +309,392 @@ def write_small(results: list[dict], suite: str | None, args: argparse.Namespace
                    folder / "gantt.png", f"{what}, {res['rows'][0]['objective']}: best run against the optimum")
 
 
-def run_bound(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
-              time_limit: float, data_dir: str | None = None) -> list[dict]:
-    """One (load, seed) of the full-scale study: the engine runs and the two pooled bounds."""
-    from fgdopt.timeline import openb_jobs, simulate
+@dataclass(frozen=True, eq=False)
+class Point:
+    """One full-scale point: the instance and what its methods read.
+
+    ``trace``, ``seed``, ``load`` name it (a ``--scale`` workload: ``trace`` is the file's stem, ``load`` NaN);
+    ``background``: bool per job, the jobs a ``background-on-time`` bound pins (services and warm start; none for
+    a workload); ``policies`` and ``queues`` of the engine runs; ``time_limit`` of each bound (seconds)."""
+
+    trace: str
+    seed: int
+    load: float
+    cluster: Cluster
+    jobs: JobSet
+    background: np.ndarray
+    policies: list[str]
+    queues: list[str]
+    time_limit: float
+
+
+@dataclass(frozen=True, eq=False)
+class RunRecord:
+    """A schedule of the full-scale point, validated by replay (:func:`fgdopt.timeline.schedule.validate_schedule`)
+    before it is recorded; ``method`` names it (``policy/queue`` or its recipe); wall and CPU seconds to make it."""
+
+    method: str
+    schedule: Schedule
+    wall_s: float
+    cpu_s: float
+
+
+@dataclass(frozen=True)
+class BoundRecord:
+    """A lower bound of the full-scale point: ``wait_s`` bounds the mean wait (seconds) of the counted jobs (every
+    admitted job when ``valid_for`` is ``all``; the stream jobs, for the runs that start the whole background on
+    arrival, when it is ``background-on-time``); ``status`` the solver's (``optimal`` when certified at its
+    optimum; any other status still gives a valid, weaker, bound); ``jct_s`` the same for the mean JCT (NaN if
+    not computed); wall and CPU seconds."""
+
+    wait_s: float
+    status: str
+    valid_for: str
+    wall_s: float
+    cpu_s: float
+    jct_s: float = math.nan
+
+
+VALID_FOR = ("all", "background-on-time")
+POOLED_BOUNDS = ("bound-all",)
+"""The bounds of a pooled relaxation over every job: at most ceilings (a) and (b)
+(:mod:`fgdopt.timeline.diagnostics`)."""
+
+
+def engine_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
+    """Every (policy, queue) of the point in the time engine, each recorded as a schedule."""
+    from fgdopt.timeline.schedule import recorded_run
+
+    out = []
+    for pol in point.policies:
+        for q in point.queues:
+            cpu0 = time.process_time()
+            result, sched = recorded_run(point.cluster, point.jobs, pol, q, seed=point.seed)
+            out.append(RunRecord(f"{pol}/{q}", sched, result.wall_s, time.process_time() - cpu0))
+    return out
+
+
+def pooled_all(point: Point) -> BoundRecord:
+    """The pooled LP (:func:`formulations.schedule.pooled_bound`) over every admitted job."""
     from formulations.schedule import pooled_bound
+
+    b = pooled_bound(point.cluster, point.jobs, time_limit=point.time_limit)
+    return BoundRecord(b.mean_wait_s, b.status, "all", b.wall_s, b.cpu_s, b.mean_jct_s)
+
+
+def pooled_pinned(point: Point) -> BoundRecord | None:
+    """The pooled LP over the stream jobs with the background pinned at its submission (None without one)."""
+    from formulations.schedule import pooled_bound
+
+    if not point.background.any():
+        return None
+    b = pooled_bound(point.cluster, point.jobs, counted=~point.background, pinned=point.background,
+                     time_limit=point.time_limit)
+    return BoundRecord(b.mean_wait_s, b.status, "background-on-time", b.wall_s, b.cpu_s, b.mean_jct_s)
+
+
+RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {"engine": engine_runs}
+"""The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
+runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
+BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {"all": pooled_all, "pinned": pooled_pinned}
+"""The full-scale bounds: ``name -> fn(point)``, reported as ``bound-<name>`` (None: not applicable to the point).
+Register one with ``BOUND_METHODS["name"] = fn``."""
+
+
+def run_point(point: Point) -> dict:
+    """Every run method, every bound and the diagnostics of one point; the checks that every bound is at or below
+    every run it is valid for. Returns the rows of ``schedule-bound.csv``, ``interval.csv``, ``diagnostics.csv``
+    and ``profile.csv``."""
+    from fgdopt.timeline.schedule import validate_schedule
+
+    key = {"trace": point.trace, "seed": point.seed, "load": point.load}
+    jobs, stream = point.jobs, ~point.background
+    runs: dict[str, RunRecord] = {}
+    for fn in RUN_METHODS.values():
+        for rec in fn(point, dict(runs)):
+            validate_schedule(point.cluster, jobs, rec.schedule)
+            runs[rec.method] = rec
+    rows = []
+    for rec in runs.values():
+        sched = rec.schedule
+        wait, jct = sched.start_s - jobs.submit_s, sched.finish_s(jobs) - jobs.submit_s
+        on_time = bool((wait[point.background & sched.started] == 0).all())
+        rows.append({**key, "method": rec.method, "status": "run", "valid_for": "", "mean_wait_s": np.nanmean(wait),
+                     "mean_jct_s": np.nanmean(jct), "stream_wait_s": np.nanmean(wait[stream]),
+                     "stream_jct_s": np.nanmean(jct[stream]), "background_on_time": on_time, "wall_s": rec.wall_s,
+                     "cpu_s": rec.cpu_s})
+    for name, fn in BOUND_METHODS.items():
+        if (b := fn(point)) is None:
+            continue
+        if b.valid_for not in VALID_FOR:
+            raise ValueError(f"bound-{name}: valid_for {b.valid_for!r}, not one of {', '.join(VALID_FOR)}")
+        every = b.valid_for == "all"
+        rows.append({**key, "method": f"bound-{name}", "status": b.status, "valid_for": b.valid_for,
+                     "mean_wait_s": b.wait_s if every else math.nan, "mean_jct_s": b.jct_s if every else math.nan,
+                     "stream_wait_s": math.nan if every else b.wait_s, "stream_jct_s": math.nan if every else b.jct_s,
+                     "background_on_time": not every, "wall_s": b.wall_s, "cpu_s": b.cpu_s})
+    frame = pd.DataFrame(rows, columns=BOUND_COLUMNS)
+    check_bounds(frame)
+    interval = interval_row(frame)
+    engine = {f"{pol}/{q}" for pol in point.policies for q in point.queues}
+    best_engine = min((r for r in rows if r["method"] in engine),
+                      key=lambda r: (r["mean_wait_s"], r["method"]))["method"]   # ceiling (c) runs its policy/queue
+    profile, diag = diagnose(point, best_engine, interval)
+    ceiling = min(d["value_s"] for d in diag if d["quantity"] in ("ceiling_pooled_s", "ceiling_per_type_s"))
+    for r in rows:                                  # a pooled bound never exceeds a pooled schedule (cross-check)
+        if r["method"] in POOLED_BOUNDS and r["mean_wait_s"] > ceiling * (1 + 1e-9) + BOUND_TOLERANCE_S:
+            raise AssertionError(f"{r['method']} ({r['mean_wait_s']:.6g} s) above a pooled list schedule's "
+                                 f"{ceiling:.6g} s (ceiling a or b, load {point.load}, seed {point.seed}): the "
+                                 "bound is wrong")
+    return {"rows": rows, "interval": [{**key, **interval}], "diagnostics": [{**key, **d} for d in diag],
+            "profile": [{**key, **r} for r in profile]}
+
+
+BOUND_TOLERANCE_S = 1e-3
+"""Seconds of mean wait (plus 1e-9 relative) by which a bound may exceed a run's value before the study calls it
+wrong: the pooled LP's interior-point optimum, lowered by its safety margin, was measured 7.0e-6 s above a
+zero-wait run (3,000 stream jobs, load 0.9, seed 42): a solver tolerance, not a proof's error."""
+
+
+def check_bounds(frame: pd.DataFrame) -> None:
+    """Raise ``AssertionError`` naming the first bound above a run it is valid for: a ``valid_for`` ``all`` bound
+    against every run's mean wait, a ``background-on-time`` one against the stream wait of every run that started
+    the whole background on arrival."""
+    runs = frame[frame["status"] == "run"]
+    for b in frame[frame["status"] != "run"].itertuples():
+        every = b.valid_for == "all"
+        value = b.mean_wait_s if every else b.stream_wait_s
+        against = runs if every else runs[runs["background_on_time"]]
+        col = "mean_wait_s" if every else "stream_wait_s"
+        for r in against.itertuples():
+            if math.isfinite(value) and value > getattr(r, col) * (1 + 1e-9) + BOUND_TOLERANCE_S:
+                raise AssertionError(f"{b.method} ({b.status}) bounds the {col} at {value:.6g} s, above the "
+                                     f"{getattr(r, col):.6g} s of the validated run {r.method} "
+                                     f"(load {b.load}, seed {b.seed}): the bound is wrong")
+
+
+def interval_row(frame: pd.DataFrame) -> dict:
+    """The interval of one point over every admitted job's mean wait: the best run (least mean wait; ties: name),
+    the best ``valid_for`` ``all`` bound (largest; ties: name) and their :func:`interval_ratio`."""
+    runs = frame[frame["status"] == "run"].sort_values(["mean_wait_s", "method"])
+    bounds = frame[(frame["status"] != "run") & (frame["valid_for"] == "all") & frame["mean_wait_s"].notna()]
+    bounds = bounds.sort_values(["mean_wait_s", "method"], ascending=[False, True])
+    run = runs.iloc[0] if len(runs) else None
+    bound = bounds.iloc[0] if len(bounds) else None
+    r_s = float(run["mean_wait_s"]) if run is not None else math.nan
+    b_s = float(bound["mean_wait_s"]) if bound is not None else math.nan
+    return {"best_run_method": run["method"] if run is not None else "", "best_run_wait_s": r_s,
+            "best_bound_method": bound["method"] if bound is not None else "", "best_bound_wait_s": b_s,
+            "ratio": interval_ratio(r_s, b_s)}
+
+
+def interval_ratio(run_s: float, bound_s: float) -> float:
+    """Best run over best bound: 1 when the run is within :data:`BOUND_TOLERANCE_S` of the bound (proven optimal),
+    inf when the bound is 0 and the run is not, NaN when either is missing."""
+    if not (math.isfinite(run_s) and math.isfinite(bound_s)):
+        return math.nan
+    if run_s <= bound_s + BOUND_TOLERANCE_S:
+        return 1.0
+    return run_s / bound_s if bound_s > 0 else math.inf
+
+
+def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict], list[dict]]:
+    """The diagnostics of one point (:mod:`fgdopt.timeline.diagnostics`): the zero-wait profile rows, and the
+    ceilings and the best run's split (``quantity, value_s, method, wall_s``)."""
+    from fgdopt.timeline import simulate
+    from fgdopt.timeline.diagnostics import pooled_list_schedule, wait_split, zero_wait_profile
+    from fgdopt.timeline.preemption import FreeRepack
+
+    wall0 = time.perf_counter()
+    profile = zero_wait_profile(point.cluster, point.jobs)
+    profile_s = time.perf_counter() - wall0
+    pooled = pooled_list_schedule(point.cluster, point.jobs, per_type=False, order="sjf")
+    typed = pooled_list_schedule(point.cluster, point.jobs, per_type=True, order="sjf")
+    pol, q = best_engine.split("/", 1)
+    rep = simulate(point.cluster, point.jobs, pol, q, seed=point.seed, frag=False, mechanism=FreeRepack())
+    repack_s = float(np.nanmean(rep.start_s - point.jobs.submit_s))
+    run_s, bound_s = interval["best_run_wait_s"], interval["best_bound_wait_s"]
+    split = wait_split(run_s, min(pooled.mean_wait_s, typed.mean_wait_s), repack_s)
+    rows = [("zero_wait_profile", math.nan, "", profile_s),
+            ("ceiling_pooled_s", pooled.mean_wait_s, "pooled list schedule, sjf with backfill", pooled.wall_s),
+            ("ceiling_per_type_s", typed.mean_wait_s, "per-type list schedule, sjf with backfill", typed.wall_s),
+            ("ceiling_repack_s", repack_s, f"{best_engine}+repack", rep.wall_s),
+            ("best_run_s", run_s, interval["best_run_method"], math.nan),
+            ("best_bound_s", bound_s, interval["best_bound_method"], math.nan),
+            *((k, v, interval["best_run_method"], math.nan) for k, v in split.items()),
+            ("diagnostics_wall_s", time.perf_counter() - wall0, "", math.nan)]
+    return (profile.to_dict("records"),
+            [{"quantity": k, "value_s": v, "method": m, "wall_s": w} for k, v, m, w in rows])
+
+
+def bound_point(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
+                time_limit: float, data_dir: str | None = None) -> dict:
+    """One (load, seed) of the openb stream: :func:`run_point` on it (the time-0 services and warm start form the
+    background)."""
+    from fgdopt.timeline import openb_jobs
 
     cluster, jobs = openb_jobs(trace, load, n_jobs, seed=seed, data_dir=data_dir)
     background = (jobs.submit_s == 0) & ~jobs.measured & (np.arange(len(jobs)) < len(jobs) - n_jobs)
-    stream = ~background
-    key = {"trace": trace, "seed": seed, "load": load}
-    rows = []
-    for pol in policies:
-        for q in queues:
-            r = simulate(cluster, jobs, pol, q, seed=seed, frag=False)
-            wait, jct = r.start_s - jobs.submit_s, r.finish_s - jobs.submit_s
-            rows.append({**key, "method": f"{pol}/{q}", "mean_wait_s": np.nanmean(wait), "mean_jct_s": np.nanmean(jct),
-                         "stream_wait_s": np.nanmean(wait[stream]), "stream_jct_s": np.nanmean(jct[stream]),
-                         "background_on_time": bool((wait[background] == 0).all()), "wall_s": r.wall_s,
-                         "cpu_s": r.cpu_s})
-    every = pooled_bound(cluster, jobs, time_limit=time_limit)
-    rows.append({**key, "method": f"bound-all ({every.status})", "mean_wait_s": every.mean_wait_s,
-                 "mean_jct_s": every.mean_jct_s, "stream_wait_s": math.nan, "stream_jct_s": math.nan,
-                 "background_on_time": False, "wall_s": every.wall_s, "cpu_s": every.cpu_s})
-    pinned = pooled_bound(cluster, jobs, counted=stream, pinned=background, time_limit=time_limit)
-    rows.append({**key, "method": f"bound-pinned ({pinned.status})", "mean_wait_s": math.nan, "mean_jct_s": math.nan,
-                 "stream_wait_s": pinned.mean_wait_s, "stream_jct_s": pinned.mean_jct_s, "background_on_time": True,
-                 "wall_s": pinned.wall_s, "cpu_s": pinned.cpu_s})
-    return rows
+    return run_point(Point(trace, seed, load, cluster, jobs, background, policies, queues, time_limit))
 
 
-def bound_tables(frame: pd.DataFrame) -> str:
-    """Per (load, seed): every run's mean wait (all jobs) beside the bound, split into capacity and the rest."""
+def scale_point(workload: str, cluster_file: str, seed: int, policies: list[str], queues: list[str],
+                time_limit: float) -> dict:
+    """``--scale``: :func:`run_point` on a workload file and its cluster (no background)."""
+    from experiments.timeline import load_cluster
+    from fgdopt.timeline import read_workload
+
+    jobs = read_workload(workload)
+    point = Point(Path(workload).stem, seed, math.nan, load_cluster(cluster_file), jobs,
+                  np.zeros(len(jobs), dtype=bool), policies, queues, time_limit)
+    return run_point(point)
+
+
+def bound_tables(frame: pd.DataFrame, diagnostics: pd.DataFrame | None = None,
+                 profile: pd.DataFrame | None = None) -> str:
+    """Per point: every run's mean wait beside the bounds, the interval, and (when given) the diagnostics: the
+    zero-wait profile's ``all`` rows and its groups above capacity, the ceilings and the best run's split."""
     out = []
-    for (load, seed), part in frame.groupby(["load", "seed"]):
-        b = part[part["method"].str.startswith("bound-all")]["mean_wait_s"].iloc[0]
-        pin = part[part["method"].str.startswith("bound-pinned")]["stream_wait_s"].iloc[0]
-        runs = part[~part["method"].str.startswith("bound")].copy()
-        runs["capacity_s"] = b
-        runs["fragmentation_and_order_s"] = (runs["mean_wait_s"] - b).round(1) + 0.0          # no -0
-        runs["stream_capacity_s"] = np.where(runs["background_on_time"], pin, np.nan)
-        cols = ["method", "mean_wait_s", "mean_jct_s", "capacity_s", "fragmentation_and_order_s", "stream_wait_s",
-                "stream_capacity_s", "background_on_time"]
-        out += [f"### load {load:g}, seed {seed}", "", runs[cols].round(1).to_markdown(index=False), "",
-                part[part["method"].str.startswith("bound")][["method", "mean_wait_s", "mean_jct_s", "stream_wait_s",
-                                                              "stream_jct_s", "wall_s", "cpu_s"]].round(1)
-                .to_markdown(index=False), ""]
+    for (trace, load, seed), part in frame.groupby(["trace", "load", "seed"], dropna=False):
+        runs = part[part["status"] == "run"]
+        bounds = part[part["status"] != "run"]
+        iv = interval_row(part)
+        out += [f"### {trace}, load {load:g}, seed {seed}", "",
+                f"Interval over the mean wait of every job: [{iv['best_bound_wait_s']:.1f} s "
+                f"({iv['best_bound_method']}), {iv['best_run_wait_s']:.1f} s ({iv['best_run_method']})], "
+                f"ratio {iv['ratio']:.1f}.", "",
+                runs[["method", "mean_wait_s", "mean_jct_s", "stream_wait_s", "background_on_time", "wall_s"]]
+                .round(1).to_markdown(index=False), "",
+                bounds[["method", "status", "valid_for", "mean_wait_s", "stream_wait_s", "wall_s", "cpu_s"]]
+                .round(1).to_markdown(index=False), ""]
+        match = {"trace": trace, "seed": seed}
+        if profile is not None and len(profile):
+            prof = _at(profile, match, load)
+            shown = prof[(prof["group"] == "all") | (prof["above_s"] > 0)]
+            out += ["Zero-wait profile (every job starts at its submission; groups: ``all`` and those above "
+                    "capacity):", "", shown[list(PROFILE_COLUMNS)].round(3).to_markdown(index=False), ""]
+        if diagnostics is not None and len(diagnostics):
+            diag = _at(diagnostics, match, load)
+            out += ["Ceilings and the best run's split (seconds of mean wait):", "",
+                    diag[["quantity", "value_s", "method", "wall_s"]].fillna({"method": ""}).round(2)
+                    .to_markdown(index=False), ""]
     return "\n".join(out)
+
+
+def _at(frame: pd.DataFrame, match: dict, load: float) -> pd.DataFrame:
+    sel = (frame["trace"] == match["trace"]) & (frame["seed"] == match["seed"])
+    sel &= frame["load"].isna() if pd.isna(load) else frame["load"] == load
+    return frame[sel]
 
 
 def run_full(args: argparse.Namespace) -> int:
     from fgdopt.traces import trace_files
 
-    cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, max(args.time_limit, 1.0), args.data_dir)
-             for load in args.load for s in args.seeds]
-    keys = [(*c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
-             content_digest(*trace_files(args.trace, args.data_dir))) for c in cells]
-    _, code = run_and_write("schedule-bound", run_bound, cells, args, keys, write_full,
+    if args.scale:
+        cells = [(args.workload, args.cluster, args.seed, args.policies, args.queue, args.time_limit)]
+        keys = [("scale-v2", content_digest(args.workload), content_digest(args.cluster), args.seed,
+                 [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
+                 sorted(RUN_METHODS), sorted(BOUND_METHODS))]
+        fn = scale_point
+    else:
+        cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir)
+                 for load in args.load for s in args.seeds]
+        keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
+                 content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS))
+                for c in cells]
+        fn = bound_point
+    _, code = run_and_write("schedule-bound", fn, cells, args, keys,
+                            lambda done, tmp: write_full(done, tmp, args.rejected),
                             study_prog("experiments.schedule"))
-    if code:
-        return code
-    return 0
+    return code
 
 
-def write_full(results: list[list[dict]], folder: Path) -> None:
-    """``schedule-bound.csv`` and ``schedule-bound.md`` of the finished cells into ``folder`` (the table printed)."""
-    frame = pd.DataFrame([r for res in results for r in res], columns=BOUND_COLUMNS)
-    print(bound_tables(frame))
+def write_full(results: list[dict], folder: Path, rejected: list[dict] | None = None) -> None:
+    """``schedule-bound.csv``, ``interval.csv``, ``diagnostics.csv``, ``profile.csv``, ``schedule-bound.md`` and
+    ``interval.png`` of the finished points into ``folder`` (the tables printed); ``rejected.csv`` with
+    ``--scale``."""
+    frame = pd.DataFrame([r for res in results for r in res["rows"]], columns=BOUND_COLUMNS)
+    interval = pd.DataFrame([r for res in results for r in res["interval"]], columns=INTERVAL_COLUMNS)
+    diag = pd.DataFrame([r for res in results for r in res["diagnostics"]], columns=DIAGNOSTIC_COLUMNS)
+    profile = pd.DataFrame([r for res in results for r in res["profile"]], columns=("trace", "seed", "load",
+                                                                                    *PROFILE_COLUMNS))
+    text = bound_tables(frame, diag, profile)
+    print(text)
     frame.to_csv(folder / "schedule-bound.csv", index=False)
-    (folder / "schedule-bound.md").write_text(bound_tables(frame))
+    interval.to_csv(folder / "interval.csv", index=False)
+    diag.to_csv(folder / "diagnostics.csv", index=False)
+    profile.to_csv(folder / "profile.csv", index=False)
+    (folder / "schedule-bound.md").write_text(text)
+    if rejected is not None:
+        pd.DataFrame(rejected, columns=("job", "name", "reason")).to_csv(folder / "rejected.csv", index=False)
+    if len(frame):
+        plot_interval(frame, diag, folder / "interval.png")
+
+
+def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
+    """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
+    (dot) and bound (triangle) marked and named (methods within 2% of each other share one label), the ceilings
+    (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
+    import matplotlib.pyplot as plt
+
+    loads = list(dict.fromkeys(frame["load"].tolist()))
+    height = max(3.4, 1.0 + 0.95 * len(set(frame["seed"])) * len(loads))
+    fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
+
+    def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
+        return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
+
+    def marks(ax, xs: list[float], names: list[str], y: float, below: bool) -> None:
+        xs = [max(x, PLOT_FLOOR_S) for x in xs]
+        groups: dict[int, list[str]] = {}
+        for x, name in sorted(zip(xs, names, strict=True)):
+            groups.setdefault(round(math.log10(x) / 0.01), []).append(name)
+        for k, (key, group) in enumerate(groups.items()):
+            ax.annotate(", ".join(group), (10 ** (key * 0.01), y), fontsize=6, rotation=0 if below else 25,
+                        xytext=(2, -10 if below else 5 + 9 * (k % 3)), textcoords="offset points")
+
+    for ax, load in zip(axes[:, 0], loads, strict=True):
+        part = at(frame, load)
+        seeds = list(dict.fromkeys(part["seed"].tolist()))
+        for y, seed in enumerate(seeds):
+            pts = part[(part["seed"] == seed) & ((part["status"] == "run") | (part["valid_for"] == "all"))]
+            iv = interval_row(pts)
+            ax.plot([max(iv["best_bound_wait_s"], PLOT_FLOOR_S), max(iv["best_run_wait_s"], PLOT_FLOOR_S)], [y, y],
+                    color="0.75", lw=6, solid_capstyle="butt", zorder=1)
+            runs, bounds = pts[pts["status"] == "run"], pts[pts["status"] != "run"]
+            for rows, col, style in ((runs, "mean_wait_s", {"marker": "o", "color": "C0", "s": 25}),
+                                     (bounds, "mean_wait_s", {"marker": "^", "color": "C3", "s": 30})):
+                ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
+            marks(ax, pts["mean_wait_s"].tolist(), pts["method"].tolist(), y, False)
+            d = at(diagnostics[diagnostics["seed"] == seed], load)
+            ceil = d[d["quantity"].str.startswith("ceiling")]
+            ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
+                       s=20, zorder=3)
+            marks(ax, ceil["value_s"].tolist(), [f"ceiling {q.removeprefix('ceiling_').removesuffix('_s')}"
+                                                 for q in ceil["quantity"]], y - 0.25, True)
+            ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds])
+        ax.set_ylim(-0.7, len(seeds) - 0.1)
+        title = "workload" if pd.isna(load) else f"load {load:g}"
+        ax.set_title(f"{title}: from the best bound to the best run (mean wait of every job; triangles: bounds, "
+                     f"dots: runs, crosses: ceilings)", fontsize=8)
+    axes[-1, 0].set_xlabel(f"mean wait (s, log; below {PLOT_FLOOR_S:g} s drawn at {PLOT_FLOOR_S:g} s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+PLOT_FLOOR_S = 0.1
+"""Waits below this many seconds are drawn at it on the interval figure's log axis."""
 
 
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     check_args(p, args)
-    return run_full(args) if args.trace is not None else run_small(args)
+    return run_full(args) if args.trace is not None or args.scale else run_small(args)
 
 
 if __name__ == "__main__":

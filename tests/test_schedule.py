@@ -168,6 +168,22 @@ def test_suites_are_seeded_and_sized():
     assert all(np.array_equal(a.jobs.submit_s, b.jobs.submit_s) for a, b in zip(small, again, strict=True))
     generated = [i for i in small if not i.optimum]
     assert all(4 <= i.cluster.n_nodes <= 16 and 20 <= len(i.jobs) <= 80 for i in generated)
+    for inst in generated:                          # one long pin per four nodes, first, and whole-node jobs
+        pins = max(1, inst.cluster.n_nodes // 4)
+        t = inst.jobs.tasks
+        assert (inst.jobs.submit_s[:pins] == 0).all() and (inst.jobs.duration_s[:pins] == 3600).all()
+        assert (t.num_gpu[:pins] == 1).all() and (t.gpu_milli[:pins] == 1000).all()
+    def whole(inst):                                # all the GPUs of a node, 1 core and 1 GiB
+        t = inst.jobs.tasks
+        return int((np.isin(t.num_gpu, inst.cluster.gpu) & (t.gpu_milli == 1000) & (t.cpu_milli == 1000)
+                    & (t.memory_mib == 1024))[max(1, inst.cluster.n_nodes // 4):].sum())
+
+    assert 0.1 <= sum(map(whole, generated)) / sum(len(i.jobs) for i in generated) <= 0.2
+    medium = time_suite("medium-time")
+    assert 8 <= len(medium) <= 16
+    assert all(16 <= i.cluster.n_nodes <= 64 and 100 <= len(i.jobs) <= 1000 for i in medium)
+    assert {float(i.name.split("-l")[1].split("-")[0]) for i in medium} <= {0.9, 1.1, 1.3}
+    assert any((i.cluster.gpu == 8).any() for i in medium)
 
 
 def test_cli_jobs_1_equals_jobs_2_and_keeps_other_files(tmp_path):

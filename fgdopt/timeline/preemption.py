@@ -59,6 +59,11 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
     fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
     one-GPU checkpoint time each way).
+``repack``
+    Migration at no cost (:class:`FreeRepack`): at every instant with blocked jobs, clear one node for a blocked
+    job and re-place the node's jobs elsewhere, every move transparent and free. Not a practical mechanism: its
+    runs are feasible schedules with migration, whose mean wait caps every relaxation that lets jobs move
+    (:mod:`fgdopt.timeline.diagnostics`, ceiling (c)).
 """
 
 from __future__ import annotations
@@ -71,11 +76,11 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from fgdopt.defrag import DefragProblem, defrag
+from fgdopt.defrag import DefragProblem, Move, defrag
 from fgdopt.frag import Workload
 from fgdopt.model import GPU_MILLI
 from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
-from fgdopt.state import ClusterState
+from fgdopt.state import ClusterState, fitting_gpus
 
 MAX_PLANS = 64
 """At most this many plans per instant."""
@@ -498,6 +503,74 @@ class MigrationDefrag:
         return Plan(kind="migrate", moves=report.plan.moves, admits=report.plan.admits)
 
 
+@dataclass
+class FreeRepack:
+    """``repack`` (module docstring): migration at no cost, the ceiling (c) of :mod:`fgdopt.timeline.diagnostics`.
+
+    At every instant with blocked jobs, for the first ``scan`` of them in queue order: on each of the ``nodes``
+    nodes where the job fits when empty (its model, GPUs, CPU, memory) and the fewest milli-GPU are in use
+    (ties: lowest index), clear the node's jobs, place the blocked job there (its lowest-numbered fitting GPUs)
+    and re-place every cleared job, largest GPU demand first, on the node of least free milli-GPU that holds it
+    (ties: lowest index; its lowest-numbered fitting GPUs). The first node where every cleared job finds a place
+    gives the plan (the cleared jobs migrate, transparently, in no time). A shape's search is skipped until the
+    cluster's free milli-GPU exceed what they were when it last failed, and when the free capacity of its
+    candidate nodes, pooled, cannot hold it. Every placement goes through :meth:`ClusterState.place` (the one rule).
+    """
+
+    name: str = "repack"
+    checkpointing: Checkpointing = Checkpointing(transparent=True)
+    scan: int = 4
+    nodes: int = 2
+    migrate_s: float = 0.0
+    failed: dict = field(default_factory=dict)
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        if state.mig is not None:                       # GPU ids are slices there: not this rule's
+            return None
+        free = int(state.gpu_left.sum())
+        tasks = state.tasks
+        for j in view.pending()[:self.scan]:
+            shape = (tasks.cpu_milli[j], tasks.memory_mib[j], tasks.num_gpu[j], tasks.gpu_milli[j], tasks.gpu_spec[j])
+            if self.failed.get(shape, -1) >= free:
+                continue
+            plan = self._clear_one(state, j)
+            if plan is not None:
+                return plan
+            self.failed[shape] = free
+        return None
+
+    def _clear_one(self, state: ClusterState, j: int) -> Plan | None:
+        task, cluster = state.tasks[j], state.cluster
+        ok = (cluster.cpu_milli >= task.cpu_milli) & (cluster.memory_mib >= task.memory_mib)
+        if task.num_gpu:
+            ok &= state.spec_mask(task.gpu_spec) & (cluster.gpu >= task.num_gpu)
+        if (state.cpu_left[ok].sum() < task.cpu_milli or state.mem_left[ok].sum() < task.memory_mib
+                or state.gpu_left[ok].sum() < task.num_gpu * task.gpu_milli):
+            return None
+        cand = np.flatnonzero(ok)
+        used = cluster.gpu[cand] * GPU_MILLI - state.gpu_left[cand].sum(axis=1)
+        for n in cand[np.lexsort((cand, used))][:self.nodes].tolist():
+            on = np.flatnonzero(state.node_of == n)
+            trial = state.copy()
+            trial.remove_many(on)
+            admit = Move(j, n, tuple(int(g) for g in fitting_gpus(trial.gpu_left[n], task.gpu_milli)[:task.num_gpu]))
+            trial.place(j, n, admit.gpus)
+            moves = []
+            for v in on[np.argsort(-state.tasks.gpu_demand[on], kind="stable")].tolist():
+                tv = state.tasks[v]
+                where = np.flatnonzero(trial.feasible_nodes(tv))
+                if not where.size:
+                    break
+                m = int(where[np.argmin(trial.gpu_left[where].sum(axis=1))])
+                gpus = tuple(int(g) for g in fitting_gpus(trial.gpu_left[m], tv.gpu_milli)[:tv.num_gpu])
+                trial.place(v, m, gpus)
+                moves.append(Move(v, m, gpus))
+            else:
+                return Plan(kind="migrate", moves=tuple(moves), admits=(admit,))
+        return None
+
+
 MECHANISM_KEYWORDS = ("checkpoint_s", "checkpoint_cost_s")
 """The keyword arguments :func:`make_mechanism` passes to a mechanism factory (seconds: the checkpoint interval
 and the cost of one checkpoint; a factory may take ``**options`` for those it ignores)."""
@@ -519,6 +592,7 @@ def _fresh(cls: type) -> Callable[..., Mechanism]:
 _BUILTIN: dict[str, Callable[..., Mechanism] | str] = {
     "none": _fresh(NoMechanism), "priority": _priority, "transparent": _transparent,
     "affinode": _fresh(AffinodeSuspension), "tiresias": _fresh(TiresiasLAS), "migrate": _fresh(MigrationDefrag),
+    "repack": _fresh(FreeRepack),
     "mig-repack": "fgdopt.mig.timeline:mig_repack",        # a spec: MIG lives above this module
 }
 MECHANISM_NAMES = tuple(_BUILTIN)

@@ -10,9 +10,12 @@
   Deterministic per seed; no trace needed.
 * :func:`trap_instances` -- hand-made instances where an online discipline or placement provably loses, each with
   its optimum (mean JCT and makespan, seconds) derived in its docstring: :data:`KNOWN_OPTIMA`.
+* :func:`pinned_nodes_family` -- whole-node jobs against nodes pinned by 5-GPU jobs: the optimum (with the pins
+  on time) in closed form, every pooled relaxation's optimum 0.
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 4-16
-  nodes, 20-80 jobs, loads 0.7, 1.0 and 1.3, and the traps) and ``medium-time`` (6 instances of 24-32 nodes and
-  120-200 jobs: bounded, not all proven).
+  nodes, 20-80 jobs, loads 1.0, 1.3 and 1.6, 15% whole-node jobs and one long pin per four nodes, where the
+  schedule matters; and the traps) and ``medium-time`` (15 instances of 16-64 nodes of every openb type and
+  100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ from fgdopt.timeline.jobs import JobSet
 
 MEDIAN_S, SIGMA, MIN_S, MAX_S = 240.0, 1.0, 10.0, 3600.0
 """Lifetimes of generated jobs: log-normal of median 4 minutes and sigma 1, in whole seconds within [10 s, 1 h]."""
-LOADS = (0.7, 1.0, 1.3)
+SMALL_LOADS = (1.0, 1.3, 1.6)
+"""Offered loads of the generated ``small-time`` instances."""
+SMALL_WHOLE_SHARE = 0.15
+"""The share of whole-node jobs in the generated ``small-time`` instances."""
+MEDIUM_LOADS = (0.9, 1.1, 1.3)
 SMALL_NODE_TYPES = ("T4x2-104c", "P100x2-16c", "V100M16x4-32c", "P100x2-64c", "V100M16x1-8c", "T4x4-96c")
 """The openb node types of the generated clusters (weighted by their node counts in openb)."""
 SMALL_SIZES = ((4, 20), (4, 30), (6, 30), (6, 40), (8, 40), (8, 50), (12, 60), (16, 80))
-"""(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`LOADS`)."""
-MEDIUM_SIZES = ((24, 120), (32, 200))
+"""(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`SMALL_LOADS`)."""
+MEDIUM_SIZES = ((16, 100), (24, 200), (32, 400), (48, 600), (64, 1000))
+"""(nodes, jobs) of the ``medium-time`` instances (each at every load of :data:`MEDIUM_LOADS`): 15 instances."""
 TIME_SUITES = ("small-time", "medium-time", "traps")
 
 
@@ -46,24 +54,46 @@ class TimeInstance:
     optimum: dict = field(default_factory=dict)
 
 
-def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None
+def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None, *,
+                         node_types: tuple[str, ...] = SMALL_NODE_TYPES, whole_share: float = 0.0, pins: int = 0
                          ) -> TimeInstance:
-    """``n_nodes`` openb nodes and ``n_jobs`` jobs at offered ``load`` (module docstring), seeded by ``seed``."""
-    if n_nodes < 1 or n_jobs < 1 or load <= 0:
-        raise ValueError(f"need n_nodes >= 1, n_jobs >= 1 and load > 0 (got {n_nodes}, {n_jobs}, {load})")
+    """``n_nodes`` openb nodes and ``n_jobs`` jobs at offered ``load`` (module docstring), seeded by ``seed``.
+
+    ``node_types``: the openb types drawn from (in their openb proportions). ``whole_share``: each job is, with
+    this probability, a *whole-node* job instead (all the GPUs of a node drawn at random, 1 core and 1 GiB).
+    ``pins``: the first this many jobs become *pins*, one whole GPU each, submitted at 0 for :data:`MAX_S`
+    seconds (they hold part of a node for long, as the 5-GPU jobs of :func:`pinned_nodes_family`). Both draw
+    from a second generator seeded by ``(seed, 1)``, so that without them the instance is the one of ``seed``
+    alone."""
+    if n_nodes < 1 or n_jobs < 1 or load <= 0 or not 0 <= whole_share <= 1 or not 0 <= pins <= n_jobs:
+        raise ValueError(f"need n_nodes >= 1, n_jobs >= 1, load > 0, 0 <= whole_share <= 1 and 0 <= pins <= "
+                         f"n_jobs (got {n_nodes}, {n_jobs}, {load}, {whole_share}, {pins})")
     rng = np.random.default_rng(seed)
-    types = openb_node_types().loc[list(SMALL_NODE_TYPES)]
+    types = openb_node_types().loc[list(node_types)]
     cluster = _cluster_of(types, apportion(types["count"].to_numpy(), n_nodes))
     shapes = fitting_shapes(cluster, openb_shapes())
     weights = shapes["count"].to_numpy(dtype=np.float64)
     rows = rng.choice(len(shapes), size=n_jobs, p=weights / weights.sum())
-    tasks = TaskSet(*(shapes[k].to_numpy()[rows] for k in SHAPE_KEYS), names=tuple(f"j{i}" for i in range(n_jobs)))
+    cols = {k: shapes[k].to_numpy()[rows].copy() for k in SHAPE_KEYS}
     life = np.clip(np.round(MEDIAN_S * np.exp(SIGMA * rng.standard_normal(n_jobs))), MIN_S, MAX_S)
+    if whole_share > 0 or pins > 0:
+        extra = np.random.default_rng([seed, 1])
+        whole = extra.random(n_jobs) < whole_share
+        whole[:pins] = False
+        node = extra.integers(cluster.n_nodes, size=n_jobs)
+        cols["num_gpu"][whole], cols["gpu_milli"][whole] = cluster.gpu[node[whole]], 1000
+        pin = np.arange(n_jobs) < pins
+        cols["num_gpu"][pin], cols["gpu_milli"][pin] = 1, 1000
+        for k, v in (("cpu_milli", 1000), ("memory_mib", 1024), ("gpu_spec", "")):
+            cols[k][whole | pin] = v
+        life[pin] = MAX_S
+    tasks = TaskSet(*(cols[k] for k in SHAPE_KEYS), names=tuple(f"j{i}" for i in range(n_jobs)))
     work = float((tasks.gpu_demand * life).sum())
     span = work / (load * cluster.gpu_capacity_milli) if work > 0 else MEDIAN_S * n_jobs
     rate = max(n_jobs - 1, 1) / span
     submit = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n_jobs)))
     submit -= submit[0]
+    submit[:pins] = 0.0
     return TimeInstance(name or f"time-n{n_nodes}-j{n_jobs}-l{load:g}-s{seed}", cluster,
                         JobSet(tasks, submit, life))
 
@@ -144,6 +174,54 @@ def trap_spread_delays_multi() -> TimeInstance:
                         {"mean-jct": 70.0, "makespan": 101.0})
 
 
+def pinned_nodes_family(n_nodes: int = 4, n_pinned: int = 3, n_jobs: int = 40, duration_s: float = 100.0,
+                        gap_s: float = 50.0, pin_s: float | None = None) -> TimeInstance:
+    """Whole-node jobs against nodes pinned by 5-GPU jobs: the optimum in closed form, the pooled bound far below.
+
+    ``n_nodes`` nodes of 8 GPUs (32 cores, 64 GiB); ``n_pinned`` jobs of 5 GPUs (``P0``, ...) submitted at 0 for
+    ``pin_s`` seconds (default: past the last start below), then ``n_jobs`` jobs of 8 GPUs (``W0``, ...) submitted
+    at ``k gap_s`` (k = 0, 1, ...) for ``duration_s`` seconds (1 core and 1 GiB each).
+
+    Among the schedules that start the pins on arrival (the background-on-time class), the optimal mean wait of
+    the 8-GPU jobs is ``mean_k (L_k - k gap_s)`` with ``L_k = max(k gap_s, L_{k-m} + duration_s)`` (``L_k = k gap_s``
+    for ``k < m``), ``m = n_nodes - n_pinned``. Proof: a pinned node has 3 GPUs free while its pin runs, so at most
+    ``m`` 8-GPU jobs run at once. Sort the 8-GPU jobs by start, ``S_(0) <= S_(1) <= ...``: (i) ``S_(k) >=
+    S_(k-m) + duration_s``, since the jobs ``(k-m) .. k`` all started by ``S_(k)`` and, were ``S_(k-m)`` later than
+    ``S_(k) - duration_s``, ``m + 1`` of them would run at ``S_(k)``; (ii) ``S_(k) >= k gap_s``, since ``k + 1`` jobs
+    have started by ``S_(k)``, each after its submission, and the ``(k+1)``-th submission is ``k gap_s``. By
+    induction ``S_(k) >= L_k``, so the total wait is at least ``sum_k (L_k - k gap_s)``; starting the jobs in
+    submission order, each at once on a free node, reaches it (every engine run does: the pins take one node
+    each, and an 8-GPU job fits only an empty unpinned node). The pins wait 0, so over every job the optimal
+    mean wait is ``n_jobs / (n_jobs + n_pinned)`` times the above.
+
+    Defaults (4 nodes, 3 pinned, 40 jobs of 100 s every 50 s): ``m = 1``, ``L_k = 100 k``, waits ``50 k``, mean
+    ``50 * 39 / 2 = 975 s`` over the 8-GPU jobs, ``975 * 40 / 43 = 906.98 s`` over every job
+    (:data:`PINNED_FAMILY_WAIT`). The pooled view sees ``32 - 15 = 17`` free GPUs, and at most two 8-GPU jobs
+    overlap when each starts at its submission (``duration_s = 2 gap_s``): starting everything at once fits the
+    pooled capacities, so every pooled relaxation's optimum is 0.
+    """
+    if not 0 <= n_pinned < n_nodes or n_jobs < 1 or duration_s <= 0 or gap_s < 0:
+        raise ValueError(f"need 0 <= n_pinned < n_nodes, n_jobs >= 1, duration_s > 0, gap_s >= 0 (got {n_pinned}, "
+                         f"{n_nodes}, {n_jobs}, {duration_s}, {gap_s})")
+    m = n_nodes - n_pinned
+    start = np.zeros(n_jobs)
+    for k in range(n_jobs):
+        start[k] = max(k * gap_s, start[k - m] + duration_s) if k >= m else k * gap_s
+    pin = pin_s if pin_s is not None else float(start[-1] + duration_s)
+    rows = [(5, 1000, 0.0, pin)] * n_pinned + [(8, 1000, k * gap_s, duration_s) for k in range(n_jobs)]
+    tasks = TaskSet([1000] * len(rows), [1024] * len(rows), [r[0] for r in rows], [r[1] for r in rows],
+                    names=tuple([f"P{i}" for i in range(n_pinned)] + [f"W{k}" for k in range(n_jobs)]))
+    jobs = JobSet(tasks, [r[2] for r in rows], [r[3] for r in rows])
+    wait = float((start - gap_s * np.arange(n_jobs)).sum())
+    return TimeInstance(f"pinned-n{n_nodes}-p{n_pinned}-j{n_jobs}", _one_node(8, n_nodes), jobs,
+                        {"mean-wait-on-time": wait / (n_jobs + n_pinned), "stream-mean-wait": wait / n_jobs})
+
+
+PINNED_FAMILY_WAIT = 975 * 40 / 43
+"""The hand-derived optimal mean wait (s) over every job of :func:`pinned_nodes_family` with its defaults, among
+the schedules that start the pins on arrival."""
+
+
 def trap_instances() -> list[TimeInstance]:
     """The hand-made traps, each with its hand-derived optimum."""
     return [trap_shortest_first(), trap_head_of_line(), trap_wait_beats_start(), trap_sharing_fragments(),
@@ -155,15 +233,20 @@ KNOWN_OPTIMA = {inst.name: inst.optimum for inst in trap_instances()}
 
 
 def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
-    """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds."""
+    """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds.
+
+    ``small-time``: every (nodes, jobs) of :data:`SMALL_SIZES` at every load of :data:`SMALL_LOADS`, with
+    :data:`SMALL_WHOLE_SHARE` whole-node jobs and one pin per four nodes (:func:`random_time_instance`), then the
+    traps. ``medium-time``: every (nodes, jobs) of :data:`MEDIUM_SIZES` at every load of :data:`MEDIUM_LOADS`, on
+    every openb node type (8-GPU nodes included), openb shapes only."""
     if name == "traps":
         return trap_instances()
     if name == "small-time":
-        sizes, extra = SMALL_SIZES, trap_instances()
-    elif name == "medium-time":
-        sizes, extra = MEDIUM_SIZES, []
-    else:
-        raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")
-    out = [random_time_instance(n, j, load, seed + k)
-           for k, ((n, j), load) in enumerate((s, load) for s in sizes for load in LOADS)]
-    return out + extra
+        return [random_time_instance(n, j, load, seed + k, whole_share=SMALL_WHOLE_SHARE, pins=max(1, n // 4))
+                for k, ((n, j), load) in enumerate((s, load) for s in SMALL_SIZES for load in SMALL_LOADS)
+                ] + trap_instances()
+    if name == "medium-time":
+        types = tuple(openb_node_types().index)
+        return [random_time_instance(n, j, load, seed + k, node_types=types)
+                for k, ((n, j), load) in enumerate((s, load) for s in MEDIUM_SIZES for load in MEDIUM_LOADS)]
+    raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")

@@ -1,0 +1,137 @@
+"""The full-scale side of ``experiments.schedule``: ``--scale`` on a workload, the method registry, the check
+that every bound is at or below every run, the interval and the diagnostics written beside them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from experiments import schedule
+from experiments.schedule import BoundRecord, check_bounds, interval_ratio, main
+from fgdopt.timeline.suites import PINNED_FAMILY_WAIT, pinned_nodes_family
+
+
+def _write(tmp_path, extra_rows=()):
+    """The default pinned-nodes family as a workload file and its 4 nodes as a cluster file (plus rows)."""
+    inst = pinned_nodes_family()
+    t = inst.jobs.tasks
+    rows = [f"{t.names[j]},{t.cpu_milli[j]},{t.memory_mib[j]},{t.num_gpu[j]},{t.gpu_milli[j]},,"
+            f"{inst.jobs.submit_s[j]:g},{inst.jobs.duration_s[j]:g}" for j in range(len(inst.jobs))]
+    work = tmp_path / "pinned.csv"
+    work.write_text("\n".join(["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,submit_s,duration_s",
+                               *rows, *extra_rows]) + "\n")
+    c = inst.cluster
+    cluster = tmp_path / "nodes.json"
+    cluster.write_text(json.dumps({"nodes": [{"cpu_milli": int(c.cpu_milli[i]), "memory_mib": int(c.memory_mib[i]),
+                                              "gpu": int(c.gpu[i]), "model": str(c.model[i])}
+                                             for i in range(c.n_nodes)]}))
+    return work, cluster
+
+
+ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "20"]
+
+
+def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
+    """``--scale`` on the pinned-nodes family plus a job of 64 cores (nodes have 32): the job is rejected with its
+    reason (terminal and ``rejected.csv``) and left out of runs and bounds; every run has the hand-derived mean wait
+    ``975 * 40 / 43`` (the rejected job counts in neither), the pooled bound is 0 (starting everything at once
+    fits the pooled capacities), and so are ceilings (a) and (b); free re-packing cannot clear a node (every
+    other node holds a pin or an 8-GPU job), so ceiling (c) is the run's wait and the split puts it all on
+    order and placement."""
+    work, cluster = _write(tmp_path, ["huge,64000,1024,1,1000,,0,10"])
+    out = tmp_path / "out"
+    assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "job 43 (huge): rejected (cpu: no node with the GPUs has cpu_milli milli-cores)" in said
+    rejected = pd.read_csv(out / "rejected.csv")
+    assert rejected.to_dict("records") == [{"job": 43, "name": "huge",
+                                            "reason": "cpu: no node with the GPUs has cpu_milli milli-cores"}]
+    frame = pd.read_csv(out / "schedule-bound.csv")
+    assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "bound-all"]
+    runs = frame[frame["status"] == "run"]
+    assert runs["mean_wait_s"].tolist() == pytest.approx([PINNED_FAMILY_WAIT] * 2)
+    bound = frame[frame["method"] == "bound-all"].iloc[0]
+    assert (bound["status"], bound["valid_for"]) == ("optimal", "all") and bound["mean_wait_s"] < 1e-3
+    interval = pd.read_csv(out / "interval.csv")
+    assert len(interval) == 1 and interval["trace"].iloc[0] == "pinned" and math.isnan(interval["load"].iloc[0])
+    assert interval["best_run_wait_s"].iloc[0] == pytest.approx(PINNED_FAMILY_WAIT)
+    assert interval["ratio"].iloc[0] > 1e6                          # the pooled bound sees nothing of it
+    diag = pd.read_csv(out / "diagnostics.csv").set_index("quantity")["value_s"]
+    assert diag["ceiling_pooled_s"] == 0 and diag["ceiling_per_type_s"] == 0
+    assert diag["ceiling_repack_s"] == pytest.approx(PINNED_FAMILY_WAIT)
+    assert (diag["capacity_s"], diag["non_migration_s"]) == (0, 0)
+    assert diag["order_and_placement_s"] == pytest.approx(PINNED_FAMILY_WAIT)
+    profile = pd.read_csv(out / "profile.csv")
+    assert (profile["above_s"] == 0).all() and set(profile["group"]) == {"all"}
+    assert (out / "interval.png").is_file() and (out / "schedule-bound.md").is_file()
+
+
+def test_a_registered_bound_above_a_run_stops_the_study(tmp_path, monkeypatch):
+    """A bound method registered with one line; one that claims more than a validated run is caught by name."""
+    work, cluster = _write(tmp_path)
+    monkeypatch.setitem(schedule.BOUND_METHODS, "too-high",
+                        lambda point: BoundRecord(PINNED_FAMILY_WAIT + 1, "optimal", "all", 0.0, 0.0))
+    monkeypatch.setitem(schedule.BOUND_METHODS, "fine",
+                        lambda point: BoundRecord(PINNED_FAMILY_WAIT, "optimal", "all", 0.0, 0.0))
+    with pytest.raises(AssertionError, match="bound-too-high .* above .* of the validated run best-fit/fifo"):
+        main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
+
+
+def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
+    """A run method sees the runs so far; its schedule is replayed (an invalid one stops the study) and its name
+    is its row's method; the interval names the best."""
+    from fgdopt.state import InfeasiblePlacement
+    from fgdopt.timeline.schedule import Schedule
+
+    work, cluster = _write(tmp_path)
+    seen = {}
+
+    def copy_best(point, runs):
+        seen.update(runs)
+        best = min(runs.values(), key=lambda r: r.schedule.start_s.sum())
+        return [schedule.RunRecord("copy-of-best", best.schedule, 0.0, 0.0)]
+
+    monkeypatch.setitem(schedule.RUN_METHODS, "copy", copy_best)
+    out = tmp_path / "out"
+    assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
+    assert set(seen) == {"best-fit/fifo", "best-fit/sjf"}
+    assert "copy-of-best" in pd.read_csv(out / "schedule-bound.csv")["method"].tolist()
+
+    def broken(point, runs):
+        s = next(iter(runs.values())).schedule
+        return [schedule.RunRecord("broken", Schedule(s.start_s - 1.0, s.node, s.gpus), 0.0, 0.0)]
+
+    monkeypatch.setitem(schedule.RUN_METHODS, "copy", broken)
+    with pytest.raises(InfeasiblePlacement):
+        main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
+
+
+def test_check_bounds_by_validity():
+    """A ``background-on-time`` bound is held against the stream wait of the runs that started the background on
+    arrival only; an ``all`` bound against every run's mean wait."""
+    base = {"trace": "t", "seed": 1, "load": 1.0, "mean_jct_s": 0.0, "stream_jct_s": 0.0, "wall_s": 0.0, "cpu_s": 0.0}
+    rows = [{**base, "method": "a/b", "status": "run", "valid_for": "", "mean_wait_s": 10.0, "stream_wait_s": 5.0,
+             "background_on_time": False},
+            {**base, "method": "c/d", "status": "run", "valid_for": "", "mean_wait_s": 20.0, "stream_wait_s": 8.0,
+             "background_on_time": True},
+            {**base, "method": "bound-p", "status": "optimal", "valid_for": "background-on-time",
+             "mean_wait_s": math.nan, "stream_wait_s": 7.0, "background_on_time": True},
+            {**base, "method": "bound-a", "status": "time_limit", "valid_for": "all", "mean_wait_s": 10.0,
+             "stream_wait_s": math.nan, "background_on_time": False}]
+    check_bounds(pd.DataFrame(rows))                  # 7 <= 8 (c/d only); 10 <= 10 and 20
+    rows[2]["stream_wait_s"] = 8.5
+    with pytest.raises(AssertionError, match="bound-p .* above the 8 s of the validated run c/d"):
+        check_bounds(pd.DataFrame(rows))
+    rows[2]["stream_wait_s"] = 7.0
+    rows[3]["mean_wait_s"] = 10.01
+    with pytest.raises(AssertionError, match="bound-a"):
+        check_bounds(pd.DataFrame(rows))
+
+
+def test_interval_ratio():
+    assert interval_ratio(101.5, 1.6) == pytest.approx(63.4375)
+    assert interval_ratio(5.0, 5.0) == 1.0 and interval_ratio(0.0, 7e-6) == 1.0
+    assert interval_ratio(3.0, 0.0) == math.inf and math.isnan(interval_ratio(math.nan, 1.0))
