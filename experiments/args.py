@@ -128,6 +128,28 @@ fraction = real(0, 1)
 """A share between 0 and 1 inclusive."""
 
 
+def seconds_or_inf(text: str) -> float:
+    """The type of a waiting time option: a number of seconds >= 0, or ``inf`` (never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        _fail("a number of seconds >= 0 or inf", text)
+    if not value >= 0:
+        _fail("a number of seconds >= 0 or inf", text)
+    return value
+
+
+def add_gang_options(parser: argparse.ArgumentParser) -> None:
+    """``--gang-reserve-s`` and ``--gang-slowdown``, passed to :func:`fgdopt.timeline.simulate` as
+    ``gang_reserve_s`` and ``gang_slowdown`` (its docstring states the rules)."""
+    parser.add_argument("--gang-reserve-s", type=seconds_or_inf, default=math.inf, metavar="S",
+                        help="under backfill, once the first pending gang (workers > 1) in queue order has waited S "
+                        "seconds, no job behind it starts before it (default: inf, plain backfill: a gang may wait "
+                        "while smaller jobs pass)")
+    parser.add_argument("--gang-slowdown", type=real(1), default=1.0, metavar="X",
+                        help="run time factor of a gang whose parts span several nodes (>= 1; default: 1)")
+
+
 def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
     """The type of a list of integers ``>= minimum`` (>= 0): ``"42-51"`` (inclusive, ``A <= B``), ``"1,5,7"``, or
     both (``"1,4-6"``); the values in the order written, at least one."""

@@ -7,14 +7,17 @@ Usage::
         --queue fifo,backfill --seeds 42-44 [--mechanism none,priority,transparent,affinode,tiresias,migrate] \\
         [--checkpoint-s 1800] [--mig A100-40GB [--mig-nodes 32] [--layout dynamic,static]] \\
         [--n-jobs 20000] [--arrivals poisson|trace] [--instants 3] [--time-limit 60] [--sample 60] \\
-        [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
+        [--gang-reserve-s S] [--gang-slowdown X] [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.timeline --workload FILE.csv --cluster FILE.json --policies fgd --queue backfill ...
 
 With ``--trace``, each (trace, seed, load) is one job set of :func:`fgdopt.timeline.sources.openb_jobs` (the
 services as a background, ``--n-jobs`` stream jobs at offered load ``--load``, a stationary warm start, the
 measurement window after a 10% warm-up); every (policy, queue) runs on the same jobs. With ``--workload`` the jobs
 are the file's (:func:`fgdopt.timeline.jobs.read_workload`, all measured) on the nodes of the instance file
-``--cluster`` (its ``nodes``); ``--load`` and ``--trace`` do not apply. Each run is :func:`fgdopt.timeline.simulate`
+``--cluster`` (its ``nodes``); ``--load`` and ``--trace`` do not apply. A job of ``workers > 1`` is a gang (its parts
+each on one node, all started and freed together; ``--gang-reserve-s`` and ``--gang-slowdown`` as in
+:func:`fgdopt.timeline.simulate`); a workload with gangs takes no optimum instants (the models of
+:mod:`formulations.timeline` place single-node jobs only). Each run is :func:`fgdopt.timeline.simulate`
 (policy seeded by the seed); at ``--instants`` instants evenly spread inside the window the jobs present are copied
 out and :mod:`formulations.timeline` answers (i) the most GPU demand they could hold placed afresh and (ii) the
 most pending demand admissible without moving a running job, each as incumbent and proven bound, checked against
@@ -33,10 +36,12 @@ by :func:`~fgdopt.mig.timeline.mix_configs`; ``static:CONFIG`` puts one configur
 not a MIG model).
 
 Writes to ``DIR``: ``timeline.csv`` (one row per run: the run's keys and
-:data:`fgdopt.timeline.metrics.STATS_COLUMNS`), ``jobs.csv`` (run keys, ``name, submit_s, start_s, finish_s, node,
-status, reason, measured, evictions``; ``start_s`` / ``finish_s`` empty and ``node`` -1 where a job never started or
-finished; ``status`` finished, running, pending, rejected or dropped; ``reason`` why a rejected job fits no empty
-node, e.g. ``gpus`` or ``gpu_spec``, :data:`fgdopt.timeline.admission.REJECT_REASONS`),
+:data:`fgdopt.timeline.metrics.STATS_COLUMNS`), ``jobs.csv`` (run keys, ``name, workers, submit_s, start_s, finish_s,
+node, status, reason, measured, evictions``; ``workers`` the parts of a gang (1: a single-node job), all started and
+finished at its ``start_s`` and ``finish_s``, ``node`` its first part's; ``start_s`` / ``finish_s`` empty and ``node``
+-1 where a job never started or finished; ``status`` finished, running, pending, rejected or dropped; ``reason``
+why a rejected job fits no empty node, e.g. ``gpus``, ``gpu_spec`` or ``workers``,
+:data:`fgdopt.timeline.admission.REJECT_REASONS`),
 ``series.csv`` (run keys and the per-instant series sampled every ``--sample`` seconds up to the end of the
 measurement window), ``optimum.csv`` (run keys, ``time_s, question, current_milli,
 incumbent_milli, bound_milli, status, wall_s``) and ``timeline.png``; prints the run table and, per policy, the
@@ -51,12 +56,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from experiments.args import (
+    add_gang_options,
     check_paths,
     existing_file,
     names_or_specs,
@@ -95,7 +102,8 @@ OUTPUTS = ("timeline.csv", "jobs.csv", "series.csv", "optimum.csv", "timeline.pn
 """The files the study writes into ``--output``."""
 parse_floats = real_list(0.0)
 """``--load``: offered loads, fractions of GPU capacity (each > 0)."""
-JOB_COLUMNS = ("name", "submit_s", "start_s", "finish_s", "node", "status", "reason", "measured", "evictions")
+JOB_COLUMNS = ("name", "workers", "submit_s", "start_s", "finish_s", "node", "status", "reason", "measured",
+               "evictions")
 """The columns of ``jobs.csv`` after the run keys (``status``: :data:`fgdopt.timeline.STATUSES`; ``reason``: why a job
 was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
 
@@ -160,7 +168,7 @@ def job_set(trace: str, seed: int, load: float, n_jobs: int, arrivals: str, data
 def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechanism: str, checkpoint_s: float,
              n_jobs: int, arrivals: str, instants: int, time_limit: float, sample_s: float, data_dir: str | None = None,
              workload: str | None = None, cluster: str | None = None, mig: str | None = None, mig_nodes: int = 32,
-             layout: str = "") -> dict:
+             layout: str = "", gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0) -> dict:
     """One run: simulate, its statistics, its jobs and sampled series, and the optimum at ``instants`` instants."""
     from formulations.timeline import admission_optimum, placement_optimum
 
@@ -168,7 +176,8 @@ def run_cell(trace: str, seed: int, load: float, policy: str, queue: str, mechan
     w0, w1 = jobs.window_s
     at = [w0 + (k + 1) * (w1 - w0) / (instants + 1) for k in range(instants)]
     result = simulate(nodes, jobs, policy, queue, seed=seed, snapshots=at,
-                      mechanism=make_mechanism(mechanism, checkpoint_s=checkpoint_s))
+                      mechanism=make_mechanism(mechanism, checkpoint_s=checkpoint_s),
+                      gang_reserve_s=gang_reserve_s, gang_slowdown=gang_slowdown)
     keys = dict(zip(KEYS, (trace, seed, load, policy, queue, mechanism, layout), strict=True))
     frame = result.job_frame().assign(evictions=result.evictions)
     jobs_out = frame[list(JOB_COLUMNS)].assign(node=frame["node"].where(frame["start_s"].notna(), -1))
@@ -292,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(needs --cluster)")
     parser.add_argument("--cluster", type=existing_file, default=None,
                         help="an instance JSON file whose nodes are the cluster")
+    add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
                         "3000 jobs, one instant of 30 s")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
@@ -328,9 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
             load_cluster(args.cluster)
-            read_workload(args.workload)
+            gangs = read_workload(args.workload).tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
+        if gangs:                                        # the optimum models of an instant hold no gangs
+            args.instants = 0
         traces, loads, workload = [Path(args.workload).stem], [float("nan")], Path(args.workload).name
         args.workload, args.cluster = str(args.workload), str(args.cluster)
     else:
@@ -341,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
     cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
-              args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay)
+              args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay,
+              args.gang_reserve_s, args.gang_slowdown)
              for t in traces for s in args.seeds for ld in loads for p in args.policies for q in args.queue
              for m in args.mechanism for lay in (args.layout or [""])]
     keys = [(c[0], c[1], c[2], policy_digest(c[3]), policy_digest(c[4]), *c[5:12],

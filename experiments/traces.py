@@ -4,18 +4,21 @@ single-node jobs.
 Usage::
 
     python -m experiments.traces [--workload DIR ...] [--policies fgd,best-fit,random] [--queue fifo,backfill] \\
-        [--seeds 42] [--max-jobs 20000] [--nodes N] [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
+        [--seeds 42] [--max-jobs 20000] [--nodes N] [--gang-reserve-s S] [--gang-slowdown X] \\
+        [--jobs N | --dask ADDRESS] [--resume] [--quick] --output DIR
 
 Each ``--workload DIR`` is the output folder of ``python -m experiments.convert`` (its ``workload.csv`` and, where
 the trace lists its nodes, ``cluster.json``); without one, the study converts the seven small fixtures of the
 converters (``tests/data/traces``, :data:`FIXTURES`). For each workload it counts jobs and GPU-hours by shape
 and gang size (:mod:`fgdopt.workloads.stats`), then runs :func:`fgdopt.timeline.simulate` on its first
-``--max-jobs`` jobs (by submission) for every (seed, policy, queue). A workload without ``cluster.json`` runs on
-``--nodes`` nodes of 8 GPUs (default: as many as carry its GPU-hours over its submission span at load 1, and at
-least its largest gang and 2); each such node has the CPU and memory of the largest worker (at least 128 cores and
-1 TiB), so that only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model holds are left out
-of the runs (counted as ``not_run``), and so are gangs while the engine holds none
-(:data:`fgdopt.timeline.jobs.GANG_SUPPORT`): the gang columns then stay empty.
+``--max-jobs`` jobs (by submission) for every (seed, policy, queue), gangs included (each part on one node, all
+parts started and freed together; ``--gang-reserve-s`` and ``--gang-slowdown`` as in :func:`~fgdopt.timeline.simulate`).
+A workload without ``cluster.json`` runs on ``--nodes`` nodes of 8 GPUs, or of as many as its largest worker needs up
+to 16 (default: as many nodes as carry its GPU-hours over its submission span at load 1, and at least its largest
+gang and 2); each such node has the CPU and memory of the largest worker (at least 128 cores and 1 TiB), so that
+only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model holds
+(:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose parts
+do not fit the empty cluster together is ``rejected`` with reason ``workers``.
 
 Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row per
 run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs and
@@ -36,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    add_gang_options,
     output_dir,
     parse_policies,
     parse_seeds,
@@ -48,7 +52,7 @@ from fgdopt.model import MAX_GPUS_PER_NODE, Cluster
 from fgdopt.plot import plot_traces
 from fgdopt.timeline import simulate
 from fgdopt.timeline.admission import reason_lines
-from fgdopt.timeline.jobs import GANG_SUPPORT, jobs_from_frame
+from fgdopt.timeline.jobs import jobs_from_frame
 from fgdopt.workloads import stats
 from fgdopt.workloads.convert import convert
 from fgdopt.workloads.format import read_workload_frame
@@ -80,27 +84,35 @@ def load(source: str) -> tuple[pd.DataFrame, list[dict] | None]:
     return read_workload_frame(folder / "workload.csv"), nodes
 
 
+DEFAULT_NODE_GPUS = 8
+"""GPUs of a node of the default cluster, unless a worker needs more (then that many, up to
+:data:`~fgdopt.model.MAX_GPUS_PER_NODE`)."""
+
+
 def default_cluster(frame: pd.DataFrame, nodes: int | None) -> Cluster:
-    """``nodes`` nodes of 8 GPUs (default: the GPU-hours over the submission span at load 1, at least the largest
-    gang and 2), each with the CPU and memory of the largest worker and at least 128 cores and 1 TiB."""
+    """``nodes`` nodes of :data:`DEFAULT_NODE_GPUS` GPUs, or of the largest runnable worker's GPUs if more (default
+    count: the GPU-hours over the submission span at load 1, at least the largest gang and 2), each with the CPU and
+    memory of the largest worker and at least 128 cores and 1 TiB."""
+    largest = frame["num_gpu"].to_numpy()[runnable(frame)]
+    gpus = int(max(DEFAULT_NODE_GPUS, largest.max(initial=0)))
     if nodes is None:
         info = stats.summary(frame)
         span_h = max(info["span_s"], 1.0) / 3600
-        nodes = max(2, info["max_workers"], math.ceil(info["gpu_hours"] / span_h / MAX_GPUS_PER_NODE))
+        nodes = max(2, info["max_workers"], math.ceil(info["gpu_hours"] / span_h / gpus))
     cpu = max(128_000, int(frame["cpu_milli"].max()))
     mem = max(1 << 20, int(frame["memory_mib"].max()))
-    return Cluster([cpu] * nodes, [mem] * nodes, [MAX_GPUS_PER_NODE] * nodes, ["GPU"] * nodes,
+    return Cluster([cpu] * nodes, [mem] * nodes, [gpus] * nodes, ["GPU"] * nodes,
                    tuple(f"node-{i}" for i in range(nodes)))
 
 
 def runnable(frame: pd.DataFrame) -> np.ndarray:
-    """The jobs the engine can hold: a worker of at most :data:`~fgdopt.model.MAX_GPUS_PER_NODE` GPUs, and one
-    worker unless :data:`~fgdopt.timeline.jobs.GANG_SUPPORT`."""
-    ok = frame["num_gpu"].to_numpy() <= MAX_GPUS_PER_NODE
-    return ok if GANG_SUPPORT else ok & (frame["workers"].to_numpy() == 1)
+    """The jobs the engine can hold: a worker of at most :data:`~fgdopt.model.MAX_GPUS_PER_NODE` GPUs (a gang's
+    parts each on one node)."""
+    return frame["num_gpu"].to_numpy() <= MAX_GPUS_PER_NODE
 
 
-def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_jobs: int, nodes: int | None) -> dict:
+def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_jobs: int, nodes: int | None,
+             gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0) -> dict:
     """One run (module docstring): the row of ``traces.csv`` and the per-job rows."""
     frame, records = load(source)
     frame = frame.iloc[np.argsort(frame["submit_s"].to_numpy(), kind="stable")[:max_jobs]].reset_index(drop=True)
@@ -110,9 +122,10 @@ def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_job
     keys = {"workload": name, "seed": seed, "policy": policy, "queue": queue}
     if sim.empty:
         return {"row": {**keys, "jobs_run": 0, "not_run": int((~ok).sum())}, "jobs": pd.DataFrame()}
-    result = simulate(cluster, jobs_from_frame(sim, name), policy, queue, seed=seed, frag=False)
+    result = simulate(cluster, jobs_from_frame(sim, name), policy, queue, seed=seed, frag=False,
+                      gang_reserve_s=gang_reserve_s, gang_slowdown=gang_slowdown)
     jobs = result.job_frame()
-    jobs = jobs.assign(workers=sim["workers"].to_numpy(), **{"class": stats.job_class(sim)}, **keys)
+    jobs = jobs.assign(**{"class": stats.job_class(sim)}, **keys)
     wait = jobs["wait_s"]
     row = {**keys, "jobs_run": len(sim), "not_run": int((~ok).sum()),
            "rejected": int((jobs.status == "rejected").sum()), "finished": int((jobs.status == "finished").sum()),
@@ -148,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="jobs per workload, the first by submission (default: 20000)")
     parser.add_argument("--nodes", type=positive_int, default=None,
                         help="nodes of a workload without cluster.json (default: from its GPU-hours, docstring)")
+    add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="fgd and best-fit, fifo and backfill, seed 42, "
                         "2000 jobs")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
@@ -174,12 +188,12 @@ def main(argv: list[str] | None = None) -> int:
                      f"{info['gpu_hours']:.1f} GPU-hours ({info['gang_gpu_hours']:.1f} in gangs), "
                      f"{info['users']} users")
     shape_frame = pd.concat(shape_rows)[["workload", *stats.SHAPE_COLUMNS]]
-    cells = [(n, src, s, p, q, args.max_jobs, args.nodes) for n, src in sources.items() for s in args.seeds
-             for p in args.policies for q in args.queue]
-    keys = [(n, s, policy_digest(p), policy_digest(q), m, k, GANG_SUPPORT,
+    cells = [(n, src, s, p, q, args.max_jobs, args.nodes, args.gang_reserve_s, args.gang_slowdown)
+             for n, src in sources.items() for s in args.seeds for p in args.policies for q in args.queue]
+    keys = [(n, s, policy_digest(p), policy_digest(q), m, k, r, x,
              content_digest(*(FIXTURE_DIR / f for f in FIXTURES[src])) if src in FIXTURES else
              content_digest(*(f for f in (Path(src) / "workload.csv", Path(src) / "cluster.json") if f.is_file())))
-            for n, src, s, p, q, m, k in cells]
+            for n, src, s, p, q, m, k, r, x in cells]
     runs, code = run_and_write("traces", run_cell, cells, args, keys,
                                lambda done, tmp: write_outputs(done, shape_frame, tmp), parser.prog)
     if code:
@@ -191,9 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, group in first.groupby("workload", sort=False):
         for line in reason_lines(group["reason"].to_numpy()):
             print(f"{name}: {line}")
-    if not GANG_SUPPORT and (runs["not_run"] > 0).any():
-        print("gangs (workers > 1) and workers of more GPUs than a node holds are counted above but not run: "
-              "the engine holds no gangs yet")
+    if (runs["not_run"] > 0).any():
+        print(f"workers of more than {MAX_GPUS_PER_NODE} GPUs (the most a node holds) are counted above but not run")
     return 0
 
 

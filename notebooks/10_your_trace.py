@@ -60,40 +60,59 @@ table
 # ## On the time engine
 #
 # `read_workload` reads the open format (CSV or Parquet) and checks every row; an error is one line naming the
-# file, the row and the field. The time engine places each part of a job on one node; until gangs are carried
-# through the engine (`fgdopt.timeline.jobs.GANG_SUPPORT`), the study `python -m experiments.traces` runs the
-# single-node jobs and counts the gangs apart. Here we run the single-node jobs on two 8-GPU nodes, where some
-# must wait:
+# file, the row and the field. The time engine places each part of a job on one node (parts may share one); a
+# gang's parts start together and are freed together, so a gang waits until all its parts fit at once. Here we run
+# the whole fixture, gangs included, on two 8-GPU nodes, where some jobs must wait, and compare the mean wait of
+# gangs and of single-node jobs:
 
 # %%
 import numpy as np
 
 from fgdopt.model import Cluster
 from fgdopt.timeline import simulate
-from fgdopt.timeline.jobs import GANG_SUPPORT, jobs_from_frame
+from fgdopt.timeline.jobs import jobs_from_frame
 
 frame = conversion.jobs
-single = frame[frame["workers"] == 1].reset_index(drop=True) if not GANG_SUPPORT else frame
 cluster = Cluster([128_000] * 2, [1 << 20] * 2, [8] * 2, ["GPU"] * 2)
-result = simulate(cluster, jobs_from_frame(single, "helios fixture"), "best-fit", "backfill", frag=False)
+result = simulate(cluster, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False)
 jobs = result.job_frame()
 print(result.counts())
-print(f"mean wait {np.nanmean(jobs['wait_s']):.0f} s, makespan {np.nanmax(result.finish_s):.0f} s")
+gang = jobs["workers"] > 1
+print(f"mean wait: gangs {np.nanmean(jobs['wait_s'][gang]):.0f} s, single-node jobs "
+      f"{np.nanmean(jobs['wait_s'][~gang]):.0f} s; makespan {np.nanmax(result.finish_s):.0f} s")
+jobs.loc[gang, ["name", "workers", "submit_s", "start_s", "finish_s", "wait_s"]]
+
+# %% [markdown]
+# Under plain backfill a gang that needs both nodes whole lets smaller jobs pass it. `gang_reserve_s` bounds that:
+# once the first pending gang has waited so many seconds, no job behind it starts before it (the studies'
+# `--gang-reserve-s`). `gang_slowdown` (`--gang-slowdown`) slows a gang whose parts span several nodes:
+
+# %%
+for reserve, slowdown in ((np.inf, 1.0), (0.0, 1.0), (np.inf, 1.2)):
+    run = simulate(cluster, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False,
+                   gang_reserve_s=reserve, gang_slowdown=slowdown).job_frame()
+    g = run["workers"] > 1
+    print(f"gang_reserve_s={reserve}, gang_slowdown={slowdown}: mean wait gangs {np.nanmean(run['wait_s'][g]):.0f} s, "
+          f"single-node jobs {np.nanmean(run['wait_s'][~g]):.0f} s, makespan {np.nanmax(run['finish_s']):.0f} s")
 
 # %% [markdown]
 # ## When a job cannot run at all
 #
 # A job whose shape fits no *empty* node is rejected at its submission, and `jobs.csv` says why (`status`
 # `rejected`, `reason` one of `gpu_spec`, `gpus`, `gpu_milli`, `cpu`, `memory`, `workers`). On nodes of 4 GPUs the
-# 8-GPU jobs of the fixture are rejected for `gpus`:
+# 8-GPU jobs of the fixture are rejected for `gpus` (the gang `j0`, 2 workers of 8 GPUs, too); on one 8-GPU node,
+# the gangs whose two parts do not fit together are rejected for `workers`:
 
 # %%
 from fgdopt.timeline.admission import reason_lines
 
 small = Cluster([128_000] * 4, [1 << 20] * 4, [4] * 4, ["GPU"] * 4)
-run = simulate(small, jobs_from_frame(single, "helios fixture"), "best-fit", "backfill", frag=False).job_frame()
+run = simulate(small, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False).job_frame()
 print("\n".join(reason_lines(run["reason"].to_numpy())))
-run.loc[run["status"] == "rejected", ["name", "status", "reason"]]
+one = Cluster([128_000], [1 << 20], [8], ["GPU"])
+alone = simulate(one, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False).job_frame()
+print("\n".join(reason_lines(alone["reason"].to_numpy())))
+alone.loc[alone["status"] == "rejected", ["name", "workers", "status", "reason"]]
 
 # %% [markdown]
 # **Next:** convert your own trace (`python -m experiments.convert --format F --input FILES --output DIR`) and

@@ -157,8 +157,8 @@ def test_cli_writes_the_workload_the_studies_read(tmp_path, capsys):
     assert "dropped 1: no start_time or end_time" in text
     nodes = json.loads((out / "cluster.json").read_text())["nodes"]
     assert len(nodes) == 4 and nodes[0]["sn"] == "m0"
-    with pytest.raises(ValueError, match="workers > 1 needs gang support"):   # on this branch: gangs refused
-        read_workload(out / "workload.csv")
+    jobs = read_workload(out / "workload.csv")                             # the engine's jobs, gangs included
+    assert (len(jobs), int((jobs.tasks.workers > 1).sum()), int(jobs.tasks.workers.max())) == (24, 2, 4)
 
 
 def _bad(tmp_path: Path, name: str, text: str) -> Path:

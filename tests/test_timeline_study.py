@@ -101,7 +101,7 @@ def test_study_bad_input_is_one_line(tmp_path, capsys):
     pd.read_csv(workload).assign(duration_s=lambda f: np.where(f.index == 3, -5.0, f["duration_s"])).to_csv(
         bad, index=False)
     nodes = tmp_path / "nodes.json"
-    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 1000, "memory_mib": 1, "gpu": 9, "model": "T4"}]}))
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 1000, "memory_mib": 1, "gpu": 17, "model": "T4"}]}))
     for args, message in (([str(bad), str(cluster)], "bad.csv: job row 3: field 'duration_s' must be a number >= 0"),
                           ([str(workload), str(nodes)], "nodes.json: not a valid node list (node row 0: field 'gpu'")):
         with pytest.raises(SystemExit) as exit_:

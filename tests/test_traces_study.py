@@ -1,5 +1,5 @@
-"""python -m experiments.traces on the converters' fixtures: statistics by hand, gangs counted but not run (no gang
-support on this branch), rejections with their reason, a converted folder as --workload, bad input in one line."""
+"""python -m experiments.traces on the converters' fixtures: statistics by hand, gangs run beside single-node jobs,
+rejections with their reason, a converted folder as --workload, bad input in one line."""
 
 from __future__ import annotations
 
@@ -23,18 +23,29 @@ def test_quick_run_on_the_fixtures(tmp_path, capsys):
     runs = pd.read_csv(out / "traces.csv")
     assert len(runs) == 7 * 2 * 2
     helios = runs[runs.workload == "helios"]
-    assert (helios.jobs_run == 22).all() and (helios.not_run == 3).all() and helios.mean_wait_gang_s.isna().all()
-    # spot2026: the 15 regular A10 jobs of 2, 4 or 8 GPUs (i % 4 != 0) find no A10 node of that many GPUs
+    # helios: its 3 gangs run too; on nodes as many as its 54.1 GPU-hours over 670 s of submissions need (37 of 8
+    # GPUs) nothing waits
+    assert (helios.jobs_run == 25).all() and (helios.not_run == 0).all() and (helios.finished == 25).all()
+    assert (helios.mean_wait_gang_s == 0).all() and (helios.mean_wait_single_s == 0).all()
+    # spot2026: the 15 regular A10 jobs of 2, 4 or 8 GPUs (i % 4 != 0) find no A10 node of that many GPUs, and its
+    # 2 gangs (94 workers of 1 A100, 3 of half an A10) do not fit its nodes together
     spot = runs[runs.workload == "spot2026"]
-    assert (spot.rejected == 15).all() and (spot.not_run == 2).all()
+    assert (spot.rejected == 15 + 2).all() and (spot.not_run == 0).all()
     jobs = pd.read_csv(out / "traces_jobs.csv", keep_default_na=False)
     spot_jobs = jobs[(jobs.workload == "spot2026") & (jobs.policy == "fgd") & (jobs.queue == "fifo")]
     rejected = spot_jobs[spot_jobs.status == "rejected"]
-    assert sorted(rejected.name) == sorted(f"r{i}" for i in range(20) if i % 4) and (rejected.reason == "gpus").all()
+    assert sorted(rejected.name) == sorted([*(f"r{i}" for i in range(20) if i % 4), "s0", "s2"])
+    assert rejected.set_index("name").reason.to_dict() == {**{f"r{i}": "gpus" for i in range(20) if i % 4},
+                                                           "s0": "workers", "s2": "workers"}
+    gangs = jobs[(jobs.workers > 1) & (jobs.policy == "fgd") & (jobs.queue == "fifo")]
+    assert gangs.groupby("workload").size().to_dict() == {"acme": 1, "helios": 3, "pai2020": 2, "philly": 2,
+                                                         "spot2026": 2, "swf": 2}
+    assert (gangs["class"] == "gang").all()
     assert (out / "traces.png").stat().st_size > 10_000
     text = capsys.readouterr().out
     assert "helios: 25 jobs, 3 gangs (up to 2 workers), " in text
     assert "spot2026: 15 job(s) rejected (gpus): no node of an allowed GPU model has num_gpu GPUs" in text
+    assert "spot2026: 2 job(s) rejected (workers): the gang's workers do not fit the empty cluster together" in text
 
 
 def test_a_converted_folder_is_a_workload(tmp_path):

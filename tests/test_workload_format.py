@@ -51,10 +51,9 @@ def test_csv_and_parquet_read_the_same(tmp_path):
 @pytest.mark.parametrize(("text", "message"), [
     (HEADER + "\n0,-5,1,1000,0\n", r"w.csv: job row 0: field 'duration_s' must be a number >= 0, got -5$"),
     (HEADER + ",workers\n0,5,1,1000,0,1\n0,5,1,1000,0,0\n", r"w.csv: job row 1: field 'workers' must be .* >= 1"),
-    (HEADER + ",workers\n0,5,1,1000,0,1\n0,5,1,1000,0,2\n",
-     r"w.csv: job row 1: field 'workers' is 2; workers > 1 needs gang support$"),
-    ("submit_s,duration_s,num_gpu,cpu_milli\n0,5,1,1000\n", r"w.csv: unknown column\(s\) \[\], missing .*'memory_mib'"),
-    (HEADER + ",colour\n0,5,1,1000,0,red\n", r"w.csv: unknown column\(s\) \['colour'\]"),
+    (HEADER + ",workers\n0,5,1,1000,0,1\n0,5,1,1000,0,-2\n", r"w.csv: job row 1: field 'workers' must be .* >= 1"),
+    ("submit_s,duration_s,num_gpu,cpu_milli\n0,5,1,1000\n", r"w.csv: missing column memory_mib; expected name, "),
+    (HEADER + ",colour\n0,5,1,1000,0,red\n", r"w.csv: unknown column colour; expected name, "),
     (HEADER + "\n0,5,1.5,1000,0\n", r"w.csv: job row 0: field 'num_gpu' must be an integer, got 1.5$"),
     (HEADER + "\n0,5,x,1000,0\n", r"w.csv: job row 0: field 'num_gpu' is missing or not a number \('x'\)$"),
     (HEADER + ",priority\n0,5,1,1000,0,high\n", r"w.csv: job row 0: field 'priority' is not a number \('high'\)$"),

@@ -6,7 +6,11 @@ As ``pollux.py`` of ``petuum/adaptdl`` ``simulator/`` (``c793c708``) defines it,
   has been measured on, 1)`` GPUs (at most 64 and ``max batch // min local batch``; NCF: 1).
 * **Speedup** of a job on ``n`` nodes and ``r`` GPUs: its goodput there (its fitted model,
   :class:`~fgdopt.elastic.goodput.GoodputModel`, batch size optimized) over its goodput on its fair share, ``ceil(G /
-  J)`` GPUs on one node (``G`` GPUs, ``J`` jobs); a job not yet measured: ``r / ceil(G / J)``.
+  J)`` GPUs on one node (``G`` GPUs, ``J`` jobs); a job not yet measured: ``r / ceil(G / J)``. A model's speedups
+  are rounded to :data:`SPEEDUP_DECIMALS` decimals (not in Pollux): they come from ``exp`` and ``log``, whose
+  float64 results numpy computes differently, by a few units in the last place, on different CPUs (its own SIMD
+  code where AVX-512 is present, the C library elsewhere), and the search, which compares states by sums of
+  speedups, would otherwise take other draws on another machine.
 * **Objectives** of a state (GPUs of every job on every node), both maximized: the power mean (exponent -1) of the
   jobs' speedups x ``4 / G`` (+ 1e-3), each of a job whose allocation changes scaled by ``max(age - 30 restarts, 0)
   / (age + 30)`` (the restart penalty; ``age`` its seconds since submission); and the cluster utility, the sum of
@@ -43,6 +47,9 @@ DELAY_S = 30.0
 """The restart delay the objective charges, seconds."""
 P = -1.0
 """Exponent of the power mean (more negative: fairer)."""
+SPEEDUP_DECIMALS = 9
+"""Decimals a model's speedup keeps (module docstring): far above the few-ulp (~1e-16 relative) differences between
+CPUs, far below any difference between configurations that matters (measured on the toy jobs of the tests: 5%)."""
 
 
 def cap_of(job: ElasticJob, total_gpus: int) -> int:
@@ -67,7 +74,7 @@ def speedup_table(job: ElasticJob, nodes: int, cap: int, fair: int) -> np.ndarra
     ok = n <= r
     if ok.any():
         good = model.optimize(n[ok], r[ok], app.max_batch_size, rng)[0]
-        table[n[ok], r[ok]] = good / base
+        table[n[ok], r[ok]] = np.round(good / base, SPEEDUP_DECIMALS)
     return table
 
 

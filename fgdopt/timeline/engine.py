@@ -258,11 +258,13 @@ class TimelineResult:
         return {name: int((self.status == k).sum()) for k, name in enumerate(STATUSES)}
 
     def job_frame(self) -> pd.DataFrame:
-        """One row per job: ``name, submit_s, duration_s, start_s, finish_s, wait_s, jct_s, node, status,
-        reason, measured`` (times in seconds, NaN where they do not exist; ``status`` one of :data:`STATUSES`,
-        ``reason`` why a job was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
+        """One row per job: ``name, workers, submit_s, duration_s, start_s, finish_s, wait_s, jct_s, node, status,
+        reason, measured`` (times in seconds, NaN where they do not exist; ``workers`` the parts of a gang, 1 for a
+        single-node job, all started and finished at the job's times; ``node`` a gang's first part's; ``status``
+        one of :data:`STATUSES`, ``reason`` why a job was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
         return pd.DataFrame({
-            "name": self.jobs.tasks.names, "submit_s": self.jobs.submit_s, "duration_s": self.jobs.duration_s,
+            "name": self.jobs.tasks.names, "workers": self.jobs.tasks.workers, "submit_s": self.jobs.submit_s,
+            "duration_s": self.jobs.duration_s,
             "start_s": self.start_s, "finish_s": self.finish_s, "wait_s": self.start_s - self.jobs.submit_s,
             "jct_s": self.finish_s - self.jobs.submit_s, "node": self.node,
             "status": np.array(STATUSES, dtype=object)[self.status],

@@ -25,13 +25,9 @@ from fgdopt.model import TaskSet
 from fgdopt.workloads.format import read_workload_frame, write_workload
 
 WORKLOAD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "submit_s", "duration_s")
-"""Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU); an
-optional ``priority`` column (integer, higher outranks lower) feeds priority preemption."""
-
-
-GANG_SUPPORT = False
-"""Whether a job may have ``workers`` > 1 (a gang over several nodes). Until the data model holds gangs,
-:func:`jobs_from_frame` refuses them and the trace study leaves them out of its runs (it still counts them)."""
+"""Columns of a workload file (times in seconds, CPU in milli-cores, memory in MiB, GPU in milli-GPU per GPU, all
+per part of a job); an optional ``workers`` column (parts of a gang, default 1) and an optional ``priority`` column
+(integer, higher outranks lower) feed gangs and priority preemption."""
 
 
 def _times(values, what: str) -> np.ndarray:
@@ -112,11 +108,14 @@ class JobSet:
                       self.window_s, self.priority[rows])
 
     def to_frame(self) -> pd.DataFrame:
-        """The jobs as a DataFrame with the columns :data:`WORKLOAD_COLUMNS` (and ``priority`` if any is set)."""
+        """The jobs as a DataFrame with the columns :data:`WORKLOAD_COLUMNS`, and ``workers`` if some job is a gang,
+        ``priority`` if any is set."""
         t = self.tasks
         frame = pd.DataFrame({"name": t.names, "cpu_milli": t.cpu_milli, "memory_mib": t.memory_mib,
                               "num_gpu": t.num_gpu, "gpu_milli": t.gpu_milli, "gpu_spec": t.gpu_spec,
                               "submit_s": self.submit_s, "duration_s": self.duration_s})
+        if t.has_gangs:
+            frame = frame.assign(workers=t.workers)
         return frame.assign(priority=self.priority) if self.priority.any() else frame
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -137,7 +136,7 @@ def read_workload(path: str | os.PathLike) -> JobSet:
     FileNotFoundError : no such file.
     ValueError : one line naming the file and the first bad row or column (a row with more or fewer fields than
         the header, no rows, an unknown or missing column, a missing, negative or non-numeric value, an invalid
-        task shape, a name used twice, a gang: ``workers`` > 1).
+        task shape, a name used twice, ``workers`` 0).
     """
     return jobs_from_frame(read_workload_frame(path), path)
 
@@ -146,14 +145,10 @@ def jobs_from_frame(frame: pd.DataFrame, path: str | os.PathLike = "<frame>") ->
     """The :class:`JobSet` of a checked open-format frame (:func:`fgdopt.workloads.format.check_workload_frame`);
     ``ValueError`` in one line naming ``path``, the row and the field (the task shape rules of
     :class:`~fgdopt.model.TaskSet`)."""
-    # ---- gangs: the one place that refuses them until the data model holds workers > 1 (GANG_SUPPORT) ----------
-    if not GANG_SUPPORT and (bad := np.flatnonzero(frame["workers"].to_numpy() > 1)).size:
-        raise ValueError(f"{path}: job row {int(bad[0])}: field 'workers' is {int(frame['workers'].iloc[bad[0]])}; "
-                         "workers > 1 needs gang support")
-    # ---------------------------------------------------------------------------------------------------------------
     try:
         tasks = TaskSet(frame["cpu_milli"].to_numpy(), frame["memory_mib"].to_numpy(), frame["num_gpu"].to_numpy(),
-                        frame["gpu_milli"].to_numpy(), frame["gpu_spec"].to_numpy(), names=tuple(frame["name"]))
+                        frame["gpu_milli"].to_numpy(), frame["gpu_spec"].to_numpy(), names=tuple(frame["name"]),
+                        workers=frame["workers"].to_numpy())
         return JobSet(tasks, frame["submit_s"].to_numpy(), frame["duration_s"].to_numpy(),
                       priority=frame["priority"].to_numpy())
     except ValueError as exc:
