@@ -273,7 +273,7 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         if left <= 0:
             status = "time_limit"
             break
-        h.setOptionValue("time_limit", left)
+        h.setOptionValue("time_limit", h.getRunTime() + left)       # HiGHS counts its runs' time
         h.run()
         ms = h.getModelStatus()
         if ms != highspy.HighsModelStatus.kOptimal:
