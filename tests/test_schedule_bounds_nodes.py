@@ -150,3 +150,16 @@ def test_knapsack_matches_brute_force():
             assert value[k] == pytest.approx(best)
             assert (counts[k] @ weights <= [cap_h, cap_u]).all()
             assert float(counts[k] @ prices[k]) == pytest.approx(best)
+
+
+def test_half_gpu_jobs_share_a_gpu():
+    """One node of one GPU; two 500 milli-GPU jobs at t = 0 (100 s) share the GPU: optimum wait 0, so every
+    bound is 0 (the dual-feasible function counts each as half a GPU, not a whole one). With a third such job
+    one waits 100 s: mean 100 / 3, which the configuration LP meets (at most two halves per GPU at a time)."""
+    cluster = Cluster([32_000], [65_536], [1], ["T4"])
+    two = JobSet(TaskSet([1000] * 2, [1024] * 2, [1, 1], [500, 500]), [0, 0], [100, 100])
+    assert config_bound(cluster, two).wait_s == 0.0
+    assert nodedecomp_bound(cluster, two).wait_s == 0.0
+    three = JobSet(TaskSet([1000] * 3, [1024] * 3, [1, 1, 1], [500, 500, 500]), [0, 0, 0], [100, 100, 100])
+    assert config_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
+    assert nodedecomp_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
