@@ -66,9 +66,6 @@ GM_UNIT = 125
 TOLERANCE = 1e-7
 """Relative gap (of the total wait, at least 1 s) between the master's optimum and the Lagrangian bound at which
 column generation stops as ``optimal``; also the reduced cost below which a column is added."""
-SMOOTHING = 0.7
-"""Wentges smoothing: columns are priced at ``SMOOTHING`` x the best prices so far plus the rest x the master's
-duals (the master's alone when that finds no column); it speeds column generation, the bound is valid for any."""
 JOB_BLOCK = 2048
 """Jobs priced at once (memory: ``JOB_BLOCK x 2K`` candidate starts)."""
 
@@ -165,7 +162,7 @@ class _Grid:
 
 
 def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s: float | None = None,
-                 time_limit: float = 60.0, max_iter: int = 1000) -> BoundRecord:
+                 time_limit: float = 60.0, max_iter: int = 1000, smoothing: float = 0.0) -> BoundRecord:
     """The configuration LP bound of the module docstring on the mean wait of all admitted jobs.
 
     Parameters
@@ -174,6 +171,9 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         submission span plus twice the median duration).
     time_limit : wall seconds; when reached the best bound so far is returned with status ``time_limit``.
     max_iter : column generation rounds (status ``iteration_limit`` when reached).
+    smoothing : Wentges smoothing in [0, 1): columns are priced at ``smoothing`` x the best prices so far plus the
+        rest x the master's duals (at the master's alone when that finds no column); the bound is valid for any.
+        At full scale (openb default, load 1.1, 64 intervals, 600 s) 0.7 reached 11.9 s against 14.3 s without.
     """
     import highspy
 
@@ -323,7 +323,7 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         pi_q = np.clip(-y[cov0:pool0], 0.0, None).reshape(n_q, K)
         pi_r = np.clip(-y[pool0:conv0], 0.0, None).reshape(3, K)
         sigma = np.clip(-y[conv0:], 0.0, None).reshape(len(gpu_types), K)
-        for a in (SMOOTHING, 0.0):                                   # smoothed prices; the master's if they mislead
+        for a in ((smoothing, 0.0) if smoothing else (0.0,)):                                   # smoothed prices; the master's if they mislead
             sq, sr = a * center_q + (1 - a) * pi_q, a * center_r + (1 - a) * pi_r
             low, starts = job_costs(sq, sr)
             configs = best_configs(sq)
