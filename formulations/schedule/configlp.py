@@ -323,7 +323,7 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         pi_q = np.clip(-y[cov0:pool0], 0.0, None).reshape(n_q, K)
         pi_r = np.clip(-y[pool0:conv0], 0.0, None).reshape(3, K)
         sigma = np.clip(-y[conv0:], 0.0, None).reshape(len(gpu_types), K)
-        for a in ((smoothing, 0.0) if smoothing else (0.0,)):                                   # smoothed prices; the master's if they mislead
+        for a in ((smoothing, 0.0) if smoothing else (0.0,)):      # smoothed; the master's if they mislead
             sq, sr = a * center_q + (1 - a) * pi_q, a * center_r + (1 - a) * pi_r
             low, starts = job_costs(sq, sr)
             configs = best_configs(sq)
