@@ -176,7 +176,7 @@ def _subset_bound(cluster: Cluster, jobs: JobSet, sub: np.ndarray, groups: list[
         pi, sigma = dual[:n], np.minimum(dual[n:], 0.0)
         bound, added, proven = float(pi.sum()), False, True
         for t, group in enumerate(groups):
-            cands = np.flatnonzero(fits[sub, t] & (pi > TOLERANCE))
+            cands = np.flatnonzero(fits[sub, t] & (pi > 0))
             if not len(cands):
                 continue
             left = deadline - time.perf_counter()
