@@ -42,6 +42,11 @@ cheapest start and each ``(t, k)``'s best configuration while their reduced cost
 ``L`` meets the master's optimum (status ``optimal``). Every schedule's total wait is at least ``L``; divide by
 the number of admitted jobs for the mean wait. The non-preemption is exact on the job side (a job's start is one
 number), so the bound is also at least the preemptive configuration LP's.
+
+Measured (openb default, 20,000 stream jobs, seed 42, 64 intervals, 600 s on a shared 2-core machine): load 1.1
+14.3 s (``time_limit`` after 15 rounds, the master at 14.9 s; the pooled LP gives 1.6 s); load 1.0 0 s
+(``optimal``: with free re-packing nothing waits on this grid); load 1.2 0 s (``time_limit`` after 4 rounds, the
+master at 96.5 s: the Lagrangian bound lags the master until column generation nears its end).
 """
 
 from __future__ import annotations
