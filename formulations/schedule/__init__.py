@@ -1,11 +1,17 @@
 """The offline scheduling problem over time (:mod:`fgdopt.timeline.schedule`): one front, :func:`solve_schedule`.
 
-=====================================  ======================================================================
-:mod:`formulations.schedule.exact`     the exact CP-SAT model (optional intervals per job x node and
-                                       job x GPU, cumulatives, symmetry rules, the engine's best run as hint)
-:mod:`formulations.schedule.bound`     the pooled, preemptive, interval-indexed LP: a certified lower bound on
-                                       the mean JCT that scales to the whole openb cluster
-=====================================  ======================================================================
+=======================================  ======================================================================
+:mod:`formulations.schedule.exact`       the exact CP-SAT model (optional intervals per job x node and
+                                         job x GPU, cumulatives, symmetry rules, the engine's best run as hint)
+:mod:`formulations.schedule.bound`       the pooled, preemptive, interval-indexed LP: a certified lower bound on
+                                         the mean JCT that scales to the whole openb cluster
+:mod:`formulations.schedule.configlp`    the time x node-type configuration LP (column generation, a Lagrangian
+                                         bound valid at every iteration): sees that jobs fit nodes, not that
+                                         they never move
+:mod:`formulations.schedule.nodedecomp`  node schedules on disjoint job subsets (column generation with CP-SAT
+                                         pricing): sees that jobs never move, on subsets of a few dozen jobs
+:mod:`formulations.schedule.record`      :class:`BoundRecord`, the one result of every bound
+=======================================  ======================================================================
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, validate_schedule
 from formulations.schedule.bound import PooledBound, pooled_bound
+from formulations.schedule.configlp import config_bound
 from formulations.schedule.exact import MODEL_OBJECTIVES, solve_exact
+from formulations.schedule.nodedecomp import nodedecomp_bound
+from formulations.schedule.record import BoundRecord, pooled_record
 
 STATUSES = ("optimal", "time_limit", "infeasible")
 LP_SHARE = 0.25
@@ -29,7 +38,8 @@ BOUND_TOLERANCE = 1e-6
 """Relative tolerance within which an incumbent meeting its bound counts as proven (CP-SAT's bounds are exact
 integers in the model's unit; the LP's are lowered by :data:`formulations.schedule.bound.SAFETY`)."""
 
-__all__ = ["MODEL_OBJECTIVES", "STATUSES", "PooledBound", "ScheduleResult", "pooled_bound", "solve_schedule"]
+__all__ = ["MODEL_OBJECTIVES", "STATUSES", "BoundRecord", "PooledBound", "ScheduleResult", "config_bound",
+           "nodedecomp_bound", "pooled_bound", "pooled_record", "solve_schedule"]
 
 
 @dataclass(frozen=True, eq=False)

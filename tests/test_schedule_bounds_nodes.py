@@ -1,0 +1,165 @@
+"""The node-aware lower bounds of the offline schedule: the configuration LP and the node-schedule decomposition.
+
+Hand-worked instances (values derived in each docstring), validity against the proven optimum (or any validated
+schedule) on the traps and part of ``small-time``, time limits, determinism, and the configuration knapsack
+against brute force.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fgdopt import Cluster, TaskSet
+from fgdopt.timeline import JobSet
+from fgdopt.timeline.suites import time_suite, trap_instances
+from formulations.schedule import pooled_bound, solve_schedule
+from formulations.schedule.configlp import config_bound, knapsack
+from formulations.schedule.nodedecomp import nodedecomp_bound, window_subsets
+from formulations.schedule.record import BoundRecord, pooled_record
+
+
+def _gpu_jobs(n_nodes: int, gpus: int, rows: list[tuple[int, float, float]]) -> tuple[Cluster, JobSet]:
+    """``n_nodes`` nodes of ``gpus`` whole GPUs; jobs ``(num_gpu, submit_s, duration_s)`` of whole GPUs."""
+    cluster = Cluster([64_000] * n_nodes, [262_144] * n_nodes, [gpus] * n_nodes, ["V100"] * n_nodes)
+    n = len(rows)
+    tasks = TaskSet([1000] * n, [1024] * n, [g for g, _, _ in rows], [1000] * n)
+    return cluster, JobSet(tasks, [s for _, s, _ in rows], [d for _, _, d in rows])
+
+
+def pins() -> tuple[Cluster, JobSet]:
+    """Three 5-GPU jobs pin three 8-GPU nodes against an 8-GPU job: optimum mean wait 2.5 s, pooled bound 0.
+
+    Three nodes of 8 GPUs; at t = 0 three 5-GPU jobs of 100 s and one 8-GPU job of 10 s. No two of the four share
+    a node (5 + 5 > 8, 5 + 8 > 8), so one of them waits. The only job that can end before 100 s is the 8-GPU one
+    (at 10 s at the earliest), so whoever waits, waits at least 10 s: total >= 10. Reached by the 8-GPU job on
+    the third node 0-10 and the third 5-GPU job there 10-110: mean wait 10 / 4 = 2.5 s. Pooled, starting
+    everything at once uses 3 * 5 + 8 = 23 <= 24 GPUs (CPU and memory ample): every pooled relaxation gives 0.
+    """
+    return _gpu_jobs(3, 8, [(5, 0, 100), (5, 0, 100), (5, 0, 100), (8, 0, 10)])
+
+
+def drain() -> tuple[Cluster, JobSet]:
+    """A whole-node job must wait for a node to drain: optimum mean wait 4 s, pooled bound 0.
+
+    Four nodes of 4 GPUs; four 3-GPU jobs submitted at 0 (30 s) and a 4-GPU job at 10 s (100 s). No two 3-GPU
+    jobs share a node (6 > 4) and none shares with the 4-GPU job (7 > 4). If all four 3-GPU jobs start at 0, the
+    4-GPU job waits until the first ends: 30 - 10 = 20 s. If it starts at ``S < 30`` instead, the node it uses
+    runs no 3-GPU job during ``[S, S + 100)``, so one 3-GPU job either ends by ``S < 30`` (impossible: it is
+    30 s long and submitted at 0) or starts at ``>= S + 100 >= 110``: a wait of at least 110 s. So the optimum
+    total wait is 20 s, mean 20 / 5 = 4 s. Pooled: 4 * 3 + 4 = 16 GPUs, the whole cluster: 0.
+    """
+    return _gpu_jobs(4, 4, [(3, 0, 30), (3, 0, 30), (3, 0, 30), (3, 0, 30), (4, 10, 100)])
+
+
+@pytest.mark.parametrize(("make", "optimum", "grid"), [(pins, 2.5, {}),
+                                                       (drain, 4.0, {"intervals": 8, "horizon_s": 80.0})])
+def test_hand_cases_pooled_zero_node_aware_exact(make, optimum, grid):
+    cluster, jobs = make()
+    exact = solve_schedule(cluster, jobs, time_limit=30)
+    assert exact.status == "optimal" and exact.mean_wait_s == pytest.approx(optimum)
+    pooled = pooled_record(pooled_bound(cluster, jobs, step_s=1.0))
+    assert pooled.status == "optimal" and pooled.wait_s == 0.0
+    config = config_bound(cluster, jobs, **grid)
+    assert config.status == "optimal" and config.wait_s == pytest.approx(optimum, rel=1e-5)
+    assert config.wait_s <= optimum
+    decomp = nodedecomp_bound(cluster, jobs)
+    assert decomp.status == "optimal" and decomp.wait_s == pytest.approx(optimum, rel=1e-5)
+    assert decomp.wait_s <= optimum
+    for b in (pooled, config, decomp):
+        assert isinstance(b, BoundRecord) and b.valid_for == "all"
+        assert b.jct_s == pytest.approx(b.wait_s + float(jobs.duration_s.mean()))
+
+
+def _instances():
+    small = time_suite("small-time")
+    return [*(small[i] for i in (0, 1, 2, 3, 5, 9)), *trap_instances()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inst", _instances(), ids=lambda i: i.name)
+def test_bounds_below_every_schedule_and_the_optimum(inst):
+    """Every bound is at most the wait of the exact model's schedule (validated by replay; the optimum when
+    proven) and of the trap's hand-derived optimum."""
+    res = solve_schedule(inst.cluster, inst.jobs, time_limit=10, deterministic_time=20)
+    best = res.mean_wait_s
+    if "mean-jct" in inst.optimum:
+        best = min(best, inst.optimum["mean-jct"] - float(inst.jobs.duration_s.mean()))
+    for b in (config_bound(inst.cluster, inst.jobs, time_limit=20),
+              nodedecomp_bound(inst.cluster, inst.jobs, time_limit=20, pricing_limit=5)):
+        assert b.wait_s >= 0
+        assert b.wait_s <= best + 1e-9, (b.name, b.wait_s, best)
+
+
+def test_config_bound_sees_the_traps_optima():
+    """On the one-GPU traps the configuration bound meets the optimum (shortest first: 1/3 (0 + 1 + 3) = 4/3 s)."""
+    inst = trap_instances()[0]
+    b = config_bound(inst.cluster, inst.jobs, intervals=64)
+    assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
+
+
+def test_time_limits_give_valid_bounds():
+    cluster, jobs = pins()
+    stopped = config_bound(cluster, jobs, time_limit=0.0)
+    assert stopped.status == "time_limit" and stopped.wait_s == 0.0
+    one = config_bound(cluster, jobs, max_iter=1)
+    assert one.status == "iteration_limit" and 0.0 <= one.wait_s <= 2.5
+    stopped = nodedecomp_bound(cluster, jobs, time_limit=0.0)
+    assert stopped.status == "time_limit" and 0.0 <= stopped.wait_s <= 2.5
+    inst = time_suite("small-time")[2]
+    short = nodedecomp_bound(inst.cluster, inst.jobs, time_limit=1.0, pricing_limit=0.05)
+    assert short.status == "time_limit" and 0.0 <= short.wait_s <= 11.8   # a validated schedule's wait
+
+
+def test_bounds_are_deterministic():
+    inst = time_suite("small-time")[1]
+    a, b = (config_bound(inst.cluster, inst.jobs) for _ in range(2))
+    assert a.wait_s == b.wait_s and a.info["iterations"] == b.info["iterations"]
+    c, d = (nodedecomp_bound(inst.cluster, inst.jobs, subset_size=10) for _ in range(2))
+    assert c.wait_s == d.wait_s and c.status == d.status == "optimal"
+
+
+def test_window_subsets_are_disjoint_runs_in_submission_order():
+    inst = time_suite("small-time")[1]
+    rows = np.arange(len(inst.jobs))
+    subs = window_subsets(inst.jobs, rows, 7)
+    assert [len(s) for s in subs] == [7, 7, 6]
+    flat = np.concatenate(subs)
+    assert sorted(flat.tolist()) == rows.tolist()
+    assert (np.diff(inst.jobs.submit_s[flat]) >= 0).all()
+    with pytest.raises(ValueError, match="disjoint"):
+        nodedecomp_bound(inst.cluster, inst.jobs, subsets=[rows[:3], rows[2:5]])
+
+
+def test_knapsack_matches_brute_force():
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n_q = int(rng.integers(1, 4))
+        weights = np.column_stack([rng.integers(0, 5, n_q), rng.integers(1, 9, n_q)])
+        prices = np.round(rng.random((3, n_q)) * 10, 2)
+        cap_h, cap_u = int(rng.integers(1, 9)), int(rng.integers(1, 17))
+        value, counts = knapsack(weights, prices, cap_h, cap_u)
+        for k in range(3):
+            best = 0.0
+            for a in itertools.product(range(cap_u + 1), repeat=n_q):
+                a = np.array(a)
+                if (a @ weights <= [cap_h, cap_u]).all():
+                    best = max(best, float(a @ prices[k]))
+            assert value[k] == pytest.approx(best)
+            assert (counts[k] @ weights <= [cap_h, cap_u]).all()
+            assert float(counts[k] @ prices[k]) == pytest.approx(best)
+
+
+def test_half_gpu_jobs_share_a_gpu():
+    """One node of one GPU; two 500 milli-GPU jobs at t = 0 (100 s) share the GPU: optimum wait 0, so every
+    bound is 0 (the dual-feasible function counts each as half a GPU, not a whole one). With a third such job
+    one waits 100 s: mean 100 / 3, which the configuration LP meets (at most two halves per GPU at a time)."""
+    cluster = Cluster([32_000], [65_536], [1], ["T4"])
+    two = JobSet(TaskSet([1000] * 2, [1024] * 2, [1, 1], [500, 500]), [0, 0], [100, 100])
+    assert config_bound(cluster, two).wait_s == 0.0
+    assert nodedecomp_bound(cluster, two).wait_s == 0.0
+    three = JobSet(TaskSet([1000] * 3, [1024] * 3, [1, 1, 1], [500, 500, 500]), [0, 0, 0], [100, 100, 100])
+    assert config_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
+    assert nodedecomp_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
