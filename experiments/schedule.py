@@ -89,6 +89,7 @@ from experiments.executors import (
 from experiments.timeline import load_cluster, parse_queues
 from fgdopt.timeline.diagnostics import PROFILE_COLUMNS
 from fgdopt.timeline.suites import TIME_SUITES
+from formulations.schedule.record import VALID_FOR, BoundRecord, pooled_record
 
 if TYPE_CHECKING:
     from fgdopt.model import Cluster
@@ -339,23 +340,6 @@ class RunRecord:
     cpu_s: float
 
 
-@dataclass(frozen=True)
-class BoundRecord:
-    """A lower bound of the full-scale point: ``wait_s`` bounds the mean wait (seconds) of the counted jobs (every
-    admitted job when ``valid_for`` is ``all``; the stream jobs, for the runs that start the whole background on
-    arrival, when it is ``background-on-time``); ``status`` the solver's (``optimal`` when certified at its
-    optimum; any other status still gives a valid, weaker, bound); ``jct_s`` the same for the mean JCT (NaN if
-    not computed); wall and CPU seconds."""
-
-    wait_s: float
-    status: str
-    valid_for: str
-    wall_s: float
-    cpu_s: float
-    jct_s: float = math.nan
-
-
-VALID_FOR = ("all", "background-on-time")
 POOLED_BOUNDS = ("bound-all",)
 """The bounds of a pooled relaxation over every job: at most ceilings (a) and (b)
 (:mod:`fgdopt.timeline.diagnostics`)."""
@@ -378,8 +362,7 @@ def pooled_all(point: Point) -> BoundRecord:
     """The pooled LP (:func:`formulations.schedule.pooled_bound`) over every admitted job."""
     from formulations.schedule import pooled_bound
 
-    b = pooled_bound(point.cluster, point.jobs, time_limit=point.time_limit)
-    return BoundRecord(b.mean_wait_s, b.status, "all", b.wall_s, b.cpu_s, b.mean_jct_s)
+    return pooled_record(pooled_bound(point.cluster, point.jobs, time_limit=point.time_limit), "all")
 
 
 def pooled_pinned(point: Point) -> BoundRecord | None:
@@ -390,13 +373,41 @@ def pooled_pinned(point: Point) -> BoundRecord | None:
         return None
     b = pooled_bound(point.cluster, point.jobs, counted=~point.background, pinned=point.background,
                      time_limit=point.time_limit)
-    return BoundRecord(b.mean_wait_s, b.status, "background-on-time", b.wall_s, b.cpu_s, b.mean_jct_s)
+    return pooled_record(b, "background-on-time")
+
+
+CONFIG_INTERVALS = 64
+"""Grid intervals of the configuration LP at a full-scale point (64 reached 14.3 s at openb load 1.1, seed 42, in
+600 s; 128 intervals converge slower)."""
+NODEDECOMP_MAX_JOBS = 2_000
+"""The node-schedule decomposition runs on points of at most this many admitted jobs (its subsets of 40 jobs each
+wait nothing on a large cluster, and each pricing is a CP-SAT run)."""
+
+
+def config_lp(point: Point) -> BoundRecord:
+    """The time x node-type configuration LP (:func:`formulations.schedule.config_bound`) over every admitted job,
+    valid at every column-generation iteration (its Lagrangian bound)."""
+    from formulations.schedule import config_bound
+
+    return config_bound(point.cluster, point.jobs, intervals=CONFIG_INTERVALS, time_limit=point.time_limit)
+
+
+def node_schedules(point: Point) -> BoundRecord | None:
+    """The node-schedule decomposition on disjoint job subsets (:func:`formulations.schedule.nodedecomp_bound`);
+    None above :data:`NODEDECOMP_MAX_JOBS` admitted jobs."""
+    from fgdopt.timeline.schedule import rejected_jobs
+    from formulations.schedule import nodedecomp_bound
+
+    if int((~rejected_jobs(point.cluster, point.jobs)).sum()) > NODEDECOMP_MAX_JOBS:
+        return None
+    return nodedecomp_bound(point.cluster, point.jobs, time_limit=point.time_limit)
 
 
 RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {"engine": engine_runs}
 """The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
 runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
-BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {"all": pooled_all, "pinned": pooled_pinned}
+BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {
+    "all": pooled_all, "pinned": pooled_pinned, "config": config_lp, "nodedecomp": node_schedules}
 """The full-scale bounds: ``name -> fn(point)``, reported as ``bound-<name>`` (None: not applicable to the point).
 Register one with ``BOUND_METHODS["name"] = fn``."""
 
@@ -559,7 +570,8 @@ def bound_tables(frame: pd.DataFrame, diagnostics: pd.DataFrame | None = None,
         runs = part[part["status"] == "run"]
         bounds = part[part["status"] != "run"]
         iv = interval_row(part)
-        out += [f"### {trace}, load {load:g}, seed {seed}", "",
+        where = f"{trace}, seed {seed}" if pd.isna(load) else f"{trace}, load {load:g}, seed {seed}"
+        out += [f"### {where}", "",
                 f"Interval over the mean wait of every job: [{iv['best_bound_wait_s']:.1f} s "
                 f"({iv['best_bound_method']}), {iv['best_run_wait_s']:.1f} s ({iv['best_run_method']})], "
                 f"ratio {iv['ratio']:.1f}.", "",

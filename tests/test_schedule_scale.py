@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from experiments import schedule
-from experiments.schedule import BoundRecord, check_bounds, interval_ratio, main
+from experiments.schedule import check_bounds, interval_ratio, main
 from fgdopt.timeline.suites import PINNED_FAMILY_WAIT, pinned_nodes_family
+from formulations.schedule.record import BoundRecord
 
 
 def _write(tmp_path, extra_rows=()):
@@ -50,15 +51,22 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     assert rejected.to_dict("records") == [{"job": 43, "name": "huge",
                                             "reason": "cpu: no node with the GPUs has cpu_milli milli-cores"}]
     frame = pd.read_csv(out / "schedule-bound.csv")
-    assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "bound-all"]
+    assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "bound-all", "bound-config",
+                                        "bound-nodedecomp"]
     runs = frame[frame["status"] == "run"]
     assert runs["mean_wait_s"].tolist() == pytest.approx([PINNED_FAMILY_WAIT] * 2)
     bound = frame[frame["method"] == "bound-all"].iloc[0]
     assert (bound["status"], bound["valid_for"]) == ("optimal", "all") and bound["mean_wait_s"] < 1e-3
+    # the node-aware bounds hold for every schedule (pins delayed too), so they sit below the runs' 906.98 s;
+    # the configuration LP sees that 8-GPU jobs need a free node: a positive bound where the pooled one has 0
+    config = frame[frame["method"] == "bound-config"].iloc[0]
+    assert config["status"] == "optimal" and 1 < config["mean_wait_s"] <= PINNED_FAMILY_WAIT
+    assert frame["mean_wait_s"][frame["method"] == "bound-nodedecomp"].iloc[0] <= PINNED_FAMILY_WAIT
     interval = pd.read_csv(out / "interval.csv")
     assert len(interval) == 1 and interval["trace"].iloc[0] == "pinned" and math.isnan(interval["load"].iloc[0])
     assert interval["best_run_wait_s"].iloc[0] == pytest.approx(PINNED_FAMILY_WAIT)
-    assert interval["ratio"].iloc[0] > 1e6                          # the pooled bound sees nothing of it
+    assert interval["best_bound_method"].iloc[0] == "bound-config"  # the pooled bound sees nothing of it
+    assert interval["ratio"].iloc[0] == pytest.approx(PINNED_FAMILY_WAIT / config["mean_wait_s"])
     diag = pd.read_csv(out / "diagnostics.csv").set_index("quantity")["value_s"]
     assert diag["ceiling_pooled_s"] == 0 and diag["ceiling_per_type_s"] == 0
     assert diag["ceiling_repack_s"] == pytest.approx(PINNED_FAMILY_WAIT)
@@ -73,9 +81,10 @@ def test_a_registered_bound_above_a_run_stops_the_study(tmp_path, monkeypatch):
     """A bound method registered with one line; one that claims more than a validated run is caught by name."""
     work, cluster = _write(tmp_path)
     monkeypatch.setitem(schedule.BOUND_METHODS, "too-high",
-                        lambda point: BoundRecord(PINNED_FAMILY_WAIT + 1, "optimal", "all", 0.0, 0.0))
+                        lambda point: BoundRecord("too-high", PINNED_FAMILY_WAIT + 1, math.nan, "optimal", "all",
+                                                  0.0, 0.0, 43))
     monkeypatch.setitem(schedule.BOUND_METHODS, "fine",
-                        lambda point: BoundRecord(PINNED_FAMILY_WAIT, "optimal", "all", 0.0, 0.0))
+                        lambda point: BoundRecord("fine", PINNED_FAMILY_WAIT, math.nan, "optimal", "all", 0.0, 0.0, 43))
     with pytest.raises(AssertionError, match="bound-too-high .* above .* of the validated run best-fit/fifo"):
         main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
 
