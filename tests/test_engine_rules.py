@@ -109,6 +109,41 @@ def test_sjf_takes_the_shortest_and_smallest_the_least_gpu_demand():
     assert run(nodes(1), jobs, "fifo").start_s.tolist() == [0, 10, 12]
 
 
+def test_area_takes_the_least_gpu_seconds():
+    """One GPU held by j0 until 10. Waiting: j1 (whole GPU, 5 s, at 1: area 1000 x 5 = 5000 milli-GPU s) and j2
+    (0.6 GPU, 8 s, at 2: area 600 x 8 = 4800). ``area``: j2 first (10-18), then j1, which needs the whole GPU,
+    at 18. ``sjf``: j1 first (5 < 8 s; 10-15), then j2 (15-23)."""
+    jobs = jobset((1, 1000, 0, 10), (1, 1000, 1, 5), (1, 600, 2, 8))
+    assert run(nodes(1), jobs, "area").start_s.tolist() == [0, 18, 10]
+    assert run(nodes(1), jobs, "sjf").start_s.tolist() == [0, 10, 15]
+    # j1 0.6 GPU for 10 s (area 6000), j2 a whole GPU for 5 s (5000): ``area`` takes j2 (10-15) then j1 (15-25);
+    # ``smallest`` (GPU demand alone) takes j1 (10-20) then j2 at 20
+    jobs = jobset((1, 1000, 0, 10), (1, 600, 1, 10), (1, 1000, 2, 5))
+    assert run(nodes(1), jobs, "area").start_s.tolist() == [0, 15, 10]
+    assert run(nodes(1), jobs, "smallest").start_s.tolist() == [0, 10, 20]
+
+
+def test_whole_first_gives_a_freed_node_to_the_widest_job():
+    """One 2-GPU node held by j0 (2 GPUs) until 10. Waiting: j1 (1 GPU, 1 s, at 1), j2 (2 GPUs, 3 s, at 2), j3
+    (1 GPU, 1 s, at 3). ``whole-first``: j2 first (2 GPUs; 10-13), then j1 and j3 side by side at 13.
+    ``sjf``/``backfill``: j1 and j3 take the node at 10 (10-11) and j2 starts at 11."""
+    jobs = jobset((2, 1000, 0, 10), (1, 1000, 1, 1), (2, 1000, 2, 3), (1, 1000, 3, 1))
+    assert run(nodes(2), jobs, "whole-first").start_s.tolist() == [0, 13, 10, 13]
+    assert run(nodes(2), jobs, "sjf").start_s.tolist() == [0, 10, 11, 10]
+    assert run(nodes(2), jobs, "backfill").start_s.tolist() == [0, 10, 11, 10]
+
+
+def test_duration_keys_hold_cpu_only_and_endless_jobs():
+    """A CPU-only job has area 0 (not NaN) even when it runs forever; an endless job sorts after finite ones of its
+    width; a sharing job (0.5 GPU) counts as 0 GPUs for ``whole-first``."""
+    from fgdopt.timeline.queues import least_area_first, widest_first
+
+    jobs = jobset((0, 0, 0, math.inf), (1, 1000, 0, 3), (1, 1000, 0, math.inf), (1, 500, 0, 1), (2, 1000, 0, 9))
+    area = least_area_first(jobs)
+    assert area[0] == 1.0 and area[1] == pytest.approx(3000.75) and area[2] == math.inf
+    assert np.argsort(widest_first(jobs), kind="stable").tolist() == [4, 1, 2, 3, 0]   # j3 (1 s) before j0 (inf)
+
+
 def test_a_job_runs_at_the_speed_of_its_gpu_model():
     """``duration_s`` is work at speed 1: 100 s of work on a K80 of speed 0.5 takes 200 s; at speed 2 it takes 50."""
     jobs = jobset((1, 1000, 0, 100))
