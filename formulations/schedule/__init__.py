@@ -6,6 +6,9 @@
 :mod:`formulations.schedule.bound`     the pooled, preemptive, interval-indexed LP: a certified lower bound on
                                        the mean JCT that scales to the whole openb cluster
 =====================================  ======================================================================
+
+The upper side at any scale is :func:`formulations.schedule.portfolio.run`: every policy x queue engine run,
+validated by replay, named ``policy/queue``, least mean wait first.
 """
 
 from __future__ import annotations
