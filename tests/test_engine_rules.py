@@ -133,6 +133,32 @@ def test_whole_first_gives_a_freed_node_to_the_widest_job():
     assert run(nodes(2), jobs, "backfill").start_s.tolist() == [0, 10, 11, 10]
 
 
+def test_drain_fit_puts_a_job_where_it_does_not_delay_the_drain():
+    """Nodes of 3 and 4 GPUs, ranked in index order. j0 (4 GPUs, 0-1) takes node 1; j1 (2 GPUs, 0-10) node 0;
+    j2 (3 GPUs, at 2, 100 s) node 1 (2-102). Now each node has one GPU free; node 0 drains at 10, node 1 at 102.
+    j3 (1 GPU, at 3, 50 s, ends 53): ``best-fit`` ties (both nodes full after) and takes node 0 by rank, which then
+    drains at 53; ``drain-fit`` extends node 0 by 53 - 10 = 43 s and node 1 by 0, so takes node 1. j4 (3 GPUs,
+    at 4, 1 s) needs node 0 whole: at 10 under drain-fit (wait 6), at 53 under best-fit (wait 49)."""
+    jobs = jobset((4, 1000, 0, 1), (2, 1000, 0, 10), (3, 1000, 2, 100), (1, 1000, 3, 50), (3, 1000, 4, 1))
+    drain = run(nodes(3, 4), jobs, "backfill", "drain-fit")
+    assert drain.node.tolist() == [1, 0, 1, 1, 0] and drain.start_s.tolist() == [0, 0, 2, 3, 10]
+    best = run(nodes(3, 4), jobs, "backfill", "best-fit")
+    assert best.node.tolist() == [1, 0, 1, 0, 0] and best.start_s.tolist() == [0, 0, 2, 3, 53]
+
+
+def test_drain_fit_without_a_time_is_best_fit():
+    """Called by the timeless protocol (no ``now``, no ``work_s``), every extension is 0: best-fit's choice, the
+    fuller node (node 1 holds a 1-GPU job; a second 1-GPU job fills it)."""
+    from fgdopt.model import Task
+    from fgdopt.policies import make_policy
+    from fgdopt.state import ClusterState
+
+    state = ClusterState(nodes(2, 2), TaskSet([1000], [0], [1], [1000]))
+    state.place(0, 1, (0,))
+    policy = make_policy("drain-fit", ranks=np.arange(2))
+    assert policy(state, Task(1000, 0, 1, 1000)) == (1, (1,))
+
+
 def test_duration_keys_hold_cpu_only_and_endless_jobs():
     """A CPU-only job has area 0 (not NaN) even when it runs forever; an endless job sorts after finite ones of its
     width; a sharing job (0.5 GPU) counts as 0 GPUs for ``whole-first``."""

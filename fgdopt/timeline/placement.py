@@ -30,8 +30,10 @@ class Placer:
 
     Parameters
     ----------
-    state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; ``label``
-    names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
+    state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; a policy
+    with ``time_aware = True`` (and ``job_aware``) also gets ``now=`` (the clock, seconds) and ``work_s=`` (the
+    job's remaining work at speed 1, seconds: its ``duration_s`` unless it ran before); ``label`` names it in
+    errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
     run's job table, clock and pending queue (a job starts from it, an evicted one returns to it). interference :
     co-location slowdowns, or None.
 
@@ -46,6 +48,7 @@ class Placer:
     def __init__(self, state: ClusterState, policy: Policy, job_aware: bool, label: str, shapes: Shapes,
                  jobs: JobTable, clock: Clock, queue: PendingQueue, interference: Interference | None):
         self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
+        self.time_aware = job_aware and getattr(policy, "time_aware", False)
         self.shapes, self.jobs, self.clock, self.queue, self.interference = shapes, jobs, clock, queue, interference
         self.tasks = state.tasks
         self.cluster: Cluster = state.cluster
@@ -59,6 +62,9 @@ class Placer:
     def ask(self, j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere)."""
         try:
+            if self.time_aware:
+                return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j, now=self.clock.now,
+                                   work_s=float(self.jobs.duration[j] - self.jobs.saved[j]))
             if self.job_aware:
                 return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j)
             return self.policy(self.state, self.shapes.task[self.shapes.of[j]])
