@@ -146,6 +146,19 @@ def test_drain_fit_puts_a_job_where_it_does_not_delay_the_drain():
     assert best.node.tolist() == [1, 0, 1, 0, 0] and best.start_s.tolist() == [0, 0, 2, 3, 53]
 
 
+def test_drain_fit_keeps_the_latest_end_and_forgets_drained_nodes():
+    """Two 2-GPU nodes. j0 (2 GPUs, 0-1) takes node 0, j1 (1 GPU, 0-100) node 1. j2 (1 GPU, at 2, ends 7): node 0
+    (empty again) extends by 5, node 1 by 0: node 1. j3 (1 GPU, at 3, ends 53): node 0 (node 1 full). j4 (1 GPU, at
+    8, 72 s, ends 80), each node one GPU free: node 0 drains at 53 (+27), node 1 still at 100, the latest end, not
+    j2's 7 (+0): node 1.
+    Two 1-GPU nodes: j0 (0-1) node 0, j1 (0-5) node 1; j2 (at 10, 5 s): both nodes drained in the past, so both
+    extend by 5 (not 15 - 1 and 15 - 5): the tie goes to node 0."""
+    jobs = jobset((2, 1000, 0, 1), (1, 1000, 0, 100), (1, 1000, 2, 5), (1, 1000, 3, 50), (1, 1000, 8, 72))
+    assert run(nodes(2, 2), jobs, "backfill", "drain-fit").node.tolist() == [0, 1, 1, 0, 1]
+    jobs = jobset((1, 1000, 0, 1), (1, 1000, 0, 5), (1, 1000, 10, 5))
+    assert run(nodes(1, 1), jobs, "backfill", "drain-fit").node.tolist() == [0, 1, 0]
+
+
 def test_drain_fit_without_a_time_is_best_fit():
     """Called by the timeless protocol (no ``now``, no ``work_s``), every extension is 0: best-fit's choice, the
     fuller node (node 1 holds a 1-GPU job; a second 1-GPU job fills it)."""
