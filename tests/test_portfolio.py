@@ -23,3 +23,17 @@ def test_candidates_are_named_validated_and_best_first():
     for c in found:
         validate_schedule(cluster, jobs, c.schedule)
         assert c.cpu_s >= 0
+
+
+def test_the_study_options_name_the_new_orders_and_policy():
+    """``--queue area,whole-first`` and ``--policies drain-fit`` parse (the study's argument types); the portfolio
+    runs drain-fit under area: one GPU, as in the first case area orders j2 (2 s) before j1 (8 s): mean 19/3."""
+    from experiments.args import parse_policies
+    from experiments.timeline import parse_queues
+
+    assert parse_queues("area,whole-first") == ["area", "whole-first"]
+    assert parse_policies("drain-fit,fgd") == ["drain-fit", "fgd"]
+    cluster = Cluster([32_000], [65_536], [1], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 3, [1024] * 3, [1] * 3, [1000] * 3), [0.0, 1.0, 2.0], [10.0, 8.0, 2.0])
+    [found] = run(cluster, jobs, policies=["drain-fit"], queues=["area"])
+    assert found.method == "drain-fit/area" and found.mean_wait_s == pytest.approx(19 / 3)
