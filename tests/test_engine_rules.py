@@ -109,6 +109,80 @@ def test_sjf_takes_the_shortest_and_smallest_the_least_gpu_demand():
     assert run(nodes(1), jobs, "fifo").start_s.tolist() == [0, 10, 12]
 
 
+def test_area_takes_the_least_gpu_seconds():
+    """One GPU held by j0 until 10. Waiting: j1 (whole GPU, 5 s, at 1: area 1000 x 5 = 5000 milli-GPU s) and j2
+    (0.6 GPU, 8 s, at 2: area 600 x 8 = 4800). ``area``: j2 first (10-18), then j1, which needs the whole GPU,
+    at 18. ``sjf``: j1 first (5 < 8 s; 10-15), then j2 (15-23)."""
+    jobs = jobset((1, 1000, 0, 10), (1, 1000, 1, 5), (1, 600, 2, 8))
+    assert run(nodes(1), jobs, "area").start_s.tolist() == [0, 18, 10]
+    assert run(nodes(1), jobs, "sjf").start_s.tolist() == [0, 10, 15]
+    # j1 0.6 GPU for 10 s (area 6000), j2 a whole GPU for 5 s (5000): ``area`` takes j2 (10-15) then j1 (15-25);
+    # ``smallest`` (GPU demand alone) takes j1 (10-20) then j2 at 20
+    jobs = jobset((1, 1000, 0, 10), (1, 600, 1, 10), (1, 1000, 2, 5))
+    assert run(nodes(1), jobs, "area").start_s.tolist() == [0, 15, 10]
+    assert run(nodes(1), jobs, "smallest").start_s.tolist() == [0, 10, 20]
+
+
+def test_whole_first_gives_a_freed_node_to_the_widest_job():
+    """One 2-GPU node held by j0 (2 GPUs) until 10. Waiting: j1 (1 GPU, 1 s, at 1), j2 (2 GPUs, 3 s, at 2), j3
+    (1 GPU, 1 s, at 3). ``whole-first``: j2 first (2 GPUs; 10-13), then j1 and j3 side by side at 13.
+    ``sjf``/``backfill``: j1 and j3 take the node at 10 (10-11) and j2 starts at 11."""
+    jobs = jobset((2, 1000, 0, 10), (1, 1000, 1, 1), (2, 1000, 2, 3), (1, 1000, 3, 1))
+    assert run(nodes(2), jobs, "whole-first").start_s.tolist() == [0, 13, 10, 13]
+    assert run(nodes(2), jobs, "sjf").start_s.tolist() == [0, 10, 11, 10]
+    assert run(nodes(2), jobs, "backfill").start_s.tolist() == [0, 10, 11, 10]
+
+
+def test_drain_fit_puts_a_job_where_it_does_not_delay_the_drain():
+    """Nodes of 3 and 4 GPUs, ranked in index order. j0 (4 GPUs, 0-1) takes node 1; j1 (2 GPUs, 0-10) node 0;
+    j2 (3 GPUs, at 2, 100 s) node 1 (2-102). Now each node has one GPU free; node 0 drains at 10, node 1 at 102.
+    j3 (1 GPU, at 3, 50 s, ends 53): ``best-fit`` ties (both nodes full after) and takes node 0 by rank, which then
+    drains at 53; ``drain-fit`` extends node 0 by 53 - 10 = 43 s and node 1 by 0, so takes node 1. j4 (3 GPUs,
+    at 4, 1 s) needs node 0 whole: at 10 under drain-fit (wait 6), at 53 under best-fit (wait 49)."""
+    jobs = jobset((4, 1000, 0, 1), (2, 1000, 0, 10), (3, 1000, 2, 100), (1, 1000, 3, 50), (3, 1000, 4, 1))
+    drain = run(nodes(3, 4), jobs, "backfill", "drain-fit")
+    assert drain.node.tolist() == [1, 0, 1, 1, 0] and drain.start_s.tolist() == [0, 0, 2, 3, 10]
+    best = run(nodes(3, 4), jobs, "backfill", "best-fit")
+    assert best.node.tolist() == [1, 0, 1, 0, 0] and best.start_s.tolist() == [0, 0, 2, 3, 53]
+
+
+def test_drain_fit_keeps_the_latest_end_and_forgets_drained_nodes():
+    """Two 2-GPU nodes. j0 (2 GPUs, 0-1) takes node 0, j1 (1 GPU, 0-100) node 1. j2 (1 GPU, at 2, ends 7): node 0
+    (empty again) extends by 5, node 1 by 0: node 1. j3 (1 GPU, at 3, ends 53): node 0 (node 1 full). j4 (1 GPU, at
+    8, 72 s, ends 80), each node one GPU free: node 0 drains at 53 (+27), node 1 still at 100, the latest end, not
+    j2's 7 (+0): node 1.
+    Two 1-GPU nodes: j0 (0-1) node 0, j1 (0-5) node 1; j2 (at 10, 5 s): both nodes drained in the past, so both
+    extend by 5 (not 15 - 1 and 15 - 5): the tie goes to node 0."""
+    jobs = jobset((2, 1000, 0, 1), (1, 1000, 0, 100), (1, 1000, 2, 5), (1, 1000, 3, 50), (1, 1000, 8, 72))
+    assert run(nodes(2, 2), jobs, "backfill", "drain-fit").node.tolist() == [0, 1, 1, 0, 1]
+    jobs = jobset((1, 1000, 0, 1), (1, 1000, 0, 5), (1, 1000, 10, 5))
+    assert run(nodes(1, 1), jobs, "backfill", "drain-fit").node.tolist() == [0, 1, 0]
+
+
+def test_drain_fit_without_a_time_is_best_fit():
+    """Called by the timeless protocol (no ``now``, no ``work_s``), every extension is 0: best-fit's choice, the
+    fuller node (node 1 holds a 1-GPU job; a second 1-GPU job fills it)."""
+    from fgdopt.model import Task
+    from fgdopt.policies import make_policy
+    from fgdopt.state import ClusterState
+
+    state = ClusterState(nodes(2, 2), TaskSet([1000], [0], [1], [1000]))
+    state.place(0, 1, (0,))
+    policy = make_policy("drain-fit", ranks=np.arange(2))
+    assert policy(state, Task(1000, 0, 1, 1000)) == (1, (1,))
+
+
+def test_duration_keys_hold_cpu_only_and_endless_jobs():
+    """A CPU-only job has area 0 (not NaN) even when it runs forever; an endless job sorts after finite ones of its
+    width; a sharing job (0.5 GPU) counts as 0 GPUs for ``whole-first``."""
+    from fgdopt.timeline.queues import least_area_first, widest_first
+
+    jobs = jobset((0, 0, 0, math.inf), (1, 1000, 0, 3), (1, 1000, 0, math.inf), (1, 500, 0, 1), (2, 1000, 0, 9))
+    area = least_area_first(jobs)
+    assert area[0] == 1.0 and area[1] == pytest.approx(3000.75) and area[2] == math.inf
+    assert np.argsort(widest_first(jobs), kind="stable").tolist() == [4, 1, 2, 3, 0]   # j3 (1 s) before j0 (inf)
+
+
 def test_a_job_runs_at_the_speed_of_its_gpu_model():
     """``duration_s`` is work at speed 1: 100 s of work on a K80 of speed 0.5 takes 200 s; at speed 2 it takes 50."""
     jobs = jobset((1, 1000, 0, 100))

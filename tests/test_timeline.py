@@ -123,8 +123,9 @@ def test_check_catches_an_inconsistent_run():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), queue=st.sampled_from(["fifo", "backfill", "sjf", "smallest", "none"]),
-       policy=st.sampled_from(["fgd", "best-fit", "random", "gpu-packing"]))
+@given(seed=st.integers(0, 10_000),
+       queue=st.sampled_from(["fifo", "backfill", "sjf", "smallest", "area", "whole-first", "none"]),
+       policy=st.sampled_from(["fgd", "best-fit", "random", "gpu-packing", "drain-fit"]))
 def test_random_runs_conserve_jobs_and_gpu_time(seed, queue, policy):
     inst = random_instance(3, seed=seed, ratio=2.0)
     rng = np.random.default_rng(seed)

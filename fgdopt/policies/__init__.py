@@ -17,6 +17,10 @@ nodes as the reference simulator's Kubernetes plugins of the same name do (integ
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
 
+Over time only, ``drain-fit`` (:data:`TIME_POLICY_NAMES`, :mod:`~fgdopt.policies.drain_fit`): least extension
+of a node's drain time (the latest end of its running jobs), best-fit ties; a *time-aware* policy that the time
+engine calls with the clock and the job's run time (best-fit when called without them).
+
 On MIG clusters, ``mig-fgd``, ``mig-first-fit``, ``mig-best-fit`` and ``mig-greedy`` (:data:`MIG_POLICY_NAMES`,
 :mod:`fgdopt.mig.policies`), registered by their ``module:attribute`` spec and imported at their first use.
 
@@ -85,6 +89,7 @@ from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.policies.base import GPU_CHOICES, Choice, Policy, PolicyError
 from fgdopt.policies.best_fit import BestFit
 from fgdopt.policies.dot_product import DotProduct
+from fgdopt.policies.drain_fit import DrainFit
 from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
@@ -102,6 +107,9 @@ PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "bes
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
 _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
+TIME_POLICY_NAMES = (DrainFit.name,)
+"""The time-aware policies (the time engine gives them the clock and the job's run time; SPEC "Time")."""
+_CLASSES[DrainFit.name] = DrainFit
 # MIG clusters: built in by spec, imported at first use (fgdopt.mig.policies imports fgdopt.policies.base)
 _MIG = {"mig-fgd": "MigFGD", "mig-first-fit": "MigFirstFit", "mig-best-fit": "MigBestFit", "mig-greedy": "MigGreedy"}
 MIG_POLICY_NAMES = tuple(_MIG)
@@ -262,6 +270,6 @@ def _builtin_class(entry: type | str) -> type:
     return resolve_spec(entry, kind="policy") if isinstance(entry, str) else entry
 
 
-__all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "WORKLOAD_POLICIES",
-           "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload", "parse_policy_names",
-           "policy_factory", "policy_labels", "register_policy", "unregister_policy"]
+__all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "TIME_POLICY_NAMES",
+           "WORKLOAD_POLICIES", "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload",
+           "parse_policy_names", "policy_factory", "policy_labels", "register_policy", "unregister_policy"]

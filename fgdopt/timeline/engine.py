@@ -288,7 +288,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         or a ready policy object. A policy object with ``job_aware = True`` is called ``policy(state, task,
         job=j)``, ``j`` the job's index in ``jobs`` (e.g. to look up its class in an
         :class:`~fgdopt.interference.Interference`); it must still return None only where the task fits
-        no node (pending jobs are indexed by shape).
+        no node (pending jobs are indexed by shape). One with ``time_aware = True`` too also gets ``now=`` (s)
+        and ``work_s=`` (the job's remaining work at speed 1, s), e.g. ``drain-fit``
+        (:mod:`~fgdopt.policies.drain_fit`).
     queue : a discipline name (:data:`~fgdopt.timeline.queues.QUEUE_NAMES`) or object.
     seed : seeds a policy given by name (its node ranks and random draws).
     workload : FGD's target workload M and the workload of the recorded F(M); default

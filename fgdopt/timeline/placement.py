@@ -36,8 +36,10 @@ class Placer:
 
     Parameters
     ----------
-    state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; ``label``
-    names it in errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
+    state : the run's state. policy : the placement policy; ``job_aware``: called with ``job=j`` too; a policy
+    with ``time_aware = True`` (and ``job_aware``) also gets ``now=`` (the clock, seconds) and ``work_s=`` (the
+    job's remaining work at speed 1, seconds: its ``duration_s`` unless it ran before); ``label`` names it in
+    errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
     run's job table, clock and pending queue (a job starts from it, an evicted one returns to it). interference :
     co-location slowdowns, or None. gang_slowdown : run-time factor (>= 1) of a gang whose parts span several nodes.
 
@@ -54,6 +56,7 @@ class Placer:
                  gang_slowdown: float = 1.0):
         self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
         self.gangs, self.gang_slowdown = state.tasks.has_gangs, gang_slowdown
+        self.time_aware = job_aware and getattr(policy, "time_aware", False)
         self.shapes, self.jobs, self.clock, self.queue, self.interference = shapes, jobs, clock, queue, interference
         self.tasks = state.tasks
         self.cluster: Cluster = state.cluster
@@ -64,14 +67,23 @@ class Placer:
         self.freed: set[int] = set()
         self.node_revision = np.zeros(self.cluster.n_nodes, dtype=np.int64)   # state.revision at each node's change
 
+    def _keywords(self, j: int) -> dict:
+        """What a job-aware policy is told of job ``j``: ``job``, and for a time-aware one ``now`` and ``work_s``."""
+        if not self.time_aware:
+            return {"job": j}
+        return {"job": j, "now": self.clock.now, "work_s": float(self.jobs.duration[j] - self.jobs.saved[j])}
+
     def ask(self, j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere); for a gang, its parts (module docstring)."""
         try:
             if self.gangs and self.tasks.workers[j] > 1:
                 task = self.shapes.task[self.shapes.of[j]]
                 if self.job_aware:
-                    return choose_parts(lambda state, part: self.policy(state, part, job=j), self.state, task)
+                    keywords = self._keywords(j)
+                    return choose_parts(lambda state, part: self.policy(state, part, **keywords), self.state, task)
                 return choose_parts(self.policy, self.state, task)
+            if self.time_aware:
+                return self.policy(self.state, self.shapes.task[self.shapes.of[j]], **self._keywords(j))
             if self.job_aware:
                 return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j)
             return self.policy(self.state, self.shapes.task[self.shapes.of[j]])

@@ -21,6 +21,10 @@ empty node is rejected at submission; the engine's rule), *order* (this module) 
 ``backfill``   submission order, every job that fits starts
 ``sjf``        shortest ``duration_s`` first (oracle durations), every job that fits starts
 ``smallest``   least GPU demand (``num_gpu x gpu_milli``) first, then least CPU, every job that fits starts
+``area``       least GPU-area (GPU demand x ``duration_s``, milli-GPU seconds) first, then shortest, every job
+               that fits starts (oracle durations)
+``whole-first`` most GPUs (``num_gpu``, whole-GPU jobs before sharing ones) first, then shortest, every job that
+               fits starts: a freed node goes to the widest waiting job before narrow ones can split it
 ``none``       no queue: placed at submission or dropped
 =============  ==========================================================================================
 
@@ -66,6 +70,35 @@ def smallest_first(jobs: JobSet) -> np.ndarray:
     return jobs.tasks.gpu_demand * 1e6 + jobs.tasks.cpu_milli.astype(np.float64)
 
 
+def _duration_tie(jobs: JobSet) -> np.ndarray:
+    """``duration_s`` mapped increasingly into [0, 1] by ``d / (1 + d)`` (``inf`` to 1): a tie-break term."""
+    duration = np.asarray(jobs.duration_s, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(duration), duration / (1.0 + duration), 1.0)
+
+
+def least_area_first(jobs: JobSet) -> np.ndarray:
+    """GPU-area: GPU demand (milli-GPU) x ``duration_s`` (seconds), ties (CPU-only jobs: area 0) by duration.
+
+    A CPU-only job has area 0 even if it runs forever; the tie term (< 1 milli-GPU-second) only orders jobs whose
+    areas differ by less than that.
+    """
+    demand = np.asarray(jobs.tasks.gpu_demand, dtype=np.float64)
+    duration = np.asarray(jobs.duration_s, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        area = np.where(demand > 0, demand * duration, 0.0)
+    return area + _duration_tie(jobs)
+
+
+def widest_first(jobs: JobSet) -> np.ndarray:
+    """Most GPUs first: ``-num_gpu`` (sharing jobs count 0), ties by ``duration_s`` (seconds).
+
+    GPU counts are spaced by 2 and the duration tie term lies in [0, 1], so one float key holds both.
+    """
+    whole = np.where(jobs.tasks.gpu_milli >= 1000, jobs.tasks.num_gpu, 0).astype(np.float64)
+    return -2.0 * whole + _duration_tie(jobs)
+
+
 @dataclass(frozen=True)
 class Ordered:
     """A discipline whose order is ``key(jobs)`` (module docstring); the built-in ones are all of this form."""
@@ -84,6 +117,8 @@ DISCIPLINES = {
     "backfill": Ordered("backfill", submission_order),
     "sjf": Ordered("sjf", shortest_first),
     "smallest": Ordered("smallest", smallest_first),
+    "area": Ordered("area", least_area_first),
+    "whole-first": Ordered("whole-first", widest_first),
     "none": Ordered("none", submission_order, drops=True),
 }
 """The built-in disciplines by name."""

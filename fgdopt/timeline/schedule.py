@@ -215,11 +215,13 @@ class _Recorder:
         self.policy = policy
         self.name = getattr(policy, "name", type(policy).__name__)
         self.inner_aware = getattr(policy, "job_aware", False)
+        self.time_aware = self.inner_aware and getattr(policy, "time_aware", False)
         self.gpus: list[tuple[int, ...]] = [()] * n
         self.parts: list[tuple] = [()] * n                      # a gang's parts, the latest ``workers`` choices
 
-    def __call__(self, state, task, job: int):
-        choice = self.policy(state, task, job=job) if self.inner_aware else self.policy(state, task)
+    def __call__(self, state, task, job: int, **timing):
+        choice = (self.policy(state, task, job=job, **timing) if self.time_aware else
+                  self.policy(state, task, job=job) if self.inner_aware else self.policy(state, task))
         if choice is not None:
             self.gpus[job] = tuple(int(g) for g in choice[1])
             workers = int(state.tasks.workers[job])

@@ -11,6 +11,8 @@
 :mod:`formulations.schedule.nodedecomp`  node schedules on disjoint job subsets (column generation with CP-SAT
                                          pricing): sees that jobs never move, on subsets of a few dozen jobs
 :mod:`formulations.schedule.record`      :class:`BoundRecord`, the one result of every bound
+:mod:`formulations.schedule.portfolio`   the upper side at any scale: every policy x queue engine run,
+                                         validated by replay, named ``policy/queue``, least mean wait first
 =======================================  ======================================================================
 """
 
