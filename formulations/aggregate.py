@@ -236,7 +236,7 @@ def fill_greedy(instance: Instance, placement: Placement) -> Placement:
     """Add every unallocated task that still fits (largest GPU demand first, best-fitting GPUs).
 
     It never removes anything, so the allocated milli-GPU can only grow; it also places the CPU-only
-    tasks the GPU models leave out (the SPEC tie rule: more tasks).
+    tasks the GPU models leave out (the tie rule of docs/semantics.md: more tasks).
     """
     tasks = instance.tasks
     state = ClusterState(instance.cluster, tasks)

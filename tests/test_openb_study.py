@@ -44,7 +44,7 @@ def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_
 @pytest.mark.trace
 def test_a_ratio_below_the_zoom_runs_and_ends_at_the_final_state(openb_dir, tmp_path):
     """--ratio 0.5: no zoom panel (its 80%..50% range was empty: NaN axis limits), bars named by the ratio; gpushare100
-    alone brings 63.6% of capacity, so its replay runs past 50% and its last row is the final state (SPEC)."""
+    alone brings 63.6% of capacity, so its replay runs past 50% and its last row is the final state (semantics)."""
     out = tmp_path / "out"
     assert openb.main(["--trace", "gpushare100", "--policies", "best-fit", "--seeds", "42", "--ratio", "0.5",
                        "--data-dir", str(openb_dir), "--output", str(out)]) == 0
