@@ -1,7 +1,7 @@
 """Defragmentation: move a few running tasks so that waiting tasks fit (checkpoint/restore plans).
 
 The problem, in the terms of docs/semantics.md
-----------------------------
+----------------------------------------------
 A :class:`DefragProblem` is a cluster, a task list, a feasible :class:`~fgdopt.state.Placement` of it
 (the *running* tasks are the placed ones) and the *waiting* tasks (unplaced ones, by default all of
 them). Units as in docs/semantics.md: milli-cores, MiB, milli-GPU (one GPU = 1000).

@@ -102,7 +102,7 @@ MINE = "my_policy:PackAndProtect"
 
 # %%
 instances = [inst for inst in suite("small", seed=0) if inst.cluster.n_nodes <= 6]
-config = gap.Config(methods=("milp-cbc",), policies=("fgd", "best-fit", MINE), time_limit=10.0, seed=0, threads=1)
+config = gap.Config(methods=("milp-cbc",), policies=("fgd", "best-fit", MINE), time_limit=60.0, seed=0, threads=1)
 rows = gap.run(instances, config, jobs=1)
 exact = rows[rows["kind"] == "exact"]
 assert (exact["status"] == "optimal").all()           # every optimum is proven: the gaps below are exact
