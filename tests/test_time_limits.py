@@ -32,7 +32,7 @@ def hard():
     proof = solve(inst, "config-milp", time_limit=30)
     # a proof, not a copied number: the solver's own optimal status with its bound equal to its objective
     assert (proof.status, proof.bound) == ("optimal", proof.objective)
-    assert proof.objective == 27_190       # regression pin of that proof (README: 27.19 GPUs, config-milp)
+    assert proof.objective == 27_190       # regression pin of that proof (docs/results.md: 27.19 GPUs, config-milp)
     return inst, proof.objective, run_online(inst.cluster, inst.tasks, "fgd").placement
 
 
