@@ -108,6 +108,21 @@ def test_pooled_bound_two_jobs_one_gpu():
     assert b.mean_wait_s == pytest.approx(b.mean_jct_s - 10.0)
 
 
+def test_pooled_bound_counts_jobs_smaller_than_one_interval():
+    """Four whole-GPU 1 s jobs at 0 on one GPU, grid D = 1 s, window slack 3 s (intervals 0..3). Each job's work is
+    exactly one interval of the pooled GPU (d p / (cap D) = 1), so the capacity rows hold one job's work per
+    interval, and the LP's best spreads the work over intervals 0..3: the work's interval starts sum to at least
+    0 + 1 + 2 + 3 = 6, and C_j >= (its work's mean interval start) + p/2 with each such start at least 1/2, so
+    sum C_j >= 6 + 4 x 1/2 = 8: mean JCT 2 (mean wait 1), less the solver's 1e-6 safety. Without those rows all
+    four would run in interval 0: the trivial bound 1. The optimum runs them one after another: 1, 2, 3, 4, mean
+    2.5."""
+    jobs = jobs_of(*[(1, 1000, 0, 1)] * 4)
+    b = pooled_bound(one_gpu(), jobs, step_s=1.0, slack_s=3.0)
+    assert b.status == "optimal"
+    assert b.mean_jct_s == pytest.approx(2.0, abs=1e-5) and b.mean_wait_s == pytest.approx(1.0, abs=1e-5)
+    assert b.mean_jct_s <= solve_schedule(one_gpu(), jobs, "mean-jct", 10.0).value == pytest.approx(2.5)
+
+
 def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
     """One whole GPU; A (100 s) and B (10 s) at 0, C (10 s) at 5. Optimum: B 0-10, C 10-20, A 20-120: JCTs 10, 15,
     120, mean 145/3 = 48.33 (A first costs B and C 100 s each; B, A, C costs C 105). With a 1 s window slack A is
