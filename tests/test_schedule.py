@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -15,7 +17,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, rejected_jobs, validate_schedule
 from fgdopt.timeline.suites import KNOWN_OPTIMA, random_time_instance, time_suite, trap_instances
 from formulations.schedule import pooled_bound, solve_schedule
-from formulations.schedule.exact import time_unit
+from formulations.schedule.exact import solve_exact, time_unit
 
 
 def one_gpu(gpus: int = 1) -> Cluster:
@@ -146,6 +148,26 @@ def test_forced_time_limit_gives_a_true_bound():
     assert stopped.status == "time_limit"
     assert stopped.bound <= full.value + 1e-9 <= stopped.value + 1e-9
     assert stopped.gap_pct > 0
+
+
+def test_a_pooled_bound_stopped_by_its_time_limit_says_so():
+    """With no time, HiGHS stops before an optimum: the status is ``time_limit`` (not ``error``) and the bound
+    falls back to the trivial one, the mean duration: 1 s for the four 1 s jobs (2 when solved, above)."""
+    b = pooled_bound(one_gpu(), jobs_of(*[(1, 1000, 0, 1)] * 4), step_s=1.0, slack_s=3.0, time_limit=0.0)
+    assert b.status == "time_limit" and b.mean_jct_s == 1.0 and b.mean_wait_s == 0.0
+
+
+def test_the_exact_search_gets_what_the_model_build_left_of_its_limit(monkeypatch):
+    """``solve_exact``'s limit covers the model build and the search: CP-SAT gets the limit less the seconds
+    already spent, at least 0. A clock that advances 100 s at every reading makes the build take 100 s of a 60 s
+    limit: nothing is left, so the search stops at once (``time_limit``, no schedule), where the same instance with
+    the same limit is proven optimal when the clock is true (``test_forced_time_limit_gives_a_true_bound``)."""
+    inst = random_time_instance(4, 20, 1.0, 1)
+    real, readings = time.perf_counter, itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 100.0 * next(readings))
+    run = solve_exact(inst.cluster, inst.jobs, "mean-jct", 60.0)
+    monkeypatch.undo()
+    assert next(readings) >= 2 and run.status == "time_limit" and run.schedule is None
 
 
 def test_solves_are_deterministic():
