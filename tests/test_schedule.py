@@ -17,7 +17,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, rejected_jobs, validate_schedule
 from fgdopt.timeline.suites import KNOWN_OPTIMA, random_time_instance, time_suite, trap_instances
 from formulations.schedule import pooled_bound, solve_schedule
-from formulations.schedule.exact import solve_exact, time_unit
+from formulations.schedule.exact import _sorted_labels, solve_exact, time_unit
 
 
 def one_gpu(gpus: int = 1) -> Cluster:
@@ -168,6 +168,22 @@ def test_the_exact_search_gets_what_the_model_build_left_of_its_limit(monkeypatc
     run = solve_exact(inst.cluster, inst.jobs, "mean-jct", 60.0)
     monkeypatch.undo()
     assert next(readings) >= 2 and run.status == "time_limit" and run.schedule is None
+
+
+def test_a_hint_is_relabelled_to_the_symmetry_rules():
+    """Two identical nodes of 2 GPUs; jobs in order 0, 1, 2 (sharing, 0.5 GPU, all at 0 for 10 s): job 0 on node 0
+    GPU 1, job 1 on node 1 GPU 0, job 2 on node 0 GPU 0. Relabelled by the first job that uses each: node 0 (job 0)
+    stays node 0, node 1 (job 1) stays node 1; on node 0, GPU 1 (job 0) becomes GPU 0 and GPU 0 (job 2) becomes
+    GPU 1; on node 1, GPU 0 stays. The result is still a feasible schedule, and the model's rules hold: a node's
+    GPU g > 0 is used only after its GPU g - 1 (job 0 on GPU 0 before job 2 on GPU 1)."""
+    cluster = Cluster([32_000] * 2, [65_536] * 2, [2, 2], ["T4"] * 2)
+    jobs = jobs_of((1, 500, 0, 10), (1, 500, 0, 10), (1, 500, 0, 10))
+    hint = Schedule(np.zeros(3), np.array([0, 1, 0]), ((1,), (0,), (0,)))
+    validate_schedule(cluster, jobs, hint)
+    sorted_ = _sorted_labels(hint, cluster, np.arange(3))
+    assert sorted_.node.tolist() == [0, 1, 0] and sorted_.gpus == ((0,), (0,), (1,))
+    assert sorted_.start_s.tolist() == [0.0, 0.0, 0.0]
+    validate_schedule(cluster, jobs, sorted_)
 
 
 def test_solves_are_deterministic():
