@@ -186,6 +186,17 @@ def test_a_hint_is_relabelled_to_the_symmetry_rules():
     validate_schedule(cluster, jobs, sorted_)
 
 
+def test_a_zero_duration_job_is_placed_and_removed_within_its_instant():
+    """One GPU; A (whole GPU, 0 s) and B (whole GPU, 10 s), both submitted at 0; B runs 0-10 and A starts at 10, the
+    instant B finishes. The replay at 10: B's finish, A's start, then A's own finish at its start; the state ends
+    empty. JCTs 10 (A: 10 - 0) and 10 (B): mean 10, makespan 10."""
+    jobs = jobs_of((1, 1000, 0, 0), (1, 1000, 0, 10))
+    schedule = Schedule(np.array([10.0, 0.0]), np.array([0, 0]), ((0,), (0,)))
+    end = validate_schedule(one_gpu(), jobs, schedule)
+    assert end.gpu_left.tolist() == [[1000]] and (end.node_of < 0).all()
+    assert objective_value(jobs, schedule, "mean-jct") == 10.0 and objective_value(jobs, schedule, "makespan") == 10.0
+
+
 def test_solves_are_deterministic():
     inst = random_time_instance(4, 20, 0.7, 0)
     a, b = (solve_schedule(inst.cluster, inst.jobs, "makespan", 20.0, seed=3) for _ in range(2))
