@@ -1,4 +1,5 @@
-"""Sphinx configuration of fgdopt's API reference (``python -m sphinx -W docs docs/_build``).
+"""Sphinx configuration of fgdopt's documentation (``python -m sphinx -W --keep-going -q -b html docs
+docs/_build/html``, as the README and ``.ci/run`` say).
 
 Sphinx with numpydoc: the docstrings are numpydoc sections with Sphinx cross-reference roles (``:func:``,
 ``:class:``, ``:data:``), which Sphinx resolves as written. The notebooks are rendered by myst-nb, executed at build

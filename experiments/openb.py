@@ -23,8 +23,8 @@ workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker
 their ``name`` attribute if they have one. The ``_130`` columns of
 ``summary.csv`` hold the end of the replay (``alloc_ratio_100`` is at 100% arrived, or at the end before it): the
 whole trace is replayed, then clones up to ``--ratio`` (1.3: 130% of capacity), so a trace that alone brings more
-than the ratio ends past it (SPEC: the last row is the final state). At 1.3 that is ``multigpu30`` (130.2%),
-``multigpu40`` (152%) and ``multigpu50`` (183%); below 1 it is most traces (``default`` brings 98%).
+than the ratio ends past it (the last row is the final state, docs/semantics.md). At 1.3 that is ``multigpu30``
+(130.2%), ``multigpu40`` (152%) and ``multigpu50`` (183%); below 1 it is most traces (``default`` brings 98%).
 
 Each finished cell is kept in ``DIR/.runs/openb`` as it completes (:class:`experiments.executors.RunJournal`);
 ``--resume`` replays only the cells not yet there with the same inputs. A run stopped early (Ctrl-C, a failing

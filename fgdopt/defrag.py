@@ -1,15 +1,15 @@
 """Defragmentation: move a few running tasks so that waiting tasks fit (checkpoint/restore plans).
 
-The problem, in SPEC's terms
-----------------------------
+The problem, in the terms of docs/semantics.md
+----------------------------------------------
 A :class:`DefragProblem` is a cluster, a task list, a feasible :class:`~fgdopt.state.Placement` of it
 (the *running* tasks are the placed ones) and the *waiting* tasks (unplaced ones, by default all of
-them). Units as in SPEC: milli-cores, MiB, milli-GPU (one GPU = 1000).
+them). Units as in docs/semantics.md: milli-cores, MiB, milli-GPU (one GPU = 1000).
 
 A :class:`Plan` lists *moves* (a running task to a new node and GPUs) and *admits* (a waiting task to a
 node and GPUs). Semantics, checkpoint/restore: every moved task is stopped at once, its CPU, memory and
 GPU share freed; then every moved and admitted task is placed. The plan is valid iff the final state
-passes SPEC "Feasibility", i.e. replaying the plan through :class:`~fgdopt.state.ClusterState`
+passes docs/semantics.md "Feasibility", i.e. replaying the plan through :class:`~fgdopt.state.ClusterState`
 (``remove`` every moved task, then ``place`` every moved and admitted one) raises nothing. Order within
 the plan does not matter: after the removals, capacities only add up. A *move* changes a task's node or
 its GPU set (a task restored to its own node and GPUs is not a move, and a plan may not list it).
@@ -208,7 +208,7 @@ def apply_plan(problem: DefragProblem, plan: Plan) -> ClusterState:
     InfeasiblePlacement
         naming the task: unknown task, a move of a task that is not running, an admit of a task that is
         not waiting, a task listed twice, a move to the task's current node and GPUs, or a final state
-        that breaks SPEC "Feasibility" (an overfilled GPU, CPU or memory, a wrong GPU model or count, ...).
+        that breaks docs/semantics.md "Feasibility" (an overfilled GPU, CPU or memory, a wrong GPU model or count, ...).
     """
     tasks = problem.tasks
     waiting = set(problem.waiting.tolist())

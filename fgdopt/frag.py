@@ -1,11 +1,11 @@
-"""The statistical fragmentation measure of SPEC "Fragmentation" — the one evaluator.
+"""The statistical fragmentation measure of docs/semantics.md "Fragmentation" — the one evaluator.
 
 A :class:`Workload` M is a set of task shapes with popularities ``p_m`` (summing to 1). The
 fragmentation of node n seen by shape m, ``F_n(m)``, is the node's free GPU capacity (milli-GPU)
 that m cannot use; ``F_n(M) = sum_m p_m F_n(m)`` and the cluster's ``F(M) = sum_n F_n(M)``.
 
 Two implementations of one formula live here on purpose: :func:`node_fragmentation` is the
-reference, a literal transcription of SPEC over plain sequences; :func:`fragmentation_rows` is the
+reference, a literal transcription of docs/semantics.md over plain sequences; :func:`fragmentation_rows` is the
 vectorized form that everything else (cluster totals, FGD's deltas, experiments) calls. The tests
 check they agree on every state.
 
@@ -15,7 +15,7 @@ GPUs hold a ``k``-set whose ring reaches the best ring of ``k`` GPUs on an empty
 they hold ``k`` or more free GPUs but no such set, n counts as unable to host m's GPU demand: F_n(m) =
 idle(n), category ``q2_lack_gpu`` (or ``q1_lack_both`` when the CPU does not fit either). Every other
 shape, and every node where a best-ring set is free, is judged exactly as without the option. The
-option only narrows "can host", so the topology form is never below SPEC's measure.
+option only narrows "can host", so the topology form is never below the measure of docs/semantics.md.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Workload:
 
     @classmethod
     def from_tasks(cls, tasks: TaskSet, threshold: float = DEFAULT_POPULARITY_THRESHOLD) -> Workload:
-        """Group ``tasks`` by shape and keep the most popular ones (SPEC "Fragmentation").
+        """Group ``tasks`` by shape and keep the most popular ones (docs/semantics.md "Fragmentation").
 
         Shapes are sorted as the reference simulator sorts them: by count, descending, ties by
         ``(cpu_milli, gpu_milli, num_gpu, gpu_spec)``, descending; they are kept until their cumulative
@@ -161,7 +161,7 @@ class Workload:
 
 def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Workload,
                        model: str | None = None, topology: Topology | None = None) -> float:
-    """Fragmentation F_n(M) of one node, in milli-GPU: SPEC's definition, written out literally.
+    """Fragmentation F_n(M) of one node, in milli-GPU: the definition of docs/semantics.md, literally.
 
     Parameters
     ----------
@@ -173,7 +173,7 @@ def node_fragmentation(gpu_left: Sequence[float], cpu_left: float, workload: Wor
 
     Examples
     --------
-    SPEC's worked example:
+    the worked example of docs/semantics.md:
 
     >>> w = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
     >>> round(node_fragmentation([100, 600], 16000, w), 6)
@@ -234,7 +234,7 @@ def fragmentation_rows(workload: Workload, gpu_left: np.ndarray, cpu_left: np.nd
     cpu_left : (K,) free milli-cores.
     access : (M, K) bool, whether shape m may use row k's GPU model (``Workload.access``).
     linked : (M, K) bool or None, the topology option: whether row k's free GPUs hold a best-ring set
-        for shape m (:meth:`ClusterTopology.linked`); ``None`` is SPEC's measure.
+        for shape m (:meth:`ClusterTopology.linked`); ``None`` is the measure of docs/semantics.md.
     mig_fit : (M, K, G) bool or None, the MIG form (:mod:`fgdopt.mig.frag`): ``gpu_left`` is then free memory
         slices per GPU and GPU g is usable by shape m iff ``mig_fit[m, k, g]`` (its profile has a free start).
 

@@ -1,4 +1,4 @@
-"""SPEC "Workload inflation": the one rule that tops a task list up to ``ratio`` x capacity, and the one
+"""docs/semantics.md "Workload inflation": the one rule that tops a task list up to ``ratio`` x capacity, and the one
 rule that says which tasks have arrived by a percentage of it."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def draw_until(demand: np.ndarray, total: int, limit: float, rng: np.random.Gene
     weights : (P,) nonnegative draw weights (e.g. shape counts), default uniform.
     check : (P,) the amount compared with the room left, default ``demand`` (the total stays at most
         ``limit``). The reference simulator compares the per-GPU ``gpu_milli`` instead, so a multi-GPU
-        draw can carry the total past ``limit`` (SPEC "Workload inflation").
+        draw can carry the total past ``limit`` (docs/semantics.md "Workload inflation").
 
     Examples
     --------

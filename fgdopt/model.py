@@ -1,6 +1,6 @@
 """The immutable data model: a :class:`Cluster` of nodes and a :class:`TaskSet` of tasks.
 
-Units (SPEC "Units and data"): CPU in milli-cores (``cpu_milli``), memory in MiB (``memory_mib``),
+Units (docs/semantics.md "Units and data"): CPU in milli-cores (``cpu_milli``), memory in MiB (``memory_mib``),
 GPU in milli-GPU (one GPU = 1000). Every GPU of a node has capacity 1000.
 
 Both classes hold one numpy array per field, made read-only, so a value can be shared between

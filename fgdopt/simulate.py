@@ -1,4 +1,4 @@
-"""Online replay of a task list through a policy (SPEC "Online placement", "Workload inflation").
+"""Online replay of a task list through a policy (docs/semantics.md "Online placement", "Workload inflation").
 
 Two entry points:
 

@@ -1,4 +1,4 @@
-"""The mutable allocation state and SPEC "Feasibility" — the single source of truth.
+"""The mutable allocation state and docs/semantics.md "Feasibility" — the single source of truth.
 
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
@@ -40,7 +40,7 @@ def fitting_gpus(gpu_left_row: np.ndarray, gpu_milli: int) -> np.ndarray:
 
 
 class InfeasiblePlacement(ValueError):
-    """A placement that breaks SPEC "Feasibility"; the message names the task and the reason."""
+    """A placement that breaks docs/semantics.md "Feasibility"; the message names the task and the reason."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +156,7 @@ class ClusterState:
         return mask
 
     def feasible_nodes(self, task: Task) -> np.ndarray:
-        """Boolean mask of the nodes where ``task`` fits now (SPEC "Feasibility")."""
+        """Boolean mask of the nodes where ``task`` fits now (docs/semantics.md "Feasibility")."""
         ok = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
         if task.num_gpu:
             ok &= self.spec_mask(task.gpu_spec)

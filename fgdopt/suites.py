@@ -7,7 +7,7 @@ order), the input of the gap experiment and of every policy and formulation.
   as small tables of counts shipped with the package (``fgdopt/data/*.csv``, computed once from the
   trace by ``python -m experiments.make_shape_table``); no trace needed.
 * :func:`random_instance` — nodes of openb types, tasks drawn from the shape distribution until
-  the GPU demand reaches ``ratio`` x capacity (SPEC "Workload inflation"), deterministic per seed.
+  the GPU demand reaches ``ratio`` x capacity (docs/semantics.md "Workload inflation"), deterministic per seed.
 * :func:`adversarial_instances` and :data:`KNOWN_OPTIMA` — tiny instances where greedy arrival-order
   policies provably lose, with their optimum (allocated milli-GPU) worked out by hand.
 * :func:`suite` — the named suites :data:`SUITES` (``small``, ``medium``, ``openb-sample``);
@@ -39,7 +39,7 @@ SHAPE_KEYS = ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
 NODE_TYPE_KEYS = ("cpu_milli", "memory_mib", "gpu", "model")
 """Columns identifying a node type in :func:`openb_node_types`."""
 SHAPE_CLASS_KEYS = ("cpu_milli", "num_gpu", "gpu_milli", "gpu_spec")
-"""A task's shape class for stratified sampling (the trace's 91 shapes; memory ignored as in SPEC)."""
+"""A task's shape class for stratified sampling (the trace's 91 shapes; memory ignored as in docs/semantics.md)."""
 
 DEFAULT_RATIO = 1.3
 SUITES = ("small", "medium", "openb-sample")
@@ -159,7 +159,7 @@ def _concat(a: TaskSet, b: TaskSet) -> TaskSet:
 
 
 def fitting_shapes(cluster: Cluster, shapes: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``shapes`` that fit at least one EMPTY node of ``cluster`` (SPEC "Feasibility")."""
+    """The rows of ``shapes`` that fit at least one EMPTY node of ``cluster`` (docs/semantics.md "Feasibility")."""
     probe = TaskSet(*(shapes[k].to_numpy() for k in SHAPE_KEYS))
     state = ClusterState(cluster, probe)
     keep = [bool(state.feasible_nodes(task).any()) for task in probe]
@@ -168,7 +168,7 @@ def fitting_shapes(cluster: Cluster, shapes: pd.DataFrame) -> pd.DataFrame:
 
 def inflate(cluster: Cluster, base: TaskSet, rng: np.random.Generator, ratio: float = DEFAULT_RATIO,
             shapes: pd.DataFrame | None = None) -> TaskSet:
-    """SPEC "Workload inflation": append drawn tasks to ``base`` up to ``ratio`` x capacity, then shuffle.
+    """docs/semantics.md "Workload inflation": append drawn tasks to ``base`` up to ``ratio`` x capacity, then shuffle.
 
     Tasks are drawn i.i.d. from ``shapes`` (default :func:`openb_shapes`) with probability
     proportional to ``count`` — the same law as drawing uniformly with replacement from the trace —
@@ -201,7 +201,7 @@ def random_instance(n_nodes: int, seed: int, ratio: float = DEFAULT_RATIO,
     n_nodes : number of nodes (>= 1).
     seed : seeds the :class:`numpy.random.Generator` that draws and shuffles the tasks; the same
         arguments always give the same instance.
-    ratio : target GPU demand / capacity (SPEC "Workload inflation"; 1.3 in the paper).
+    ratio : target GPU demand / capacity (docs/semantics.md "Workload inflation"; 1.3 in the paper).
     node_types : the node mix — ``None`` for the openb GPU nodes (weights = node counts of
         :func:`openb_node_types`), a mapping ``label -> weight`` (e.g. ``{"G2x8-96c": 1, "T4x2-104c": 1}``),
         or a table with the columns of :func:`openb_node_types` (``count`` = weight). The nodes are
@@ -373,7 +373,7 @@ def openb_sample(scale: int, seed: int = 0, ratio: float = DEFAULT_RATIO,
 
     Nodes: ``round(1213 / scale)`` GPU nodes, apportioned over the node types by their counts and
     drawn without replacement within each type. Tasks: ``round(8152 / scale)`` tasks apportioned over
-    the shape classes :data:`SHAPE_CLASS_KEYS` and drawn within each class; then SPEC "Workload
+    the shape classes :data:`SHAPE_CLASS_KEYS` and drawn within each class; then docs/semantics.md "Workload
     inflation" (:func:`inflate`) to ``ratio`` x the sample's capacity, shuffled. Named
     ``openb-1in<scale>-r<ratio>-s<seed>``.
     """

@@ -270,8 +270,8 @@ def fill_greedy(instance: Instance, placement: Placement) -> Placement:
     """Add every unallocated task that still fits (largest GPU demand first, best-fitting GPUs).
 
     It never removes anything, so the allocated milli-GPU can only grow; it also places the CPU-only
-    tasks the GPU models leave out (the SPEC tie rule: more tasks). A gang goes part by part by the same rule
-    (:func:`~fgdopt.policies.gang.choose_parts`), all its parts or none.
+    tasks the GPU models leave out (the tie rule of docs/semantics.md: more tasks). A gang goes part by part by the
+    same rule (:func:`~fgdopt.policies.gang.choose_parts`), all its parts or none.
     """
     tasks = instance.tasks
     state = ClusterState(instance.cluster, tasks)

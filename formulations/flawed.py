@@ -1,4 +1,4 @@
-"""The two flawed bin-packing views of SPEC, solved exactly and judged by the shared evaluator.
+"""The two flawed bin-packing views (docs/semantics.md), solved exactly and judged by the shared evaluator.
 
 * ``unified-device-milp`` — optimal under pooled GPUs (:func:`formulations.relax.unified_model`); the
   plan is then realized on real GPUs node by node (largest demand first, best-fitting GPUs) and what no

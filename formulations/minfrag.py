@@ -1,4 +1,5 @@
-"""Objective ``min_frag``: among placements with the most allocated milli-GPU, the least SPEC fragmentation.
+"""Objective ``min_frag``: among placements with the most allocated milli-GPU, the least fragmentation
+(docs/semantics.md "Fragmentation").
 
 Two stages. Stage 1 solves ``max_gpu`` (:func:`formulations.exact.run_exact`). Stage 2 rebuilds the
 exact model with *every* per-GPU pattern and equality slot rows (``build_exact(maximal=False)``), so a
@@ -6,7 +7,7 @@ GPU's content, hence its free capacity, is known exactly; CPU-only tasks are inc
 which changes fragmentation) and are optional. It keeps ``allocated >= stage-1 allocated`` and
 minimizes the cluster fragmentation F(M) for the target workload M = ``Workload.from_tasks(tasks)``.
 
-Linearization (node n, workload GPU shape m with access to n's model, popularity p_m). SPEC's
+Linearization (node n, workload GPU shape m with access to n's model, popularity p_m). The
 ``F_n(m)`` is ``small`` (free capacity on GPUs with ``free < milli_m``) when m is usable on n (CPU fits
 and the GPUs can host m), else ``idle(n)``. Since ``small = idle - usable`` where ``usable`` is the free
 capacity on GPUs with ``free >= milli_m``, ``F_n(m) = idle(n) - w[n,m]`` with

@@ -32,7 +32,7 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
     ----------
     instance : the cluster and the tasks to place.
     objective : ``"max_gpu"`` (maximize allocated milli-GPU) or, for the methods in :data:`MIN_FRAG`, ``"min_frag"``
-        (then the least SPEC fragmentation at that allocation, :mod:`formulations.minfrag`).
+        (then the least fragmentation at that allocation, :mod:`formulations.minfrag`).
     time_limit : wall-clock seconds for the whole run, model building included (each solver call gets what
         is left, at least 0.5 s; CBC, which does not check its own limit in every phase, is interrupted by a
         guard 1 s after it and killed 5 s later). Measured overrun: <= 2.5 s.

@@ -19,7 +19,7 @@
 # its breakdown by category, and see how it changes as a GPU fills up, the landscape FGD descends.
 #
 # This notebook teaches the *statistical* fragmentation measure of "Beware of Fragmentation" (Weng et al., ATC'23)
-# as fgdopt implements it (`fgdopt.frag`, SPEC "Fragmentation").
+# as fgdopt implements it (`fgdopt.frag`, docs/semantics.md "Fragmentation").
 #
 # A node has GPUs of 1000 milli-GPU each. A task asks for a fraction of one GPU (`gpu_milli` < 1000), for whole
 # GPUs, or for no GPU at all. Free GPU capacity is *fragmented* for a task when the task cannot use it: the GPU
@@ -30,7 +30,7 @@
 from fgdopt import Cluster, ClusterState, TaskSet, Workload, cluster_fragmentation, node_fragmentation
 
 # %% [markdown]
-# ## SPEC's worked example
+# ## the worked example of docs/semantics.md
 #
 # A node with two GPUs that have 100 and 600 milli-GPU free and 16 free cores. The workload has three shapes:
 # A (4 cores, half a GPU, 50% of tasks), B (8 cores, one whole GPU, 30%), C (2 cores, CPU-only, 20%).

@@ -19,7 +19,7 @@
 # every policy that accepts each task that fits can be trapped, why the two flawed bin-packing views lose allocation,
 # and replay the paper's protocol to get allocation curves.
 #
-# In the online setting of "Beware of Fragmentation" (SPEC "Online placement") tasks arrive one at a time and never
+# In the online setting of "Beware of Fragmentation" (docs/semantics.md "Online placement") tasks arrive one at a time and never
 # leave. For each task a *policy* looks at the current cluster state, keeps the nodes where the task fits
 # (`ClusterState.feasible_nodes`, the one feasibility rule), scores them and places the task on the best one. A task
 # that fits nowhere is **unallocated**: it is dropped for good.
@@ -218,7 +218,7 @@ table
 # ## 3. The two flawed bin-packing views
 #
 # Classical bin packing describes a node with a resource vector. Two natural ways to fit GPUs into that picture are
-# wrong (SPEC "Online placement"); fgdopt keeps them as policies (best-fit on their own view) to measure the damage.
+# wrong (docs/semantics.md "Online placement"); fgdopt keeps them as policies (best-fit on their own view) to measure the damage.
 #
 # * **unified device**: the node's GPUs are pooled into one number, `1000·gpu` milli-GPU. A node with two GPUs that
 #   each have 400 left looks like it has 800, so a 700-milli task "fits". The planner commits to that node; on the
@@ -263,7 +263,7 @@ assert [flaw_runs[n].allocated_milli for n in names] == [1900, 1900, 1200, 1200]
 # %% [markdown]
 # ## 4. Replaying a generated cluster
 #
-# The paper's protocol (`fgdopt.simulate.replay`, SPEC "Workload inflation"): shuffle the trace with the seed, then append
+# The paper's protocol (`fgdopt.simulate.replay`, docs/semantics.md "Workload inflation"): shuffle the trace with the seed, then append
 # tasks drawn from it until the arrived GPU demand reaches `ratio` (1.3) times the capacity, place one by one, and
 # sample the **GPU allocation ratio** at every arrived percentage 0..130. The seed also draws the node ranks of the
 # tie rule.

@@ -18,7 +18,7 @@
 # **Learning goal:** compute a policy's optimality gap against a proven offline optimum, tell a placement from a
 # bound, report an unfinished solve honestly as an interval, and see why solving a flawed model exactly does not help.
 #
-# Notebook 02 compared online policies with each other. Here we compare them with the **offline optimum** (SPEC
+# Notebook 02 compared online policies with each other. Here we compare them with the **offline optimum** (docs/semantics.md
 # "Offline optimum"): knowing the whole task list in advance, choose which tasks to accept and where to put them so
 # that the allocated milli-GPU is as large as possible. No online policy can do better, so `OPT − policy` is the
 # policy's *optimality gap*.
@@ -189,7 +189,7 @@ print(f"FGD allocates {fgd.allocated_milli}: its gap is " + (f"{hi:.2f}%" if sol
 # %% [markdown]
 # ## The flawed MILPs: what they claim and what they get
 #
-# Solving a flawed view *exactly* does not help (SPEC "Online placement", the two bin-packing views):
+# Solving a flawed view *exactly* does not help (docs/semantics.md "Online placement", the two bin-packing views):
 #
 # * `unified-device-milp` maximizes allocation with each node's GPUs pooled into one number. Its optimum, `claimed`,
 #   is an over-promise: the plan is then realized on the real GPUs and what no longer fits is dropped; `objective` is

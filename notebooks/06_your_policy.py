@@ -48,7 +48,7 @@ from fgdopt.traces import find_openb, load_openb
 # %% [markdown]
 # ## The policy: pack sharing tasks, protect idle GPUs
 #
-# An idea in three rules, one per task kind (SPEC "Units and data"): a **sharing** task goes to the GPU it fills
+# An idea in three rules, one per task kind (docs/semantics.md "Units and data"): a **sharing** task goes to the GPU it fills
 # best (least left after it); a **whole-GPU** task goes to the node with the fewest free GPUs, keeping idle nodes
 # idle for the large tasks to come; a **CPU-only** task goes where it strands the fewest idle GPUs. Written to a
 # file outside the package, as a user would; the folder goes on `sys.path` so that `my_policy` imports.
@@ -96,13 +96,13 @@ MINE = "my_policy:PackAndProtect"
 # ## Against the certified optimum (the small suite)
 #
 # `experiments.gap` places each instance's tasks in arrival order with every policy, then solves the offline
-# problem exactly (SPEC "Offline optimum"): choose which tasks to run and where, to allocate the most milli-GPU. To
+# problem exactly (docs/semantics.md "Offline optimum"): choose which tasks to run and where, to allocate the most milli-GPU. To
 # keep this notebook under a minute we take the suite's instances of at most six nodes and CBC on the aggregated
 # MILP only (warm-started from the best policy); the full table is the one command above (about 3 minutes).
 
 # %%
 instances = [inst for inst in suite("small", seed=0) if inst.cluster.n_nodes <= 6]
-config = gap.Config(methods=("milp-cbc",), policies=("fgd", "best-fit", MINE), time_limit=10.0, seed=0, threads=1)
+config = gap.Config(methods=("milp-cbc",), policies=("fgd", "best-fit", MINE), time_limit=60.0, seed=0, threads=1)
 rows = gap.run(instances, config, jobs=1)
 exact = rows[rows["kind"] == "exact"]
 assert (exact["status"] == "optimal").all()           # every optimum is proven: the gaps below are exact

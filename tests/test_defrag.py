@@ -84,7 +84,7 @@ def victims_state() -> DefragProblem:
     """Three T4 nodes, nothing waiting; M = one whole-GPU shape (1000 milli-cores, 1 GPU), p = 1.
 
     ====  =====  ====  ===========================  ============  =========  ===========================
-    node  cores  GPUs  running (cores, milli-GPU)   free cores    GPU left   F_n(M) (SPEC)
+    node  cores  GPUs  running (cores, milli-GPU)   free cores    GPU left   F_n(M) (semantics)
     ====  =====  ====  ===========================  ============  =========  ===========================
     0     8000   2     task 0 (4000, 400) on GPU 1  1000          700, 600   no free GPU: idle = 1300
                        task 1 (3000, 300) on GPU 0

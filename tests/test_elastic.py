@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from fgdopt.elastic.applications import Application, find_pollux, load_applications
 from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
-from fgdopt.elastic.intervals import run_intervals
+from fgdopt.elastic.intervals import check_plan, run_intervals
 from fgdopt.elastic.jobs import ElasticJob, make_jobs, placement_of, read_workload
 from fgdopt.elastic.onengine import simulate_elastic
 from fgdopt.elastic.policies import Optimus, Tiresias
@@ -220,6 +220,21 @@ def test_work_is_conserved_on_random_workloads(toy, specs, policy):
         assert job.delay_s == 30.0 * ((job.restarts or 0) + 1)
         assert job.completion_s >= math.ceil(job.submit_s / 60) * 60 + 30 + 1200 - 1e-9
     assert (result.peak <= 2).all()
+
+
+def test_a_plan_is_checked_node_by_node_before_it_runs():
+    """Two nodes of 4 GPUs, active jobs a and b. ``{a: [0, 0, 1], b: []}`` uses 2 GPUs of node 0 and 1 of node 1.
+    Refused, each in one line: a node below 0 beside a valid one (``[-1, 0]``: numpy would count the -1 on the last
+    node, 1 + 1 GPUs, within capacity, so only the range check sees it), a node past the last (``[0, 2]``), a job
+    that is not active, and 5 GPUs on a node of 4."""
+    names, nodes = {"a", "b"}, [4, 4]
+    assert check_plan({"a": [0, 0, 1], "b": []}, names, nodes, 60.0, "p").tolist() == [2, 1]
+    for plan, message in (({"a": [-1, 0]}, "job a allocated to a node outside 0..1 at 60.0 s"),
+                          ({"a": [0, 2]}, "job a allocated to a node outside 0..1 at 60.0 s"),
+                          ({"c": [0]}, "to 'c', not an active job"),
+                          ({"a": [0] * 5}, "node 0 given 5 GPUs of 4 at 60.0 s")):
+        with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+            check_plan(plan, names, nodes, 60.0, "p")
 
 
 def test_bad_workload_stops_with_one_line(tmp_path, toy):

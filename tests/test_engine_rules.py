@@ -1,5 +1,5 @@
 """The rules of the time engine, its mechanisms, Gavel's round scheduler and the statistics, each pinned by a
-hand-worked case: the expected numbers are derived in the docstrings from the rule (SPEC "Time", the module
+hand-worked case: the expected numbers are derived in the docstrings from the rule (docs/semantics.md "Time", the module
 docstrings), so that changing a rule changes a number here.
 
 Only the public surface is used: :func:`fgdopt.timeline.simulate` and what it returns, :class:`JobSet`, the

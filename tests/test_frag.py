@@ -1,4 +1,4 @@
-"""The fragmentation evaluator: SPEC's worked example, hand-worked states, and reference == vectorized."""
+"""The fragmentation evaluator: docs/semantics.md's worked example, hand-worked states, reference == vectorized."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from fgdopt.frag import (
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 
-# SPEC's worked example workload: A (sharing 500), B (one whole GPU), C (CPU-only).
+# the worked example of docs/semantics.md workload: A (sharing 500), B (one whole GPU), C (CPU-only).
 SPEC_W = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
 EMPTY = TaskSet([], [], [], [])
 

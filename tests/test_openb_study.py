@@ -30,7 +30,7 @@ def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_
     assert summary["policy"].tolist() == ["random", "fgd"]
     rows = summary.set_index("policy")
     # regression pins (deterministic for seed 42): FGD allocates 5,923,130 and random 5,427,820 of the 6,212,000
-    # milli-GPU at 130 % (README: 95.35 %, 288.87 GPUs left; the paper's FGD mean over seeds 42-51 is 95.39 %)
+    # milli-GPU at 130 % (docs/first_look.md: 95.35 %, 288.87 GPUs left; the paper's FGD mean, seeds 42-51: 95.39 %)
     assert rows.loc["fgd", "alloc_ratio_130"] == pytest.approx(100 * 5_923_130 / 6_212_000, abs=1e-9)
     assert rows.loc["random", "alloc_ratio_130"] == pytest.approx(100 * 5_427_820 / 6_212_000, abs=1e-9)
     for policy in ("fgd", "random"):   # unallocated GPUs = capacity (6212 GPUs) minus the allocation
@@ -44,7 +44,7 @@ def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_
 @pytest.mark.trace
 def test_a_ratio_below_the_zoom_runs_and_ends_at_the_final_state(openb_dir, tmp_path):
     """--ratio 0.5: no zoom panel (its 80%..50% range was empty: NaN axis limits), bars named by the ratio; gpushare100
-    alone brings 63.6% of capacity, so its replay runs past 50% and its last row is the final state (SPEC)."""
+    alone brings 63.6% of capacity, so its replay runs past 50% and its last row is the final state (semantics)."""
     out = tmp_path / "out"
     assert openb.main(["--trace", "gpushare100", "--policies", "best-fit", "--seeds", "42", "--ratio", "0.5",
                        "--data-dir", str(openb_dir), "--output", str(out)]) == 0

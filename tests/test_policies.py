@@ -18,7 +18,7 @@ from fgdopt.simulate import run_online
 from fgdopt.state import ClusterState, validate
 
 MEM = 1 << 20
-# SPEC's worked-example workload: A = (4000 cpu, 1 x 500) p=.5, B = (8000, 1 x 1000) p=.3, C = (2000 cpu) p=.2
+# docs/semantics.md's worked example: A = (4000 cpu, 1 x 500) p=.5, B = (8000, 1 x 1000) p=.3, C = (2000 cpu) p=.2
 SPEC_M = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
 
 

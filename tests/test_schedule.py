@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -15,7 +17,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, rejected_jobs, validate_schedule
 from fgdopt.timeline.suites import KNOWN_OPTIMA, random_time_instance, time_suite, trap_instances
 from formulations.schedule import pooled_bound, solve_schedule
-from formulations.schedule.exact import time_unit
+from formulations.schedule.exact import _sorted_labels, solve_exact, time_unit
 
 
 def one_gpu(gpus: int = 1) -> Cluster:
@@ -108,6 +110,21 @@ def test_pooled_bound_two_jobs_one_gpu():
     assert b.mean_wait_s == pytest.approx(b.mean_jct_s - 10.0)
 
 
+def test_pooled_bound_counts_jobs_smaller_than_one_interval():
+    """Four whole-GPU 1 s jobs at 0 on one GPU, grid D = 1 s, window slack 3 s (intervals 0..3). Each job's work is
+    exactly one interval of the pooled GPU (d p / (cap D) = 1), so the capacity rows hold one job's work per
+    interval, and the LP's best spreads the work over intervals 0..3: the work's interval starts sum to at least
+    0 + 1 + 2 + 3 = 6, and C_j >= (its work's mean interval start) + p/2 with each such start at least 1/2, so
+    sum C_j >= 6 + 4 x 1/2 = 8: mean JCT 2 (mean wait 1), less the solver's 1e-6 safety. Without those rows all
+    four would run in interval 0: the trivial bound 1. The optimum runs them one after another: 1, 2, 3, 4, mean
+    2.5."""
+    jobs = jobs_of(*[(1, 1000, 0, 1)] * 4)
+    b = pooled_bound(one_gpu(), jobs, step_s=1.0, slack_s=3.0)
+    assert b.status == "optimal"
+    assert b.mean_jct_s == pytest.approx(2.0, abs=1e-5) and b.mean_wait_s == pytest.approx(1.0, abs=1e-5)
+    assert b.mean_jct_s <= solve_schedule(one_gpu(), jobs, "mean-jct", 10.0).value == pytest.approx(2.5)
+
+
 def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
     """One whole GPU; A (100 s) and B (10 s) at 0, C (10 s) at 5. Optimum: B 0-10, C 10-20, A 20-120: JCTs 10, 15,
     120, mean 145/3 = 48.33 (A first costs B and C 100 s each; B, A, C costs C 105). With a 1 s window slack A is
@@ -131,6 +148,53 @@ def test_forced_time_limit_gives_a_true_bound():
     assert stopped.status == "time_limit"
     assert stopped.bound <= full.value + 1e-9 <= stopped.value + 1e-9
     assert stopped.gap_pct > 0
+
+
+def test_a_pooled_bound_stopped_by_its_time_limit_says_so():
+    """With no time, HiGHS stops before an optimum: the status is ``time_limit`` (not ``error``) and the bound
+    falls back to the trivial one, the mean duration: 1 s for the four 1 s jobs (2 when solved, above)."""
+    b = pooled_bound(one_gpu(), jobs_of(*[(1, 1000, 0, 1)] * 4), step_s=1.0, slack_s=3.0, time_limit=0.0)
+    assert b.status == "time_limit" and b.mean_jct_s == 1.0 and b.mean_wait_s == 0.0
+
+
+def test_the_exact_search_gets_what_the_model_build_left_of_its_limit(monkeypatch):
+    """``solve_exact``'s limit covers the model build and the search: CP-SAT gets the limit less the seconds
+    already spent, at least 0. A clock that advances 100 s at every reading makes the build take 100 s of a 60 s
+    limit: nothing is left, so the search stops at once (``time_limit``, no schedule), where the same instance with
+    the same limit is proven optimal when the clock is true (``test_forced_time_limit_gives_a_true_bound``)."""
+    inst = random_time_instance(4, 20, 1.0, 1)
+    real, readings = time.perf_counter, itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 100.0 * next(readings))
+    run = solve_exact(inst.cluster, inst.jobs, "mean-jct", 60.0)
+    monkeypatch.undo()
+    assert next(readings) >= 2 and run.status == "time_limit" and run.schedule is None
+
+
+def test_a_hint_is_relabelled_to_the_symmetry_rules():
+    """Two identical nodes of 2 GPUs; jobs in order 0, 1, 2 (sharing, 0.5 GPU, all at 0 for 10 s): job 0 on node 0
+    GPU 1, job 1 on node 1 GPU 0, job 2 on node 0 GPU 0. Relabelled by the first job that uses each: node 0 (job 0)
+    stays node 0, node 1 (job 1) stays node 1; on node 0, GPU 1 (job 0) becomes GPU 0 and GPU 0 (job 2) becomes
+    GPU 1; on node 1, GPU 0 stays. The result is still a feasible schedule, and the model's rules hold: a node's
+    GPU g > 0 is used only after its GPU g - 1 (job 0 on GPU 0 before job 2 on GPU 1)."""
+    cluster = Cluster([32_000] * 2, [65_536] * 2, [2, 2], ["T4"] * 2)
+    jobs = jobs_of((1, 500, 0, 10), (1, 500, 0, 10), (1, 500, 0, 10))
+    hint = Schedule(np.zeros(3), np.array([0, 1, 0]), ((1,), (0,), (0,)))
+    validate_schedule(cluster, jobs, hint)
+    sorted_ = _sorted_labels(hint, cluster, np.arange(3))
+    assert sorted_.node.tolist() == [0, 1, 0] and sorted_.gpus == ((0,), (0,), (1,))
+    assert sorted_.start_s.tolist() == [0.0, 0.0, 0.0]
+    validate_schedule(cluster, jobs, sorted_)
+
+
+def test_a_zero_duration_job_is_placed_and_removed_within_its_instant():
+    """One GPU; A (whole GPU, 0 s) and B (whole GPU, 10 s), both submitted at 0; B runs 0-10 and A starts at 10, the
+    instant B finishes. The replay at 10: B's finish, A's start, then A's own finish at its start; the state ends
+    empty. JCTs 10 (A: 10 - 0) and 10 (B): mean 10, makespan 10."""
+    jobs = jobs_of((1, 1000, 0, 0), (1, 1000, 0, 10))
+    schedule = Schedule(np.array([10.0, 0.0]), np.array([0, 0]), ((0,), (0,)))
+    end = validate_schedule(one_gpu(), jobs, schedule)
+    assert end.gpu_left.tolist() == [[1000]] and (end.node_of < 0).all()
+    assert objective_value(jobs, schedule, "mean-jct") == 10.0 and objective_value(jobs, schedule, "makespan") == 10.0
 
 
 def test_solves_are_deterministic():

@@ -32,7 +32,7 @@ def hard():
     proof = solve(inst, "config-milp", time_limit=30)
     # a proof, not a copied number: the solver's own optimal status with its bound equal to its objective
     assert (proof.status, proof.bound) == ("optimal", proof.objective)
-    assert proof.objective == 27_190       # regression pin of that proof (README: 27.19 GPUs, config-milp)
+    assert proof.objective == 27_190       # regression pin of that proof (docs/results.md: 27.19 GPUs, config-milp)
     return inst, proof.objective, run_online(inst.cluster, inst.tasks, "fgd").placement
 
 
@@ -73,7 +73,7 @@ def test_the_gap_table_prints_the_interval_of_a_time_limited_run(hard, tmp_path,
     table = gap.instance_table(df)
     for policy in ("fgd", "best-fit"):
         alloc = int(df[df.method == policy].iloc[0].allocated_milli)
-        lo, hi = 100 * (incumbent - alloc) / incumbent, 100 * (bound - alloc) / bound   # SPEC: gap vs each side
+        lo, hi = 100 * (incumbent - alloc) / incumbent, 100 * (bound - alloc) / bound   # semantics: gap vs each side
         assert table.loc[0, policy] == f"{alloc / 1000:.2f} ([{lo:.2f}, {hi:.2f}])"
         assert lo < hi
     assert table.loc[0, "optimum (or incumbent)"] == f"{incumbent / 1000:.2f} (time_limit)"

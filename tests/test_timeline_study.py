@@ -163,7 +163,7 @@ def test_openb_jobs_services_warm_start_and_window(openb_dir):
     ran = pods["scheduled_time"] != ""
     life = pods["deletion_time"] - pd.to_numeric(pods["scheduled_time"].where(ran), errors="coerce")
     long_ran = set(pods.loc[ran & (life > SERVICE_S), "name"])
-    assert len(long_ran) == 86                                         # SPEC: 86 pods live longer than a day
+    assert len(long_ran) == 86                                         # semantics: 86 pods live longer than a day
     # the services: those 86, and the never-scheduled pods whose drawn lifetime exceeds a day
     extra = set(names[services]) - long_ran
     assert long_ran <= set(names[services]) and extra <= set(pods.loc[~ran, "name"])

@@ -189,7 +189,7 @@ def _dgx_state(gpu_left: list[int]) -> tuple[ClusterState, object]:
 
 def test_topology_fragmentation_hand_worked():
     # GPUs 0, 1 free (their pair is NV1: 25 < best 50), GPU 2 has 500 left, the rest used: idle = 2500.
-    # SPEC: A fits (2 free GPUs), fragment = GPUs with < 1000 left = 500; B fits, fragment = GPUs < 500 = 0
+    # docs/semantics.md: A fits (2 free GPUs), fragment = GPUs with < 1000 left = 500; B fits, fragment = GPUs < 500 = 0
     #   -> F = 0.5 * 500 + 0.5 * 0 = 250.
     # topology form: no free pair reaches 50 GB/s, so A cannot be hosted well: F(A) = idle = 2500
     #   -> F = 0.5 * 2500 + 0 = 1250, all of A's share in q2_lack_gpu.
@@ -201,7 +201,7 @@ def test_topology_fragmentation_hand_worked():
     report = cluster_fragmentation(state, W, topology=topo)
     assert report.total == 1250 and report.breakdown["q2_lack_gpu"] == 1250
     assert fragmentation_by_category(state, W, topology=topo).sum() == 2500      # categories still sum to idle
-    # GPUs 0 and 3 free instead (NV2, 50 GB/s = best): the topology form equals SPEC's, 250
+    # GPUs 0 and 3 free instead (NV2, 50 GB/s = best): the topology form equals the plain measure, 250
     left = [1000, 0, 500, 1000, 0, 0, 0, 0]
     state, topo = _dgx_state(left)
     assert node_fragmentation(left, 16000, W, topology=DGX) == 250

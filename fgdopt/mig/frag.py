@@ -1,4 +1,4 @@
-"""The MIG form of the statistical fragmentation measure (SPEC "Fragmentation" carried over to slices).
+"""The MIG form of the statistical fragmentation measure (docs/semantics.md "Fragmentation" carried over to slices).
 
 It is the one evaluator, :func:`fgdopt.frag.fragmentation_rows`, called with its ``mig_fit`` option: the
 amounts are free *memory slices* per GPU instead of free milli-GPU, and GPU g counts as usable by shape m

@@ -1,4 +1,4 @@
-"""The online placement policies of SPEC "Online placement" and their registry.
+"""The online placement policies of docs/semantics.md "Online placement" and their registry.
 
 Each policy is a callable ``policy(state, task) -> (node, gpu_ids) | None`` that reads a
 :class:`~fgdopt.state.ClusterState` without mutating it (see :mod:`fgdopt.policies.base` for the
@@ -39,8 +39,8 @@ keyword arguments ``seed``, ``workload``, ``ranks``, ``gpu_choice`` and ``topolo
 * ``state`` is the :class:`~fgdopt.state.ClusterState` of the run; a policy reads it and never mutates it. What
   it may read: ``state.cpu_left`` (milli-cores), ``state.mem_left`` (MiB) and ``state.gpu_left`` (milli-GPU,
   one row per node, one column per GPU slot) of every node, ``state.cluster`` (capacities and GPU models),
-  ``state.feasible_nodes(task)`` (the one feasibility rule of SPEC "Feasibility", a boolean mask over nodes) and
-  ``state.fits(task, node)``.
+  ``state.feasible_nodes(task)`` (the one feasibility rule of docs/semantics.md "Feasibility", a boolean mask over
+  nodes) and ``state.fits(task, node)``.
 * ``task`` is a :class:`~fgdopt.model.Task` (``cpu_milli``, ``memory_mib``, ``num_gpu``, ``gpu_milli``,
   ``gpu_spec``).
 * It returns the node index and the ids of the GPUs that each receive ``task.gpu_milli`` (``()`` for a
@@ -108,7 +108,7 @@ _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuCluste
                                       UnifiedDevice, PerGpuDimension)}
 _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
 TIME_POLICY_NAMES = (DrainFit.name,)
-"""The time-aware policies (the time engine gives them the clock and the job's run time; SPEC "Time")."""
+"""The time-aware policies (the time engine gives them the clock and the job's run time; docs/semantics.md, "Time")."""
 _CLASSES[DrainFit.name] = DrainFit
 # MIG clusters: built in by spec, imported at first use (fgdopt.mig.policies imports fgdopt.policies.base)
 _MIG = {"mig-fgd": "MigFGD", "mig-first-fit": "MigFirstFit", "mig-best-fit": "MigBestFit", "mig-greedy": "MigGreedy"}

@@ -5,7 +5,7 @@ A policy is a callable ``policy(state, task) -> (node, gpus) | None`` that reads
 :meth:`ClusterState.feasible_nodes` (or, for the two flawed views, from :func:`~fgdopt.state.gpu_fits`
 applied to their own view of the node); this module only ranks and breaks ties.
 
-Tie rule (all built-in policies; SPEC "How the reference simulator decides"). Each policy scores the
+Tie rule (all built-in policies; docs/semantics.md "How the reference simulator decides"). Each policy scores the
 feasible nodes, higher is better -- the reference's policies with the integer score 0..100 of their
 Kubernetes plugin. Among the nodes sharing the top score the policy takes the node of lowest *rank*:
 every run gives each node a rank, one uniformly random permutation of the nodes drawn once with the

@@ -1,6 +1,6 @@
 """Fragmentation Gradient Descent (FGD): place where the node's fragmentation grows least.
 
-For every feasible node n the policy evaluates ``delta = F_n'(M) - F_n(M)`` (milli-GPU, SPEC
+For every feasible node n the policy evaluates ``delta = F_n'(M) - F_n(M)`` (milli-GPU, docs/semantics.md
 "Fragmentation") after the hypothetical placement, from :func:`~fgdopt.frag.fragmentation_after`:
 
 * CPU-only task: only the node's CPU changes;
@@ -10,7 +10,7 @@ For every feasible node n the policy evaluates ``delta = F_n'(M) - F_n(M)`` (mil
 
 Two policies share this machinery:
 
-``fgd`` -- the reference plugin ``FGDScore`` (SPEC "How the reference simulator decides"). Each
+``fgd`` -- the reference plugin ``FGDScore`` (docs/semantics.md "How the reference simulator decides"). Each
 candidate gets the integer score ``int(100 * sigmoid(-delta / 1000))`` (truncated); a sharing task's
 node score is the best over its GPUs and it takes the lowest-indexed GPU with that score; the node
 of highest score wins, ties to the lowest node rank (:func:`~fgdopt.policies.base.pick`). The
@@ -22,7 +22,7 @@ lowest-indexed GPU reaching it; ties go to the node with the least best-fit left
 (:func:`~fgdopt.policies.best_fit.leftover`), then to the lowest node rank.
 
 GPU choice (``gpu_choice``, :mod:`fgdopt.policies.base`). ``lowest-index`` and ``best-ring`` only pick a
-whole-GPU task's free GPUs on the chosen node: SPEC's F_n(M) depends on the multiset of a node's free
+whole-GPU task's free GPUs on the chosen node: F_n(M) (docs/semantics.md) depends on the multiset of a node's free
 capacities, not on which GPUs hold them, so both give the same deltas and the same node. ``topo-fgd``
 is the topology-aware variant: F_n(M) is the evaluator's topology form (:mod:`fgdopt.frag`, a node
 whose free GPUs hold no best-ring set for a k-GPU shape is fragment for it), a whole-GPU task of k GPUs

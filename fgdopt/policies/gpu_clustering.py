@@ -14,7 +14,7 @@ The highest wins, ties to the lowest node rank. A CPU-only task scores 0 everywh
 node-rank order). Inside the node the reference runs it with the ``best`` GPU selection (least-left
 fitting GPU; lowest-indexed free GPUs for whole-GPU tasks).
 
-SPEC's one-line description groups by "the same per-GPU demand"; the plugin groups by these
+The one-line summary in docs/semantics.md groups by "the same per-GPU demand"; the plugin groups by these
 affinities, and this module follows the plugin.
 """
 

@@ -13,7 +13,7 @@ A CPU-only task scores 0 everywhere: a pure tie, first-fit in node-rank order. I
 reference runs it with the ``best`` GPU selection: the fitting GPU with the least left (the one
 scored above), or the lowest-indexed free GPUs for a whole-GPU task.
 
-SPEC's one-line description ("least free first" inside the first tier) is this rule up to the
+The one-line summary in docs/semantics.md ("least free first" inside the first tier) is this rule up to the
 100-milli steps of the integer score.
 """
 

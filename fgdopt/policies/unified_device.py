@@ -1,4 +1,4 @@
-"""The unified-device view: a node's GPUs pooled into one scalar capacity (SPEC "Online placement").
+"""The unified-device view: a node's GPUs pooled into one scalar capacity (docs/semantics.md "Online placement").
 
 The planner sees node n with ``sum_g gpu_left[g]`` milli-GPU in one pool and a task needing
 ``num_gpu * gpu_milli`` of it; a node is a candidate when CPU, memory and GPU model allow the task

@@ -1,4 +1,4 @@
-"""Admission at submission: which jobs the cluster can never hold, and why (SPEC "Time", step 2).
+"""Admission at submission: which jobs the cluster can never hold, and why (docs/semantics.md, "Time", step 2).
 
 A job whose shape fits no *empty* node is **rejected** at its submission: it is never queued, gets no start and
 leaves every objective. This module is the one place that decides it and names the reason; the engine

@@ -1,4 +1,4 @@
-"""The event-driven cluster simulation (SPEC "Time"): jobs arrive, wait, run on the one ``ClusterState``, leave.
+"""The event-driven cluster simulation (docs/semantics.md "Time"): jobs arrive, wait, run on one ``ClusterState``.
 
 :func:`simulate` is the loop; what it moves is kept in a few objects, each of one job (the engine's *rooms*):
 
@@ -23,7 +23,7 @@ mechanisms (:mod:`fgdopt.timeline.preemption`)      plug-ins: they read a read-o
 ==================================================  ==================================================================
 
 There is no fixed time step: the next instant is the earliest of the next submission, the next live finish event
-and the mechanism's wake-up. **One instant t**, as SPEC fixes it (each step names the object that does it):
+and the mechanism's wake-up. **One instant t**, as docs/semantics.md fixes it (each step names the object that does it):
 
 0. the snapshots asked for before t are taken (``Recorder``);
 1. every job finishing at t leaves (``Clock.due`` -> ``Placer.finish``: :meth:`~fgdopt.state.ClusterState.remove`,

@@ -1,4 +1,4 @@
-"""Jobs over time: a :class:`~fgdopt.model.TaskSet` plus submission times and run times (SPEC "Time").
+"""Jobs over time: a :class:`~fgdopt.model.TaskSet` plus submission times and run times (docs/semantics.md "Time").
 
 A job is a task of the one data model (its shape and ``gpu_spec``) with ``submit_s`` (seconds from the start
 of the run) and ``duration_s`` (seconds of run time on its allocation; ``inf`` = runs forever). A

@@ -1,7 +1,7 @@
 """Per-run statistics of a :class:`~fgdopt.timeline.engine.TimelineResult` (seconds, milli-GPU, percent).
 
-Per job: wait = start - submit, JCT = finish - submit (SPEC "Time"). The statistics cover the *measured* jobs
-(:attr:`JobSet.measured`): the mean and the 50th / 95th / 99th percentiles (numpy's linear interpolation) of wait
+Per job: wait = start - submit, JCT = finish - submit (docs/semantics.md "Time"). The statistics cover the *measured*
+jobs (:attr:`JobSet.measured`): the mean and the 50th / 95th / 99th percentiles (numpy's linear interpolation) of wait
 over the measured jobs that started and of JCT over those that finished, overall and per size class
 (:data:`SIZE_CLASSES`: CPU-only, sharing, one whole GPU, several GPUs; mean and 99th percentile). Time averages are
 integrals of the per-instant series (a value holds from its instant to the next; the empty cluster before the first)

@@ -1,4 +1,4 @@
-"""Progress, checkpoints and the mechanisms that take GPUs from running jobs (SPEC "Time": preemption).
+"""Progress, checkpoints and the mechanisms that take GPUs from running jobs (docs/semantics.md "Time": preemption).
 
 Progress and checkpoints (:class:`Checkpointing`). A running job makes one second of progress per second of run
 time, after a *restart cost* when it starts again after an eviction (no progress meanwhile). It checkpoints every

@@ -1,6 +1,6 @@
 """A schedule over time (when and where every job runs) and its one check: a replay on the ``ClusterState``.
 
-The offline scheduling problem (SPEC "Time", non-preemptive): every job ``j`` of a :class:`JobSet` gets a start
+The offline scheduling problem (docs/semantics.md "Offline schedule"): every job ``j`` of a :class:`JobSet` gets a start
 ``start_s[j] >= submit_s[j]`` and a placement (node, GPU ids) that it holds over ``[start_s, start_s +
 duration_s)``; at every moment the jobs holding a placement satisfy the one feasibility rule
 (:mod:`fgdopt.state`: node CPU and memory, each GPU's 1000 milli-GPU, whole-GPU jobs on wholly free GPUs,

@@ -1,4 +1,4 @@
-"""Jobs from the openb trace at a chosen offered load (SPEC "Time").
+"""Jobs from the openb trace at a chosen offered load (docs/semantics.md "Time").
 
 The trace's own clock cannot load the cluster: with every pod alive from ``creation_time`` to ``deletion_time``
 the concurrent GPU demand of openb default never exceeds 65.6 of 6212 GPUs. Its shapes and lifetimes can. What

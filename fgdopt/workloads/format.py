@@ -1,6 +1,6 @@
 """The open job format: one row per job, CSV or Parquet, read and checked by :func:`read_workload_frame`.
 
-Columns (units as everywhere in fgdopt, SPEC "Units and data"):
+Columns (units as everywhere in fgdopt, docs/semantics.md, "Units and data"):
 
 ================  ========  ========================  ======================================================
 column            dtype     required / default        meaning
