@@ -331,3 +331,24 @@ def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start, opt
     if code == cp_model.UNKNOWN:
         return RawResult("time_limit", None, None, float(solver.best_objective_bound), wall)
     return RawResult("error", None, None, None, wall)
+
+
+def run_until(highs, deadline: float) -> str | None:
+    """Run ``highs`` (a ``highspy.Highs`` being re-solved, e.g. a column-generation master) until the
+    ``time.perf_counter()`` instant ``deadline``; None when it is solved to optimality, else the status to report
+    (``time_limit`` when the deadline has passed or HiGHS stopped at it, ``error`` otherwise). HiGHS counts its
+    ``time_limit`` over every run of one object, so the limit is set past the time already spent."""
+    import time
+
+    import highspy
+
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return "time_limit"
+    highs.setOptionValue("time_limit", highs.getRunTime() + left)
+    highs.run()
+    status = highs.getModelStatus()
+    if status == highspy.HighsModelStatus.kOptimal:
+        return None
+    return "time_limit" if status == highspy.HighsModelStatus.kTimeLimit else "error"
+

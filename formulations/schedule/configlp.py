@@ -61,7 +61,7 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.backends import highs_threads
+from formulations.backends import highs_threads, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types
 from formulations.schedule.record import BoundRecord
@@ -312,15 +312,8 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     best, status, it, master = 0.0, "iteration_limit", 0, math.inf
     center_q, center_r = np.zeros((n_q, K)), np.zeros((3, K))
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is reported)
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            status = "time_limit"
-            break
-        h.setOptionValue("time_limit", h.getRunTime() + left)       # HiGHS counts its runs' time
-        h.run()
-        ms = h.getModelStatus()
-        if ms != highspy.HighsModelStatus.kOptimal:
-            status = "time_limit" if ms == highspy.HighsModelStatus.kTimeLimit else "error"
+        if (stopped := run_until(h, deadline)) is not None:
+            status = stopped
             break
         master = float(h.getInfo().objective_function_value)
         y = np.asarray(h.getSolution().row_dual)

@@ -41,7 +41,7 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, rejected_jobs
-from formulations.backends import highs_threads
+from formulations.backends import highs_threads, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types, time_unit
 from formulations.schedule.record import BoundRecord
@@ -162,14 +162,8 @@ def _subset_bound(cluster: Cluster, jobs: JobSet, sub: np.ndarray, groups: list[
         add(t, on, cost)
     best, status, it = 0.0, "iteration_limit", 0
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is returned)
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            status = "time_limit"
-            break
-        h.setOptionValue("time_limit", h.getRunTime() + left)       # HiGHS counts its runs' time
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            status = "time_limit" if h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit else "error"
+        if (stopped := run_until(h, deadline)) is not None:
+            status = stopped
             break
         master = float(h.getInfo().objective_function_value)
         dual = np.asarray(h.getSolution().row_dual)
