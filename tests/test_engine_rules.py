@@ -183,6 +183,16 @@ def test_duration_keys_hold_cpu_only_and_endless_jobs():
     assert np.argsort(widest_first(jobs), kind="stable").tolist() == [4, 1, 2, 3, 0]   # j3 (1 s) before j0 (inf)
 
 
+def test_area_aged_ages_the_gpu_area():
+    """``area-aged`` (key area + 8000 x submit): jA (1 GPU, 20 s, at 1; area 20,000, key 28,000) and jB (0.5 GPU,
+    5 s, at 5; area 2,500, key 42,500) wait for j0 (one GPU until 10). ``area`` starts jB at 10 (10-15), then jA at
+    15; ``area-aged`` starts jA at 10 (at t = 10: 20,000 - 8000 x 9 = -52,000 < 2,500 - 8000 x 5 = -37,500), then
+    jB at 30."""
+    aged = jobset((1, 1000, 0, 10), (1, 1000, 1, 20), (1, 500, 5, 5))
+    assert run(nodes(1), aged, "area").start_s.tolist() == [0, 15, 10]
+    assert run(nodes(1), aged, "area-aged").start_s.tolist() == [0, 10, 30]
+
+
 def test_a_job_runs_at_the_speed_of_its_gpu_model():
     """``duration_s`` is work at speed 1: 100 s of work on a K80 of speed 0.5 takes 200 s; at speed 2 it takes 50."""
     jobs = jobset((1, 1000, 0, 100))

@@ -23,6 +23,8 @@ empty node is rejected at submission; the engine's rule), *order* (this module) 
 ``smallest``   least GPU demand (``num_gpu x gpu_milli``) first, then least CPU, every job that fits starts
 ``area``       least GPU-area (GPU demand x ``duration_s``, milli-GPU seconds) first, then shortest, every job
                that fits starts (oracle durations)
+``area-aged``  least GPU-area minus :data:`AGE_MILLI` x the seconds waited first (a wide job that has waited moves
+               ahead), every job that fits starts
 ``whole-first`` most GPUs (``num_gpu``, whole-GPU jobs before sharing ones) first, then shortest, every job that
                fits starts: a freed node goes to the widest waiting job before narrow ones can split it
 ``none``       no queue: placed at submission or dropped
@@ -77,17 +79,32 @@ def _duration_tie(jobs: JobSet) -> np.ndarray:
         return np.where(np.isfinite(duration), duration / (1.0 + duration), 1.0)
 
 
-def least_area_first(jobs: JobSet) -> np.ndarray:
-    """GPU-area: GPU demand (milli-GPU) x ``duration_s`` (seconds), ties (CPU-only jobs: area 0) by duration.
-
-    A CPU-only job has area 0 even if it runs forever; the tie term (< 1 milli-GPU-second) only orders jobs whose
-    areas differ by less than that.
-    """
+def gpu_area(jobs: JobSet) -> np.ndarray:
+    """GPU demand (milli-GPU) x ``duration_s`` (seconds): milli-GPU seconds; a CPU-only job's is 0 even if it runs
+    forever."""
     demand = np.asarray(jobs.tasks.gpu_demand, dtype=np.float64)
     duration = np.asarray(jobs.duration_s, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        area = np.where(demand > 0, demand * duration, 0.0)
-    return area + _duration_tie(jobs)
+        return np.where(demand > 0, demand * duration, 0.0)
+
+
+def least_area_first(jobs: JobSet) -> np.ndarray:
+    """:func:`gpu_area`, ties (CPU-only jobs: area 0) by duration: the tie term (< 1 milli-GPU-second) only orders
+    jobs whose areas differ by less than that."""
+    return gpu_area(jobs) + _duration_tie(jobs)
+
+
+AGE_MILLI = 8000.0
+"""``area-aged``: the GPU area (milli-GPU seconds) a job's key loses per second it has waited: a whole 8-GPU node's
+milli-GPU (2000, 8000, 32000 and 128000 gave 80.7, 78.2, 83.1 and 105.9 s of mean wait with fgd on openb default,
+20,000 jobs, load 1.1, seed 42)."""
+
+
+def aged_area(jobs: JobSet) -> np.ndarray:
+    """``gpu_area + AGE_MILLI x submit_s``: at every instant t the order of ``gpu_area - AGE_MILLI x (t -
+    submit_s)`` (the ``w t`` term is common to every pending job, so linear aging is a static key); ties in
+    submission order."""
+    return gpu_area(jobs) + AGE_MILLI * np.asarray(jobs.submit_s, dtype=np.float64)
 
 
 def widest_first(jobs: JobSet) -> np.ndarray:
@@ -118,6 +135,7 @@ DISCIPLINES = {
     "sjf": Ordered("sjf", shortest_first),
     "smallest": Ordered("smallest", smallest_first),
     "area": Ordered("area", least_area_first),
+    "area-aged": Ordered("area-aged", aged_area),
     "whole-first": Ordered("whole-first", widest_first),
     "none": Ordered("none", submission_order, drops=True),
 }
