@@ -94,7 +94,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                   "no-duration.csv: missing column duration_s; expected name, submit_s, duration_s, num_gpu, "
                   "gpu_milli, cpu_milli, memory_mib, workers, gpu_spec, priority, user"),
                  (["--queue", "fifu"], "argument --queue: unknown queue discipline 'fifu': did you mean fifo? "
-                                       "(valid: fifo, backfill, sjf, smallest, none, or a module:attribute spec)"),
+                                       "(valid: fifo, backfill, sjf, smallest, area, area-aged, whole-first, none, "
+                                       "or a module:attribute spec)"),
                  ([*W, "--workload", "{missing}", "--cluster", "{cluster.json}"], "--workload"),
                  ([*W, "--workload", "{workload.csv}"], "--workload and --cluster"),
                  ([*W, "--workload", "OUT/jobs.csv", "--cluster", "{cluster.json}"],

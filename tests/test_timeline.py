@@ -212,7 +212,7 @@ def test_workload_file_round_trip_and_bad_rows(tmp_path):
         "neg.csv": (header + "a,1000,0,1,1000,,0,5\nb,1000,0,1,1000,,1,-2\n", r"neg.csv: job row 1: .*'duration_s'"),
         "gap.csv": (header + "a,1000,0,1,1000,,0,\n", r"gap.csv: job row 0: field 'duration_s' is missing"),
         "col.csv": (header.replace("gpu_spec", "colour") + "a,1,0,0,0,x,0,1\n",
-                    r"col.csv: unknown column colour; expected name, cpu_milli, "),
+                    r"col.csv: unknown column colour; expected name, submit_s, "),
         "shape.csv": (header + "a,1000,0,2,500,,0,1\n", r"shape.csv: task row 0: a multi-GPU task"),
     }
     for name, (text, message) in cases.items():
