@@ -88,7 +88,7 @@ def test_bounds_below_every_schedule_and_the_optimum(inst):
     if "mean-jct" in inst.optimum:
         best = min(best, inst.optimum["mean-jct"] - float(inst.jobs.duration_s.mean()))
     for b in (config_bound(inst.cluster, inst.jobs, time_limit=20),
-              nodedecomp_bound(inst.cluster, inst.jobs, time_limit=20, pricing_limit=5)):
+              nodedecomp_bound(inst.cluster, inst.jobs, time_limit=8, pricing_limit=4)):
         assert b.wait_s >= 0
         assert b.wait_s <= best + 1e-9, (b.name, b.wait_s, best)
 

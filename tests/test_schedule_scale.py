@@ -32,7 +32,7 @@ def _write(tmp_path, extra_rows=()):
     return work, cluster
 
 
-ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "20"]
+ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "8"]
 
 
 def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
