@@ -56,7 +56,8 @@ COMMANDS: dict[str, str] = {
 
 
 def plain(text: str) -> str:
-    """Docstring text as plain words: ``literal`` and :role:`target` markup dropped, the text kept.
+    """Docstring text as plain words: the markup of literals (double backquotes) and of Sphinx roles (a role name
+    between colons before a backquoted target) dropped, the text kept.
 
     >>> plain("Run ``python -m experiments.gap`` (:mod:`fgdopt.policies`, :func:`~fgdopt.simulate.replay`).")
     'Run python -m experiments.gap (fgdopt.policies, replay).'

@@ -16,19 +16,19 @@ empty node is rejected at submission; the engine's rule), *order* (this module) 
     if True there is no queue: a job that does not fit at its submission is dropped (the paper's online
     protocol: a task that fits nowhere is unallocated).
 
-=============  ==========================================================================================
-``fifo``       submission order, blocking: the head that does not fit blocks the rest
-``backfill``   submission order, every job that fits starts
-``sjf``        shortest ``duration_s`` first (oracle durations), every job that fits starts
-``smallest``   least GPU demand (``num_gpu x gpu_milli``) first, then least CPU, every job that fits starts
-``area``       least GPU-area (GPU demand x ``duration_s``, milli-GPU seconds) first, then shortest, every job
-               that fits starts (oracle durations)
-``area-aged``  least GPU-area minus :data:`AGE_MILLI` x the seconds waited first (a wide job that has waited moves
-               ahead), every job that fits starts
-``whole-first`` most GPUs (``num_gpu``, whole-GPU jobs before sharing ones) first, then shortest, every job that
-               fits starts: a freed node goes to the widest waiting job before narrow ones can split it
-``none``       no queue: placed at submission or dropped
-=============  ==========================================================================================
+===============  ========================================================================================
+``fifo``         submission order, blocking: the head that does not fit blocks the rest
+``backfill``     submission order, every job that fits starts
+``sjf``          shortest ``duration_s`` first (oracle durations), every job that fits starts
+``smallest``     least GPU demand (``num_gpu x gpu_milli``) first, then least CPU, every job that fits starts
+``area``         least GPU-area (GPU demand x ``duration_s``, milli-GPU seconds) first, then shortest, every job
+                 that fits starts (oracle durations)
+``area-aged``    least GPU-area minus :data:`AGE_MILLI` x the seconds waited first (a wide job that has waited moves
+                 ahead), every job that fits starts
+``whole-first``  most GPUs (``num_gpu``, whole-GPU jobs before sharing ones) first, then shortest, every job that
+                 fits starts: a freed node goes to the widest waiting job before narrow ones can split it
+``none``         no queue: placed at submission or dropped
+===============  ========================================================================================
 
 A discipline of one's own is any object with these three attributes and the method; studies take it as a
 ``module:attribute`` spec (``--queue backfill,mypkg.queues:Oldest``; :func:`fgdopt.plugins.resolve_spec`), the

@@ -64,9 +64,10 @@ def price_node(cluster: Cluster, node: int, jobs: JobSet, cands: np.ndarray, pi:
 
     Returns
     -------
-    (lower, chosen, starts, gpus, proven): ``lower`` a proven lower bound (seconds) on ``min sum (S_j - r_j -
-    pi_j)`` over node schedules of jobs ``cands`` (``pi`` aligned with them); ``chosen`` the rows of ``cands``
-    of the best schedule found, their ``starts`` (seconds) and GPUs; ``proven`` whether CP-SAT closed the search.
+    tuple
+        ``lower``, a proven lower bound (seconds) on the least ``sum (S_j - r_j - pi_j)`` over node schedules of
+        jobs ``cands`` (``pi`` aligned with them); ``chosen``, the rows of ``cands`` of the best schedule found;
+        their ``starts`` (seconds) and ``gpus``; ``proven``, whether CP-SAT closed the search.
     """
     from ortools.sat.python import cp_model
 
