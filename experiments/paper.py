@@ -170,10 +170,10 @@ STUDIES: tuple[Study, ...] = (
           ("--instances", "small-time", "--time-limit", "60"), ("schedule.csv", "starts.csv")),
     Study("schedule-bound", "schedule",
           ("--trace", "default", "--load", "1.1", "--n-jobs", "20000", "--seeds", "42", "--policies",
-           "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area", "--time-limit", "600"),
+           "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area,area-aged", "--time-limit", "600"),
           ("--trace", "default", "--load", "1.0,1.1,1.2", "--n-jobs", "20000", "--seeds", "42-44", "--policies",
-           "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area", "--time-limit", "600", "--jobs",
-           "2"),
+           "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area,area-aged", "--time-limit", "600",
+           "--jobs", "2"),
           ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
 )
 """The studies of the paper, in the order they run."""
