@@ -643,27 +643,31 @@ def write_full(results: list[dict], folder: Path, rejected: list[dict] | None = 
         plot_interval(frame, diag, folder / "interval.png")
 
 
+LABEL_STEP = 0.03
+"""Methods whose waits are within this many decades (7%) of each other share one label in ``interval.png``."""
+
+
 def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
     """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
-    (dot) and bound (triangle) marked and named (methods within 2% of each other share one label), the ceilings
-    (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
+    (dot) and bound (triangle) marked and named (methods within :data:`LABEL_STEP` of each other share one label),
+    the ceilings (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(frame["load"].tolist()))
-    height = max(3.4, 1.0 + 0.95 * len(set(frame["seed"])) * len(loads))
+    height = max(4.2, 1.6 + 1.3 * len(set(frame["seed"])) * len(loads))
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
         return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
 
-    def marks(ax, xs: list[float], names: list[str], y: float, below: bool) -> None:
+    def marks(ax, xs: list[float], names: list[str], y: float) -> None:
         xs = [max(x, PLOT_FLOOR_S) for x in xs]
         groups: dict[int, list[str]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
-            groups.setdefault(round(math.log10(x) / 0.01), []).append(name)
-        for k, (key, group) in enumerate(groups.items()):
-            ax.annotate(", ".join(group), (10 ** (key * 0.01), y), fontsize=6, rotation=0 if below else 25,
-                        xytext=(2, -10 if below else 5 + 9 * (k % 3)), textcoords="offset points")
+            groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
+        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels
+            ax.annotate(", ".join(group), (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=30, va="bottom",
+                        xytext=(2, 5 + 11 * (k % 4)), textcoords="offset points")
 
     for ax, load in zip(axes[:, 0], loads, strict=True):
         part = at(frame, load)
@@ -677,17 +681,22 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
             for rows, col, style in ((runs, "mean_wait_s", {"marker": "o", "color": "C0", "s": 25}),
                                      (bounds, "mean_wait_s", {"marker": "^", "color": "C3", "s": 30})):
                 ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
-            marks(ax, pts["mean_wait_s"].tolist(), pts["method"].tolist(), y, False)
+            marks(ax, pts["mean_wait_s"].tolist(), pts["method"].tolist(), y)
             d = at(diagnostics[diagnostics["seed"] == seed], load)
             ceil = d[d["quantity"].str.startswith("ceiling")]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
                        s=20, zorder=3)
-            marks(ax, ceil["value_s"].tolist(), [f"ceiling {q.removeprefix('ceiling_').removesuffix('_s')}"
-                                                 for q in ceil["quantity"]], y - 0.25, True)
+            if len(ceil):                                     # one label for the ceilings, close together
+                ceil = ceil.sort_values("value_s")
+                text = "ceilings: " + ", ".join(f"{q.removeprefix('ceiling_').removesuffix('_s').replace('_', ' ')}"
+                                                f" {v:.3g} s" for q, v in zip(ceil["quantity"], ceil["value_s"],
+                                                                             strict=True))
+                ax.annotate(text, (max(float(ceil["value_s"].iloc[0]), PLOT_FLOOR_S), y - 0.25), fontsize=6,
+                            va="top", xytext=(0, -6), textcoords="offset points")
             ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         ax.set_xscale("log")
         ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds])
-        ax.set_ylim(-0.7, len(seeds) - 0.1)
+        ax.set_ylim(-0.9, len(seeds) + 0.2)
         title = "workload" if pd.isna(load) else f"load {load:g}"
         ax.set_title(f"{title}: from the best bound to the best run (mean wait of every job; triangles: bounds, "
                      f"dots: runs, crosses: ceilings)", fontsize=8)
