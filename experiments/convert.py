@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 
-from experiments.args import check_paths, output_dir, study_parser
+from experiments.args import check_paths, output_dir, study_parser, unknown_name
 from experiments.outputs import staged
 from fgdopt.workloads.convert import FORMATS, convert, write_conversion
 from fgdopt.workloads.convert.swf import write_swf
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                         "summary.json")
     args = parser.parse_args(argv)
     if args.format not in FORMATS:
-        parser.error(f"argument --format: unknown format {args.format!r}; choose one of {', '.join(FORMATS)}")
+        parser.error(f"argument --format: {unknown_name('format', args.format, FORMATS)}")
     for p in args.input:
         check_paths(parser, args.output, OUTPUTS, {"--input": p})
     t0 = time.perf_counter()

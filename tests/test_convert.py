@@ -169,7 +169,7 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
 
 @pytest.mark.parametrize(("fmt", "make", "message"), [
     ("helios", lambda d: _bad(d, "c.csv", "job_id,user,cpu_num,node_num,submit_time,duration\n1,u,1,1,,5\n"),
-     r"c.csv: missing column\(s\) \['gpu_num'\]"),
+     r"c.csv: missing column gpu_num; the trace's files have "),
     ("helios", lambda d: _bad(d, "c.csv", "job_id,user,gpu_num,cpu_num,node_num,submit_time,duration\n"
                                           "1,u,1,1,1,2020-01-01 00:00:00,5\n2,u,1,1,1,2020-01-01 00:00:00,-5\n"),
      r"c.csv: row 1: field 'duration' gives a negative duration \(-5 s\)"),
@@ -179,7 +179,8 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     ("spot2026", lambda d: _bad(d, "job_info_df.csv", "job_name,organization,gpu_model,cpu_request,gpu_request,"
                                                       "worker_num,submit_time,duration,job_type\n1,o,A10,1,1,0,0,5,HP\n"),
      r"job_info_df.csv: row 0: field 'worker_num' is 0 \(workers 0\)"),
-    ("yarn", lambda d: _bad(d, "c.csv", "x\n1\n"), r"argument --format: unknown format 'yarn'; choose one of philly"),
+    ("yarn", lambda d: _bad(d, "c.csv", "x\n1\n"), r"argument --format: unknown format 'yarn' \(valid: philly, helios"),
+    ("helio", lambda d: _bad(d, "c.csv", "x\n1\n"), r"unknown format 'helio': did you mean helios\? \(valid: philly"),
 ])
 def test_bad_input_is_one_line_and_keeps_the_output(tmp_path, capsys, fmt, make, message):
     out = tmp_path / "o"

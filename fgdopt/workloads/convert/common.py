@@ -48,7 +48,8 @@ class Conversion:
 def need_columns(frame: pd.DataFrame, path: str | os.PathLike, columns) -> None:
     """``ValueError`` naming ``path`` and the columns of ``columns`` that ``frame`` lacks."""
     if missing := [c for c in columns if c not in frame.columns]:
-        raise ValueError(f"{path}: missing column(s) {missing}; the trace's files have {', '.join(columns)}")
+        raise ValueError(f"{path}: missing column{'s' * (len(missing) > 1)} {', '.join(missing)}; the trace's files "
+                         f"have {', '.join(columns)}")
 
 
 def read_table(path: str | os.PathLike, columns, *, header: bool = True, **kw) -> pd.DataFrame:
