@@ -21,6 +21,10 @@ Over time only, ``drain-fit`` (:data:`TIME_POLICY_NAMES`, :mod:`~fgdopt.policies
 of a node's drain time (the latest end of its running jobs), best-fit ties; a *time-aware* policy that the time
 engine calls with the clock and the job's run time (best-fit when called without them).
 
+Over time only, ``health-aware`` (:data:`HEALTH_POLICY_NAMES`, :mod:`~fgdopt.policies.health`): best-fit on the
+nodes where a task gets only healthy GPUs (speed factor at least 0.8); the time engine gives it the per-GPU speed
+factors of a run with them (:mod:`fgdopt.timeline.failures`; best-fit without them).
+
 On MIG clusters, ``mig-fgd``, ``mig-first-fit``, ``mig-best-fit`` and ``mig-greedy`` (:data:`MIG_POLICY_NAMES`,
 :mod:`fgdopt.mig.policies`), registered by their ``module:attribute`` spec and imported at their first use.
 
@@ -93,6 +97,7 @@ from fgdopt.policies.drain_fit import DrainFit
 from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
+from fgdopt.policies.health import HealthAware
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
@@ -110,6 +115,9 @@ _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
 TIME_POLICY_NAMES = (DrainFit.name,)
 """The time-aware policies (the time engine gives them the clock and the job's run time; docs/semantics.md, "Time")."""
 _CLASSES[DrainFit.name] = DrainFit
+HEALTH_POLICY_NAMES = (HealthAware.name,)
+"""The health-aware policies (the time engine gives them the per-GPU speed factors; :mod:`fgdopt.policies.health`)."""
+_CLASSES[HealthAware.name] = HealthAware
 # MIG clusters: built in by spec, imported at first use (fgdopt.mig.policies imports fgdopt.policies.base)
 _MIG = {"mig-fgd": "MigFGD", "mig-first-fit": "MigFirstFit", "mig-best-fit": "MigBestFit", "mig-greedy": "MigGreedy"}
 MIG_POLICY_NAMES = tuple(_MIG)
@@ -270,6 +278,6 @@ def _builtin_class(entry: type | str) -> type:
     return resolve_spec(entry, kind="policy") if isinstance(entry, str) else entry
 
 
-__all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "MIG_POLICY_NAMES", "PAPER_POLICIES", "POLICY_NAMES", "TIME_POLICY_NAMES",
-           "WORKLOAD_POLICIES", "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload",
+__all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "HEALTH_POLICY_NAMES", "MIG_POLICY_NAMES", "PAPER_POLICIES",
+           "POLICY_NAMES", "TIME_POLICY_NAMES", "WORKLOAD_POLICIES", "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload",
            "parse_policy_names", "policy_factory", "policy_labels", "register_policy", "unregister_policy"]

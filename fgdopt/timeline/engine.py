@@ -390,7 +390,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     table = JobTable(jobs, pace, model_of, ckpt)
     pending = PendingQueue(shapes, qkey, submit, tasks.gpu_demand)
     placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, pending, interference,
-                    gang_slowdown)
+                    gang_slowdown, getattr(mech, "gpu_speed", None))
     reserve = bool(shapes.gangs) and gang_reserve_s < math.inf
     recorder = Recorder(state, workload, frag, snapshots)
     view = _View(state, jobs.priority, table, pending, clock, workload, restart_s)
@@ -480,6 +480,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
         recorder.record(now, placer.alloc, placer.running, pending, placer.touched)
     for at in recorder.snap_times:
         recorder.snaps.append(recorder.snapshot(at, table, pending, placer.alloc))
+    placer.put_back(list(placer.out))                  # out of service at the end: the final state holds jobs only
     reason = np.where(status == REJECTED, shape_reason[shapes.of], "").astype(object)
     reason[status == DROPPED] = DROPPED_REASON
     result = TimelineResult(jobs, status, table.start_s, table.finish_s, table.node_of, recorder.series(),
@@ -495,12 +496,14 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
                mech: Mechanism) -> None:
     """Carry out a mechanism's plan (:class:`~fgdopt.timeline.preemption.Plan`): its evictions, then its starts."""
     if plan.kind in ("migrate", "round"):                           # evictions, then placements, as planned
-        if not (plan.moves or plan.admits or plan.victims or plan.rates):
+        if not (plan.moves or plan.admits or plan.victims or plan.rates or plan.down or plan.up):
             return                                                  # a round that keeps every job where it is
         placed = (*plan.moves, *plan.admits)                        # in one pass each (Placer.evict_many, start_many)
         again = {m.task for m in placed} & {*(m.task for m in plan.moves), *plan.victims}   # out and back in: no
         placer.evict_many([m.task for m in plan.moves], "migrate", restart_s, mech, again)  # trip through the queue
         placer.evict_many(plan.victims, "preempt", restart_s, mech, again)
+        placer.take_out(plan.down)                                  # failed resources (fgdopt.timeline.failures)
+        placer.put_back(plan.up)
         pending.withdraw_many([m.task for m in placed if m.task not in again])
         placer.start_many(placed)
         if plan.rates:                                              # speeds set by the plan

@@ -11,6 +11,13 @@ A *gang* job (``workers > 1``) is asked of the policy part by part (:func:`fgdop
 started with all its parts at once (:meth:`~fgdopt.state.ClusterState.place_workers`); it leaves with all of them
 (:meth:`~fgdopt.state.ClusterState.remove`). Whose parts span more than one node runs at ``1 / gang_slowdown`` of
 its speed (its run time multiplied by ``gang_slowdown``).
+
+With per-GPU speed factors (``gpu_speed``, a mechanism's, :mod:`fgdopt.timeline.failures`), a run starts at its job's
+speed times the least factor among its GPUs (a gang's: among all its parts' GPUs; a CPU-only job's: 1), and keeps
+that speed until it ends; a *health-aware* policy (``health_aware = True``) is told the factors (``gpu_speed=``).
+Resources out of service (:class:`~fgdopt.timeline.preemption.Outage`, a failed node or GPU) are held on the state,
+owned by no job (:meth:`~fgdopt.state.ClusterState.hold`), until they are put back (:meth:`Placer.take_out`,
+:meth:`Placer.put_back`).
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ import numpy as np
 
 from fgdopt.defrag import Move
 from fgdopt.interference import Interference
-from fgdopt.model import GPU_MILLI, Cluster
+from fgdopt.model import GPU_MILLI, Cluster, Task
 from fgdopt.policies import Policy, PolicyError
 from fgdopt.policies.gang import choose_parts
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline.clock import Clock
 from fgdopt.timeline.jobtable import PENDING, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
+from fgdopt.timeline.preemption import Outage
 
 
 class Placer:
@@ -42,21 +50,26 @@ class Placer:
     errors. shapes : the run's shapes (the policy is asked for a job's shape). jobs, clock, queue : the
     run's job table, clock and pending queue (a job starts from it, an evicted one returns to it). interference :
     co-location slowdowns, or None. gang_slowdown : run-time factor (>= 1) of a gang whose parts span several nodes.
+    gpu_speed : float64 (nodes, max GPUs), every GPU's speed factor (module docstring), or None (1 everywhere).
 
     Attributes
     ----------
     alloc, running : allocated milli-GPU and running jobs now. touched, freed : the nodes placed on or removed from,
     and removed from, in the current instant (the engine renews them each instant). tenants : (node, GPU) -> the
     sharing jobs on it (kept with interference only). node_revision : int64 per node, the state's ``revision``
-    right after the node's latest placement or removal (what a mechanism's cache compares).
+    right after the node's latest placement or removal (what a mechanism's cache compares). out : the resources out
+    of service now, :class:`~fgdopt.timeline.preemption.Outage` -> the demand held for it.
     """
 
     def __init__(self, state: ClusterState, policy: Policy, job_aware: bool, label: str, shapes: Shapes,
                  jobs: JobTable, clock: Clock, queue: PendingQueue, interference: Interference | None,
-                 gang_slowdown: float = 1.0):
+                 gang_slowdown: float = 1.0, gpu_speed: np.ndarray | None = None):
         self.state, self.policy, self.job_aware, self.label = state, policy, job_aware, label
         self.gangs, self.gang_slowdown = state.tasks.has_gangs, gang_slowdown
         self.time_aware = job_aware and getattr(policy, "time_aware", False)
+        self.health_aware = job_aware and getattr(policy, "health_aware", False)
+        self.gpu_speed = gpu_speed
+        self.out: dict[Outage, Task] = {}
         self.shapes, self.jobs, self.clock, self.queue, self.interference = shapes, jobs, clock, queue, interference
         self.tasks = state.tasks
         self.cluster: Cluster = state.cluster
@@ -69,9 +82,12 @@ class Placer:
 
     def _keywords(self, j: int) -> dict:
         """What a job-aware policy is told of job ``j``: ``job``, and for a time-aware one ``now`` and ``work_s``."""
-        if not self.time_aware:
-            return {"job": j}
-        return {"job": j, "now": self.clock.now, "work_s": float(self.jobs.duration[j] - self.jobs.saved[j])}
+        keywords = {"job": j}
+        if self.time_aware:
+            keywords.update(now=self.clock.now, work_s=float(self.jobs.duration[j] - self.jobs.saved[j]))
+        if self.health_aware:
+            keywords["gpu_speed"] = self.gpu_speed
+        return keywords
 
     def ask(self, j: int):
         """The policy's choice for job ``j`` (None: it fits nowhere); for a gang, its parts (module docstring)."""
@@ -82,7 +98,7 @@ class Placer:
                     keywords = self._keywords(j)
                     return choose_parts(lambda state, part: self.policy(state, part, **keywords), self.state, task)
                 return choose_parts(self.policy, self.state, task)
-            if self.time_aware:
+            if self.time_aware or self.health_aware:
                 return self.policy(self.state, self.shapes.task[self.shapes.of[j]], **self._keywords(j))
             if self.job_aware:
                 return self.policy(self.state, self.shapes.task[self.shapes.of[j]], job=j)
@@ -130,6 +146,10 @@ class Placer:
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
         if self.gangs and self.gang_slowdown != 1 and len({other for other, _ in self.state.parts(j)}) > 1:
             jobs.rate[j] /= self.gang_slowdown                     # a gang over several nodes
+        if self.gpu_speed is not None:                             # the slowest of its GPUs (module docstring)
+            factors = [self.gpu_speed[other, list(gs)].min() for other, gs in self.state.parts(j) if gs]
+            if factors:
+                jobs.rate[j] *= min(factors)
         interference = self.interference
         if interference is not None and 0 < self.tasks.gpu_milli[j] < GPU_MILLI:
             others = set()
@@ -215,7 +235,7 @@ class Placer:
     def bulk(self) -> bool:
         """Whether :meth:`evict_many` and :meth:`start_many` take their one-pass path (no co-location slowdowns to
         re-rate, no MIG slices); otherwise they go job by job, with the same effect."""
-        return self.interference is None and self.state.mig is None
+        return self.interference is None and self.state.mig is None and self.gpu_speed is None
 
     def evict_many(self, js, kind: str, restart_s: Callable[[int], float], mechanism,
                    stay_out: frozenset[int] | set[int] = frozenset()) -> None:
@@ -281,6 +301,34 @@ class Placer:
         ends = now + walls
         timed = np.isfinite(ends)
         self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
+
+    def take_out(self, outages) -> None:
+        """Take ``outages`` (:class:`~fgdopt.timeline.preemption.Outage`, free now) out of service: their demand is held
+        on the state (the node's free CPU and memory too, for a whole node), and the pending shapes are re-checked
+        there (the node is touched). ``RuntimeError`` if a job still holds a part of one."""
+        state, cluster = self.state, self.cluster
+        for out in outages:
+            node, gpus = int(out.node), tuple(int(g) for g in out.gpus)
+            part = Task(int(cluster.cpu_milli[node]) if out.whole_node else 0,
+                        int(cluster.memory_mib[node]) if out.whole_node else 0, len(gpus), GPU_MILLI if gpus else 0)
+            try:
+                state.hold(part, node, gpus)
+            except InfeasiblePlacement as exc:
+                raise RuntimeError(f"resources {out} taken out of service at {self.clock.now} s are not free: "
+                                   f"{exc}") from None
+            self.out[out] = part
+            self.node_revision[node] = state.revision
+            self.touched.add(node)
+
+    def put_back(self, outages) -> None:
+        """Put ``outages`` (out of service, :meth:`take_out`) back in service: their node is freed (the unfit pending
+        shapes are tested there)."""
+        for out in outages:
+            part = self.out.pop(out)
+            self.state.release(part, int(out.node), tuple(int(g) for g in out.gpus))
+            self.node_revision[out.node] = self.state.revision
+            self.touched.add(int(out.node))
+            self.freed.add(int(out.node))
 
     def try_start(self, j: int, s: int) -> bool:
         """Offer pending job ``j`` (shape ``s``) to the policy; start it, or mark its shape unfit in the queue."""

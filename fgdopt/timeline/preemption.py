@@ -59,6 +59,10 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     A suspension is transparent (CUDA checkpoint to host memory); the suspended job restarts, anywhere, when it
     fits again, after ``suspend_s + restore_s`` seconds without progress (default 7 + 7 s, an assumption: Helios'
     one-GPU checkpoint time each way).
+``failures``
+    Failed nodes and GPUs at the published rates (:mod:`fgdopt.timeline.failures`): a failure stops every job with
+    a part there (progress since the last checkpoint lost, every 30 minutes by default) and takes the resource out
+    of service until it is repaired; :class:`fgdopt.timeline.failures.FailuresAndDrift` adds per-GPU speed factors.
 ``repack``
     Migration at no cost (:class:`FreeRepack`): at every instant with blocked jobs, clear one node for a blocked
     job and re-place the node's jobs elsewhere, every move transparent and free. Not a practical mechanism: its
@@ -155,6 +159,17 @@ class GangMove(NamedTuple):
     parts: tuple[tuple[int, tuple[int, ...]], ...]
 
 
+class Outage(NamedTuple):
+    """Resources out of service (a failed node or GPU, :mod:`fgdopt.timeline.failures`): ``gpus`` of ``node``, and,
+    when ``whole_node``, the node's CPU and memory too (``gpus`` then every GPU of the node). A :class:`Plan`'s
+    ``down`` takes them out after its evictions (they must be free then: no job may hold a part of them); its ``up``
+    puts them back before its placements (:meth:`fgdopt.timeline.placement.Placer.take_out`, ``put_back``)."""
+
+    node: int
+    gpus: tuple[int, ...]
+    whole_node: bool = False
+
+
 @dataclass(frozen=True)
 class Plan:
     """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice, if
@@ -167,7 +182,8 @@ class Plan:
     round-based scheduler (:mod:`fgdopt.hetero.rounds`) runs next: the jobs it stops and the jobs it starts.
     ``rates`` (job, speed) pairs, with ``migrate`` or ``round``: after the placements, each of these running jobs
     keeps the progress of its run so far and runs on at that speed (progress per second; 0 holds it without progress
-    and without a finish until a later plan re-rates it)."""
+    and without a finish until a later plan re-rates it). ``down`` and ``up`` (:class:`Outage`), with ``round``:
+    resources taken out of service after the evictions, and put back before the placements."""
 
     job: int = -1
     victims: tuple[int, ...] = ()
@@ -176,6 +192,8 @@ class Plan:
     admits: tuple = ()
     where: tuple | None = None
     rates: tuple = ()
+    down: tuple = ()
+    up: tuple = ()
 
 
 class View(Protocol):
@@ -210,7 +228,10 @@ class Mechanism(Protocol):
     admits jobs that only a gang over several nodes holds; ``elastic``, bool per job, marks the jobs whose GPU count
     the mechanism chooses at each placement (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one
     replica, and a plan's :class:`GangMove` places it on as many whole GPUs as its parts hold; re-sizing a running
-    job is a move, which releases its GPUs before the plan places anything).
+    job is a move, which releases its GPUs before the plan places anything); ``gpu_speed``, float64 (nodes, max
+    GPUs), kept current by the mechanism, is each GPU's speed factor: a run starts at its job's speed times the
+    least factor among its GPUs (every part of a gang), and a *health-aware* policy (``health_aware = True``) is
+    given it as ``gpu_speed=`` (:mod:`fgdopt.timeline.failures`, :mod:`fgdopt.policies.health`).
     """
 
     name: str
@@ -594,6 +615,7 @@ _BUILTIN: dict[str, Callable[..., Mechanism] | str] = {
     "affinode": _fresh(AffinodeSuspension), "tiresias": _fresh(TiresiasLAS), "migrate": _fresh(MigrationDefrag),
     "repack": _fresh(FreeRepack),
     "mig-repack": "fgdopt.mig.timeline:mig_repack",        # a spec: MIG lives above this module
+    "failures": "fgdopt.timeline.failures:failures",        # failed nodes and GPUs (it imports this module)
 }
 MECHANISM_NAMES = tuple(_BUILTIN)
 """The built-in mechanisms (module docstring)."""
