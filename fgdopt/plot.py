@@ -904,3 +904,46 @@ def plot_gap(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
     return _save_laid_out(fig, path)
+
+
+def plot_failures(runs: pd.DataFrame, interval: pd.DataFrame, path: str | Path) -> Path:
+    """The failures study (the frames of ``python -m experiments.failures``): one panel per workload, the mean JCT
+    over the run without failures or drift (``jct_slowdown``) per policy and queue, one bar per scenario (failures at
+    each MTBF scale, drift; means over seeds and loads); and a panel of the interval sweep, the time lost (% of the
+    work: progress lost, checkpoints and restarts) against the checkpoint interval, one line per seed, Young/Daly's
+    interval dashed. ``runs`` needs ``workload, policy, queue, scenario, mtbf_scale, jct_slowdown``; ``interval``
+    needs ``seed, checkpoint_s, young_daly_s, waste_pct``.
+    """
+    shown = runs[runs["scenario"] != "none"].assign(
+        bar=lambda f: np.where(f["scenario"] == "failures", "failures /" + f["mtbf_scale"].map("{:g}".format),
+                               f["scenario"]), group=lambda f: f["policy"] + "\n" + f["queue"])
+    workloads = list(dict.fromkeys(shown["workload"]))
+    panels = len(workloads) + (len(interval) > 0)
+    fig = Figure(figsize=(5.0 * max(panels, 1), 4.2))
+    axes = np.atleast_1d(fig.subplots(1, max(panels, 1)))
+    for ax, workload in zip(axes, workloads, strict=False):
+        table = (shown[shown["workload"] == workload].groupby(["group", "bar"], sort=False)["jct_slowdown"].mean()
+                 .unstack("bar"))
+        width = 0.8 / max(len(table.columns), 1)
+        for k, bar in enumerate(table.columns):
+            ax.bar(np.arange(len(table)) + (k - (len(table.columns) - 1) / 2) * width, table[bar], width,
+                   label=bar, color=f"C{k}")
+        ax.axhline(1.0, color="0.3", linewidth=0.8)
+        ax.set_xticks(np.arange(len(table)), table.index, fontsize=8)
+        ax.set_ylabel("Mean JCT / without failures or drift")
+        ax.set_title(f"{workload}: JCT slowdown", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        ax.grid(alpha=0.3, axis="y")
+    if len(interval):
+        ax = axes[-1]
+        for k, (seed, rows) in enumerate(interval.groupby("seed")):
+            rows = rows.sort_values("checkpoint_s")
+            ax.plot(rows["checkpoint_s"] / 60, rows["waste_pct"], marker="o", color=f"C{k}", label=f"seed {seed}")
+        ax.axvline(float(interval["young_daly_s"].iloc[0]) / 60, color="0.3", linestyle="--", label="Young/Daly")
+        ax.set_xscale("log")
+        ax.set_xlabel("Checkpoint interval (minutes)")
+        ax.set_ylabel("Time lost (% of the work)")
+        ax.set_title("gangs of 2 x 8 GPUs: lost, checkpoint and restart time", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        ax.grid(alpha=0.3)
+    return _save(fig, path)
