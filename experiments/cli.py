@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "timeline": "experiments.timeline",
     "hetero": "experiments.hetero",
     "interference": "experiments.interference",
+    "failures": "experiments.failures",
     "cpu-aware": "experiments.cpu_aware",
     "schedule": "experiments.schedule",
     "pollux": "experiments.pollux",

@@ -164,6 +164,27 @@ class FailureTrace:
         return event
 
 
+class FailureLog:
+    """Given failures, replayed as :class:`FailureTrace` draws them (:meth:`peek`, :meth:`pop`): ``events``, pairs
+    (time s, :class:`~fgdopt.timeline.preemption.Outage`) in time order, each out of service for ``repair_s`` seconds
+    (e.g. a cluster's failure log, or a failure at a chosen instant)."""
+
+    def __init__(self, events, repair_s: float = REPAIR_S):
+        self.events = sorted((float(t), Outage(int(o.node), tuple(int(g) for g in o.gpus), bool(o.whole_node)))
+                             for t, o in events)
+        if not (0 <= repair_s < math.inf) or any(not (t >= 0 and math.isfinite(t)) for t, _ in self.events):
+            raise ValueError(f"failure times and repair_s must be finite numbers of seconds >= 0, got {repair_s}")
+        self.repair_s = repair_s
+        self._k = 0
+
+    def peek(self) -> tuple[float, Outage] | None:
+        return self.events[self._k] if self._k < len(self.events) else None
+
+    def pop(self) -> tuple[float, Outage]:
+        self._k += 1
+        return self.events[self._k - 1]
+
+
 def failure_trace(cluster: Cluster, model: FailureModel, until_s: float) -> pd.DataFrame:
     """The failures of ``model`` on ``cluster`` up to ``until_s`` seconds: one row per failure carried out,
     ``time_s, node, gpus`` (the GPU ids, comma-separated), ``whole_node``, ``repaired_s``."""
@@ -216,8 +237,9 @@ class SpeedModel:
 
 @dataclass
 class FailuresAndDrift:
-    """The mechanism of failures and speed factors (module docstring): ``failures`` (None: none) and ``speeds``
-    (None: every factor 1; needs ``cluster``), under ``checkpointing``.
+    """The mechanism of failures and speed factors (module docstring): ``failures`` (a :class:`FailureModel` drawn
+    by :class:`FailureTrace`, or given ones, :class:`FailureLog`; None: none) and ``speeds`` (None: every factor 1;
+    needs ``cluster``), under ``checkpointing``.
 
     Attributes
     ----------
@@ -225,7 +247,7 @@ class FailuresAndDrift:
     log : one dict per failure carried out: ``time_s, node, gpus, whole_node, stopped`` (the jobs it stopped).
     """
 
-    failures: FailureModel | None = None
+    failures: FailureModel | FailureLog | None = None
     speeds: SpeedModel | None = None
     cluster: Cluster | None = None
     checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
@@ -250,7 +272,8 @@ class FailuresAndDrift:
     def _events(self, cluster: Cluster) -> tuple[float, float, float]:
         """The next failure, repair and drift step times (s; inf: none)."""
         if self._trace is None and self.failures is not None:
-            self._trace = FailureTrace(cluster, self.failures)
+            self._trace = (self.failures if isinstance(self.failures, FailureLog)
+                           else FailureTrace(cluster, self.failures))
         nxt = self._trace.peek() if self._trace is not None else None
         return (nxt[0] if nxt else math.inf, self._repairs[0][0] if self._repairs else math.inf,
                 (self._step + 1) * self.speeds.drift_period_s if self.speeds is not None and self.speeds.drift else
