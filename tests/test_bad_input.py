@@ -111,6 +111,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     "interference": [(["--n-jobs", "0"], "--n-jobs"), (["--weights", "-1"], "--weights"),
                      (["--interference", "maybe"], "--interference"), (["--load", "-0.5"], "--load"),
                      (["--policies", "nope"], "nope"), (["--gavel-dir", "{cut-gavel}"], "not valid JSON")],
+    "failures": [(["--node-mtbf-h", "0"], "argument --node-mtbf-h: expected a number of hours > 0 or inf, got '0'"),
+                 (["--gpu-mtbf-h", "-3"], "argument --gpu-mtbf-h: expected a number of hours > 0 or inf, got '-3'"),
+                 (["--straggler-factor", "0"],
+                  "argument --straggler-factor: expected a finite number > 0 and <= 1, got '0'"),
+                 (["--workload", "gangs"], "unknown workload 'gangs': did you mean gang?")],
     "gap": [(["--instances", "{missing}"], "missing' not found; expected a suite (small, medium, openb-sample) or a "
                                             "folder of instance JSON files"),
             (["--instances", "{a-file}"],

@@ -1,5 +1,5 @@
 """Failures and drift (:mod:`fgdopt.timeline.failures`), health-aware placement (:mod:`fgdopt.policies.health`) and
-the failures study's bad input: hand-worked runs, the seeded trace, a property over random runs."""
+hand-worked runs, the seeded trace, a property over random runs (the study's bad input: tests/test_bad_input.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments import cli
 from fgdopt.model import Cluster, Task, TaskSet
 from fgdopt.policies import make_policy
 from fgdopt.policies.health import HealthAware
@@ -200,21 +199,3 @@ def test_jobs_and_resources_are_conserved_under_failures(seed, node_mtbf, gpu_mt
     assert int(r.preemptions.sum()) == sum(e["stopped"] for e in mech.log)
     assert (r.lost_s >= 0).all() and (r.lost_s <= r.run_s).all()
     assert (r.run_s >= jobs.duration_s / 1.0 - 1e-6).all()       # no factor above 1
-
-
-@pytest.mark.parametrize("args, line", [
-    (["--node-mtbf-h", "0"], "argument --node-mtbf-h: expected a number of hours > 0 or inf, got '0'"),
-    (["--gpu-mtbf-h", "-3"], "argument --gpu-mtbf-h: expected a number of hours > 0 or inf, got '-3'"),
-    (["--straggler-factor", "0"], "argument --straggler-factor: expected a finite number > 0 and <= 1, got '0'"),
-    (["--straggler-factor", "-0.5"], "argument --straggler-factor: expected a finite number > 0 and <= 1, got '-0.5'"),
-])
-def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, args, line):
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "failures.csv").write_text("kept\n")
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["failures", "--quick", "--output", str(out), *args])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].endswith(line)
-    assert [p.name for p in out.iterdir()] == ["failures.csv"] and (out / "failures.csv").read_text() == "kept\n"
