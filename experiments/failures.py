@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-s", type=positive, default=1800.0, help="checkpoint interval (default: 1800)")
     parser.add_argument("--checkpoint-cost-s", type=real(0), default=60.0,
                         help="seconds one checkpoint takes (default: 60)")
-    parser.add_argument("--spread", type=real(0, 0.99), default=0.1, help="factors drawn in [1-spread, 1] (default: 0.1)")
+    parser.add_argument("--spread", type=real(0, 0.99), default=0.1,
+                        help="factors drawn in [1-spread, 1] (default: 0.1)")
     parser.add_argument("--stragglers", type=fraction, default=0.05, help="share of straggler GPUs (default: 0.05)")
     parser.add_argument("--straggler-factor", type=real(0, 1, strict=True), default=0.5,
                         help="a straggler's speed factor, > 0 (default: 0.5)")

@@ -279,5 +279,6 @@ def _builtin_class(entry: type | str) -> type:
 
 
 __all__ = ["FACTORY_KEYWORDS", "GPU_CHOICES", "HEALTH_POLICY_NAMES", "MIG_POLICY_NAMES", "PAPER_POLICIES",
-           "POLICY_NAMES", "TIME_POLICY_NAMES", "WORKLOAD_POLICIES", "Choice", "Policy", "PolicyError", "SpecError", "make_policy", "needs_workload",
-           "parse_policy_names", "policy_factory", "policy_labels", "register_policy", "unregister_policy"]
+           "POLICY_NAMES", "TIME_POLICY_NAMES", "WORKLOAD_POLICIES", "Choice", "Policy", "PolicyError", "SpecError",
+           "make_policy", "needs_workload", "parse_policy_names", "policy_factory", "policy_labels", "register_policy",
+           "unregister_policy"]
