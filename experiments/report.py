@@ -27,6 +27,7 @@ from fgdopt.model import GPU_MILLI
 from fgdopt.plot import (
     plot_curves,
     plot_defrag,
+    plot_failures,
     plot_frontier,
     plot_frontier_variants,
     plot_hetero,
@@ -736,6 +737,39 @@ def interference_table(results: Path) -> dict[str, str]:
     return items
 
 
+def failures_tables(results: Path) -> dict[str, str]:
+    """Failures and drift (means over seeds, loads and queues): per workload, policy and scenario, failures, job
+    stops, lost GPU-hours and share, mean JCT and its slowdown, speed; the checkpoint interval sweep against
+    Young/Daly's, and its best interval."""
+    runs, sweep = _csv(results, "failures", "failures.csv"), _csv(results, "failures", "interval.csv")
+    items: dict[str, str] = {}
+    if runs is not None:
+        runs = runs.assign(scenario=np.where(runs["scenario"] == "failures",
+                                             "failures / " + runs["mtbf_scale"].map("{:g}".format), runs["scenario"]))
+        mean = runs.groupby(["workload", "policy", "scenario"], sort=False).mean(numeric_only=True)
+        lines = ["| workload | policy | scenario | failures | jobs stopped | lost GPU-h | lost % of work | mean JCT s | "
+                 "JCT slowdown | speed (measured) | speed (all) |", "|:--|:--|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        for (workload, policy, scenario), row in mean.iterrows():
+            lines.append(f"| {workload} | {policy} | {scenario} | {row.failures:,.0f} | {row.stopped:,.0f} | "
+                         f"{row.lost_gpu_h:,.1f} | {row.lost_pct:.3f} | {row.mean_jct_s:,.0f} | "
+                         f"{row.jct_slowdown:.3f} | {row.mean_speed:.3f} | {row.speed_all:.3f} |")
+        items.update({"failures": "\n".join(lines), "failures_seeds": _seeds(runs["seed"]),
+                      "failures_runs": str(len(runs)), "failures_jobs": f"{int(runs['measured'].max()):,}"})
+    if sweep is not None and len(sweep):
+        mean = sweep.groupby("ratio").mean(numeric_only=True)
+        lines = ["| interval / Young-Daly | interval min | lost % | checkpoints % | restarts % | waste % |",
+                 "|--:|--:|--:|--:|--:|--:|"]
+        for ratio, row in mean.iterrows():
+            lines.append(f"| {ratio:g} | {row.checkpoint_s / 60:.1f} | {row.lost_pct:.2f} | {row.checkpoint_pct:.2f} | "
+                         f"{row.restart_pct:.2f} | {row.waste_pct:.2f} |")
+        best = mean["waste_pct"].idxmin()
+        items.update({"failures_interval": "\n".join(lines), "failures_best_ratio": f"{best:g}",
+                      "failures_yd_min": f"{mean['young_daly_s'].iloc[0] / 60:.1f}",
+                      "failures_best_waste": f"{mean.loc[best, 'waste_pct']:.2f}",
+                      "failures_sweep_failures": f"{mean['failures'].mean():,.0f}"})
+    return items
+
+
 def schedule_tables(results: Path) -> dict[str, str]:
     """How far from optimal over time: per objective and method on ``small-time`` (mean and max gap against the
     proven bound, proven count, wins), the headline values, and the full-scale bound beside the runs."""
@@ -905,7 +939,7 @@ ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
     preemption_table, mig_time_table, hetero_tables, hetero_multi_table, interference_table, schedule_tables,
-    pollux_tables, synergy_tables)
+    pollux_tables, synergy_tables, failures_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -983,6 +1017,10 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
     inter = _csv(results, "interference", "interference.csv")
     if inter is not None:
         drawn.append(plot_interference(inter, figures / "interference.png"))
+    fails = _csv(results, "failures", "failures.csv")
+    if fails is not None:
+        sweep = _csv(results, "failures", "interval.csv")
+        drawn.append(plot_failures(fails, pd.DataFrame() if sweep is None else sweep, figures / "failures.png"))
     bound, diag = _csv(results, "schedule-bound", "schedule-bound.csv"), _csv(results, "schedule-bound",
                                                                                  "diagnostics.csv")
     if bound is not None and diag is not None:
