@@ -104,6 +104,9 @@ def test_a_seeded_failure_trace_is_deterministic_and_independent_of_the_schedule
     trace = failure_trace(cluster, model, 50_000.0)
     assert trace.equals(failure_trace(cluster, model, 50_000.0)) and len(trace) > 5
     assert not trace.equals(failure_trace(cluster, FailureModel(5_000.0, 20_000.0, 600.0, seed=8), 50_000.0))
+    # node failures at 3 / 5,000 s, GPU failures at 12 / 60,000 s: three in four drawn failures are nodes
+    skewed = failure_trace(cluster, FailureModel(5_000.0, 60_000.0, 0.0, seed=7), 200_000.0)
+    assert len(skewed) > 100 and 0.65 < skewed["whole_node"].mean() < 0.85
     logs = []
     for policy in ("best-fit", "fgd"):
         mech = FailuresAndDrift(model, checkpointing=Checkpointing(600.0, 10.0))
@@ -135,15 +138,31 @@ class _Speeds:
         return None
 
 
-def test_a_gang_runs_at_its_slowest_part():
+def test_a_gang_runs_at_its_slowest_part_and_health_aware_avoids_the_straggler():
     # node 0: GPUs at 1.0 and 0.9; node 1: 0.5 and 1.0. Gang g (2 parts of 2 GPUs: both nodes) works 100 s at the
-    # least of the four, 0.5: 200 s. Then a (2 GPUs, node 0 or 1 by best-fit's rank) and c (CPU only, speed 1).
+    # least of the four, 0.5: 200 s; c (CPU only) at speed 1. Then a (2 GPUs) arrives at 300 s on an empty cluster:
+    # best-fit's ranks (seed 3) put it on node 1, at 0.5 (90 s of work, 180 s); health-aware on node 0 (0.9 >= 0.8,
+    # node 1's 0.5 is degraded), at 0.9 (100 s), told the factors by the engine
     cluster = Cluster([8000] * 2, [1024] * 2, [2] * 2, ["T4"] * 2)
     tasks = TaskSet([100] * 3, [0] * 3, [2, 2, 0], [1000, 1000, 0], workers=[2, 1, 1])
     jobs = JobSet(tasks, [0.0, 300.0, 0.0], [100.0, 90.0, 50.0])
-    r = simulate(cluster, jobs, "best-fit", "fifo", mechanism=_Speeds(np.array([[1.0, 0.9], [0.5, 1.0]])))
-    assert r.finish_s[0] == 200.0 and r.finish_s[2] == 50.0
-    assert r.finish_s[1] == pytest.approx(300.0 + 90.0 / (0.9 if r.node[1] == 0 else 0.5))
+    speeds = np.array([[1.0, 0.9], [0.5, 1.0]])
+    r = simulate(cluster, jobs, "best-fit", "fifo", seed=3, mechanism=_Speeds(speeds))
+    assert r.finish_s.tolist() == [200.0, 480.0, 50.0] and r.node[1] == 1
+    r = simulate(cluster, jobs, "health-aware", "fifo", seed=3, mechanism=_Speeds(speeds))
+    assert r.finish_s.tolist() == [200.0, 400.0, 50.0] and r.node[1] == 0
+
+
+def test_a_failure_stops_only_the_jobs_with_a_part_there():
+    # gangs g and h (2 parts of 4 GPUs: two whole nodes each); node 1 fails at 100 s: the gang there stops (100 s
+    # lost, no checkpoint yet), the other does not
+    cluster = Cluster([8000] * 4, [1024] * 4, [4] * 4, ["T4"] * 4)
+    jobs = JobSet(TaskSet([100] * 2, [0] * 2, [4] * 2, [1000] * 2, workers=[2, 2]), [0.0, 0.0], [1000.0, 1000.0])
+    mech = FailuresAndDrift(FailureLog([(100.0, Outage(1, (0, 1, 2, 3), True))], repair_s=0.0),
+                            checkpointing=Checkpointing(500.0, 0.0))
+    r = simulate(cluster, jobs, "best-fit", "fifo", mechanism=mech)
+    assert sorted(r.preemptions.tolist()) == [0, 1] and mech.log[0]["stopped"] == 1
+    assert sorted(r.lost_s.tolist()) == [0.0, 100.0]
 
 
 def test_speed_factors_drawn_once_and_drifting():
