@@ -40,6 +40,7 @@ from fgdopt.plot import (
 from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES
 from fgdopt.refsim import paper_allocation
 from fgdopt.suites import openb_node_types
+from fgdopt.timeline.failures import job_mtbf_s, young_daly_s
 
 PAPER_DIR = Path(__file__).resolve().parents[1] / "paper"
 BLOCK = re.compile(r"(<!-- (table|value):([\w-]+) -->)(.*?)(<!-- /\2 -->)", re.DOTALL)
@@ -737,6 +738,10 @@ def interference_table(results: Path) -> dict[str, str]:
     return items
 
 
+CHECKPOINT_COST_S = 60.0
+"""The failures study's checkpoint cost (its ``--checkpoint-cost-s`` default), s."""
+
+
 def failures_tables(results: Path) -> dict[str, str]:
     """Failures and drift (means over seeds, loads and queues): per workload, policy and scenario, failures, job
     stops, lost GPU-hours and share, mean JCT and its slowdown, speed; the checkpoint interval sweep against
@@ -747,14 +752,23 @@ def failures_tables(results: Path) -> dict[str, str]:
         runs = runs.assign(scenario=np.where(runs["scenario"] == "failures",
                                              "failures / " + runs["mtbf_scale"].map("{:g}".format), runs["scenario"]))
         mean = runs.groupby(["workload", "policy", "scenario"], sort=False).mean(numeric_only=True)
-        lines = ["| workload | policy | scenario | failures | jobs stopped | lost GPU-h | lost % of work | mean JCT s | "
-                 "JCT slowdown | speed (measured) | speed (all) |", "|:--|:--|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        lines = ["| workload | policy | scenario | failures | jobs stopped | lost GPU-h | lost % of work | "
+                 "mean JCT s | JCT slowdown | speed (measured) | speed (all) |",
+                 "|:--|:--|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for (workload, policy, scenario), row in mean.iterrows():
             lines.append(f"| {workload} | {policy} | {scenario} | {row.failures:,.0f} | {row.stopped:,.0f} | "
                          f"{row.lost_gpu_h:,.1f} | {row.lost_pct:.3f} | {row.mean_jct_s:,.0f} | "
                          f"{row.jct_slowdown:.3f} | {row.mean_speed:.3f} | {row.speed_all:.3f} |")
         items.update({"failures": "\n".join(lines), "failures_seeds": _seeds(runs["seed"]),
                       "failures_runs": str(len(runs)), "failures_jobs": f"{int(runs['measured'].max()):,}"})
+        for workload in mean.index.get_level_values("workload").unique():
+            part = mean.loc[workload]
+            if ("health-aware", "drift") in part.index and ("best-fit", "drift") in part.index:
+                aware, fit = part.loc[("health-aware", "drift")], part.loc[("best-fit", "drift")]
+                items[f"failures_health_{workload}"] = (
+                    f"speed {fit.speed_all:.3f} to {aware.speed_all:.3f} over all jobs, {fit.mean_speed:.3f} to "
+                    f"{aware.mean_speed:.3f} over the measured ones, mean JCT "
+                    f"{100 * (aware.mean_jct_s / fit.mean_jct_s - 1):+.1f}%")
     if sweep is not None and len(sweep):
         mean = sweep.groupby("ratio").mean(numeric_only=True)
         lines = ["| interval / Young-Daly | interval min | lost % | checkpoints % | restarts % | waste % |",
@@ -763,7 +777,9 @@ def failures_tables(results: Path) -> dict[str, str]:
             lines.append(f"| {ratio:g} | {row.checkpoint_s / 60:.1f} | {row.lost_pct:.2f} | {row.checkpoint_pct:.2f} | "
                          f"{row.restart_pct:.2f} | {row.waste_pct:.2f} |")
         best = mean["waste_pct"].idxmin()
+        one_gpu = young_daly_s(CHECKPOINT_COST_S, job_mtbf_s(1, 1)) / 3600
         items.update({"failures_interval": "\n".join(lines), "failures_best_ratio": f"{best:g}",
+                      "failures_yd_one_gpu_h": f"{one_gpu:.0f}",
                       "failures_yd_min": f"{mean['young_daly_s'].iloc[0] / 60:.1f}",
                       "failures_best_waste": f"{mean.loc[best, 'waste_pct']:.2f}",
                       "failures_sweep_failures": f"{mean['failures'].mean():,.0f}"})

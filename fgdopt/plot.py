@@ -929,10 +929,12 @@ def plot_failures(runs: pd.DataFrame, interval: pd.DataFrame, path: str | Path) 
             ax.bar(np.arange(len(table)) + (k - (len(table.columns) - 1) / 2) * width, table[bar], width,
                    label=bar, color=f"C{k}")
         ax.axhline(1.0, color="0.3", linewidth=0.8)
+        low, high = float(np.nanmin(table.to_numpy())), float(np.nanmax(table.to_numpy()))
+        ax.set_ylim(min(low, 1.0) - 0.02, high + 0.35 * (high - min(low, 1.0) + 0.02))   # room for the legend
         ax.set_xticks(np.arange(len(table)), table.index, fontsize=8)
         ax.set_ylabel("Mean JCT / without failures or drift")
         ax.set_title(f"{workload}: JCT slowdown", fontsize=9)
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", ncol=len(table.columns))
         ax.grid(alpha=0.3, axis="y")
     if len(interval):
         ax = axes[-1]

@@ -194,6 +194,11 @@ def test_health_aware_avoids_degraded_gpus_and_is_best_fit_otherwise():
     assert node != 1 and slow[node, list(gpus)].min() == 1.0
     slow[:, :] = 0.5                                              # nothing healthy: best-fit again
     assert aware(state, task, gpu_speed=slow) == (1, (1,))
+    pair = Task(100, 0, 2, 1000)                                  # fits the empty nodes 0 and 2 only
+    for bad, good in ((0, 2), (2, 0)):                            # a 2-GPU task gets its slower GPU's factor
+        slow = healthy.copy()
+        slow[bad, 1] = 0.5
+        assert aware(state, pair, gpu_speed=slow) == (good, (0, 1))
 
 
 def test_young_daly_and_a_job_mtbf():
