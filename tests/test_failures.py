@@ -98,6 +98,16 @@ def test_a_failed_resource_takes_no_job_until_it_is_repaired():
     assert r.series.loc[(r.series["time_s"] > 10) & (r.series["time_s"] < 60), "running"].eq(0).all()
 
 
+def test_a_resource_still_out_when_the_run_ends_is_put_back():
+    # node 1 fails at 5 s, idle, for 10^6 s; the one job (node 0) ends at 100 s: the run ends with node 1 out
+    cluster = Cluster([8000] * 2, [1024] * 2, [1] * 2, ["T4"] * 2)
+    jobs = JobSet(TaskSet([8000], [0], [1], [1000]), [0.0], [100.0])
+    mech = FailuresAndDrift(FailureLog([(5.0, Outage(1, (0,), True))], repair_s=1e6), checkpointing=Checkpointing())
+    r = simulate(cluster, jobs, "best-fit", "fifo", seed=1, mechanism=mech)
+    assert r.finish_s.tolist() == [100.0] and r.node.tolist() == [0] and len(mech.log) == 1
+    assert r.state.cpu_left.tolist() == [8000, 8000] and r.state.gpu_left.tolist() == [[1000], [1000]]
+
+
 def test_a_seeded_failure_trace_is_deterministic_and_independent_of_the_schedule():
     cluster, jobs = _small(5, gangs=False)
     model = FailureModel(5_000.0, 20_000.0, 600.0, seed=7)
