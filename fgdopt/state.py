@@ -402,9 +402,10 @@ class ClusterState:
 
     def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
-        a gang's earlier parts while its later ones are chosen (:func:`fgdopt.policies.gang.choose_parts`). Judged by
-        the one rule (raises :class:`InfeasiblePlacement`); every hold is given back by :meth:`release` before the
-        gang is placed. ``revision`` advances and ``last_node`` is ``node``, as for :meth:`place`."""
+        a gang's earlier parts while its later ones are chosen (:func:`fgdopt.policies.gang.choose_parts`; every hold
+        is given back by :meth:`release` before the gang is placed), or a failed node or GPU while it is out of
+        service (:meth:`fgdopt.timeline.placement.Placer.take_out`). Judged by the one rule (raises
+        :class:`InfeasiblePlacement`). ``revision`` advances and ``last_node`` is ``node``, as for :meth:`place`."""
         gpus = tuple(int(g) for g in gpus)
         if part.workers != 1 or self.mig is not None:
             raise InfeasiblePlacement("hold takes one part (workers == 1) on a non-MIG cluster")

@@ -39,7 +39,8 @@ and the mechanism's wake-up. **One instant t**, as docs/semantics.md fixes it (e
    ``t + duration_s`` (at speed 1, without checkpoints);
 4. while jobs are pending (at every instant, for a mechanism with ``every_instant = True``, e.g.
    :class:`fgdopt.cpu_aware.CpuAware`), the mechanism is asked for plans (at most
-   :data:`~fgdopt.timeline.preemption.MAX_PLANS`): each is carried out (evictions, then starts) and followed by 1's
+   :data:`~fgdopt.timeline.preemption.MAX_PLANS`): each is carried out (evictions, resources out of service taken
+   out or put back, :mod:`fgdopt.timeline.failures`, then starts) and followed by 1's
    unblocking and a pass; then its wake-up;
 5. the shapes nobody tried are checked (``PendingQueue.refresh``) and the series row is recorded (``Recorder``).
 
