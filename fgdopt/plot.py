@@ -919,7 +919,7 @@ def plot_failures(runs: pd.DataFrame, interval: pd.DataFrame, path: str | Path) 
                                f["scenario"]), group=lambda f: f["policy"] + "\n" + f["queue"])
     workloads = list(dict.fromkeys(shown["workload"]))
     panels = len(workloads) + (len(interval) > 0)
-    fig = Figure(figsize=(5.0 * max(panels, 1), 4.2))
+    fig = Figure(figsize=(min(4.6 * max(panels, 1), 14.0), 4.6))          # 14 inches at most (page width)
     axes = np.atleast_1d(fig.subplots(1, max(panels, 1)))
     for ax, workload in zip(axes, workloads, strict=False):
         table = (shown[shown["workload"] == workload].groupby(["group", "bar"], sort=False)["jct_slowdown"].mean()
