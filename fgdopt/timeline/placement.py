@@ -307,6 +307,8 @@ class Placer:
         on the state (the node's free CPU and memory too, for a whole node), and the pending shapes are re-checked
         there (the node is touched). ``RuntimeError`` if a job still holds a part of one."""
         state, cluster = self.state, self.cluster
+        if outages and state.mig is not None:
+            raise RuntimeError("resources out of service (failures) are not supported on a MIG cluster")
         for out in outages:
             node, gpus = int(out.node), tuple(int(g) for g in out.gpus)
             part = Task(int(cluster.cpu_milli[node]) if out.whole_node else 0,
