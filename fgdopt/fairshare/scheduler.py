@@ -36,7 +36,8 @@ quantum, and the engine carries the plan out. What it decides, in order:
 A job that keeps its GPUs keeps running; every other running job is stopped for the quantum (checkpointed
 transparently: time slicing is suspend and resume); a chosen job is placed on its server's free GPUs (a large job
 over its whole servers, a :class:`~fgdopt.timeline.preemption.GangMove`). A job that finishes early leaves its GPUs
-idle until the quantum ends (the next starts when its time is up; with nothing running, at the next arrival).
+idle until the quantum ends (the next starts when its time is up; with nothing running, at the next arrival); when
+the last job present finishes, the quantum ends there.
 
 After each quantum, :attr:`GandivaFair.log` holds a :class:`Quantum`: what every user received (GPU-seconds and
 work done per type, from the engine's own accounts) against its fair share and its traded share.
@@ -115,6 +116,7 @@ class GandivaFair:
     checkpointing: Checkpointing = Checkpointing(transparent=True)
     owns_starts: bool = True
     span: bool = True
+    every_instant: bool = True
     log: list = field(default_factory=list)
     migrations: int = 0
     _next_s: float = 0.0
@@ -156,6 +158,13 @@ class GandivaFair:
     # -- one quantum ---------------------------------------------------------------------------------------------
     def plan(self, view: View) -> Plan | None:
         now = view.now
+        if now < self._next_s and self._started[1] is not None and not len(view.waiting()):
+            last = self._ran[0]                            # the cluster emptied before the quantum's end: the
+            if not (view.state.node_of[last] >= 0).any():  # quantum ends here (else a run's last quantum would
+                self._account(view)                        # go unlogged: the engine stops at the last finish)
+                self._started = (now, None, None, None, ())
+                self._ran = (last[:0], np.zeros(0), np.zeros(0), last[:0])
+            return None
         if now < self._next_s or now == self._planned_at:
             return None
         self._planned_at = now
@@ -169,6 +178,7 @@ class GandivaFair:
         self._present = ids
         if not len(ids):
             self._ran = (ids, np.zeros(0), np.zeros(0), ids)
+            self._started = (now, None, None, None, ())
             return None
         nodes, node_gpus = self._pools(state.cluster)
         need = state.tasks.num_gpu.astype(np.int64)
