@@ -121,7 +121,8 @@ def make_workload(table, gpus: dict, seed: int, users: int, per_user: int, multi
     trace = gavel_jobs(table, users * per_user, math.inf, seed=seed, multi_gpu=multi_gpu)
     types = tuple(gpus)
     thr = trace.throughputs(table, types)
-    ratio = np.nan_to_num(thr[:, 0] / thr[:, -1], nan=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.nan_to_num(thr[:, 0] / thr[:, -1], nan=0.0, posinf=np.inf)
     user = np.empty(len(trace), dtype=np.int64)
     user[np.lexsort((np.arange(len(trace)), ratio))] = np.repeat(np.arange(users), per_user)
     return trace, user

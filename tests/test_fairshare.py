@@ -142,7 +142,8 @@ def test_stride_shares_converge_to_tickets_over_their_sum(tickets, capacity):
 @given(data=st.data())
 def test_the_engine_conserves_jobs_and_gpus(data):
     """Random users, tickets, gangs of 1 to 8 GPUs on 4-GPU nodes and finite work: every job finishes, no quantum
-    uses more GPU-seconds than the cluster has, and the work in the log is every job's work (nothing lost or made)."""
+    uses more GPU-seconds than the cluster has, and the work in the log is every job's work times its GPUs (nothing
+    lost or made), and its GPU-seconds the engine's."""
     n = data.draw(st.integers(2, 12))
     need = data.draw(st.lists(st.sampled_from([1, 1, 2, 4, 8]), min_size=n, max_size=n))
     users = data.draw(st.integers(1, 3))
@@ -159,7 +160,7 @@ def test_the_engine_conserves_jobs_and_gpus(data):
     for q in mech.log:
         assert (q.gpu_s.sum(axis=0) <= np.array([8, 8]) * (q.end_s - q.start_s) + 1e-6).all()
     done = sum(q.work_s for q in mech.log).sum(axis=1)                         # per user
-    assert done == pytest.approx(np.bincount(user, weights=work, minlength=users))
+    assert done == pytest.approx(np.bincount(user, weights=np.multiply(work, need), minlength=users))
     held = sum(q.gpu_s for q in mech.log).sum()                                # GPU-seconds, log against engine
     assert held == pytest.approx(float((result.run_s * np.asarray(need)).sum()))
 

@@ -71,7 +71,8 @@ class Quantum:
     ----------
     start_s, end_s : the quantum, seconds.
     gpu_s : float64 (U, K), GPU-seconds each user's jobs ran on each type (held GPUs times run seconds).
-    work_s : float64 (U, K), work each user's jobs did there, seconds at speed 1 (V100-seconds for Gavel's jobs).
+    work_s : float64 (U, K), work each user's jobs did there: each job's progress (seconds at speed 1) times its
+        GPUs, so GPU-seconds at speed 1 (V100-seconds for Gavel's jobs, whose speed 1 is the V100's).
     fair : float64 (U, K), the fair shares (GPUs) at the quantum's start. share : the shares after trading (GPUs).
     value : float64 (U, K), each user's speed per GPU on each type at the start (0: no job present).
     trades : the trades made at the start.
@@ -204,7 +205,7 @@ class GandivaFair:
         if len(js):
             need = view.state.tasks.num_gpu[js]
             np.add.at(gpu_s, (self.user[js], types), (view.run_of(js) - run0) * need)
-            np.add.at(work_s, (self.user[js], types), view.work_of(js) - work0)
+            np.add.at(work_s, (self.user[js], types), (view.work_of(js) - work0) * need)
         self.log.append(Quantum(start, view.now, gpu_s, work_s, fair, share, value, trades))
 
     def _shares(self, ids, need, nodes, node_gpus):
