@@ -186,17 +186,19 @@ def run_seed(seed: int, gpus: dict, users: int, tickets: tuple, per_user: int, m
     return {"rows": rows, "series": series, "users": per_user_rows}
 
 
-def plot(frame: pd.DataFrame, series: pd.DataFrame, users: pd.DataFrame, path: Path) -> None:
-    """Left: Jain's index of GPU time over fair share against time, per arm (mean over seeds). Right: each user's
-    work per second with and without trading (mean over seeds)."""
+def plot(series: pd.DataFrame, users: pd.DataFrame, path: Path) -> None:
+    """Left: Jain's index of GPU time over fair share and of work over the work of the fair share, against time, per
+    arm (mean over seeds). Right: each user's work per second with and without trading (mean over seeds)."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
-    for trading, rows in series.groupby("trading"):
-        mean = rows.groupby("window_end_h").jain_gpu_time.mean()
-        left.plot(mean.index, mean.values, "o-", label="with trading" if trading else "without trading")
+    for k, (trading, rows) in enumerate(series.groupby("trading")):
+        arm = "with trading" if trading else "without trading"
+        mean = rows.groupby("window_end_h")[["jain_gpu_time", "jain_value"]].mean()
+        left.plot(mean.index, mean.jain_gpu_time, "o-", color=f"C{k}", label=f"GPU time, {arm}")
+        left.plot(mean.index, mean.jain_value, "s--", color=f"C{k}", label=f"work, {arm}")
     left.set_xlabel("time (h)")
-    left.set_ylabel("Jain's index of GPU time / fair share")
+    left.set_ylabel("Jain's index over fair share")
     left.legend(fontsize=7)
     work = users.groupby(["user", "trading"]).work_per_s.mean().unstack("trading")
     at = np.arange(len(work))
@@ -220,7 +222,7 @@ def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
     series.to_csv(out / "fairness_series.csv", index=False)
     users.to_csv(out / "fairness_users.csv", index=False)
     if len(frame):
-        plot(frame, series, users, out / "fairness.png")
+        plot(series, users, out / "fairness.png")
     return frame
 
 

@@ -900,12 +900,50 @@ def synergy_tables(results: Path) -> dict[str, str]:
     return out
 
 
+FAIRNESS_STUDIES = {"fairness": "1 GPU each", "fairness-multi": "1 to 8 GPUs"}
+"""The Gandiva-Fair studies (``results/<name>/fairness.csv``) and their workloads in words."""
+
+
+def _fairness_runs(results: Path) -> pd.DataFrame | None:
+    frames = [f.assign(jobs=words) for name, words in FAIRNESS_STUDIES.items()
+              if (f := _csv(results, name, "fairness.csv")) is not None]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def fairness_tables(results: Path) -> dict[str, str]:
+    """Gandiva-Fair (``results/fairness``, ``results/fairness-multi``): per workload and seed, Jain's index of GPU
+    time over fair share without trading, the throughput without and with trading, its gain, the least user's work
+    with trading over its work without, and whether the paper's claim held; the claim's count and ranges."""
+    runs = _fairness_runs(results)
+    if runs is None:
+        return {}
+    rows = []
+    for (jobs, seed), pair in runs.groupby(["jobs", "seed"], sort=False):
+        base, traded = pair[~pair["trading"]].iloc[0], pair[pair["trading"]].iloc[0]
+        rows.append({"jobs": jobs, "GPUs V100:P100:K80": base["cluster"], "seed": seed,
+                     "Jain, no trading": f"{base['jain_gpu_time']:.3f}", "worst window": f"{base['jain_min']:.3f}",
+                     "throughput, no trading (V100s)": round(base["throughput"], 2),
+                     "with trading": round(traded["throughput"], 2),
+                     "gain (%)": round(traded["throughput_gain_pct"], 1),
+                     "least user, traded / not": f"{traded['min_user_ratio']:.3f}",
+                     "claim held": "yes" if traded["claim_held"] else "no"})
+    traded = runs[runs["trading"]]
+    base = runs[~runs["trading"]]
+    held = traded["claim_held"].astype(str).str.lower() == "true"
+    return {"fairness_table": pd.DataFrame(rows).to_markdown(index=False),
+            "fairness_held": f"{int(held.sum())} of {len(held)}",
+            "fairness_gain": f"{traded['throughput_gain_pct'].min():.1f}% to {traded['throughput_gain_pct'].max():.1f}%",
+            "fairness_least": f"{traded['min_user_ratio'].min():.3f}",
+            "fairness_jain": f"{base['jain_gpu_time'].min():.3f}",
+            "fairness_jain_traded": f"{traded['jain_gpu_time'].min():.2f} to {traded['jain_gpu_time'].max():.2f}"}
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
     preemption_table, mig_time_table, hetero_tables, hetero_multi_table, interference_table, schedule_tables,
-    pollux_tables, synergy_tables)
+    pollux_tables, synergy_tables, fairness_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -1006,6 +1044,13 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
 
         plot_pollux(runs, figures / "pollux.png")
         drawn.append(figures / "pollux.png")
+    single = _csv(results, "fairness", "fairness.csv")
+    if single is not None:
+        from experiments.fairness import plot as plot_fairness
+
+        plot_fairness(_csv(results, "fairness", "fairness_series.csv"),
+                      _csv(results, "fairness", "fairness_users.csv"), figures / "fairness.png")
+        drawn.append(figures / "fairness.png")
     return drawn
 
 
