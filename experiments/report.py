@@ -930,9 +930,10 @@ def fairness_tables(results: Path) -> dict[str, str]:
     traded = runs[runs["trading"]]
     base = runs[~runs["trading"]]
     held = traded["claim_held"].astype(str).str.lower() == "true"
+    gain = traded["throughput_gain_pct"]
     return {"fairness_table": pd.DataFrame(rows).to_markdown(index=False),
             "fairness_held": f"{int(held.sum())} of {len(held)}",
-            "fairness_gain": f"{traded['throughput_gain_pct'].min():.1f}% to {traded['throughput_gain_pct'].max():.1f}%",
+            "fairness_gain": f"{gain.min():.1f}% to {gain.max():.1f}%",
             "fairness_least": f"{traded['min_user_ratio'].min():.3f}",
             "fairness_jain": f"{base['jain_gpu_time'].min():.3f}",
             "fairness_jain_traded": f"{traded['jain_gpu_time'].min():.2f} to {traded['jain_gpu_time'].max():.2f}"}
