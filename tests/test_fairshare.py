@@ -55,9 +55,10 @@ def test_two_users_two_jobs_each_equal_tickets_share_equally_over_one_stride_per
 def test_a_gang_job_shares_equally_with_two_small_ones():
     """Gang-aware: user A has one 2-GPU job, user B two 1-GPU jobs, on one 2-GPU server, equal tickets. A's job holds
     1 ticket and advances 2 / 1 = 2 per quantum; B's jobs hold 1/2 each and advance 1 / (1/2) = 2. Quantum 1: A's
-    job (index 0, pass 0) takes both GPUs; quantum 2: B's two jobs. 720 GPU-s each over the period."""
-    mech = _run({"g": 2}, [2, 1, 1], [0, 1, 1], [1.0, 1.0], {"g": [1.0] * 3}, quanta=2, per_node=2)
-    assert [q.gpu_s[:, 0].tolist() for q in mech.log] == [[720.0, 0.0], [0.0, 720.0]]
+    job (index 0, pass 0) takes both GPUs; quantum 2: B's two jobs; and so on by turns (ties to A's, of lower index):
+    720 GPU-s each over every period of two quanta."""
+    mech = _run({"g": 2}, [2, 1, 1], [0, 1, 1], [1.0, 1.0], {"g": [1.0] * 3}, quanta=8, per_node=2)
+    assert [q.gpu_s[:, 0].tolist() for q in mech.log] == [[720.0, 0.0], [0.0, 720.0]] * 4
 
 
 def test_a_trade_that_helps_both():
@@ -103,6 +104,22 @@ def test_trading_on_the_engine_realizes_the_traded_shares_and_helps_both_users()
     assert work == pytest.approx([60 / 11, 65 / 22], rel=0.01)
     assert gpus == pytest.approx(np.array([[15 / 11, 0.0], [7 / 11, 2.0]]), rel=0.01)
     assert (work > runs[False][0]).all()
+
+
+def test_load_balancing_migrates_to_keep_users_at_their_shares():
+    """Two servers of 2 GPUs; users A (jobs 0-3) and B (jobs 4-7), equal tickets, 1 GPU each: 2 GPUs each, so each
+    job holds 1/2 ticket. New jobs go to the server of least ticket load per GPU (ties to the first): A0, A2, B4
+    and B6 to the first, A1, A3, B5 and B7 to the second. B4 and B6 finish after 360 s of work; then B's two jobs
+    hold 1 ticket each, and the loads are 1/2 (A0, A2 on 2 GPUs) and 3/2 (A1, A3, B5, B7). Moving B5 evens them
+    (1 and 1), so B5 migrates: each server runs one B job on one GPU and two A jobs on the other by turns, 2 GPUs
+    per user. Without the migration A would get 2 + 2/3 GPUs and B 4/3."""
+    work = [math.inf] * 4 + [360.0, math.inf, 360.0, math.inf]
+    mech = _run({"g": 4}, [1] * 8, [0] * 4 + [1] * 4, [1.0, 1.0], {"g": [1.0] * 8}, quanta=24, per_node=2,
+                duration_s=work)
+    assert mech.migrations == 1
+    late = mech.log[6:]
+    got = sum(q.gpu_s for q in late)[:, 0] / sum(q.end_s - q.start_s for q in late)
+    assert got == pytest.approx([2.0, 2.0])
 
 
 def test_jain_index_on_known_vectors():
