@@ -82,6 +82,8 @@ def test_a_trade_that_helps_both():
 def test_no_trade_when_users_gain_alike_or_the_seller_cannot_use_more():
     value = np.array([[3.0, 1.0], [3.0, 1.0]])
     assert trade_shares(np.ones((2, 2)), value, np.array([4.0, 4.0]))[1] == []
+    one_each = np.array([[1.0, 0.0], [0.0, 1.0]])                         # only user 1 can buy, only user 0 sell
+    assert trade_shares(one_each, value, np.array([4.0, 4.0]))[1] == []   # and neither gains
     value = np.array([[4.0, 1.0], [1.5, 1.0]])                            # B demands only its 2 GPUs: it cannot
     assert trade_shares(np.ones((2, 2)), value, np.array([2.0, 2.0]))[1] == []   # take more slow GPUs than it gives
 
@@ -104,6 +106,24 @@ def test_trading_on_the_engine_realizes_the_traded_shares_and_helps_both_users()
     assert work == pytest.approx([60 / 11, 65 / 22], rel=0.01)
     assert gpus == pytest.approx(np.array([[15 / 11, 0.0], [7 / 11, 2.0]]), rel=0.01)
     assert (work > runs[False][0]).all()
+
+
+def test_the_central_scheduler_takes_turns_with_the_servers():
+    """Two servers of 2 GPUs. User A has one 4-GPU job (larger than a server: the central scheduler's), user B four
+    1-GPU jobs, equal tickets: A's job holds 2 tickets and advances 4 / 2 = 2 per quantum, B's jobs 1/2 each and
+    advance 1 / (1/2) = 2. Quantum 1: A's job starts at the least pass of the jobs it joins, 0, and takes servers only
+    where every local job's pass is above its own: none; B's jobs run. Quantum 2: B's jobs are at 2, A's at 0: A
+    takes both servers. Then by turns: 1440 GPU-s a quantum to each user in turn."""
+    mech = _run({"g": 4}, [4, 1, 1, 1, 1], [0, 1, 1, 1, 1], [1.0, 1.0], {"g": [1.0] * 5}, quanta=8, per_node=2)
+    assert [q.gpu_s[:, 0].tolist() for q in mech.log] == [[0.0, 1440.0], [1440.0, 0.0]] * 4
+
+
+def test_fair_shares_are_split_over_the_types_by_their_gpus():
+    """2 fast and 6 slow GPUs, two users with jobs for 8 GPUs each and equal tickets: 4 GPUs each, 1 fast and 3
+    slow."""
+    mech = _run({"fast": 2, "slow": 6}, [1] * 16, [0] * 8 + [1] * 8, [1.0, 1.0],
+                {"fast": [2.0] * 16, "slow": [1.0] * 16}, quanta=1, per_node=2)
+    assert mech.log[0].fair.tolist() == [[1.0, 3.0], [1.0, 3.0]]
 
 
 def test_load_balancing_migrates_to_keep_users_at_their_shares():
