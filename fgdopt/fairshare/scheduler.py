@@ -25,7 +25,8 @@ quantum, and the engine carries the plan out. What it decides, in order:
    increasing pass, each takes whole servers (as many as it needs) among those whose local jobs all have a larger
    pass than it (its turn has come there too: the servers most ahead first, ties by index), or waits; the local
    schedulers then fill the servers left. Passes are in one unit across the pool (GPU-quanta over tickets), so a
-   large job gets its tickets' share like the others; a new job starts at the least pass of the jobs it joins.
+   large job gets its tickets' share like the others; a new job starts at the least pass of the jobs it joins. A
+   large job runs at its speed on its type (Gavel's consolidated throughput: no slowdown for spanning servers).
 5. **Load balancing by migration** (section 4.2). The local schedulers are fair to their own jobs only; the users'
    cluster-wide shares hold when every server carries the same tickets per GPU. A new small job goes to the local
    server of least ticket load per GPU after it joins; then, while the most and least loaded servers of a pool
@@ -136,7 +137,7 @@ class GandivaFair:
         self._thr = np.column_stack([np.asarray(self.speed[g], dtype=np.float64) for g in self.gpu_types])
         n = len(self.user)
         self._pool = np.full(n, -1, dtype=np.int64)       # per job: its GPU type (-1: none yet)
-        self._home = np.full(n, -1, dtype=np.int64)       # its home server (-1: none, or central)
+        self._home = np.full(n, -1, dtype=np.int64)       # its home server (-1: none; CENTRAL: a large job)
         self._pass = np.zeros(n)                          # its stride pass
         self._present = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, np.int64)
