@@ -11,8 +11,11 @@
                                          realizes the shares (split stride, load balancing by migration, trading)
 =======================================  ===================================================================
 
-The paper has no public code; what is built here follows its text (sections cited in each module) and says where
-it chooses.
+The paper has no public code; what is built here follows its design as described in the paper and says where it
+chooses. Only the paper's abstract could be read while this was written (the stored copy holds no more), so the
+section numbers cited in these modules (3: fair share by tickets; 4.1: split, gang-aware stride scheduling; 4.2:
+load balancing by migration; 5: trading by marginal utility) are from memory of the paper and should be checked
+against it; so should the price point (here the middle of the two speedups, an option).
 """
 
 from fgdopt.fairshare.scheduler import GandivaFair
