@@ -904,19 +904,23 @@ FAIRNESS_STUDIES = {"fairness": "1 GPU each", "fairness-multi": "1 to 8 GPUs"}
 """The Gandiva-Fair studies (``results/<name>/fairness.csv``) and their workloads in words."""
 
 
-def _fairness_runs(results: Path) -> pd.DataFrame | None:
-    frames = [f.assign(jobs=words) for name, words in FAIRNESS_STUDIES.items()
-              if (f := _csv(results, name, "fairness.csv")) is not None]
+def _fairness_runs(results: Path, name: str = "fairness.csv") -> pd.DataFrame | None:
+    frames = [f.assign(jobs=words) for study, words in FAIRNESS_STUDIES.items()
+              if (f := _csv(results, study, name)) is not None]
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def fairness_tables(results: Path) -> dict[str, str]:
     """Gandiva-Fair (``results/fairness``, ``results/fairness-multi``): per workload and seed, Jain's index of GPU
     time over fair share without trading, the throughput without and with trading, its gain, the least user's work
-    with trading over its work without, and whether the paper's claim held; the claim's count and ranges."""
+    with trading over its work without and which user that is (0: the least sped up), and whether the paper's claim
+    held; the claim's count and ranges."""
     runs = _fairness_runs(results)
     if runs is None:
         return {}
+    users = _fairness_runs(results, "fairness_users.csv")
+    work = users.pivot_table(index=["jobs", "seed", "user"], columns="trading", values="work_per_s")
+    least = (work[True] / work[False]).groupby(level=["jobs", "seed"]).idxmin()     # (jobs, seed, user)
     rows = []
     for (jobs, seed), pair in runs.groupby(["jobs", "seed"], sort=False):
         base, traded = pair[~pair["trading"]].iloc[0], pair[pair["trading"]].iloc[0]
@@ -926,6 +930,7 @@ def fairness_tables(results: Path) -> dict[str, str]:
                      "with trading": round(traded["throughput"], 2),
                      "gain (%)": round(traded["throughput_gain_pct"], 1),
                      "least user, traded / not": f"{traded['min_user_ratio']:.3f}",
+                     "that user": least[jobs, seed][2],
                      "claim held": "yes" if traded["claim_held"] else "no"})
     traded = runs[runs["trading"]]
     base = runs[~runs["trading"]]
