@@ -32,7 +32,8 @@ Measured per run, over windows of ``--window-s`` and over the whole run (from th
 Writes ``DIR/fairness.csv`` (``seed, trading, cluster, users, jain_gpu_time, jain_min, jain_value, throughput,
 throughput_gain_pct, min_user_ratio, claim_held, trades, migrations, quanta, wall_s``), ``DIR/fairness_series.csv``
 (``seed, trading, window_end_h, jain_gpu_time, jain_value, throughput``), ``DIR/fairness_users.csv`` (per run and
-user: ``tickets, fair_gpus, gpus, work_per_s, speedup``) and ``DIR/fairness.png`` (Jain's index over time and each
+user: ``tickets, fair_gpus``, ``gpus``, ``work_per_s``, ``fair_work_per_s``: the work of its fair share at its jobs'
+mean speeds, the valuation trading uses, and ``speedup``) and ``DIR/fairness.png`` (Jain's index over time and each
 user's work with and without trading). ``--quick``: 8:0:8 GPUs, 4 users of 10 jobs, 3 hours, seed 0.
 """
 
@@ -67,11 +68,13 @@ from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.timeline import simulate
 from fgdopt.timeline.jobs import JobSet
 
+TOLERANCE = 0.01
+"""How far below its work without trading a user may fall for the claim to hold (the default of ``--tolerance``)."""
 KEYS = ("seed", "trading")
 COLUMNS = (*KEYS, "cluster", "users", "jain_gpu_time", "jain_min", "jain_value", "throughput", "throughput_gain_pct",
            "min_user_ratio", "claim_held", "trades", "migrations", "quanta", "wall_s")
 SERIES = (*KEYS, "window_end_h", "jain_gpu_time", "jain_value", "throughput")
-USERS = (*KEYS, "user", "tickets", "fair_gpus", "gpus", "work_per_s", "speedup")
+USERS = (*KEYS, "user", "tickets", "fair_gpus", "gpus", "work_per_s", "fair_work_per_s", "speedup")
 
 
 def parse_tickets(text: str) -> list[float]:
@@ -170,7 +173,7 @@ def run_seed(seed: int, gpus: dict, users: int, tickets: tuple, per_user: int, m
         for u in range(len(tickets)):
             per_user_rows.append({"seed": seed, "trading": trading, "user": u, "tickets": tickets[u],
                                   "fair_gpus": fair_s[:, u].sum() / total, "gpus": gpu_s[:, u].sum() / total,
-                                  "work_per_s": work[trading][u],
+                                  "work_per_s": work[trading][u], "fair_work_per_s": fair_work[:, u].sum() / total,
                                   "speedup": thr[u, 0] / thr[u, -1] if thr[u, -1] > 0 else math.nan})
         rows.append({"seed": seed, "trading": trading, "cluster": label, "users": len(tickets),
                      "jain_gpu_time": float(np.mean(jains)), "jain_min": float(np.min(jains)),
@@ -245,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per window of the series (default: 3600)")
     parser.add_argument("--price-point", type=parse_price_point, default=0.5,
                         help="where the trading price lies between the two users' speedups (default: 0.5)")
-    parser.add_argument("--tolerance", type=real(0, 1), default=0.01,
+    parser.add_argument("--tolerance", type=real(0, 1), default=TOLERANCE,
                         help="how far below its work without trading a user may fall for the claim to hold "
                         "(default: 0.01)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")

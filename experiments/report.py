@@ -914,13 +914,19 @@ def fairness_tables(results: Path) -> dict[str, str]:
     """Gandiva-Fair (``results/fairness``, ``results/fairness-multi``): per workload and seed, Jain's index of GPU
     time over fair share without trading, the throughput without and with trading, its gain, the least user's work
     with trading over its work without and which user that is (0: the least sped up), and whether the paper's claim
-    held; the claim's count and ranges."""
+    held; the claim's count and ranges, and the users' work against trading's valuation of their fair shares (their
+    GPUs of each type at their jobs' mean speeds) without trading, and with trading for the users left below."""
+    from experiments.fairness import TOLERANCE
+
     runs = _fairness_runs(results)
     if runs is None:
         return {}
     users = _fairness_runs(results, "fairness_users.csv")
     work = users.pivot_table(index=["jobs", "seed", "user"], columns="trading", values="work_per_s")
-    least = (work[True] / work[False]).groupby(level=["jobs", "seed"]).idxmin()     # (jobs, seed, user)
+    valued = users[~users["trading"]].set_index(["jobs", "seed", "user"])["fair_work_per_s"]   # trading's valuation
+    ratio = work[True] / work[False]
+    least = ratio.groupby(level=["jobs", "seed"]).idxmin()                           # (jobs, seed, user)
+    below = ratio < 1 - TOLERANCE                                                    # (the paper's profile's)
     rows = []
     for (jobs, seed), pair in runs.groupby(["jobs", "seed"], sort=False):
         base, traded = pair[~pair["trading"]].iloc[0], pair[pair["trading"]].iloc[0]
@@ -941,7 +947,14 @@ def fairness_tables(results: Path) -> dict[str, str]:
             "fairness_gain": f"{gain.min():.1f}% to {gain.max():.1f}%",
             "fairness_least": f"{traded['min_user_ratio'].min():.3f}",
             "fairness_jain": f"{base['jain_gpu_time'].min():.3f}",
-            "fairness_jain_traded": f"{traded['jain_gpu_time'].min():.2f} to {traded['jain_gpu_time'].max():.2f}"}
+            "fairness_jain_traded": f"{traded['jain_gpu_time'].min():.2f} to {traded['jain_gpu_time'].max():.2f}",
+            "fairness_realized": _range(work[False] / valued),
+            "fairness_below_valued": _range((work[True] / valued)[below]),
+            "fairness_below_by": f"{100 * (1 - ratio[below].max()):.1f}% to {100 * (1 - ratio[below].min()):.1f}%"}
+
+
+def _range(values: pd.Series) -> str:
+    return f"{values.min():.3f} to {values.max():.3f}" if len(values) else "none"
 
 
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
