@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "experiments.schedule",
     "pollux": "experiments.pollux",
     "synergy": "experiments.synergy",
+    "fairness": "experiments.fairness",
     "refsim": "experiments.refsim",
     "paper": "experiments.paper",
     "trace-stats": "experiments.trace_stats",

@@ -57,6 +57,9 @@ SPREAD_RATES = "0.5,1,1.5,2"
 """Rates of the multi-GPU study at the unconsolidated throughputs: a spread job runs slower, so the cluster saturates
 earlier (at 3 jobs/hour Gavel's own runs keep its GPUs 90% and 94% busy)."""
 
+FAIR_MULTI_ARGS = ("--multi-gpu", "--cluster", "16:0:16", "--jobs-per-user", "10")
+"""Gandiva-Fair with gangs of 1 to 8 GPUs on 4-GPU nodes (8-GPU jobs go to the central scheduler)."""
+
 
 @dataclass(frozen=True)
 class Study:
@@ -172,6 +175,11 @@ STUDIES: tuple[Study, ...] = (
           ("--rates", GAVEL_RATES, "--seeds", "0-2", "--batch", "500", "--policies",
            "fifo,gandiva,ftf,ftf-aware,makespan-aware", "--jobs", "2"),
           ("hetero.csv",)),
+    Study("fairness", "fairness", ("--seeds", "0-9", "--jobs", "2"), ("--seeds", "0-29", "--jobs", "2"),
+          ("fairness.csv", "fairness_series.csv", "fairness_users.csv")),
+    Study("fairness-multi", "fairness", (*FAIR_MULTI_ARGS, "--seeds", "0-9", "--jobs", "2"),
+          (*FAIR_MULTI_ARGS, "--seeds", "0-29", "--jobs", "2"),
+          ("fairness.csv", "fairness_series.csv", "fairness_users.csv")),
     Study("schedule", "schedule", ("--instances", "small-time", "--time-limit", "60"),
           ("--instances", "small-time", "--time-limit", "60"), ("schedule.csv", "starts.csv")),
     Study("schedule-bound", "schedule",

@@ -950,12 +950,69 @@ def synergy_tables(results: Path) -> dict[str, str]:
     return out
 
 
+FAIRNESS_STUDIES = {"fairness": "1 GPU each", "fairness-multi": "1 to 8 GPUs"}
+"""The Gandiva-Fair studies (``results/<name>/fairness.csv``) and their workloads in words."""
+
+
+def _fairness_runs(results: Path, name: str = "fairness.csv") -> pd.DataFrame | None:
+    frames = [f.assign(jobs=words) for study, words in FAIRNESS_STUDIES.items()
+              if (f := _csv(results, study, name)) is not None]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def fairness_tables(results: Path) -> dict[str, str]:
+    """Gandiva-Fair (``results/fairness``, ``results/fairness-multi``): per workload and seed, Jain's index of GPU
+    time over fair share without trading, the throughput without and with trading, its gain, the least user's work
+    with trading over its work without and which user that is (0: the least sped up), and whether the paper's claim
+    held; the claim's count and ranges, and the users' work against trading's valuation of their fair shares (their
+    GPUs of each type at their jobs' mean speeds) without trading, and with trading for the users left below."""
+    from experiments.fairness import TOLERANCE
+
+    runs = _fairness_runs(results)
+    if runs is None:
+        return {}
+    users = _fairness_runs(results, "fairness_users.csv")
+    work = users.pivot_table(index=["jobs", "seed", "user"], columns="trading", values="work_per_s")
+    valued = users[~users["trading"]].set_index(["jobs", "seed", "user"])["fair_work_per_s"]   # trading's valuation
+    ratio = work[True] / work[False]
+    least = ratio.groupby(level=["jobs", "seed"]).idxmin()                           # (jobs, seed, user)
+    below = ratio < 1 - TOLERANCE                                                    # (the paper's profile's)
+    rows = []
+    for (jobs, seed), pair in runs.groupby(["jobs", "seed"], sort=False):
+        base, traded = pair[~pair["trading"]].iloc[0], pair[pair["trading"]].iloc[0]
+        rows.append({"jobs": jobs, "GPUs V100:P100:K80": base["cluster"], "seed": seed,
+                     "Jain, no trading": f"{base['jain_gpu_time']:.3f}", "worst window": f"{base['jain_min']:.3f}",
+                     "throughput, no trading (V100s)": round(base["throughput"], 2),
+                     "with trading": round(traded["throughput"], 2),
+                     "gain (%)": round(traded["throughput_gain_pct"], 1),
+                     "least user, traded / not": f"{traded['min_user_ratio']:.3f}",
+                     "that user": least[jobs, seed][2],
+                     "claim held": "yes" if traded["claim_held"] else "no"})
+    traded = runs[runs["trading"]]
+    base = runs[~runs["trading"]]
+    held = traded["claim_held"].astype(str).str.lower() == "true"
+    gain = traded["throughput_gain_pct"]
+    return {"fairness_table": pd.DataFrame(rows).to_markdown(index=False),
+            "fairness_held": f"{int(held.sum())} of {len(held)}",
+            "fairness_gain": f"{gain.min():.1f}% to {gain.max():.1f}%",
+            "fairness_least": f"{traded['min_user_ratio'].min():.3f}",
+            "fairness_jain": f"{base['jain_gpu_time'].min():.3f}",
+            "fairness_jain_traded": f"{traded['jain_gpu_time'].min():.2f} to {traded['jain_gpu_time'].max():.2f}",
+            "fairness_realized": _range(work[False] / valued),
+            "fairness_below_valued": _range((work[True] / valued)[below]),
+            "fairness_below_by": f"{100 * (1 - ratio[below].max()):.1f}% to {100 * (1 - ratio[below].min()):.1f}%"}
+
+
+def _range(values: pd.Series) -> str:
+    return f"{values.min():.3f} to {values.max():.3f}" if len(values) else "none"
+
+
 ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     fidelity_default, fidelity_variants, refsim_table, runtime_table,
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
     preemption_table, mig_time_table, hetero_tables, hetero_multi_table, interference_table, schedule_tables,
-    pollux_tables, synergy_tables, failures_tables)
+    pollux_tables, synergy_tables, fairness_tables, failures_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -1060,6 +1117,13 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
 
         plot_pollux(runs, figures / "pollux.png")
         drawn.append(figures / "pollux.png")
+    single = _csv(results, "fairness", "fairness.csv")
+    if single is not None:
+        from experiments.fairness import plot as plot_fairness
+
+        plot_fairness(_csv(results, "fairness", "fairness_series.csv"),
+                      _csv(results, "fairness", "fairness_users.csv"), figures / "fairness.png")
+        drawn.append(figures / "fairness.png")
     return drawn
 
 
