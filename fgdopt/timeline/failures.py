@@ -167,7 +167,8 @@ class FailureTrace:
 class FailureLog:
     """Given failures, replayed as :class:`FailureTrace` draws them (:meth:`peek`, :meth:`pop`): ``events``, pairs
     (time s, :class:`~fgdopt.timeline.preemption.Outage`) in time order, each out of service for ``repair_s`` seconds
-    (e.g. a cluster's failure log, or a failure at a chosen instant)."""
+    (e.g. a cluster's failure log, or a failure at a chosen instant). It is read once: one per run. An event must
+    not fall on a resource still out of service (the engine then stops with a ``RuntimeError``)."""
 
     def __init__(self, events, repair_s: float = REPAIR_S):
         self.events = sorted((float(t), Outage(int(o.node), tuple(int(g) for g in o.gpus), bool(o.whole_node)))
