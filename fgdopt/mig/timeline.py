@@ -56,7 +56,7 @@ from fgdopt.mig.suites import DEFAULT_MIG_MODEL, map_to_profiles, mig_cluster
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline.jobs import JobSet
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Plan, View
 from fgdopt.timeline.sources import SERVICE_S, trace_lifetimes
 
 LAYOUTS = ("dynamic", "static")
@@ -121,7 +121,7 @@ def relayouts(model: MigModel, tenants: list[tuple[MigProfile, int]], profile: M
 
 
 @dataclass
-class MigRepack:
+class MigRepack(MechanismBase):
     """``mig-repack`` (module docstring): evict the fewest tenants of one GPU whose re-layout admits a blocked job."""
 
     name: str = "mig-repack"

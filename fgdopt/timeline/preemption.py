@@ -202,21 +202,84 @@ class View(Protocol):
 
 
 class Mechanism(Protocol):
-    """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``.
+    """Every hook the engine calls on a mechanism (:class:`MechanismBase` gives each optional one its default).
 
-    Optional members: ``owns_starts = True`` turns the engine's pass off (only the mechanism's plans start
-    jobs); ``wake_s(view) -> float`` names the next time the mechanism wants an instant of its own (asked after
-    the plans of every instant while jobs are present; a time not after the instant means none); ``span = True``
-    admits jobs that only a gang over several nodes holds; ``elastic``, bool per job, marks the jobs whose GPU count
-    the mechanism chooses at each placement (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one
-    replica, and a plan's :class:`GangMove` places it on as many whole GPUs as its parts hold; re-sizing a running
-    job is a move, which releases its GPUs before the plan places anything).
+    Required: ``name``, ``checkpointing`` (applies to ``preempt``) and ``plan(view)``, asked after each pass for the
+    next :class:`Plan` (or None). Optional (the defaults of :class:`MechanismBase` in brackets):
+
+    - ``owns_starts`` [False]: True turns the engine's pass off (only the mechanism's plans start jobs);
+    - ``every_instant`` [False]: True asks for plans at every instant, not only while jobs are pending;
+    - ``wake_s(view) -> float`` [inf]: the next time the mechanism wants an instant of its own (asked after the plans
+      of every instant while jobs are present; a time not after the instant means none);
+    - ``span`` [False]: True admits jobs that only a gang over several nodes holds;
+    - ``elastic`` [None]: bool per job, the jobs whose GPU count the mechanism chooses at each placement
+      (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one replica, and a plan's :class:`GangMove`
+      places it on as many whole GPUs as its parts hold; re-sizing a running job is a move, which releases its GPUs
+      before the plan places anything);
+    - ``migrate_s`` [0]: seconds without progress after a move by a ``migrate`` or ``round`` plan;
+    - ``suspend_s``, ``restore_s`` [0, 0]: seconds without progress, together, after a ``suspend``.
     """
 
     name: str
     checkpointing: Checkpointing
+    owns_starts: bool
+    every_instant: bool
+    span: bool
+    elastic: np.ndarray | None
+    migrate_s: float
+    suspend_s: float
+    restore_s: float
 
     def plan(self, view: View) -> Plan | None: ...
+
+    def wake_s(self, view: View) -> float: ...
+
+
+class MechanismBase:
+    """The defaults of the optional hooks of :class:`Mechanism`; every mechanism of the package subclasses it, and
+    :func:`as_mechanism` gives any other object them."""
+
+    owns_starts: bool = False
+    every_instant: bool = False
+    span: bool = False
+    elastic: np.ndarray | None = None
+    migrate_s: float = 0.0
+    suspend_s: float = 0.0
+    restore_s: float = 0.0
+
+    def wake_s(self, view: View) -> float:
+        """No instant of its own (:attr:`math.inf`)."""
+        return math.inf
+
+
+HOOKS = ("owns_starts", "every_instant", "span", "elastic", "migrate_s", "suspend_s", "restore_s", "wake_s")
+"""The optional hooks of :class:`Mechanism` (their defaults: :class:`MechanismBase`)."""
+
+
+class _Completed(MechanismBase):
+    """A mechanism object that does not subclass :class:`MechanismBase`, its missing hooks given the defaults."""
+
+    def __init__(self, mech):
+        self.inner, self.name, self.checkpointing, self.plan = mech, mech.name, mech.checkpointing, mech.plan
+        for hook in HOOKS:
+            if hasattr(mech, hook):
+                setattr(self, hook, getattr(mech, hook))
+
+
+def as_mechanism(mech) -> Mechanism:
+    """``mech`` with every hook of :class:`Mechanism`: itself if it subclasses :class:`MechanismBase`, else a wrapper
+    that gives the hooks it lacks their defaults (a plug-in needs only ``name``, ``checkpointing`` and ``plan``).
+
+    Raises
+    ------
+    TypeError : ``mech`` lacks ``name``, ``checkpointing`` or ``plan`` (one line naming them).
+    """
+    if isinstance(mech, MechanismBase):
+        return mech
+    if missing := [a for a in ("name", "checkpointing", "plan") if not hasattr(mech, a)]:
+        raise TypeError(f"mechanism {type(mech).__name__} has no {', '.join(missing)} "
+                        "(see fgdopt.timeline.preemption.Mechanism)")
+    return _Completed(mech)
 
 
 def _room_test(state: ClusterState, task, on: dict[int, list[int]]) -> Callable[[int, tuple], bool]:
@@ -363,7 +426,7 @@ def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray, failures: 
 
 
 @dataclass(frozen=True)
-class NoMechanism:
+class NoMechanism(MechanismBase):
     name: str = "none"
     checkpointing: Checkpointing = Checkpointing()
 
@@ -372,7 +435,7 @@ class NoMechanism:
 
 
 @dataclass
-class PriorityPreemption:
+class PriorityPreemption(MechanismBase):
     """``priority`` / ``transparent`` (module docstring)."""
 
     name: str = "priority"
@@ -384,7 +447,7 @@ class PriorityPreemption:
 
 
 @dataclass
-class TiresiasLAS:
+class TiresiasLAS(MechanismBase):
     """``tiresias`` (module docstring): discretized two-dimensional least attained service."""
 
     name: str = "tiresias"
@@ -417,7 +480,7 @@ class TiresiasLAS:
 
 
 @dataclass
-class AffinodeSuspension:
+class AffinodeSuspension(MechanismBase):
     """``affinode`` (module docstring). Its plan is a function of the state and the pending jobs alone, so a search
     that failed is not repeated until one of them changes (``failed``: the state, its revision, the pending jobs)."""
 
@@ -478,7 +541,7 @@ class AffinodeSuspension:
 
 
 @dataclass
-class MigrationDefrag:
+class MigrationDefrag(MechanismBase):
     """``migrate`` (module docstring): a defragmentation plan every ``period_s`` while jobs are blocked."""
 
     name: str = "migrate"
@@ -504,7 +567,7 @@ class MigrationDefrag:
 
 
 @dataclass
-class FreeRepack:
+class FreeRepack(MechanismBase):
     """``repack`` (module docstring): migration at no cost, the ceiling (c) of :mod:`fgdopt.timeline.diagnostics`.
 
     At every instant with blocked jobs, for the first ``scan`` of them in queue order: on each of the ``nodes``
