@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked
         args.seeds = [42] if args.workload is not None else [42, 43, 44]
     if args.mig is not None:
-        from fgdopt.mig import MIG_MODELS
+        from fgdopt.mig.slices import MIG_MODELS
 
         if args.mig not in MIG_MODELS or args.workload is not None:
             parser.error(f"--mig takes one of {', '.join(MIG_MODELS)} and no --workload")

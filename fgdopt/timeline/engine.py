@@ -103,7 +103,7 @@ import pandas as pd
 
 from fgdopt.frag import Workload
 from fgdopt.interference import Interference
-from fgdopt.mig import is_mig
+from fgdopt.mig.slices import is_mig
 from fgdopt.model import Cluster
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, validate

@@ -49,8 +49,9 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
 ``mig-repack``
     On a MIG cluster: evict the fewest tenants of one GPU whose re-layout admits a pending job blocked by slice
-    alignment (:mod:`fgdopt.mig.timeline`), with ``priority``'s checkpoint rule; counted as evictions. Registered
-    by its spec ``fgdopt.mig.timeline:mig_repack`` (MIG sits above this module; nothing here imports it).
+    alignment (:mod:`fgdopt.mig.timeline`), with ``priority``'s checkpoint rule; counted as evictions
+    (:class:`MigRepack`; the exact re-layout search is MIG's slice geometry, :func:`fgdopt.mig.slices.relayouts`;
+    :mod:`fgdopt.mig.timeline` describes the rule).
 ``migrate``
     Migration (Gandiva, Singularity): while pending jobs fit no node, every ``period_s`` (300 s) a defragmentation
     plan of at most ``budget`` (10) moves by ``method`` (``fgd-guided``, :func:`fgdopt.defrag.defrag`) for the
@@ -78,6 +79,7 @@ import numpy as np
 
 from fgdopt.defrag import DefragProblem, Move, defrag
 from fgdopt.frag import Workload
+from fgdopt.mig.slices import relayouts
 from fgdopt.model import GPU_MILLI
 from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.state import ClusterState, fitting_gpus
@@ -634,6 +636,68 @@ class FreeRepack(MechanismBase):
         return None
 
 
+@dataclass
+class MigRepack(MechanismBase):
+    """``mig-repack`` (module docstring; :mod:`fgdopt.mig.timeline` describes the rule): evict the fewest tenants of
+    one GPU whose re-layout admits a blocked job."""
+
+    name: str = "mig-repack"
+    checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
+    fresh: dict = field(default_factory=dict)             # jobs started or evicted by a plan at instant ``fresh_at``
+    fresh_at: float = -1.0
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        lay = state.mig
+        if lay is None:
+            return None
+        if view.now != self.fresh_at:
+            self.fresh, self.fresh_at = {}, view.now
+        tasks = state.tasks
+        dynamic = np.array([m.layout is None for m in lay.models])[lay.model_index]
+        lost = None
+        for j in view.pending():
+            if tasks.num_gpu[j] != 1 or tasks.gpu_milli[j] >= GPU_MILLI:
+                continue
+            nodes = np.flatnonzero(dynamic & (state.cpu_left >= tasks.cpu_milli[j])
+                                   & (state.mem_left >= tasks.memory_mib[j]))
+            if not len(nodes):
+                continue
+            size = np.array([lay.profile(int(n), int(tasks.gpu_milli[j])).size for n in nodes])
+            room = lay.free_slices(state.slices[nodes], nodes) >= size[:, None]     # enough free slices, misaligned
+            best = None
+            for k, g in zip(*np.nonzero(room), strict=True):
+                n = int(nodes[k])
+                model = lay.models[lay.model_index[n]]
+                profile = model.profile_for(int(tasks.gpu_milli[j]))
+                on = [int(i) for i in np.flatnonzero(state.node_of == n) if g in state.gpus_of[i]]
+                tenants = [(model.profile_for(int(tasks.gpu_milli[i])), state.starts_of[i][state.gpus_of[i].index(g)])
+                           for i in on]
+                moved, options = relayouts(model, tenants, profile)
+                if moved < 1 or (best is not None and moved > best[0]):
+                    continue
+                if lost is None:
+                    lost = view.lost_if_evicted
+                for start, idx in options:
+                    victims = tuple(on[i] for i in idx)
+                    if any(v in self.fresh for v in victims):
+                        continue
+                    key = (moved, float(lost[list(victims)].sum()), n, int(g), int(start), victims)
+                    if best is None or key < best:
+                        best = key
+            if best is not None:
+                _, _, n, g, start, victims = best
+                self.fresh.update(dict.fromkeys((j, *victims)))
+                return Plan(j, victims, "evict", where=(n, (g,), (start,)))
+        return None
+
+
+def mig_repack(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> MigRepack:
+    """The ``mig-repack`` mechanism (the factory :func:`make_mechanism` calls by name), checkpointing every
+    ``checkpoint_s`` seconds of progress at ``checkpoint_cost_s`` seconds each."""
+    return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))
+
+
 MECHANISM_KEYWORDS = ("checkpoint_s", "checkpoint_cost_s")
 """The keyword arguments :func:`make_mechanism` passes to a mechanism factory (seconds: the checkpoint interval
 and the cost of one checkpoint; a factory may take ``**options`` for those it ignores)."""
@@ -652,11 +716,11 @@ def _fresh(cls: type) -> Callable[..., Mechanism]:
     return lambda **_: cls()
 
 
-_BUILTIN: dict[str, Callable[..., Mechanism] | str] = {
+_BUILTIN: dict[str, Callable[..., Mechanism]] = {
     "none": _fresh(NoMechanism), "priority": _priority, "transparent": _transparent,
     "affinode": _fresh(AffinodeSuspension), "tiresias": _fresh(TiresiasLAS), "migrate": _fresh(MigrationDefrag),
     "repack": _fresh(FreeRepack),
-    "mig-repack": "fgdopt.mig.timeline:mig_repack",        # a spec: MIG lives above this module
+    "mig-repack": mig_repack,
 }
 MECHANISM_NAMES = tuple(_BUILTIN)
 """The built-in mechanisms (module docstring)."""
@@ -700,13 +764,12 @@ def mechanism_factory(name: str) -> Callable[..., Mechanism]:
     if entry is None and not is_spec(name):
         raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join((*MECHANISM_NAMES, *_REGISTERED))}, "
                          "or a module:attribute spec")
-    if not isinstance(entry, str | None):
+    if entry is not None:
         return entry
-    spec = entry or name
-    obj = resolve_spec(spec, kind="mechanism")
+    obj = resolve_spec(name, kind="mechanism")
     if hasattr(obj, "plan") and not isinstance(obj, type):
         return lambda **_: obj
-    return check_call(obj, spec, MECHANISM_KEYWORDS, kind="mechanism")
+    return check_call(obj, name, MECHANISM_KEYWORDS, kind="mechanism")
 
 
 def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
