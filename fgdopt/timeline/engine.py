@@ -430,10 +430,11 @@ class Engine:
         t_sub = float(self.submit[self.arrivals[self.next_arrival]]) if self.next_arrival < n else math.inf
         return min(t_sub, t_fin, clock.wake)
 
-    def step(self) -> bool:
-        """Process the next instant (module docstring, steps 0-5); False, with nothing done, when none is left."""
+    def step(self, until: float = math.inf) -> bool:
+        """Process the next instant (module docstring, steps 0-5); False, with nothing done, when none is left at or
+        before ``until`` (s)."""
         now = self.next_time()
-        if now == math.inf:
+        if now == math.inf or now > until:
             return False
         clock, placer, recorder, pending = self.clock, self.placer, self.recorder, self.pending
         woken = now == clock.wake
@@ -462,7 +463,7 @@ class Engine:
     def run(self, until: float = math.inf) -> TimelineResult:
         """Process the instants at or before ``until`` (s; jobs may then end running or pending) and return the
         result so far (:meth:`result`)."""
-        while self.next_time() <= until and self.step():
+        while self.step(until):
             pass
         return self.result()
 
