@@ -92,8 +92,8 @@ from fgdopt.plot import plot_timeline
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.admission import reason_lines
+from fgdopt.timeline.mechanisms import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
-from fgdopt.timeline.preemption import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.traces import load_openb, trace_files
 
 KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism", "layout")
@@ -114,8 +114,8 @@ def parse_queues(text: str) -> list[str]:
 
 
 def parse_mechanisms(text: str) -> list[str]:
-    """Comma-separated mechanism names (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES`) or ``module:attribute``
-    specs (:func:`~fgdopt.timeline.preemption.mechanism_factory`, imported now)."""
+    """Comma-separated mechanism names (:data:`~fgdopt.timeline.mechanisms.MECHANISM_NAMES`) or ``module:attribute``
+    specs (:func:`~fgdopt.timeline.mechanisms.mechanism_factory`, imported now)."""
     return names_or_specs(text, MECHANISM_NAMES, "mechanism", mechanism_factory)
 
 
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked
         args.seeds = [42] if args.workload is not None else [42, 43, 44]
     if args.mig is not None:
-        from fgdopt.mig import MIG_MODELS
+        from fgdopt.mig.slices import MIG_MODELS
 
         if args.mig not in MIG_MODELS or args.workload is not None:
             parser.error(f"--mig takes one of {', '.join(MIG_MODELS)} and no --workload")

@@ -42,7 +42,7 @@ import numpy as np
 
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.synergy.profiles import CPU_LEVELS, ProfileTable
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Plan, View
 
 RULES = ("request", "proportional", "synergy")
 """How a node's leftover cores are lent (module docstring)."""
@@ -163,7 +163,7 @@ def lend(rule: str, leftover: float, request: np.ndarray, want: np.ndarray, gain
 
 
 @dataclass
-class CpuAware:
+class CpuAware(MechanismBase):
     """The engine mechanism (module docstring): lends each node's leftover cores to its GPU jobs by ``rule``.
 
     Attributes

@@ -5,7 +5,7 @@ The paper's Kubernetes-based simulator was run once with FGD on the openb defaul
 arrived, the node it went to (or ``FAILED``) and the cluster fragmentation F(M) after the step. The
 node ranks of its tie rule were inferred from the decisions. The files are never part of this
 repository; they are looked up in the ``directory`` argument, the ``FGDOPT_REFSIM`` environment
-variable, or ``refsim/`` beside the openb folder (``$FGDOPT_DATA/../refsim``).
+variable, or ``~/.cache/fgdopt/refsim`` (:data:`REFSIM`).
 
 :func:`load_refsim` turns the log into fgdopt values (the arrival order as a :class:`TaskSet`, the
 reference's node of every step, its F(M) after every step, the node ranks); :func:`follow` replays a
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fgdopt.datasets import Dataset, folder, verify
 from fgdopt.frag import Workload, node_fragmentations
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import make_policy
 from fgdopt.state import UNPLACED, ClusterState
-from fgdopt.traces import data_dir
 
 LOG_FILE = "fgd_default_ratio1.3_log.csv.gz"
 RANK_FILE = "fgd_default_ratio1.3_node_rank.csv"
@@ -46,13 +46,17 @@ def paper_allocation() -> pd.DataFrame:
     return pd.read_csv(files("fgdopt") / "data" / "paper_alloc.csv", comment="#")
 
 
+REFSIM = Dataset("refsim", "FGDOPT_REFSIM", RANK_FILE, "the reference simulator's logged run",
+                 "python -m experiments.refsim --help (it says how the run is logged)",
+                 {LOG_FILE: "95b479ee9fd3c7e35a0a872e227826141f5274b31df43067652d251e2f6273c0",
+                  RANK_FILE: "444726648b0dd0a96b9abb79d29a71dc74186705b4e33aca0d5de3185dfa0d57"})
+"""The logged run as a data set (:mod:`fgdopt.datasets`): ``$FGDOPT_REFSIM``, else ``~/.cache/fgdopt/refsim``."""
+
+
 def refsim_dir(directory: str | os.PathLike | None = None) -> Path:
-    """Where the reference run's files are: ``directory``, ``$FGDOPT_REFSIM``, else beside the openb folder."""
-    if directory is not None:
-        return Path(directory)
-    if "FGDOPT_REFSIM" in os.environ:
-        return Path(os.environ["FGDOPT_REFSIM"])
-    return data_dir().parent / "refsim"
+    """Where the reference run's files are: ``directory``, ``$FGDOPT_REFSIM``, else ``~/.cache/fgdopt/refsim``
+    (:func:`fgdopt.datasets.folder`)."""
+    return folder(REFSIM, directory)
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,11 +90,12 @@ def load_refsim(cluster: Cluster, trace: TaskSet, directory: str | os.PathLike |
     FileNotFoundError : the log or rank file is missing (the message names the folder).
     ValueError : the log names a pod or node that ``trace`` / ``cluster`` does not have.
     """
-    folder = refsim_dir(directory)
+    where = refsim_dir(directory)
     for name in (LOG_FILE, RANK_FILE):
-        if not (folder / name).is_file():
-            raise FileNotFoundError(f"{name} not found in {folder} (set FGDOPT_REFSIM to the refsim folder)")
-    log = pd.read_csv(folder / LOG_FILE)
+        if not (where / name).is_file():
+            raise FileNotFoundError(f"{name} not found in {where} (set FGDOPT_REFSIM to the refsim folder)")
+    verify(REFSIM, where)
+    log = pd.read_csv(where / LOG_FILE)
     node_index = {name: i for i, name in enumerate(cluster.names)}
     task_index = {name: i for i, name in enumerate(trace.names)}
 
@@ -104,7 +109,7 @@ def load_refsim(cluster: Cluster, trace: TaskSet, directory: str | os.PathLike |
     tasks = trace.take(source)
     tasks = TaskSet(tasks.cpu_milli, tasks.memory_mib, tasks.num_gpu, tasks.gpu_milli, tasks.gpu_spec, tuple(pods))
     node = np.array([UNPLACED if n == "FAILED" else lookup(node_index, n, "node") for n in log["node"]])
-    ranks_frame = pd.read_csv(folder / RANK_FILE)
+    ranks_frame = pd.read_csv(where / RANK_FILE)
     ranks = np.empty(cluster.n_nodes, dtype=np.int64)
     ranks[[lookup(node_index, n, "node") for n in ranks_frame["node"]]] = ranks_frame["rank"].to_numpy()
     return RefsimRun(tasks, node, log["frag_amount_after"].to_numpy(dtype=np.float64), ranks)

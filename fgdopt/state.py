@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fgdopt.mig import FULL_MASK, MigLayout, is_mig
+from fgdopt.mig.slices import FULL_MASK, MigLayout, is_mig
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
 
 UNPLACED = -1
@@ -47,7 +47,7 @@ class InfeasiblePlacement(ValueError):
 class Placement:
     """Where every task went: ``node[i]`` (``-1`` = unallocated) and ``gpus[i]`` (GPU ids on it).
 
-    On a MIG cluster (:mod:`fgdopt.mig`) ``starts[i]`` holds the start memory slice of the task's instance on
+    On a MIG cluster (:mod:`fgdopt.mig.slices`) ``starts[i]`` holds the start memory slice of the task's instance on
     each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
     take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
     placed over several nodes (:meth:`ClusterState.place_gang`), or of a gang's parts, one per worker
@@ -118,11 +118,11 @@ class ClusterState:
     revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
         ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
         they looked.
-    mig : :class:`~fgdopt.mig.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then:
+    mig : :class:`~fgdopt.mig.slices.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then:
     slices : int64 (n_nodes, max_gpus), memory-slice occupancy mask per GPU (absent GPUs: all set);
     starts_of : list of tuples, start slice of each task's instance on each of its GPUs. On a MIG node the
         GPU part of feasibility is the slice rule (an allowed start of the task's profile whose slices
-        are free, :mod:`fgdopt.mig`) instead of ``gpu_left >= gpu_milli``; ``gpu_left`` still loses
+        are free, :mod:`fgdopt.mig.slices`) instead of ``gpu_left >= gpu_milli``; ``gpu_left`` still loses
         ``gpu_milli`` (the profile's compute code) per GPU, so the milli-GPU views stay meaningful.
     """
 

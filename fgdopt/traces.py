@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import os
 import shutil
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fgdopt.datasets import Dataset, find, folder, sha256_of
 from fgdopt.model import NODE_FIELDS, TASK_FIELDS, Cluster, TaskSet
 
 COMMIT = "7a6c496e4f4b6ce6150be8f881cb051bf2abff42"
@@ -100,27 +100,20 @@ def pod_file(variant: str) -> str:
     return f"openb_pod_list_{variant}.csv"
 
 
-def cache_dir(path: str | os.PathLike | None, env: str, name: str) -> Path:
-    """A data set's folder: ``path``, else the environment variable ``env``, else ``~/.cache/fgdopt/<name>``."""
-    if path is not None:
-        return Path(path)
-    value = os.environ.get(env)
-    return Path(value) if value else Path.home() / ".cache" / "fgdopt" / name
+OPENB = Dataset("openb", "FGDOPT_DATA", NODE_FILE, "the openb trace", "python -m fgdopt.traces download", SHA256)
+"""The openb trace as a data set (:mod:`fgdopt.datasets`): ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``."""
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The openb directory: ``path``, else ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``."""
-    return cache_dir(path, "FGDOPT_DATA", "openb")
-
-
-SHARED_OPENB = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
-"""The openb folder of the development layout: ``shared/data/openb`` beside the source checkout."""
+    """The openb directory: ``path``, else ``$FGDOPT_DATA``, else ``~/.cache/fgdopt/openb``
+    (:func:`fgdopt.datasets.folder`)."""
+    return folder(OPENB, path)
 
 
 def find_openb() -> Path | None:
-    """The openb folder as the tests and the notebooks look it up: :func:`data_dir` (``$FGDOPT_DATA``, else the
-    download cache) if it holds the node list, else :data:`SHARED_OPENB` if that does, else ``None``."""
-    return next((c for c in (data_dir(), SHARED_OPENB) if (c / NODE_FILE).is_file()), None)
+    """The openb folder as the tests and the notebooks look it up: :func:`data_dir` if it holds the node list, else
+    ``None`` (:func:`fgdopt.datasets.find`)."""
+    return find(OPENB)
 
 
 def check_csv_rows(path: str | os.PathLike, what: str = "row") -> int:
@@ -214,14 +207,6 @@ def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = No
                     pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
                     names=tuple(pods["name"]) if "name" in pods else ())
     return cluster, tasks
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class DownloadError(OSError):

@@ -254,21 +254,33 @@ def _pulp_order(n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, pos
 
 
-def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
+def highs_status(highs) -> str:
+    """The status of a finished HiGHS run, the one map of formulations: ``optimal``; ``infeasible`` (infeasible, or
+    unbounded or infeasible); ``time_limit`` for every stop before the proof (the time, iteration or solution limit,
+    an interrupt: what was found is a valid incumbent, the dual bound a valid bound); ``error`` otherwise."""
     import highspy
 
-    st = highs.getModelStatus()
-    info = highs.getInfo()
     ms = highspy.HighsModelStatus
+    st = highs.getModelStatus()
     if st == ms.kOptimal:
+        return "optimal"
+    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+        return "infeasible"
+    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt, ms.kSolutionLimit):
+        return "time_limit"
+    return "error"
+
+
+def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
+    status = highs_status(highs)
+    info = highs.getInfo()
+    if status == "optimal":
         bound = info.mip_dual_bound if mip else info.objective_function_value
         return "optimal", abs(float(bound))  # PuLP hands HiGHS the negated (minimized) objective
-    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
-        return "infeasible", None
-    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt):
+    if status == "time_limit":
         bound = info.mip_dual_bound if mip else None
         return "time_limit", (abs(float(bound)) if bound is not None and np.isfinite(bound) else None)
-    return "error", None
+    return status, None
 
 
 _CBC_NUMBER = r"(-?[0-9.eE+-]+)"
@@ -336,19 +348,15 @@ def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start, opt
 def run_until(highs, deadline: float) -> str | None:
     """Run ``highs`` (a ``highspy.Highs`` being re-solved, e.g. a column-generation master) until the
     ``time.perf_counter()`` instant ``deadline``; None when it is solved to optimality, else the status to report
-    (``time_limit`` when the deadline has passed or HiGHS stopped at it, ``error`` otherwise). HiGHS counts its
-    ``time_limit`` over every run of one object, so the limit is set past the time already spent."""
+    (``time_limit`` when the deadline has passed, else :func:`highs_status`'s). HiGHS counts its ``time_limit`` over
+    every run of one object, so the limit is set past the time already spent."""
     import time
-
-    import highspy
 
     left = deadline - time.perf_counter()
     if left <= 0:
         return "time_limit"
     highs.setOptionValue("time_limit", highs.getRunTime() + left)
     highs.run()
-    status = highs.getModelStatus()
-    if status == highspy.HighsModelStatus.kOptimal:
-        return None
-    return "time_limit" if status == highspy.HighsModelStatus.kTimeLimit else "error"
+    status = highs_status(highs)
+    return None if status == "optimal" else status
 

@@ -85,7 +85,7 @@ from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.state import UNPLACED
 from formulations.aggregate import Aggregation, _patterns, aggregate
-from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
+from formulations.backends import EXACT_HIGHS_OPTIONS, highs_status, solve_model
 from formulations.linear import LinearModel
 from formulations.solution import STATUSES
 
@@ -427,13 +427,11 @@ def _small_highs(model: LinearModel, time_limit: float):
 
 def _small_bound(highs) -> int | None:
     """The proven upper bound (floored) of a finished run of :func:`_small_highs`, or None."""
-    import highspy
-
-    status = highs.getModelStatus()
+    status = highs_status(highs)
     info = highs.getInfo()
-    if status == highspy.HighsModelStatus.kOptimal:
+    if status == "optimal":
         value = max(info.objective_function_value, info.mip_dual_bound)
-    elif status == highspy.HighsModelStatus.kTimeLimit and math.isfinite(info.mip_dual_bound):
+    elif status == "time_limit" and math.isfinite(info.mip_dual_bound):
         value = info.mip_dual_bound
     else:
         return None

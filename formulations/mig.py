@@ -31,7 +31,7 @@ from collections import Counter
 import numpy as np
 
 from fgdopt.instance import Instance
-from fgdopt.mig import MIG_MODELS, MigModel, MigProfile
+from fgdopt.mig.slices import MIG_MODELS, MigModel, MigProfile
 from fgdopt.state import Placement, validate
 from formulations.backends import solve_model
 from formulations.linear import LinearModel

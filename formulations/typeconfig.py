@@ -74,7 +74,7 @@ from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI
 from fgdopt.state import Placement, validate
 from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents
-from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, highs_threads
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, highs_status, highs_threads
 from formulations.configs import Columns, _NodeFit, decode, master_model
 from formulations.exact import build_exact, exact_solution
 from formulations.linear import INF, LinearModel
@@ -155,22 +155,19 @@ def to_highs(model: LinearModel, threads: int | None = None, options: dict | Non
 
 def _run(h, time_limit: float, mip: bool) -> tuple[str, float | None, float | None, np.ndarray | None]:
     """Run ``h`` (a MILP if ``mip``) for at most ``time_limit`` s: (status, objective, proven bound, values)."""
-    import highspy
-
     h.setOptionValue("time_limit", max(float(time_limit), 0.05))
     h.run()
-    st = h.getModelStatus()
+    status = highs_status(h)
     info = h.getInfo()
-    ms = highspy.HighsModelStatus
     has = info.primal_solution_status == 2
     values = np.array(h.getSolution().col_value) if has else None
     objective = float(info.objective_function_value) if has else None
-    if st == ms.kOptimal:
+    if status == "optimal":
         bound = float(info.mip_dual_bound) if mip else objective
         return "optimal", objective, bound, values
-    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+    if status == "infeasible":
         return "infeasible", None, None, None
-    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt, ms.kSolutionLimit):
+    if status == "time_limit":
         bound = float(info.mip_dual_bound) if mip and np.isfinite(info.mip_dual_bound) else None
         return "time_limit", objective, bound, values
     return "error", None, None, None

@@ -103,8 +103,8 @@ assert [round(at[u], 6) for u in (0, 10, 500, 510, 1000)] == [400, 695, 450, 690
 # %% [markdown]
 # ## The openb trace
 #
-# With the Alibaba PAI trace available (`python -m fgdopt.traces download`, `FGDOPT_DATA`, or `shared/data/openb`
-# beside the checkout: `find_openb` looks where the tests look), the workload M is
+# With the Alibaba PAI trace available (`FGDOPT_DATA`, else the cache `python -m fgdopt.traces download` fills:
+# `find_openb` looks where the tests look), the workload M is
 # the trace's most popular task shapes, and the *empty* openb cluster is already about 14% fragmented (the cell
 # prints the exact figure): CPU-only tasks and nodes short of CPU see GPUs they cannot use. Without the trace the
 # cell says so and stops there, unless `FGDOPT_REQUIRE_DATA=1` (as in CI), where a missing trace is an error.

@@ -47,8 +47,8 @@ from formulations.defrag import solve_defrag
 # %% [markdown]
 # ## A. FGD against the optimum on the whole openb cluster
 #
-# Part A needs the openb trace (`python -m fgdopt.traces download`, `FGDOPT_DATA`, or `shared/data/openb` beside the
-# checkout: `find_openb` looks where the tests look). Without it the part is skipped
+# Part A needs the openb trace (`FGDOPT_DATA`, else the cache `python -m fgdopt.traces download` fills:
+# `find_openb` looks where the tests look). Without it the part is skipped
 # with a message, unless `FGDOPT_REQUIRE_DATA=1` (as in CI), where a missing trace is an error. Part B needs no
 # trace.
 

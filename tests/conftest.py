@@ -1,6 +1,7 @@
 """Shared fixtures. Tests that need the openb trace use ``openb_dir``, those that need Gavel's throughput table
 ``gavel_table``, those that need an optional module :func:`require_module`: they skip when it is missing, unless
-``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing data set or module is a failure."""
+``FGDOPT_REQUIRE_DATA=1`` (as in CI), where a missing data set or module is a failure. Those that need Pollux's
+simulator folder call :func:`require_pollux` (a failure under ``FGDOPT_REQUIRE_POLLUX=1``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fgdopt.traces import find_openb
 
 
 def _find(candidates, marker: str) -> Path | None:
-    """The first folder of ``candidates`` (the configured one, then ``../shared/data/...``) holding ``marker``."""
+    """The first folder of ``candidates`` holding ``marker``."""
     return next((c for c in candidates if (c / marker).is_file()), None)
 
 
@@ -26,6 +27,21 @@ def _require(found: Path | None, what: str, env: str) -> Path:
             pytest.fail(f"FGDOPT_REQUIRE_DATA=1 but {what} was not found (set {env})")
         pytest.skip(f"{what} not available (set {env})")
     return found
+
+
+def require_pollux() -> Path:
+    """Pollux's simulator folder (:func:`fgdopt.elastic.applications.find_pollux`), else skip the calling test, or
+    fail it under ``FGDOPT_REQUIRE_POLLUX=1`` (as in CI)."""
+    from fgdopt.elastic.applications import find_pollux
+
+    root = find_pollux()
+    if root is None:
+        if os.environ.get("FGDOPT_REQUIRE_POLLUX") == "1":
+            pytest.fail("FGDOPT_REQUIRE_POLLUX=1 but Pollux's simulator folder was not found (set FGDOPT_POLLUX)",
+                        pytrace=False)
+        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX to petuum/adaptdl's simulator/ at "
+                    "c793c708, branch osdi21-artifact)")
+    return root
 
 
 def require_module(name: str) -> ModuleType:
@@ -41,14 +57,14 @@ def require_module(name: str) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def openb_dir() -> Path:
-    """``$FGDOPT_DATA`` (or the download cache), else ``../shared/data/openb`` beside the repo:
-    :func:`fgdopt.traces.find_openb`, the lookup the notebooks use too."""
+    """``$FGDOPT_DATA``, else the download cache: :func:`fgdopt.traces.find_openb`, the lookup the notebooks use
+    too."""
     return _require(find_openb(), "the openb trace", "FGDOPT_DATA")
 
 
 @pytest.fixture(scope="session")
 def gavel_table():
-    """Gavel's throughput table: ``$FGDOPT_GAVEL`` (or the download cache), else ``../shared/data/gavel``."""
+    """Gavel's throughput table: ``$FGDOPT_GAVEL``, else the download cache (:func:`fgdopt.hetero.find_gavel`)."""
     from fgdopt.hetero.throughputs import FILE, find_gavel, read_throughputs
 
     return read_throughputs(_require(find_gavel(), "Gavel's throughput table", "FGDOPT_GAVEL") / FILE)

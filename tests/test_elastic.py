@@ -8,16 +8,16 @@ per second (at batch 64 without accumulation); its two epochs end at progress 60
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require_pollux
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fgdopt.elastic.applications import Application, find_pollux, load_applications
+from fgdopt.elastic.applications import Application, load_applications
 from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
 from fgdopt.elastic.intervals import check_plan, run_intervals
 from fgdopt.elastic.jobs import ElasticJob, make_jobs, placement_of, read_workload
@@ -256,12 +256,7 @@ def test_cross_check_with_pollux_results():
     """Pollux's own raw results (committed: the authors' mean JCT per run, ``reference.csv``): tiresias and optimus
     on workloads 1 and 6 at load 1.0 within 3% (they reproduce every job's JCT exactly), on the interval loop and
     on fgdopt's engine."""
-    root = find_pollux()
-    if root is None:
-        if os.environ.get("FGDOPT_REQUIRE_POLLUX") == "1":
-            pytest.fail("FGDOPT_REQUIRE_POLLUX=1 but Pollux's simulator folder was not found (set FGDOPT_POLLUX)")
-        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX to petuum/adaptdl's simulator/ at "
-                    "c793c708, branch osdi21-artifact)")
+    root = require_pollux()
     ref = pd.read_csv(REFERENCE).set_index(["workload", "load", "policy"]).mean_jct_s
     apps = load_applications(root)
     for name in ("workload-1", "workload-6"):
@@ -289,8 +284,7 @@ def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
 def test_study_writes_its_tables(tmp_path):
     """``experiments.pollux`` on workload-6 at load 1.0 with tiresias, on the engine: one row with the study's columns,
     the authors' mean beside it (0% apart), 160 per-job rows, the figure."""
-    if find_pollux() is None:
-        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX)")
+    require_pollux()
     from experiments.pollux import main
 
     assert main(["--policies", "tiresias", "--workloads", "1.0", "--names", "workload-6", "--output",

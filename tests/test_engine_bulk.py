@@ -15,7 +15,7 @@ from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.jobtable import RUNNING, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
-from fgdopt.timeline.preemption import Checkpointing, GangMove
+from fgdopt.timeline.preemption import Checkpointing, GangMove, NoMechanism
 
 CLUSTER = Cluster([16000, 32000, 8000, 24000], [65536, 131072, 16384, 65536], [2, 4, 1, 8],
                   ["T4", "V100", "T4", "V100"])
@@ -209,6 +209,6 @@ def test_bulk_steps_take_every_part_of_a_gang():
     placer.start_many([GangMove(0, *gang[0], gang), Move(1, 1, (3,))])
     assert placer.state.parts(0) == gang and int(placer.state.gpu_left[2, 0]) == 0
     placer.freed.clear()
-    placer.evict_many([0, 1], "preempt", lambda g: 0.0, None)
+    placer.evict_many([0, 1], "preempt", lambda g: 0.0, NoMechanism())
     assert placer.freed == {0, 1, 2} and (placer.node_revision[[0, 1, 2]] > 0).all()
     assert _state_of(placer.state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5]

@@ -29,7 +29,8 @@ import pytest
 
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline import JobSet, simulate
-from fgdopt.timeline.preemption import TiresiasLAS, make_mechanism
+from fgdopt.timeline.mechanisms import make_mechanism
+from fgdopt.timeline.preemption import TiresiasLAS
 
 try:
     from fgdopt.interference import Interference
@@ -115,7 +116,7 @@ def mig_run(seed: int):
 
 
 def static(cluster: Cluster, configs: list[str]) -> Cluster:
-    from fgdopt.mig import static_model_name
+    from fgdopt.mig.slices import static_model_name
 
     models = [static_model_name(m, c) for m, c in zip(cluster.model, configs, strict=True)]
     return Cluster(cluster.cpu_milli, cluster.memory_mib, cluster.gpu, models, names=cluster.names)

@@ -14,14 +14,14 @@ from fgdopt.model import Cluster, TaskSet
 from fgdopt.plugins import SpecError
 from fgdopt.timeline import JobSet, engine, simulate
 from fgdopt.timeline.clock import Clock
-from fgdopt.timeline.pending import UNFIT, PendingQueue, Shapes
-from fgdopt.timeline.preemption import (
+from fgdopt.timeline.mechanisms import (
     MECHANISM_NAMES,
     make_mechanism,
     mechanism_factory,
     register_mechanism,
     unregister_mechanism,
 )
+from fgdopt.timeline.pending import UNFIT, PendingQueue, Shapes
 
 
 def test_the_clock_drops_stale_events_and_breaks_ties_by_scheduling_order():
@@ -111,13 +111,13 @@ def test_mechanisms_register_by_name_and_by_spec():
         unregister_mechanism("clear-node-0")
     with pytest.raises(ValueError, match="unknown mechanism 'clear-node-0'"):
         make_mechanism("clear-node-0")
-    # the built-in MIG mechanism is a spec, imported at first use; a spec may name a factory or a ready object
+    # the MIG mechanism is built in, beside the others; a spec may name a factory or a ready object
     repack = make_mechanism("mig-repack", checkpoint_s=60.0)
-    assert "mig-repack" in MECHANISM_NAMES and type(repack).__module__ == "fgdopt.mig.timeline"
+    assert "mig-repack" in MECHANISM_NAMES and type(repack).__module__ == "fgdopt.timeline.preemption"
     assert repack.checkpointing.interval_s == 60.0
-    assert make_mechanism("fgdopt.mig.timeline:mig_repack").name == "mig-repack"
+    assert make_mechanism("fgdopt.timeline.preemption:mig_repack").name == "mig-repack"
     with pytest.raises(SpecError, match="no attribute"):
-        mechanism_factory("fgdopt.mig.timeline:nothing")
+        mechanism_factory("fgdopt.timeline.preemption:nothing")
     with pytest.raises(SpecError, match="must accept the keyword arguments checkpoint_s"):
         make_mechanism("fgdopt.timeline.preemption:Checkpointing")
     register_mechanism("not-one", lambda **_: 3)

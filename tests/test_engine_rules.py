@@ -19,8 +19,8 @@ from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline import STATUSES, JobSet, simulate
+from fgdopt.timeline.mechanisms import make_mechanism
 from fgdopt.timeline.metrics import run_stats, sample_series, time_average, time_integral
-from fgdopt.timeline.preemption import make_mechanism
 from formulations.hetero import proportional_throughput, water_fill
 
 

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require_pollux
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
@@ -188,10 +189,7 @@ def test_schedule_gantt_on_a_user_workload(tmp_path, saved):
 
 
 def test_pollux_figure_on_a_user_workload_folder(tmp_path, saved):
-    from fgdopt.elastic.applications import find_pollux
-
-    if find_pollux() is None:
-        pytest.skip("Pollux's simulator folder not available (set FGDOPT_POLLUX)")
+    require_pollux()
     from experiments import pollux as study
 
     folder = tmp_path / "mine"

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
-from fgdopt.mig import MIG_MODELS
 from fgdopt.mig.frag import mig_fragmentation, mig_node_fragmentations
+from fgdopt.mig.slices import MIG_MODELS
 from fgdopt.mig.suites import MIG_KNOWN_OPTIMA, mig_adversarial_instances, mig_instance, task_slices
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import MIG_POLICY_NAMES

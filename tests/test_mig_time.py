@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgdopt.mig import MIG_MODELS, static_model_name
-from fgdopt.mig.timeline import mig_openb_jobs, mix_configs, relayouts, static_cluster
+from fgdopt.mig.slices import MIG_MODELS, relayouts, static_model_name
+from fgdopt.mig.timeline import mig_openb_jobs, mix_configs, static_cluster
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet, run_stats, simulate

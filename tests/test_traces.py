@@ -136,18 +136,19 @@ def test_download_without_network_is_one_line_and_exit_2(tmp_path, monkeypatch, 
     assert list(tmp_path.iterdir()) == []                                   # no partial file left behind
 
 
-def test_find_openb_takes_the_environment_then_the_shared_folder(openb_dir, tmp_path, monkeypatch):
+def test_find_openb_takes_the_environment_then_the_cache(openb_dir, tmp_path, monkeypatch):
     import fgdopt.traces as traces
 
     monkeypatch.setenv("FGDOPT_DATA", str(openb_dir))
     assert traces.find_openb() == openb_dir                     # $FGDOPT_DATA holds the node list: taken first
-    monkeypatch.setenv("FGDOPT_DATA", str(tmp_path))            # an empty $FGDOPT_DATA: the shared folder
-    monkeypatch.setattr(traces, "SHARED_OPENB", openb_dir)
-    assert traces.find_openb() == openb_dir
-    monkeypatch.setattr(traces, "SHARED_OPENB", tmp_path / "nowhere")
-    assert traces.find_openb() is None                          # neither holds it
-    shutil.copy(openb_dir / NODE_FILE, tmp_path / NODE_FILE)
-    assert traces.find_openb() == tmp_path
+    monkeypatch.setenv("FGDOPT_DATA", str(tmp_path))            # an empty $FGDOPT_DATA: nothing else is tried
+    assert traces.find_openb() is None
+    monkeypatch.delenv("FGDOPT_DATA")
+    monkeypatch.setenv("HOME", str(tmp_path))                   # no variable: the download cache
+    (tmp_path / ".cache" / "fgdopt" / "openb").mkdir(parents=True)
+    assert traces.find_openb() is None
+    shutil.copy(openb_dir / NODE_FILE, tmp_path / ".cache" / "fgdopt" / "openb" / NODE_FILE)
+    assert traces.find_openb() == tmp_path / ".cache" / "fgdopt" / "openb"
 
 
 def test_notebooks_look_for_the_trace_as_the_tests_do():

@@ -17,8 +17,8 @@ tessellation of (nodes, replicas, local batch size) of the per-configuration mea
 ``LinearNDInterpolator``, the points in the simulator's order); linear in the batch size between validated batch
 sizes. Answers are cached per argument, as there.
 
-The traces are not part of fgdopt: :func:`find_pollux` finds the simulator's folder (``$FGDOPT_POLLUX``, else
-``../shared/data/pollux`` beside the checkout) and :func:`load_applications` reads it.
+The traces are not part of fgdopt: :func:`find_pollux` finds the simulator's folder (:data:`POLLUX`:
+``$FGDOPT_POLLUX``, else ``~/.cache/fgdopt/pollux``) and :func:`load_applications` reads it.
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ENV = "FGDOPT_POLLUX"
-"""Environment variable naming the folder of Pollux's simulator (the one holding ``traces/`` and ``workloads/``)."""
-SHARED_POLLUX = Path(__file__).resolve().parents[3] / "shared" / "data" / "pollux"
-"""Pollux's folder in the development layout: ``shared/data/pollux`` beside the source checkout."""
+from fgdopt.datasets import Dataset, find, require, verify
+
 COMMIT = "c793c708"
 """The commit of ``petuum/adaptdl`` (branch ``osdi21-artifact``) whose simulator this module follows."""
 
@@ -45,19 +43,46 @@ MAX_LOCAL_BSZ = {"yolov3": 8}
 TRACE_FILES = ("placements.csv", "scalability.csv")
 
 
+ENV = "FGDOPT_POLLUX"
+"""Environment variable naming the folder of Pollux's simulator (the one holding ``traces/`` and ``workloads/``)."""
+POLLUX = Dataset(
+    "pollux", ENV, "traces/bert/placements.csv", "Pollux's simulator folder",
+    f"git clone https://github.com/petuum/adaptdl ~/.cache/fgdopt/adaptdl && git -C ~/.cache/fgdopt/adaptdl checkout "
+    f"{COMMIT} && ln -s ~/.cache/fgdopt/adaptdl/simulator ~/.cache/fgdopt/pollux",
+    {f"traces/{app}/{name}": digest for app, pair in {
+        "bert": ("982811b611bc8447a078289939a2ccafc1f76c06e1e8ebcc4f4866a8e8fcdc0f",
+                 "d3fac874d45f501b8126cd1a5238f9f53eec4a1ac17cc1a5133f1a17fc891943"),
+        "cifar10": ("e77d1d8781e2e48c3952580bdf705f3be4f27cbbdcd0a2087eb152224a271b6b",
+                    "d4bd0dd8ab0df8ce76bbd788b210637dd204937cd4a18f112577f2a812634152"),
+        "deepspeech2": ("0908c53bfc20123ad60ad6c4984cfcdf53a623773f4e44e9f01d58305e5379b7",
+                        "d49ed2ecb5f3b3f1204ef2200eb8a0f36e373830ae54833e2318085f7d237316"),
+        "imagenet": ("ac3d88937f40680c367ec83c7610eda088b8d60806e15cf3a4699fa1d15cb1e8",
+                     "ca4970f3461c816237daaa4f37635cf07e78ee7a78df87788543b6e7b094e681"),
+        "ncf": ("012f861bd2acc57f5f7d09c7878082905ba0150660b9f5aeae9291d025527874",
+                "2c773498098fbaedbbb90d21b1b765876896b7ec0a37b543bbdcbf0ef7f066a4"),
+        "yolov3": ("6ffceb8996e3fd57e47e550fdffc21eec7d7e34de1d806d8b3568734eaec0013",
+                   "feb460a4afaa48073fbd3387b7aa610b414166b0e68ff66d4374a73ed4b930bc"),
+    }.items() for name, digest in zip(TRACE_FILES, pair, strict=True)})
+"""Pollux's simulator folder as a data set (:mod:`fgdopt.datasets`): ``$FGDOPT_POLLUX``, else
+``~/.cache/fgdopt/pollux``; the SHA-256 of the application traces at :data:`COMMIT` are pinned."""
+
+
 def find_pollux() -> Path | None:
-    """The simulator's folder: ``$FGDOPT_POLLUX`` if set, else :data:`SHARED_POLLUX`, if it holds ``traces/``."""
-    env = os.environ.get(ENV)
-    return next((Path(c) for c in (env, SHARED_POLLUX) if c and (Path(c) / "traces").is_dir()), None)
+    """The simulator's folder, ``$FGDOPT_POLLUX`` else ``~/.cache/fgdopt/pollux``, if it holds the traces
+    (:func:`fgdopt.datasets.find`)."""
+    return find(POLLUX)
 
 
 def pollux_dir(path: str | os.PathLike | None = None) -> Path:
-    """``path`` or :func:`find_pollux`'s folder; ``FileNotFoundError`` (one line: what to set) when there is none."""
-    found = Path(path) if path is not None else find_pollux()
-    if found is None or not (found / "traces").is_dir():
-        where = path if path is not None else f"${ENV} or {SHARED_POLLUX}"
-        raise FileNotFoundError(f"Pollux's simulator folder (with traces/) not found in {where}: check out "
-                                f"petuum/adaptdl at {COMMIT} and set {ENV}=/path/to/adaptdl/simulator")
+    """``path`` or :func:`find_pollux`'s folder, its traces checked against the pinned SHA-256.
+
+    Raises
+    ------
+    DataNotFound : one line naming the variable to set and the command that fetches it.
+    ChecksumMismatch : one line naming the file whose digest is not the pinned one.
+    """
+    found = require(POLLUX, path)
+    verify(POLLUX, found)
     return found
 
 

@@ -39,6 +39,10 @@ LOADS = {0.5: "workloads-0.5", 1.0: "workloads", 1.5: "workloads-1.5", 2.0: "wor
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
 
+Allocations = dict[str, list[int]]
+"""A plan of an elastic planner: job name -> the node of each of its GPUs (one entry per GPU)."""
+
+
 def placement_of(allocation: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     """Replicas per node, in allocation order: each run of equal node ids in the allocation (one node id per GPU,
     as Pollux's policies return them) is one entry."""

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fgdopt.elastic.jobs import ElasticJob
+from fgdopt.elastic.jobs import Allocations, ElasticJob
+from fgdopt.elastic.pollux import PolluxPlanner
 
-Allocations = dict[str, list[int]]
 Planner = Callable[[float, Sequence[ElasticJob], Allocations, Sequence[int]], Allocations]
 
 TIRESIAS_THRESHOLD = 3600 * 16
@@ -166,8 +166,6 @@ def make_planner(name: str, seed: int = 0) -> Planner:
     if name == "optimus":
         return Optimus()
     if name == "pollux":
-        from fgdopt.elastic.pollux import PolluxPlanner
-
         return PolluxPlanner(seed=seed)
     raise ValueError(f"unknown elastic policy {name!r}; valid names: tiresias, optimus, pollux")
 

@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.elastic.jobs import ElasticJob
-from fgdopt.elastic.policies import Allocations
+from fgdopt.elastic.jobs import Allocations, ElasticJob
 
 POP, GENERATIONS = 100, 100
 """Pollux's NSGA-II population and generations per interval."""

@@ -56,7 +56,7 @@ from fgdopt.defrag import Move
 from fgdopt.fairshare.shares import check_tickets, water_fill
 from fgdopt.fairshare.stride import advance, gang_stride
 from fgdopt.fairshare.trading import Trade, trade_shares
-from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, Plan, View
 
 CENTRAL = -2
 """The home of a large job: the central scheduler."""
@@ -90,7 +90,7 @@ class Quantum:
 
 
 @dataclass
-class GandivaFair:
+class GandivaFair(MechanismBase):
     """Gandiva-Fair's scheduler (module docstring).
 
     Parameters

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fgdopt.traces import DownloadError, OneLineParser, cache_dir, check_dest, fetch_file, sha256_of
+from fgdopt.datasets import Dataset, find, folder, sha256_of
+from fgdopt.traces import DownloadError, OneLineParser, check_dest, fetch_file
 
 COMMIT = "c4fa40097339e9608ab71fd64c8bdea96a5e4a4c"
 FILE = "simulation_throughputs.json"
@@ -60,9 +61,14 @@ GPU_TYPES = ("v100", "p100", "k80")
 """The GPU types of Gavel's clusters (consolidated: a job's GPUs on one server)."""
 
 
+GAVEL = Dataset("gavel", ENV, FILE, "Gavel's throughput table", "python -m fgdopt.hetero download", {FILE: SHA256})
+"""Gavel's table as a data set (:mod:`fgdopt.datasets`): ``$FGDOPT_GAVEL``, else ``~/.cache/fgdopt/gavel``."""
+
+
 def gavel_dir(path: str | os.PathLike | None = None) -> Path:
-    """The folder of the table: ``path``, else ``$FGDOPT_GAVEL``, else ``~/.cache/fgdopt/gavel``."""
-    return cache_dir(path, ENV, "gavel")
+    """The folder of the table: ``path``, else ``$FGDOPT_GAVEL``, else ``~/.cache/fgdopt/gavel``
+    (:func:`fgdopt.datasets.folder`)."""
+    return folder(GAVEL, path)
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,14 +217,10 @@ def read_throughputs(path: str | os.PathLike) -> ThroughputTable:
         raise ValueError(f"{path}: {exc}") from None
 
 
-SHARED_GAVEL = Path(__file__).resolve().parents[3] / "shared" / "data" / "gavel"
-"""Gavel's folder of the development layout: ``shared/data/gavel`` beside the source checkout."""
-
-
 def find_gavel() -> Path | None:
-    """The table's folder as the tests, studies and notebooks look it up: :func:`gavel_dir` (``$FGDOPT_GAVEL``, else
-    the download cache) if it holds the file, else :data:`SHARED_GAVEL` if that does, else ``None``."""
-    return next((c for c in (gavel_dir(), SHARED_GAVEL) if (c / FILE).is_file()), None)
+    """The table's folder as the tests, studies and notebooks look it up: :func:`gavel_dir` if it holds the file,
+    else ``None`` (:func:`fgdopt.datasets.find`)."""
+    return find(GAVEL)
 
 
 def find_throughputs(path: str | os.PathLike | None = None) -> Path:

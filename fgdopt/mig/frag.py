@@ -2,7 +2,7 @@
 
 It is the one evaluator, :func:`fgdopt.frag.fragmentation_rows`, called with its ``mig_fit`` option: the
 amounts are free *memory slices* per GPU instead of free milli-GPU, and GPU g counts as usable by shape m
-iff some allowed start of m's profile (:mod:`fgdopt.mig`) lies in g's free slices. So, for node n and shape m:
+iff some allowed start of m's profile (:mod:`fgdopt.mig.slices`) lies in g's free slices. So, for node n and shape m:
 
 * m is CPU-only, or n cannot host m's GPU demand, or m's CPU does not fit: F_n(m) = free slices of n;
 * otherwise F_n(m) = the free slices of the GPUs where no allowed start of m's profile is free (for a
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgdopt.frag import Workload, fragmentation_rows, node_access
-from fgdopt.mig import MigLayout
+from fgdopt.mig.slices import MigLayout
 from fgdopt.state import ClusterState
 
 
@@ -83,7 +83,7 @@ def mig_node_fragmentations(state: ClusterState, workload: Workload, rows: np.nd
     [2.0, 2.0]
     """
     if state.mig is None:
-        raise ValueError("not a MIG cluster: every node model must be one of fgdopt.mig.MIG_MODELS")
+        raise ValueError("not a MIG cluster: every node model must be one of fgdopt.mig.slices.MIG_MODELS")
     nodes = np.arange(state.cluster.n_nodes) if rows is None else np.asarray(rows)
     return mig_rows(workload, state.mig, state.slices[nodes], state.cpu_left[nodes], nodes,
                     node_access(workload, state, nodes))

@@ -1,6 +1,6 @@
 """MIG workloads: openb nodes with MIG GPUs, openb tasks mapped to MIG profiles, adversarial MIG instances.
 
-The mapping (:func:`map_to_profiles`), per task of the trace, for a MIG GPU model (:mod:`fgdopt.mig`):
+The mapping (:func:`map_to_profiles`), per task of the trace, for a MIG GPU model (:mod:`fgdopt.mig.slices`):
 
 * CPU-only task: unchanged;
 * sharing task (``0 < gpu_milli < 1000``): the smallest profile whose compute fraction covers ``gpu_milli``
@@ -21,7 +21,7 @@ import pandas as pd
 
 from fgdopt.inflation import arrived_count
 from fgdopt.instance import Instance
-from fgdopt.mig import MIG_MODELS
+from fgdopt.mig.slices import MIG_MODELS
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.suites import SHAPE_KEYS, _node_mix, apportion, openb_shapes

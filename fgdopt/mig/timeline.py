@@ -1,7 +1,7 @@
 """MIG over time: re-layout evictions (``mig-repack``), the static partition, openb jobs as profiles.
 
-The model. On a MIG cluster (:mod:`fgdopt.mig`) a running job holds one GPU instance per GPU at a fixed start slice
-for its whole run: an instance cannot be moved or resized while its job runs. Two ways of operating the GPUs:
+The model. On a MIG cluster (:mod:`fgdopt.mig.slices`) a running job holds one GPU instance per GPU at a fixed start
+slice for its whole run: an instance cannot be moved or resized while its job runs. Two ways of operating the GPUs:
 
 *Dynamic layout* (fgdopt's MIG model, and NVIDIA's dynamic MIG: one GPU instance can be created or destroyed while
 the others of the GPU keep running). A job's instance is created at an allowed free start of its profile when it
@@ -11,29 +11,30 @@ both). A pending job blocked only by this *alignment* can run there only if the 
 tenants' instances are destroyed and created again elsewhere, which stops their jobs.
 
 * ``none`` (no mechanism): blocked jobs wait (the engine's behaviour).
-* ``mig-repack`` (:class:`MigRepack`): for the first pending job, in queue order, that fits no node, is one instance
-  smaller than a whole GPU (a sharing job) and has the CPU and memory it needs free on some node, a re-layout of ONE
-  GPU of such a node (the unit NVIDIA reconfigures) that holds the job *and every current tenant of the GPU*: a
-  choice of new starts for some tenants (the moved ones, the *victims*) and a start for the job such that all
-  instances sit at allowed starts on disjoint slices. Tenants whose instance keeps its start are not touched. Exact:
-  for each allowed start s of the job's profile, the tenants overlapping s must move; the smallest set of further
-  tenants to move is searched by increasing size (a GPU holds at most 7 instances) and each candidate is checked by
-  packing the moved instances into the slices left (backtracking over allowed starts). Over every GPU the plan of
-  fewest victims wins; ties: least progress lost (milli-GPU seconds, the checkpoint rule), then lowest node, GPU,
-  start. The victims are evicted with the checkpoint rule of preemption (:class:`~fgdopt.timeline.preemption.
-  Checkpointing`, every ``checkpoint_s`` = 30 min of progress by default; progress since the last checkpoint is lost)
-  and counted as *evictions*; the job starts at the planned start; the victims re-queue (keeping their queue place)
-  and restart, with the restart cost (Helios: 7 s), wherever the run's policy puts them (the planned layout
-  guarantees them room on the same GPU right after the plan). Requiring the re-layout to hold every tenant makes a
-  re-layout a repair of alignment, never a preemption for capacity: the GPU had the room. A job started or evicted
-  by a plan at an instant is not a victim again at that instant (no ping-pong). Only dynamic nodes are re-laid out.
-  What is not modelled: the seconds a reconfiguration itself takes (NVIDIA: a GPU instance is created in about a
-  second), and whole-GPU jobs (a full-GPU instance needs an empty GPU; emptying one is preemption or migration).
+* ``mig-repack`` (:class:`~fgdopt.timeline.preemption.MigRepack`, an eviction mechanism beside the others; its re-layout
+  search :func:`~fgdopt.mig.slices.relayouts`): for the first pending job, in queue order, that fits no node, is one
+  instance smaller than a whole GPU (a sharing job) and has the CPU and memory it needs free on some node, a re-layout
+  of ONE GPU of such a node (the unit NVIDIA reconfigures) that holds the job *and every current tenant of the GPU*: a
+  choice of new starts for some tenants (the moved ones, the *victims*) and a start for the job such that all instances
+  sit at allowed starts on disjoint slices. Tenants whose instance keeps its start are not touched. Exact: for each
+  allowed start s of the job's profile, the tenants overlapping s must move; the smallest set of further tenants to move
+  is searched by increasing size (a GPU holds at most 7 instances) and each candidate is checked by packing the moved
+  instances into the slices left (backtracking over allowed starts). Over every GPU the plan of fewest victims wins;
+  ties: least progress lost (milli-GPU seconds, the checkpoint rule), then lowest node, GPU, start. The victims are
+  evicted with the checkpoint rule of preemption (:class:`~fgdopt.timeline.preemption.Checkpointing`, every
+  ``checkpoint_s`` = 30 min of progress by default; progress since the last checkpoint is lost) and counted as
+  *evictions*; the job starts at the planned start; the victims re-queue (keeping their queue place) and restart, with
+  the restart cost (Helios: 7 s), wherever the run's policy puts them (the planned layout guarantees them room on the
+  same GPU right after the plan). Requiring the re-layout to hold every tenant makes a re-layout a repair of alignment,
+  never a preemption for capacity: the GPU had the room. A job started or evicted by a plan at an instant is not a
+  victim again at that instant (no ping-pong). Only dynamic nodes are re-laid out. What is not modelled: the seconds a
+  reconfiguration itself takes (NVIDIA: a GPU instance is created in about a second), and whole-GPU jobs (a full-GPU
+  instance needs an empty GPU; emptying one is preemption or migration).
 
 *Static partition* (:func:`static_cluster`, :func:`mix_configs`). Every GPU is partitioned once into fixed
 instances (a per-node configuration, as the NVIDIA GPU Operator applies a mig-parted config per node: the node's
-``model`` becomes a static model, :func:`fgdopt.mig.static_model_name`); a job takes a free instance of exactly its
-profile, and nothing is ever re-laid out. The layouts are chosen from the workload's profile mix by
+``model`` becomes a static model, :func:`fgdopt.mig.slices.static_model_name`); a job takes a free instance of
+exactly its profile, and nothing is ever re-laid out. The layouts are chosen from the workload's profile mix by
 :func:`mix_configs`. A job whose profile no node offers is rejected at submission (the engine's rule).
 
 The jobs (:func:`mig_openb_jobs`): openb's stream pods (lifetime at most a day) mapped to the profiles of a MIG model
@@ -44,141 +45,25 @@ engine's allocation count).
 
 from __future__ import annotations
 
-import itertools
-import math
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.mig import MIG_CONFIGS, MIG_MODELS, MigModel, MigProfile, slice_mask, static_model_name
+from fgdopt.mig.slices import MIG_CONFIGS, MIG_MODELS, static_model_name
 from fgdopt.mig.suites import DEFAULT_MIG_MODEL, map_to_profiles, mig_cluster
-from fgdopt.model import GPU_MILLI, Cluster, TaskSet
+from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline.jobs import JobSet
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
 from fgdopt.timeline.sources import SERVICE_S, trace_lifetimes
 
 LAYOUTS = ("dynamic", "static")
 """How the study operates the MIG GPUs (module docstring)."""
 
 MENU = (*MIG_CONFIGS, "4g-2g-1g")
-"""The per-GPU configurations :func:`mix_configs` chooses from (:data:`fgdopt.mig.MIG_CONFIGS` and 4g@0 + 2g@4 +
+"""The per-GPU configurations :func:`mix_configs` chooses from (:data:`fgdopt.mig.slices.MIG_CONFIGS` and 4g@0 + 2g@4 +
 1g@6, the largest combination with a 4g instance)."""
 
 _EXTRA = {"4g-2g-1g": ((4, 0), (2, 4), (1, 6))}
-
-
-# -- the exact one-GPU re-layout ---------------------------------------------------------------------------------
-
-def _pack(items: list[MigProfile], used: int) -> bool:
-    """Whether the instances ``items`` fit, each at an allowed start, into the slices free in ``used``."""
-    if not items:
-        return True
-    first, rest = items[0], items[1:]
-    return any(not used & mask and _pack(rest, used | mask) for mask in first.masks.tolist())
-
-
-def relayouts(model: MigModel, tenants: list[tuple[MigProfile, int]], profile: MigProfile) -> tuple[int, list]:
-    """The re-layouts of one GPU of ``model`` holding its ``tenants`` ((profile, start) each) and one more instance of
-    ``profile`` that move the fewest tenants: (that number, [(start of the new instance, moved tenant indices), ...]);
-    (-1, []) if no layout holds them all. 0 moved means the instance fits in place.
-
-    Examples
-    --------
-    >>> from fgdopt.mig import MIG_MODELS
-    >>> a100 = MIG_MODELS["A100-40GB"]
-    >>> one_g, three_g = a100.profiles[0], a100.profiles[3]
-    >>> relayouts(a100, [(one_g, 1), (one_g, 5)], three_g)     # 1g at 1 and 5: move one of them
-    (1, [(0, (0,)), (4, (1,))])
-    """
-    masks = [slice_mask(s, p.size) for p, s in tenants]
-    if sum(p.size for p, _ in tenants) + profile.size > model.n_slices:
-        return -1, []
-    best, options = math.inf, []
-    for start, new in zip(profile.starts, profile.masks.tolist(), strict=True):
-        forced = [i for i, m in enumerate(masks) if m & new]
-        rest = [i for i in range(len(tenants)) if i not in forced]
-        for k in range(len(rest) + 1):
-            if len(forced) + k > best:
-                break
-            hits = []
-            for extra in itertools.combinations(rest, k):
-                moved = (*forced, *extra)
-                stay = 0
-                for i, m in enumerate(masks):
-                    if i not in moved:
-                        stay |= m
-                items = sorted((tenants[i][0] for i in moved), key=lambda p: -p.size)
-                if _pack(items, stay | new):
-                    hits.append((start, tuple(sorted(moved))))
-            if hits:
-                if len(forced) + k < best:
-                    best, options = len(forced) + k, []
-                options.extend(hits)
-                break
-    return (int(best), options) if options else (-1, [])
-
-
-@dataclass
-class MigRepack:
-    """``mig-repack`` (module docstring): evict the fewest tenants of one GPU whose re-layout admits a blocked job."""
-
-    name: str = "mig-repack"
-    checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
-    fresh: dict = field(default_factory=dict)             # jobs started or evicted by a plan at instant ``fresh_at``
-    fresh_at: float = -1.0
-
-    def plan(self, view: View) -> Plan | None:
-        state = view.state
-        lay = state.mig
-        if lay is None:
-            return None
-        if view.now != self.fresh_at:
-            self.fresh, self.fresh_at = {}, view.now
-        tasks = state.tasks
-        dynamic = np.array([m.layout is None for m in lay.models])[lay.model_index]
-        lost = None
-        for j in view.pending():
-            if tasks.num_gpu[j] != 1 or tasks.gpu_milli[j] >= GPU_MILLI:
-                continue
-            nodes = np.flatnonzero(dynamic & (state.cpu_left >= tasks.cpu_milli[j])
-                                   & (state.mem_left >= tasks.memory_mib[j]))
-            if not len(nodes):
-                continue
-            size = np.array([lay.profile(int(n), int(tasks.gpu_milli[j])).size for n in nodes])
-            room = lay.free_slices(state.slices[nodes], nodes) >= size[:, None]     # enough free slices, misaligned
-            best = None
-            for k, g in zip(*np.nonzero(room), strict=True):
-                n = int(nodes[k])
-                model = lay.models[lay.model_index[n]]
-                profile = model.profile_for(int(tasks.gpu_milli[j]))
-                on = [int(i) for i in np.flatnonzero(state.node_of == n) if g in state.gpus_of[i]]
-                tenants = [(model.profile_for(int(tasks.gpu_milli[i])), state.starts_of[i][state.gpus_of[i].index(g)])
-                           for i in on]
-                moved, options = relayouts(model, tenants, profile)
-                if moved < 1 or (best is not None and moved > best[0]):
-                    continue
-                if lost is None:
-                    lost = view.lost_if_evicted
-                for start, idx in options:
-                    victims = tuple(on[i] for i in idx)
-                    if any(v in self.fresh for v in victims):
-                        continue
-                    key = (moved, float(lost[list(victims)].sum()), n, int(g), int(start), victims)
-                    if best is None or key < best:
-                        best = key
-            if best is not None:
-                _, _, n, g, start, victims = best
-                self.fresh.update(dict.fromkeys((j, *victims)))
-                return Plan(j, victims, "evict", where=(n, (g,), (start,)))
-        return None
-
-
-def mig_repack(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> MigRepack:
-    """The ``mig-repack`` mechanism (the factory :func:`fgdopt.timeline.preemption.make_mechanism` calls by this
-    module's spec), checkpointing every ``checkpoint_s`` seconds of progress at ``checkpoint_cost_s`` seconds each."""
-    return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))
 
 
 # -- the static partition ----------------------------------------------------------------------------------------
@@ -222,7 +107,7 @@ def mix_configs(cluster: Cluster, demand: dict[str, float], menu=MENU) -> list[s
 
 def static_cluster(cluster: Cluster, configs) -> Cluster:
     """``cluster`` with every node statically partitioned: ``configs`` one :data:`MENU` name per node (or one for
-    all); each node's model becomes :func:`fgdopt.mig.static_model_name` of its layout."""
+    all); each node's model becomes :func:`fgdopt.mig.slices.static_model_name` of its layout."""
     configs = [configs] * cluster.n_nodes if isinstance(configs, str) else list(configs)
     models = [static_model_name(m, config_layout(m, c)) for m, c in zip(cluster.model, configs, strict=True)]
     return Cluster(cluster.cpu_milli, cluster.memory_mib, cluster.gpu, models, names=cluster.names)

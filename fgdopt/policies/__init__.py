@@ -26,7 +26,7 @@ nodes where a task gets only healthy GPUs (speed factor at least 0.8); the time 
 factors of a run with them (:mod:`fgdopt.timeline.failures`; best-fit without them).
 
 On MIG clusters, ``mig-fgd``, ``mig-first-fit``, ``mig-best-fit`` and ``mig-greedy`` (:data:`MIG_POLICY_NAMES`,
-:mod:`fgdopt.mig.policies`), registered by their ``module:attribute`` spec and imported at their first use.
+:mod:`fgdopt.policies.mig`, on the slice rule of :mod:`fgdopt.mig.slices`).
 
 Not in the registry, since it needs the run's jobs: :class:`~fgdopt.policies.interference.InterferenceFGD`, FGD plus
 a weighted slowdown of the jobs a sharing task would join on a GPU (built per run from the jobs' co-location
@@ -98,6 +98,7 @@ from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
 from fgdopt.policies.health import HealthAware
+from fgdopt.policies.mig import MigBestFit, MigFGD, MigFirstFit, MigGreedy
 from fgdopt.policies.per_gpu_dimension import PerGpuDimension
 from fgdopt.policies.random_choice import RandomFit
 from fgdopt.policies.unified_device import UnifiedDevice
@@ -118,11 +119,10 @@ _CLASSES[DrainFit.name] = DrainFit
 HEALTH_POLICY_NAMES = (HealthAware.name,)
 """The health-aware policies (the time engine gives them the per-GPU speed factors; :mod:`fgdopt.policies.health`)."""
 _CLASSES[HealthAware.name] = HealthAware
-# MIG clusters: built in by spec, imported at first use (fgdopt.mig.policies imports fgdopt.policies.base)
-_MIG = {"mig-fgd": "MigFGD", "mig-first-fit": "MigFirstFit", "mig-best-fit": "MigBestFit", "mig-greedy": "MigGreedy"}
-MIG_POLICY_NAMES = tuple(_MIG)
-_CLASSES.update({n: f"fgdopt.mig.policies:{c}" for n, c in _MIG.items() if n != "mig-fgd"})
-_NEEDS_WORKLOAD["mig-fgd"] = "fgdopt.mig.policies:MigFGD"
+# MIG clusters (fgdopt.policies.mig)
+MIG_POLICY_NAMES = (MigFGD.name, MigFirstFit.name, MigBestFit.name, MigGreedy.name)
+_CLASSES.update({cls.name: cls for cls in (MigFirstFit, MigBestFit, MigGreedy)})
+_NEEDS_WORKLOAD[MigFGD.name] = MigFGD
 WORKLOAD_POLICIES = tuple(_NEEDS_WORKLOAD)
 """The policies that need the target workload M (``make_policy(..., workload=...)``)."""
 

@@ -30,7 +30,6 @@ import math
 import random
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from fgdopt.synergy.profiles import ProfileTable, load_profiles
@@ -175,13 +174,3 @@ def _with_profile(k: int, arrival: int, length: float, gpus: int, task: int, mod
             "duration_s": iterations * profile.iter_time_s, "cpus": float(cpus), "mem_gb": float(mem),
             "sspeed": float(sspeed),
             "speedup": float(speedup), "length_s": length}
-
-
-def job_arrays(jobs: SynergyJobs) -> dict[str, np.ndarray]:
-    """Columns of ``jobs.frame`` as read-only arrays (for the engine mechanism)."""
-    out = {}
-    for col in jobs.frame.columns:
-        arr = jobs.frame[col].to_numpy().copy()
-        arr.setflags(write=False)
-        out[col] = arr
-    return out

@@ -33,9 +33,15 @@ from types import MappingProxyType
 
 import numpy as np
 
+from fgdopt.datasets import Dataset, folder
+
 COMMIT = "1bb2bed6edc9c5f953d0b7f0a40e4fdad053489c"
 REPO = "msr-fiddle/synergy"
 ENV = "FGDOPT_SYNERGY"
+SYNERGY = Dataset("synergy", ENV, "README.md", "Synergy's checkout",
+                  f"git clone https://github.com/{REPO} ~/.cache/fgdopt/synergy && git -C ~/.cache/fgdopt/synergy "
+                  f"checkout {COMMIT}")
+"""A checkout of Synergy as a data set (:mod:`fgdopt.datasets`); without one, the committed copy of its profiles."""
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "synergy_profiles.json"
 SHA256 = "0e27b3442b6afe6475371bf478a885b24755abf44450e2a821573c0f97c6e80e"
 """SHA-256 of the committed :data:`DATA_FILE`."""
@@ -284,7 +290,7 @@ def load_profiles(path: str | os.PathLike | None = None) -> ProfileTable:
     ProfileError : one line naming the file that does not parse, or the folder without model files.
     """
     if path is None and os.environ.get(ENV):
-        path = os.environ[ENV]
+        path = folder(SYNERGY)
     if path is None:
         return _committed()
     path = Path(path)

@@ -1,6 +1,9 @@
 """The event-driven cluster simulation (docs/semantics.md "Time"): jobs arrive, wait, run on one ``ClusterState``.
 
-:func:`simulate` is the loop; what it moves is kept in a few objects, each of one job (the engine's *rooms*):
+:class:`Engine` is the loop, a small object as in SimPy: :meth:`Engine.step` processes one instant,
+:meth:`Engine.run` the instants up to a time, :meth:`Engine.result` gives the :class:`TimelineResult` (a record of
+named fields, checked when built); :func:`simulate` builds an engine and runs it. What it moves is kept in a few
+objects, each of one job (the engine's *rooms*):
 
 ==================================================  ==================================================================
 :class:`~fgdopt.timeline.clock.Clock`               the instant, the heap of finish events ``(time, seq, job)`` with
@@ -18,7 +21,9 @@
                                                     ends and evicts runs (the table and the clock updated together)
 mechanisms (:mod:`fgdopt.timeline.preemption`)      plug-ins: they read a read-only view and return plans
                                                     (:class:`~fgdopt.timeline.preemption.Plan`), which the loop
-                                                    carries out
+                                                    carries out; every hook the loop calls on them is declared in
+                                                    :class:`~fgdopt.timeline.preemption.Mechanism`, with defaults in
+                                                    :class:`~fgdopt.timeline.preemption.MechanismBase`
 :class:`~fgdopt.timeline.recorder.Recorder`         the series (one row per instant, F(M) per node), the snapshots
 ==================================================  ==================================================================
 
@@ -66,8 +71,10 @@ result into the per-run statistics; :func:`simulate` can also copy out the state
 (:class:`Snapshot`) for the certified optimum of the jobs present (:mod:`formulations.timeline`).
 
 **A new mechanism** plugs in without touching the loop: an object with ``name``, ``checkpointing`` and
-``plan(view) -> Plan | None`` (:class:`~fgdopt.timeline.preemption.Mechanism`), passed as ``simulate(...,
-mechanism=obj)``, registered by name (:func:`~fgdopt.timeline.preemption.register_mechanism`) or named by a
+``plan(view) -> Plan | None`` (:class:`~fgdopt.timeline.preemption.Mechanism`; a subclass of
+:class:`~fgdopt.timeline.preemption.MechanismBase` inherits the defaults of the optional hooks, which
+:func:`~fgdopt.timeline.preemption.as_mechanism` gives any other object), passed as ``simulate(...,
+mechanism=obj)``, registered by name (:func:`~fgdopt.timeline.mechanisms.register_mechanism`) or named by a
 ``module:attribute`` spec. The smallest one preempts, for the first blocked job, every running job of lower
 priority on node 0 when that makes room::
 
@@ -97,7 +104,7 @@ import pandas as pd
 
 from fgdopt.frag import Workload
 from fgdopt.interference import Interference
-from fgdopt.mig import is_mig
+from fgdopt.mig.slices import is_mig
 from fgdopt.model import Cluster
 from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, validate
@@ -105,14 +112,22 @@ from fgdopt.timeline.admission import DROPPED_REASON, rejection_reasons
 from fgdopt.timeline.clock import Clock
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.timeline.jobtable import DROPPED, FINISHED, PENDING, REJECTED, RUNNING, STATUSES, JobTable
+from fgdopt.timeline.mechanisms import make_mechanism
 from fgdopt.timeline.pending import PendingQueue, Shapes
 from fgdopt.timeline.placement import Placer
-from fgdopt.timeline.preemption import MAX_PLANS, Mechanism, MigrationDefrag, Plan, helios_restart_s, make_mechanism
+from fgdopt.timeline.preemption import (
+    MAX_PLANS,
+    Mechanism,
+    MigrationDefrag,
+    Plan,
+    as_mechanism,
+    helios_restart_s,
+)
 from fgdopt.timeline.queues import Discipline, make_discipline
 from fgdopt.timeline.recorder import SERIES_COLUMNS, Recorder, Snapshot, same_capacity
 
-__all__ = ["DROPPED", "FINISHED", "PENDING", "REJECTED", "RUNNING", "SCAN", "SERIES_COLUMNS", "STATUSES", "Snapshot",
-           "TimelineResult", "simulate"]
+__all__ = ["DROPPED", "FINISHED", "PENDING", "REJECTED", "RUNNING", "SCAN", "SERIES_COLUMNS", "STATUSES", "Engine",
+           "Snapshot", "TimelineResult", "simulate"]
 
 SCAN = 32
 """A mechanism sees the first this many pending jobs that fit no node, in queue order."""
@@ -166,9 +181,16 @@ class _View:
         return self._jobs.work_s(self._clock.now, js)
 
 
-@dataclass(frozen=True, eq=False)
+_PER_JOB = {"status": "i", "start_s": "f", "finish_s": "f", "node": "i", "preemptions": "i", "suspensions": "i",
+            "lost_s": "f", "overhead_s": "f", "thrashed": "b", "migrations": "i", "run_s": "f", "busy_s": "f",
+            "work_s": "f", "evictions": "i", "reason": "O"}
+"""The per-job fields of :class:`TimelineResult` and their numpy dtype kinds."""
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
 class TimelineResult:
-    """Outcome of :func:`simulate`.
+    """Outcome of :func:`simulate`: a record of named fields, checked when built (:meth:`__post_init__`: types and
+    lengths) and by :meth:`check` (the run's consistency).
 
     Attributes
     ----------
@@ -204,18 +226,41 @@ class TimelineResult:
     instants: int
     wall_s: float
     cpu_s: float
-    mechanism: str = "none"
-    preemptions: np.ndarray | None = None
-    suspensions: np.ndarray | None = None
-    lost_s: np.ndarray | None = None
-    overhead_s: np.ndarray | None = None
-    thrashed: np.ndarray | None = None
-    migrations: np.ndarray | None = None
-    run_s: np.ndarray | None = None
-    busy_s: np.ndarray | None = None
-    work_s: np.ndarray | None = None
-    evictions: np.ndarray | None = None
-    reason: np.ndarray | None = None
+    mechanism: str
+    preemptions: np.ndarray
+    suspensions: np.ndarray
+    lost_s: np.ndarray
+    overhead_s: np.ndarray
+    thrashed: np.ndarray
+    migrations: np.ndarray
+    run_s: np.ndarray
+    busy_s: np.ndarray
+    work_s: np.ndarray
+    evictions: np.ndarray
+    reason: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Raise ``ValueError`` (one line naming the field) unless every field has its type, every per-job array one
+        entry per job of its kind, and the series its columns."""
+        n = len(self.jobs.tasks)
+        for name, kind in _PER_JOB.items():
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray) or value.shape != (n,) or value.dtype.kind not in kind:
+                got = (f"shape {value.shape}, dtype {value.dtype}" if isinstance(value, np.ndarray)
+                       else type(value).__name__)
+                raise ValueError(f"TimelineResult.{name}: expected an array of {n} entries of kind {kind!r}, "
+                                 f"got {got}")
+        for name, types in (("series", pd.DataFrame), ("state", ClusterState), ("policy", str), ("queue", str),
+                            ("mechanism", str), ("snapshots", list), ("events", int), ("instants", int),
+                            ("wall_s", float), ("cpu_s", float)):
+            if not isinstance(getattr(self, name), types):
+                raise ValueError(f"TimelineResult.{name}: expected {types.__name__}, got "
+                                 f"{type(getattr(self, name)).__name__}")
+        if tuple(self.series.columns) != SERIES_COLUMNS:
+            raise ValueError(f"TimelineResult.series: expected columns {', '.join(SERIES_COLUMNS)}, got "
+                             f"{', '.join(map(str, self.series.columns))}")
+        if self.events < 0 or self.instants < 0:
+            raise ValueError(f"TimelineResult.{'events' if self.events < 0 else 'instants'}: a negative count")
 
     def check(self) -> None:
         """Raise ``AssertionError`` unless the run is consistent (:func:`simulate` calls it on every result).
@@ -269,7 +314,252 @@ class TimelineResult:
             "start_s": self.start_s, "finish_s": self.finish_s, "wait_s": self.start_s - self.jobs.submit_s,
             "jct_s": self.finish_s - self.jobs.submit_s, "node": self.node,
             "status": np.array(STATUSES, dtype=object)[self.status],
-            "reason": self.reason if self.reason is not None else "", "measured": self.jobs.measured})
+            "reason": self.reason, "measured": self.jobs.measured})
+
+
+def _pace(cluster: Cluster, n: int, speed: Mapping[str, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Every job's speed on every GPU model of ``cluster``, float (n, models) (1 where ``speed`` gives none), and the
+    model index of every node (``simulate``'s ``speed``)."""
+    models, model_of = np.unique(cluster.model.astype(str), return_inverse=True)
+    pace = np.ones((n, len(models)))
+    if speed is not None:
+        if unknown := sorted(set(speed) - set(models.tolist())):
+            raise ValueError(f"speed given for GPU models {unknown} the cluster does not have ({', '.join(models)})")
+        for k, m in enumerate(models.tolist()):
+            if m in speed:
+                pace[:, k] = np.asarray(speed[m], dtype=np.float64)
+        if not (np.isfinite(pace) & (pace >= 0)).all():
+            raise ValueError("speeds must be finite numbers >= 0")
+    return pace, model_of
+
+
+def _check_options(cluster: Cluster, tasks, mech: Mechanism, interference: Interference | None,
+                   snapshots: Sequence[float], gang_reserve_s: float, gang_slowdown: float) -> None:
+    """Raise ``ValueError`` (one line) for options that do not go together (``simulate``'s parameters)."""
+    ckpt = mech.checkpointing
+    if interference is not None:
+        if len(interference.job_class) != len(tasks):
+            raise ValueError(f"interference gives {len(interference.job_class)} job classes for {len(tasks)} jobs")
+        if not ckpt.transparent and math.isfinite(ckpt.interval_s):
+            raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
+                             f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
+    if not (gang_slowdown >= 1 and math.isfinite(gang_slowdown)) or not gang_reserve_s >= 0:
+        raise ValueError(f"gang_slowdown must be a finite number >= 1 (got {gang_slowdown}) and gang_reserve_s a "
+                         f"number >= 0 (got {gang_reserve_s})")
+    if tasks.has_gangs:
+        why = ("a MIG cluster" if is_mig(cluster) else
+               "interference" if interference is not None else
+               f"mechanism {mech.name!r}" if (mech.span or mech.owns_starts or mech.elastic is not None
+                                              or isinstance(mech, MigrationDefrag)) else
+               "snapshots" if len(snapshots) else None)
+        if why:
+            raise ValueError(f"jobs with workers > 1 (gangs) are not supported with {why}")
+
+
+class Engine:
+    """One run of the event loop (module docstring), as a small object: :meth:`step` processes one instant,
+    :meth:`run` the instants up to a time, :meth:`result` gives the :class:`TimelineResult`. :func:`simulate`
+    builds one and runs it; its parameters are this class's.
+
+    Examples
+    --------
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> c = Cluster([8000], [1024], [1], ["T4"])
+    >>> jobs = JobSet(TaskSet([1000] * 2, [0] * 2, [1] * 2, [1000] * 2), [0.0, 0.0], [10.0, 5.0])
+    >>> engine = Engine(c, jobs, "best-fit", "fifo")
+    >>> engine.step(), engine.now, engine.run(12.0).finish_s.tolist()
+    (True, 0.0, [10.0, nan])
+    >>> engine.run().finish_s.tolist()
+    [10.0, 15.0]
+    """
+
+    def __init__(self, cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd",
+                 queue: str | Discipline = "backfill", *, seed: int = 0, workload: Workload | None = None,
+                 ranks: np.ndarray | None = None, snapshots: Sequence[float] = (), frag: bool = True,
+                 mechanism: str | Mechanism = "none", restart_s: Callable[[int], float] = helios_restart_s,
+                 speed: Mapping[str, np.ndarray] | None = None, interference: Interference | None = None,
+                 gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0):
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+        self.discipline = discipline = make_discipline(queue) if isinstance(queue, str) else queue
+        if workload is None:
+            workload = Workload.from_tasks(jobs.tasks)
+        pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
+        self.policy_name = getattr(pol, "name", type(pol).__name__)
+        label = policy if isinstance(policy, str) else self.policy_name
+        self.mech = mech = as_mechanism(make_mechanism(mechanism) if isinstance(mechanism, str) else mechanism)
+        self.jobs, tasks, n = jobs, jobs.tasks, len(jobs.tasks)
+        pace, model_of = _pace(cluster, n, speed)
+        _check_options(cluster, tasks, mech, interference, snapshots, gang_reserve_s, gang_slowdown)
+        self.state = state = ClusterState(cluster, tasks, mech.elastic)   # jobs whose GPU count the mechanism sets
+        if state.elastic.any() and len(snapshots):
+            raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not "
+                             "these")
+        self.shapes = shapes = Shapes(tasks)
+        self.shape_reason = rejection_reasons(cluster, shapes.tasks, spans=mech.span)   # why a shape fits no node
+        self.admissible = self.shape_reason == ""
+        self.qkey = np.asarray(discipline.keys(jobs), dtype=np.float64)
+        if self.qkey.shape != (n,):
+            raise ValueError(f"queue discipline {discipline.name!r}: keys() gave shape {self.qkey.shape}, expected "
+                             f"({n},)")
+        self.submit = jobs.submit_s
+        self.arrivals = np.lexsort((np.arange(n), self.submit))    # submission order, ties in input order
+        # the rooms of the engine (module docstring): each owns its part of the run's state
+        self.clock = Clock(n)
+        self.table = JobTable(jobs, pace, model_of, mech.checkpointing)
+        self.pending = PendingQueue(shapes, self.qkey, self.submit, tasks.gpu_demand)
+        self.placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, self.table, self.clock,
+                             self.pending, interference, gang_slowdown, mech.gpu_speed)
+        self.recorder = Recorder(state, workload, frag, snapshots)
+        self.view = _View(state, jobs.priority, self.table, self.pending, self.clock, workload, restart_s)
+        self.view.node_revision = self.placer.node_revision
+        self.restart_s, self.gang_reserve_s = restart_s, gang_reserve_s
+        self.reserve = bool(shapes.gangs) and gang_reserve_s < math.inf
+        self.next_arrival = self.events = self.instants = 0
+
+    @property
+    def now(self) -> float:
+        """The latest instant processed (s; 0 before the first)."""
+        return self.clock.now
+
+    def next_time(self) -> float:
+        """The next instant: the earliest of the next submission, the next live finish and the mechanism's wake-up
+        (``inf``: none is left)."""
+        clock, n = self.clock, len(self.submit)
+        t_fin = clock.heap[0][0] if clock.pending() else math.inf
+        if self.next_arrival >= n and not clock.heap and clock.wake == math.inf:
+            return math.inf
+        t_sub = float(self.submit[self.arrivals[self.next_arrival]]) if self.next_arrival < n else math.inf
+        return min(t_sub, t_fin, clock.wake)
+
+    def step(self, until: float = math.inf) -> bool:
+        """Process the next instant (module docstring, steps 0-5); False, with nothing done, when none is left at or
+        before ``until`` (s)."""
+        now = self.next_time()
+        if now == math.inf or now > until:
+            return False
+        clock, placer, recorder, pending = self.clock, self.placer, self.recorder, self.pending
+        woken = now == clock.wake
+        if woken:
+            clock.wake = math.inf
+        if recorder.snap_times and recorder.snap_times[0] < now:
+            recorder.snapshots_before(now, self.table, pending, placer.alloc)
+        clock.now = now
+        self.instants += 1
+        placer.touched, placer.freed = set(), set()
+        for j in clock.due(now):                                       # 1. every finish
+            placer.finish(j)
+            self.events += 1
+        self._unblock()
+        new_jobs = self._arrive(now)                                   # 2. every submission
+        if self.discipline.drops and not self.mech.owns_starts:       # 3. the pass
+            self._start_or_drop(new_jobs)
+        else:
+            if not self.mech.owns_starts:
+                self._schedule()
+            self._plans(woken)                                         # 4. the mechanism's plans, its wake-up
+        pending.refresh(self.state, placer.touched)                    # 5. what fits, and the series row
+        recorder.record(now, placer.alloc, placer.running, pending, placer.touched)
+        return True
+
+    def run(self, until: float = math.inf, *, last: bool = False) -> TimelineResult:
+        """Process the instants at or before ``until`` (s; jobs may then end running or pending) and return the
+        result so far (:meth:`result`). When no instant is left, or ``last`` says none will be processed, the
+        resources still out of service (:mod:`fgdopt.timeline.failures`) are put back first: the final state holds
+        jobs only."""
+        while self.step(until):
+            pass
+        if last or self.next_time() == math.inf:
+            self.placer.put_back(list(self.placer.out))
+        return self.result()
+
+    def _arrive(self, now: float) -> list[int]:
+        """Step 2: the jobs submitted at ``now`` are rejected or queued; returns those a dropping discipline is to
+        try (in input order)."""
+        submit, arrivals, n = self.submit, self.arrivals, len(self.submit)
+        status, drops = self.table.status, self.discipline.drops
+        new_jobs = []
+        while self.next_arrival < n and submit[arrivals[self.next_arrival]] == now:
+            j = int(arrivals[self.next_arrival])
+            self.next_arrival += 1
+            self.events += 1
+            if not self.admissible[self.shapes.of[j]]:
+                status[j] = REJECTED
+            elif drops:
+                new_jobs.append(j)
+            else:
+                self.pending.enqueue(j)
+        return new_jobs
+
+    def _start_or_drop(self, new_jobs: list[int]) -> None:
+        """Step 3 under a dropping discipline: each new job starts now or is dropped, in key order (stable: input
+        order among equals)."""
+        placer, status, qkey = self.placer, self.table.status, self.qkey
+        for j in sorted(new_jobs, key=lambda j: qkey[j]):
+            choice = placer.ask(j)
+            if choice is None:
+                status[j] = DROPPED
+            else:
+                placer.start(j, choice)
+
+    def _plans(self, woken: bool) -> None:
+        """Step 4: the mechanism's plans (at most :data:`MAX_PLANS`), each carried out and followed by the freed
+        nodes' unblocking and a pass; then its wake-up."""
+        mech, pending, placer, clock = self.mech, self.pending, self.placer, self.clock
+        for _ in range(MAX_PLANS if pending.buckets or woken or mech.every_instant else 0):
+            plan = mech.plan(self.view)
+            if plan is None:
+                break
+            _carry_out(plan, placer, pending, self.restart_s, mech)
+            self._unblock()
+            if not mech.owns_starts:
+                self._schedule()
+        now = clock.now
+        wake = max(float(mech.wake_s(self.view)), now) if placer.running or pending.buckets else math.inf
+        clock.wake = math.inf if wake == now else wake
+
+    def _reservation(self) -> tuple | None:
+        """The reserved gang's queue entry now (``gang_reserve_s``), or None."""
+        return self.pending.reserved(self.clock.now, self.gang_reserve_s)
+
+    def _schedule(self) -> None:
+        """One scheduling pass of the discipline."""
+        pending = self.pending
+        if self.discipline.blocking:
+            if pending.buckets:
+                pending.fifo_pass(self.placer.try_start)
+        elif pending.cands:
+            pending.backfill_pass(self.placer.try_start, self._reservation if self.reserve else None)
+
+    def _unblock(self) -> None:
+        """Jobs left nodes: they are touched, and the unfit shapes are tested on them."""
+        placer = self.placer
+        freed = placer.freed
+        if freed:
+            placer.touched.update(freed)
+            if self.pending.unfit:
+                self.pending.unblock(self.state, freed)
+            freed.clear()
+
+    def result(self) -> TimelineResult:
+        """The run so far as a checked :class:`TimelineResult` (the snapshots asked for after the last instant
+        processed are taken now, once)."""
+        recorder, table, status = self.recorder, self.table, self.table.status
+        snaps = [*recorder.snaps, *(recorder.snapshot(at, table, self.pending, self.placer.alloc)
+                                    for at in recorder.snap_times)]     # those still ahead: the state now
+        reason = np.where(status == REJECTED, self.shape_reason[self.shapes.of], "").astype(object)
+        reason[status == DROPPED] = DROPPED_REASON
+        result = TimelineResult(
+            jobs=self.jobs, status=status.copy(), start_s=table.start_s.copy(), finish_s=table.finish_s.copy(),
+            node=table.node_of.copy(), series=self.recorder.series(), snapshots=snaps,
+            state=self.state, policy=self.policy_name, queue=self.discipline.name, events=self.events,
+            instants=self.instants, wall_s=time.perf_counter() - self.wall0,
+            cpu_s=time.process_time() - self.cpu0, mechanism=self.mech.name,
+            preemptions=table.preemptions.copy(), suspensions=table.suspensions.copy(), lost_s=table.lost_s.copy(),
+            overhead_s=table.overhead_s.copy(), thrashed=table.thrashed.copy(), migrations=table.migrations.copy(),
+            run_s=table.ran_s.copy(), busy_s=table.busy_s.copy(), work_s=table.saved.copy(),
+            evictions=table.evictions.copy(), reason=reason)
+        result.check()
+        return result
 
 
 def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue: str | Discipline = "backfill", *,
@@ -300,7 +590,7 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     snapshots : instants (seconds) at which to copy out the jobs present (:class:`Snapshot`).
     until_s : stop after the last instant at or before this time (jobs may then end running or pending).
     frag : record F(M) at every instant (False: ``frag_milli`` is NaN; faster).
-    mechanism : what may evict running jobs (:data:`~fgdopt.timeline.preemption.MECHANISM_NAMES` or an object,
+    mechanism : what may evict running jobs (:data:`~fgdopt.timeline.mechanisms.MECHANISM_NAMES` or an object,
         :mod:`fgdopt.timeline.preemption`); ``"none"`` never evicts.
     restart_s : restart cost in seconds of a preempted job by its GPU count (default Helios' figures).
     speed : heterogeneous GPUs: per GPU model of the cluster (``cluster.model``), each job's progress per second
@@ -334,163 +624,9 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
     >>> r.start_s.tolist(), r.finish_s.tolist()
     ([0.0, 10.0], [10.0, 15.0])
     """
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    discipline = make_discipline(queue) if isinstance(queue, str) else queue
-    if workload is None:
-        workload = Workload.from_tasks(jobs.tasks)
-    pol = make_policy(policy, seed=seed, workload=workload, ranks=ranks) if isinstance(policy, str) else policy
-    policy_name = getattr(pol, "name", type(pol).__name__)
-    label = policy if isinstance(policy, str) else policy_name
-    mech = make_mechanism(mechanism) if isinstance(mechanism, str) else mechanism
-    ckpt = mech.checkpointing
-    tasks = jobs.tasks
-    n = len(tasks)
-    models, model_of = np.unique(cluster.model.astype(str), return_inverse=True)
-    pace = np.ones((n, len(models)))                               # speed of every job on every GPU model
-    if speed is not None:
-        if unknown := sorted(set(speed) - set(models.tolist())):
-            raise ValueError(f"speed given for GPU models {unknown} the cluster does not have ({', '.join(models)})")
-        for k, m in enumerate(models.tolist()):
-            if m in speed:
-                pace[:, k] = np.asarray(speed[m], dtype=np.float64)
-        if not (np.isfinite(pace) & (pace >= 0)).all():
-            raise ValueError("speeds must be finite numbers >= 0")
-    if interference is not None:
-        if len(interference.job_class) != n:
-            raise ValueError(f"interference gives {len(interference.job_class)} job classes for {n} jobs")
-        if not ckpt.transparent and math.isfinite(ckpt.interval_s):
-            raise ValueError(f"interference re-rates running jobs; mechanism {mech.name!r} checkpoints every "
-                             f"{ckpt.interval_s} s, which a re-rate would reset (use transparent checkpointing)")
-    if not (gang_slowdown >= 1 and math.isfinite(gang_slowdown)) or not gang_reserve_s >= 0:
-        raise ValueError(f"gang_slowdown must be a finite number >= 1 (got {gang_slowdown}) and gang_reserve_s a "
-                         f"number >= 0 (got {gang_reserve_s})")
-    if tasks.has_gangs:
-        why = ("a MIG cluster" if is_mig(cluster) else
-               "interference" if interference is not None else
-               f"mechanism {mech.name!r}" if (getattr(mech, "span", False) or getattr(mech, "owns_starts", False)
-                                              or getattr(mech, "elastic", None) is not None
-                                              or isinstance(mech, MigrationDefrag)) else
-               "snapshots" if len(snapshots) else None)
-        if why:
-            raise ValueError(f"jobs with workers > 1 (gangs) are not supported with {why}")
-    state = ClusterState(cluster, tasks, getattr(mech, "elastic", None))   # jobs whose GPU count the mechanism sets
-    if state.elastic.any() and len(snapshots):
-        raise ValueError(f"mechanism {mech.name!r} sets jobs' GPU counts (elastic): snapshots hold shapes, not these")
-    shapes = Shapes(tasks)
-    spans = bool(getattr(mech, "span", False))                          # it may place a job over several nodes
-    shape_reason = rejection_reasons(cluster, shapes.tasks, spans=spans)   # why a shape fits no empty node
-    admissible = shape_reason == ""
-    qkey = np.asarray(discipline.keys(jobs), dtype=np.float64)
-    if qkey.shape != (n,):
-        raise ValueError(f"queue discipline {discipline.name!r}: keys() gave shape {qkey.shape}, expected ({n},)")
-    submit = jobs.submit_s
-    arrivals = np.lexsort((np.arange(n), submit))                  # submission order, ties in input order
-
-    # the rooms of the engine (module docstring): each owns its part of the run's state
-    clock = Clock(n)
-    table = JobTable(jobs, pace, model_of, ckpt)
-    pending = PendingQueue(shapes, qkey, submit, tasks.gpu_demand)
-    placer = Placer(state, pol, getattr(pol, "job_aware", False), label, shapes, table, clock, pending, interference,
-                    gang_slowdown, getattr(mech, "gpu_speed", None))
-    reserve = bool(shapes.gangs) and gang_reserve_s < math.inf
-    recorder = Recorder(state, workload, frag, snapshots)
-    view = _View(state, jobs.priority, table, pending, clock, workload, restart_s)
-    view.node_revision = placer.node_revision
-    events = instants = 0
-
-    try_start = placer.try_start
-
-    def reservation() -> tuple | None:
-        """The reserved gang's queue entry now (``gang_reserve_s``), or None."""
-        return pending.reserved(clock.now, gang_reserve_s)
-
-    def schedule() -> None:
-        """One scheduling pass of the discipline."""
-        if discipline.blocking:
-            if pending.buckets:
-                pending.fifo_pass(try_start)
-        elif pending.cands:
-            pending.backfill_pass(try_start, reservation if reserve else None)
-
-    def unblock() -> None:
-        """Jobs left nodes: they are touched, and the unfit shapes are tested on them."""
-        freed = placer.freed
-        if freed:
-            placer.touched.update(freed)
-            if pending.unfit:
-                pending.unblock(state, freed)
-            freed.clear()
-
-    next_arrival = 0
-    status = table.status
-    owns_starts = getattr(mech, "owns_starts", False)
-    every = getattr(mech, "every_instant", False)
-    while True:
-        t_fin = clock.heap[0][0] if clock.pending() else math.inf
-        if next_arrival >= n and not clock.heap and clock.wake == math.inf:
-            break
-        t_sub = float(submit[arrivals[next_arrival]]) if next_arrival < n else math.inf
-        now = min(t_sub, t_fin, clock.wake)
-        if now > until_s:
-            break
-        woken = now == clock.wake
-        if woken:
-            clock.wake = math.inf
-        if recorder.snap_times and recorder.snap_times[0] < now:
-            recorder.snapshots_before(now, table, pending, placer.alloc)
-        clock.now = now
-        instants += 1
-        placer.touched, placer.freed = set(), set()
-        for j in clock.due(now):                                       # 1. every finish
-            placer.finish(j)
-            events += 1
-        unblock()
-        new_jobs = []
-        while next_arrival < n and submit[arrivals[next_arrival]] == now:   # 2. every submission
-            j = int(arrivals[next_arrival])
-            next_arrival += 1
-            events += 1
-            if not admissible[shapes.of[j]]:
-                status[j] = REJECTED
-            elif discipline.drops:
-                new_jobs.append(j)
-            else:
-                pending.enqueue(j)
-        if discipline.drops and not owns_starts:                        # 3. the pass
-            for j in sorted(new_jobs, key=lambda j: qkey[j]):            # stable: input order among equals
-                choice = placer.ask(j)
-                if choice is None:
-                    status[j] = DROPPED
-                else:
-                    placer.start(j, choice)
-        else:
-            if not owns_starts:
-                schedule()
-            for _ in range(MAX_PLANS if pending.buckets or woken or every else 0):   # 4. the mechanism's plans
-                plan = mech.plan(view)
-                if plan is None:
-                    break
-                _carry_out(plan, placer, pending, restart_s, mech)
-                unblock()
-                if not owns_starts:
-                    schedule()
-            if hasattr(mech, "wake_s"):
-                wake = max(float(mech.wake_s(view)), now) if placer.running or pending.buckets else math.inf
-                clock.wake = math.inf if wake == now else wake
-        pending.refresh(state, placer.touched)                         # 5. what fits, and the series row
-        recorder.record(now, placer.alloc, placer.running, pending, placer.touched)
-    for at in recorder.snap_times:
-        recorder.snaps.append(recorder.snapshot(at, table, pending, placer.alloc))
-    placer.put_back(list(placer.out))                  # out of service at the end: the final state holds jobs only
-    reason = np.where(status == REJECTED, shape_reason[shapes.of], "").astype(object)
-    reason[status == DROPPED] = DROPPED_REASON
-    result = TimelineResult(jobs, status, table.start_s, table.finish_s, table.node_of, recorder.series(),
-                            recorder.snaps, state, policy_name, discipline.name, events, instants,
-                            time.perf_counter() - wall0, time.process_time() - cpu0, mech.name, table.preemptions,
-                            table.suspensions, table.lost_s, table.overhead_s, table.thrashed, table.migrations,
-                            table.ran_s, table.busy_s, table.saved, table.evictions, reason)
-    result.check()
-    return result
+    return Engine(cluster, jobs, policy, queue, seed=seed, workload=workload, ranks=ranks, snapshots=snapshots,
+                  frag=frag, mechanism=mechanism, restart_s=restart_s, speed=speed, interference=interference,
+                  gang_reserve_s=gang_reserve_s, gang_slowdown=gang_slowdown).run(until_s, last=True)
 
 
 def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Callable[[int], float],

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.model import Cluster
-from fgdopt.timeline.preemption import Checkpointing, Outage, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Outage, Plan, View
 
 HOUR_S = 3600.0
 GPU_MTBF_S = 54 * 24 * HOUR_S * 16_384 / (0.587 * 419)
@@ -237,7 +237,7 @@ class SpeedModel:
 
 
 @dataclass
-class FailuresAndDrift:
+class FailuresAndDrift(MechanismBase):
     """The mechanism of failures and speed factors (module docstring): ``failures`` (a :class:`FailureModel` drawn
     by :class:`FailureTrace`, or given ones, :class:`FailureLog`; None: none) and ``speeds`` (None: every factor 1;
     needs ``cluster``), under ``checkpointing``.
@@ -320,7 +320,7 @@ def _jobs_on(state, out: Outage) -> tuple[int, ...]:
 
 
 def failures(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> FailuresAndDrift:
-    """The ``failures`` mechanism by name (:func:`~fgdopt.timeline.preemption.make_mechanism`): the published failure
+    """The ``failures`` mechanism by name (:func:`~fgdopt.timeline.mechanisms.make_mechanism`): the published failure
     figures (:class:`FailureModel`'s defaults, seed 0), no speed factors, checkpoints every ``checkpoint_s`` seconds
     costing ``checkpoint_cost_s``."""
     return FailuresAndDrift(FailureModel(), checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))

@@ -112,7 +112,7 @@ def run_stats(result: TimelineResult) -> dict:
         "blocked_job_hours": time_integral(times, blocked, (0.0, run_end)) / 3600.0,
         "preemptions": int(result.preemptions.sum()), "suspensions": int(result.suspensions.sum()),
         "migrations": int(result.migrations.sum()),
-        "evictions": int(result.evictions.sum()) if result.evictions is not None else 0,
+        "evictions": int(result.evictions.sum()),
         "lost_gpu_s": float((gpus * result.lost_s).sum()), "overhead_gpu_s": float((gpus * result.overhead_s).sum()),
         "thrashed_jobs": int(result.thrashed.sum()),
         "events": result.events, "wall_s": result.wall_s, "cpu_s": result.cpu_s,

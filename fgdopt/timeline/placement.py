@@ -27,7 +27,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fgdopt.defrag import Move
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster, Task
 from fgdopt.policies import Policy, PolicyError
@@ -36,7 +35,7 @@ from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline.clock import Clock
 from fgdopt.timeline.jobtable import PENDING, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
-from fgdopt.timeline.preemption import Outage
+from fgdopt.timeline.preemption import GangMove, Mechanism, Outage
 
 
 class Placer:
@@ -222,12 +221,11 @@ class Placer:
         self.leave(j)
         self.jobs.finish(j, self.clock.now)
 
-    def evict(self, j: int, kind: str, restart_s: Callable[[int], float], mechanism) -> None:
+    def evict(self, j: int, kind: str, restart_s: Callable[[int], float], mechanism: Mechanism) -> None:
         """Preempt, suspend, migrate or (MIG re-layout) evict running job ``j`` (:mod:`fgdopt.timeline.preemption`)
         and requeue it."""
-        self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
-                        getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
-                        if kind == "suspend" else 0.0)
+        self.jobs.evict(j, self.clock.now, kind, restart_s, mechanism.migrate_s,
+                        mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
         self.leave(j)
         self.jobs.status[j] = PENDING
         self.queue.enqueue(j)
@@ -237,7 +235,7 @@ class Placer:
         re-rate, no MIG slices); otherwise they go job by job, with the same effect."""
         return self.interference is None and self.state.mig is None and self.gpu_speed is None
 
-    def evict_many(self, js, kind: str, restart_s: Callable[[int], float], mechanism,
+    def evict_many(self, js, kind: str, restart_s: Callable[[int], float], mechanism: Mechanism,
                    stay_out: frozenset[int] | set[int] = frozenset()) -> None:
         """:meth:`evict` of every job of ``js`` (running, distinct), in order, in one vectorized pass: the same
         state, job table, clock and counters. The jobs of ``stay_out`` are not requeued (they are left ``PENDING``
@@ -250,17 +248,15 @@ class Placer:
         if (not self.bulk() or (gangs and any(j in gangs for j in js.tolist()))     # gangs and elastic jobs
                 or self.state.elastic[js].any()):                                # go one by one
             for j in js.tolist():
-                self.jobs.evict(j, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
-                                getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
-                                if kind == "suspend" else 0.0)
+                self.jobs.evict(j, self.clock.now, kind, restart_s, mechanism.migrate_s,
+                                mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
                 self.leave(j)
                 self.jobs.status[j] = PENDING
                 if j not in stay_out:
                     self.queue.enqueue(j)
             return
-        self.jobs.evict_many(js, self.clock.now, kind, restart_s, getattr(mechanism, "migrate_s", 0.0),
-                             getattr(mechanism, "suspend_s", 0.0) + getattr(mechanism, "restore_s", 0.0)
-                             if kind == "suspend" else 0.0)
+        self.jobs.evict_many(js, self.clock.now, kind, restart_s, mechanism.migrate_s,
+                             mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
         rev0 = self.state.revision
         nodes = self.state.remove_many(js)
         np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
@@ -275,11 +271,10 @@ class Placer:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
         order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
         the same order). Gangs and elastic jobs (:attr:`ClusterState.elastic`) go one by one."""
-        if (not self.bulk() or not moves or (not all(type(m) is Move for m in moves)
-                                             and any(getattr(m, "parts", None) for m in moves))
+        if (not self.bulk() or not moves or any(isinstance(m, GangMove) and m.parts for m in moves)
                 or self.state.elastic[[m.task for m in moves]].any()):
             for m in moves:
-                self.start(m.task, (m.node, m.gpus), getattr(m, "parts", None))
+                self.start(m.task, (m.node, m.gpus), m.parts if isinstance(m, GangMove) else None)
             return
         tasks, where, gpus = zip(*moves, strict=True)
         js, nodes = np.array(tasks, dtype=np.int64), np.array(where, dtype=np.int64)

@@ -49,8 +49,9 @@ suspend). The engine evicts the victims, places the beneficiary at once with the
     and jobs are placed by the run's policy on real nodes rather than counted against free GPUs.
 ``mig-repack``
     On a MIG cluster: evict the fewest tenants of one GPU whose re-layout admits a pending job blocked by slice
-    alignment (:mod:`fgdopt.mig.timeline`), with ``priority``'s checkpoint rule; counted as evictions. Registered
-    by its spec ``fgdopt.mig.timeline:mig_repack`` (MIG sits above this module; nothing here imports it).
+    alignment (:mod:`fgdopt.mig.timeline`), with ``priority``'s checkpoint rule; counted as evictions
+    (:class:`MigRepack`; the exact re-layout search is MIG's slice geometry, :func:`fgdopt.mig.slices.relayouts`;
+    :mod:`fgdopt.mig.timeline` describes the rule).
 ``migrate``
     Migration (Gandiva, Singularity): while pending jobs fit no node, every ``period_s`` (300 s) a defragmentation
     plan of at most ``budget`` (10) moves by ``method`` (``fgd-guided``, :func:`fgdopt.defrag.defrag`) for the
@@ -82,8 +83,8 @@ import numpy as np
 
 from fgdopt.defrag import DefragProblem, Move, defrag
 from fgdopt.frag import Workload
+from fgdopt.mig.slices import relayouts
 from fgdopt.model import GPU_MILLI
-from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.state import ClusterState, fitting_gpus
 
 MAX_PLANS = 64
@@ -220,24 +221,91 @@ class View(Protocol):
 
 
 class Mechanism(Protocol):
-    """Asked after each pass for the next :class:`Plan` (or None); ``checkpointing`` applies to ``preempt``.
+    """Every hook the engine calls on a mechanism (:class:`MechanismBase` gives each optional one its default).
 
-    Optional members: ``owns_starts = True`` turns the engine's pass off (only the mechanism's plans start
-    jobs); ``wake_s(view) -> float`` names the next time the mechanism wants an instant of its own (asked after
-    the plans of every instant while jobs are present; a time not after the instant means none); ``span = True``
-    admits jobs that only a gang over several nodes holds; ``elastic``, bool per job, marks the jobs whose GPU count
-    the mechanism chooses at each placement (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one
-    replica, and a plan's :class:`GangMove` places it on as many whole GPUs as its parts hold; re-sizing a running
-    job is a move, which releases its GPUs before the plan places anything); ``gpu_speed``, float64 (nodes, max
-    GPUs), kept current by the mechanism, is each GPU's speed factor: a run starts at its job's speed times the
-    least factor among its GPUs (every part of a gang), and a *health-aware* policy (``health_aware = True``) is
-    given it as ``gpu_speed=`` (:mod:`fgdopt.timeline.failures`, :mod:`fgdopt.policies.health`).
+    Required: ``name``, ``checkpointing`` (applies to ``preempt``) and ``plan(view)``, asked after each pass for the
+    next :class:`Plan` (or None). Optional (the defaults of :class:`MechanismBase` in brackets):
+
+    - ``owns_starts`` [False]: True turns the engine's pass off (only the mechanism's plans start jobs);
+    - ``every_instant`` [False]: True asks for plans at every instant, not only while jobs are pending;
+    - ``wake_s(view) -> float`` [inf]: the next time the mechanism wants an instant of its own (asked after the plans
+      of every instant while jobs are present; a time not after the instant means none);
+    - ``span`` [False]: True admits jobs that only a gang over several nodes holds;
+    - ``elastic`` [None]: bool per job, the jobs whose GPU count the mechanism chooses at each placement
+      (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one replica, and a plan's :class:`GangMove`
+      places it on as many whole GPUs as its parts hold; re-sizing a running job is a move, which releases its GPUs
+      before the plan places anything);
+    - ``migrate_s`` [0]: seconds without progress after a move by a ``migrate`` or ``round`` plan;
+    - ``suspend_s``, ``restore_s`` [0, 0]: seconds without progress, together, after a ``suspend``.
+    - ``gpu_speed`` [None]: float64 (nodes, max GPUs), kept current by the mechanism, each GPU's speed factor: a run
+      starts at its job's speed times the least factor among its GPUs (every part of a gang), and a
+      *health-aware* policy (``health_aware = True``) is given it as ``gpu_speed=``
+      (:mod:`fgdopt.timeline.failures`, :mod:`fgdopt.policies.health`).
     """
 
     name: str
     checkpointing: Checkpointing
+    owns_starts: bool
+    every_instant: bool
+    span: bool
+    elastic: np.ndarray | None
+    migrate_s: float
+    suspend_s: float
+    restore_s: float
+    gpu_speed: np.ndarray | None
 
     def plan(self, view: View) -> Plan | None: ...
+
+    def wake_s(self, view: View) -> float: ...
+
+
+class MechanismBase:
+    """The defaults of the optional hooks of :class:`Mechanism`; every mechanism of the package subclasses it, and
+    :func:`as_mechanism` gives any other object them."""
+
+    owns_starts: bool = False
+    every_instant: bool = False
+    span: bool = False
+    elastic: np.ndarray | None = None
+    migrate_s: float = 0.0
+    suspend_s: float = 0.0
+    restore_s: float = 0.0
+    gpu_speed: np.ndarray | None = None
+
+    def wake_s(self, view: View) -> float:
+        """No instant of its own (:attr:`math.inf`)."""
+        return math.inf
+
+
+HOOKS = ("owns_starts", "every_instant", "span", "elastic", "migrate_s", "suspend_s", "restore_s", "gpu_speed",
+         "wake_s")
+"""The optional hooks of :class:`Mechanism` (their defaults: :class:`MechanismBase`)."""
+
+
+class _Completed(MechanismBase):
+    """A mechanism object that does not subclass :class:`MechanismBase`, its missing hooks given the defaults."""
+
+    def __init__(self, mech):
+        self.inner, self.name, self.checkpointing, self.plan = mech, mech.name, mech.checkpointing, mech.plan
+        for hook in HOOKS:
+            if hasattr(mech, hook):
+                setattr(self, hook, getattr(mech, hook))
+
+
+def as_mechanism(mech) -> Mechanism:
+    """``mech`` with every hook of :class:`Mechanism`: itself if it subclasses :class:`MechanismBase`, else a wrapper
+    that gives the hooks it lacks their defaults (a plug-in needs only ``name``, ``checkpointing`` and ``plan``).
+
+    Raises
+    ------
+    TypeError : ``mech`` lacks ``name``, ``checkpointing`` or ``plan`` (one line naming them).
+    """
+    if isinstance(mech, MechanismBase):
+        return mech
+    if missing := [a for a in ("name", "checkpointing", "plan") if not hasattr(mech, a)]:
+        raise TypeError(f"mechanism {type(mech).__name__} has no {', '.join(missing)} "
+                        "(see fgdopt.timeline.preemption.Mechanism)")
+    return _Completed(mech)
 
 
 def _room_test(state: ClusterState, task, on: dict[int, list[int]]) -> Callable[[int, tuple], bool]:
@@ -384,7 +452,7 @@ def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray, failures: 
 
 
 @dataclass(frozen=True)
-class NoMechanism:
+class NoMechanism(MechanismBase):
     name: str = "none"
     checkpointing: Checkpointing = Checkpointing()
 
@@ -393,7 +461,7 @@ class NoMechanism:
 
 
 @dataclass
-class PriorityPreemption:
+class PriorityPreemption(MechanismBase):
     """``priority`` / ``transparent`` (module docstring)."""
 
     name: str = "priority"
@@ -405,7 +473,7 @@ class PriorityPreemption:
 
 
 @dataclass
-class TiresiasLAS:
+class TiresiasLAS(MechanismBase):
     """``tiresias`` (module docstring): discretized two-dimensional least attained service."""
 
     name: str = "tiresias"
@@ -438,7 +506,7 @@ class TiresiasLAS:
 
 
 @dataclass
-class AffinodeSuspension:
+class AffinodeSuspension(MechanismBase):
     """``affinode`` (module docstring). Its plan is a function of the state and the pending jobs alone, so a search
     that failed is not repeated until one of them changes (``failed``: the state, its revision, the pending jobs)."""
 
@@ -499,7 +567,7 @@ class AffinodeSuspension:
 
 
 @dataclass
-class MigrationDefrag:
+class MigrationDefrag(MechanismBase):
     """``migrate`` (module docstring): a defragmentation plan every ``period_s`` while jobs are blocked."""
 
     name: str = "migrate"
@@ -525,7 +593,7 @@ class MigrationDefrag:
 
 
 @dataclass
-class FreeRepack:
+class FreeRepack(MechanismBase):
     """``repack`` (module docstring): migration at no cost, the ceiling (c) of :mod:`fgdopt.timeline.diagnostics`.
 
     At every instant with blocked jobs, for the first ``scan`` of them in queue order: on each of the ``nodes``
@@ -592,95 +660,63 @@ class FreeRepack:
         return None
 
 
-MECHANISM_KEYWORDS = ("checkpoint_s", "checkpoint_cost_s")
-"""The keyword arguments :func:`make_mechanism` passes to a mechanism factory (seconds: the checkpoint interval
-and the cost of one checkpoint; a factory may take ``**options`` for those it ignores)."""
+@dataclass
+class MigRepack(MechanismBase):
+    """``mig-repack`` (module docstring; :mod:`fgdopt.mig.timeline` describes the rule): evict the fewest tenants of
+    one GPU whose re-layout admits a blocked job."""
+
+    name: str = "mig-repack"
+    checkpointing: Checkpointing = Checkpointing(interval_s=1800.0)
+    fresh: dict = field(default_factory=dict)             # jobs started or evicted by a plan at instant ``fresh_at``
+    fresh_at: float = -1.0
+
+    def plan(self, view: View) -> Plan | None:
+        state = view.state
+        lay = state.mig
+        if lay is None:
+            return None
+        if view.now != self.fresh_at:
+            self.fresh, self.fresh_at = {}, view.now
+        tasks = state.tasks
+        dynamic = np.array([m.layout is None for m in lay.models])[lay.model_index]
+        lost = None
+        for j in view.pending():
+            if tasks.num_gpu[j] != 1 or tasks.gpu_milli[j] >= GPU_MILLI:
+                continue
+            nodes = np.flatnonzero(dynamic & (state.cpu_left >= tasks.cpu_milli[j])
+                                   & (state.mem_left >= tasks.memory_mib[j]))
+            if not len(nodes):
+                continue
+            size = np.array([lay.profile(int(n), int(tasks.gpu_milli[j])).size for n in nodes])
+            room = lay.free_slices(state.slices[nodes], nodes) >= size[:, None]     # enough free slices, misaligned
+            best = None
+            for k, g in zip(*np.nonzero(room), strict=True):
+                n = int(nodes[k])
+                model = lay.models[lay.model_index[n]]
+                profile = model.profile_for(int(tasks.gpu_milli[j]))
+                on = [int(i) for i in np.flatnonzero(state.node_of == n) if g in state.gpus_of[i]]
+                tenants = [(model.profile_for(int(tasks.gpu_milli[i])), state.starts_of[i][state.gpus_of[i].index(g)])
+                           for i in on]
+                moved, options = relayouts(model, tenants, profile)
+                if moved < 1 or (best is not None and moved > best[0]):
+                    continue
+                if lost is None:
+                    lost = view.lost_if_evicted
+                for start, idx in options:
+                    victims = tuple(on[i] for i in idx)
+                    if any(v in self.fresh for v in victims):
+                        continue
+                    key = (moved, float(lost[list(victims)].sum()), n, int(g), int(start), victims)
+                    if best is None or key < best:
+                        best = key
+            if best is not None:
+                _, _, n, g, start, victims = best
+                self.fresh.update(dict.fromkeys((j, *victims)))
+                return Plan(j, victims, "evict", where=(n, (g,), (start,)))
+        return None
 
 
-def _priority(*, checkpoint_s: float, checkpoint_cost_s: float) -> Mechanism:
-    return PriorityPreemption("priority", Checkpointing(checkpoint_s, checkpoint_cost_s))
-
-
-def _transparent(**_) -> Mechanism:
-    return PriorityPreemption("transparent", Checkpointing(transparent=True))
-
-
-def _fresh(cls: type) -> Callable[..., Mechanism]:
-    """The factory of a mechanism class built with its defaults (the checkpoint keywords ignored)."""
-    return lambda **_: cls()
-
-
-_BUILTIN: dict[str, Callable[..., Mechanism] | str] = {
-    "none": _fresh(NoMechanism), "priority": _priority, "transparent": _transparent,
-    "affinode": _fresh(AffinodeSuspension), "tiresias": _fresh(TiresiasLAS), "migrate": _fresh(MigrationDefrag),
-    "repack": _fresh(FreeRepack),
-    "mig-repack": "fgdopt.mig.timeline:mig_repack",        # a spec: MIG lives above this module
-    "failures": "fgdopt.timeline.failures:failures",        # failed nodes and GPUs (it imports this module)
-}
-MECHANISM_NAMES = tuple(_BUILTIN)
-"""The built-in mechanisms (module docstring)."""
-
-_REGISTERED: dict[str, Callable[..., Mechanism]] = {}
-
-
-def register_mechanism(name: str, factory: Callable[..., Mechanism]) -> None:
-    """Make ``factory`` available as mechanism ``name`` in this process (``make_mechanism(name)``,
-    ``simulate(..., mechanism=name)``); as :func:`fgdopt.policies.register_policy` does for policies.
-
-    Parameters
-    ----------
-    name : a new name without a colon (colons mark ``module:attribute`` specs).
-    factory : called with the keywords of :data:`MECHANISM_KEYWORDS`, returning a :class:`Mechanism`.
-
-    Raises
-    ------
-    ValueError : the name is built in or holds a colon; the factory's signature does not take the keywords.
-    """
-    if is_spec(name) or name in _BUILTIN:
-        raise ValueError(f"cannot register mechanism {name!r}: built-in names and names with ':' are reserved")
-    _REGISTERED[name] = check_call(factory, name, MECHANISM_KEYWORDS, kind="mechanism")
-
-
-def unregister_mechanism(name: str) -> None:
-    """Remove a mechanism added by :func:`register_mechanism` (no error if it is not registered)."""
-    _REGISTERED.pop(name, None)
-
-
-def mechanism_factory(name: str) -> Callable[..., Mechanism]:
-    """The factory of a built-in or registered name or of a ``module:attribute`` spec, imported and checked now
-    (a spec may also name a ready mechanism object: it is then used as it is).
-
-    Raises
-    ------
-    ValueError : an unknown name (the message lists the valid ones); :class:`~fgdopt.plugins.SpecError` for a spec
-        that does not import or names neither a factory taking :data:`MECHANISM_KEYWORDS` nor a mechanism.
-    """
-    entry = _REGISTERED.get(name) or _BUILTIN.get(name)
-    if entry is None and not is_spec(name):
-        raise ValueError(f"unknown mechanism {name!r}; valid names: {', '.join((*MECHANISM_NAMES, *_REGISTERED))}, "
-                         "or a module:attribute spec")
-    if not isinstance(entry, str | None):
-        return entry
-    spec = entry or name
-    obj = resolve_spec(spec, kind="mechanism")
-    if hasattr(obj, "plan") and not isinstance(obj, type):
-        return lambda **_: obj
-    return check_call(obj, spec, MECHANISM_KEYWORDS, kind="mechanism")
-
-
-def make_mechanism(name: str, *, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0) -> Mechanism:
-    """The mechanism ``name`` (:data:`MECHANISM_NAMES`, a name added by :func:`register_mechanism`, or a
-    ``module:attribute`` spec, :func:`mechanism_factory`); ``checkpoint_s`` / ``checkpoint_cost_s`` set the
-    checkpoint interval and cost (seconds) of ``priority`` and ``mig-repack``.
-
-    Raises
-    ------
-    ValueError : unknown name; :class:`~fgdopt.plugins.SpecError` for a bad spec or a factory that returns no
-        mechanism.
-    """
-    mech = mechanism_factory(name)(checkpoint_s=checkpoint_s, checkpoint_cost_s=checkpoint_cost_s)
-    missing = [a for a in ("name", "checkpointing", "plan") if not hasattr(mech, a)]
-    if missing:
-        raise SpecError(f"mechanism {name!r}: the factory returned a {type(mech).__name__} without "
-                        f"{', '.join(missing)} (see fgdopt.timeline.preemption.Mechanism)")
-    return mech
+def mig_repack(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> MigRepack:
+    """The ``mig-repack`` mechanism (the factory :func:`make_mechanism` calls by name), checkpointing every
+    ``checkpoint_s`` seconds of progress at ``checkpoint_cost_s`` seconds each."""
+    return MigRepack(checkpointing=Checkpointing(checkpoint_s, checkpoint_cost_s))

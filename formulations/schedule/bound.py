@@ -55,7 +55,7 @@ import scipy.sparse as sp
 from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.backends import highs_threads
+from formulations.backends import highs_status, highs_threads
 
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
@@ -251,13 +251,13 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     h.setOptionValue("run_crossover", crossover)
     h.passModel(lp)
     h.run()
-    status = h.getModelStatus()
+    status = highs_status(h)
     jct, wait, state = trivial, 0.0, "error"
-    if status == highspy.HighsModelStatus.kOptimal:
+    if status == "optimal":
         total = h.getInfo().objective_function_value + constant
         wait, state = max(0.0, total - SAFETY * max(1.0, abs(total))) / n_all, "optimal"
         jct = trivial_all + wait
-    elif status == highspy.HighsModelStatus.kTimeLimit:
+    elif status == "time_limit":
         state = "time_limit"
     return PooledBound(jct, wait, trivial_all, state, n_all, n_cols, float(step_s), float(slack),
                        time.perf_counter() - wall0, time.process_time() - cpu0)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fgdopt.mig import is_mig
+from fgdopt.mig.slices import is_mig
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgdopt.frag import Workload, node_access
-from fgdopt.mig import MigLayout, profile_codes
 from fgdopt.mig.frag import mig_node_fragmentations, mig_rows
+from fgdopt.mig.slices import MigLayout, profile_codes
 from fgdopt.model import GPU_MILLI, Task
 from fgdopt.policies.base import RankedPolicy, pick
 from fgdopt.state import ClusterState
@@ -49,7 +49,7 @@ _BLOCK = 96
 
 def _layout(state: ClusterState) -> MigLayout:
     if state.mig is None:
-        raise ValueError("MIG policies need a MIG cluster (every node model in fgdopt.mig.MIG_MODELS)")
+        raise ValueError("MIG policies need a MIG cluster (every node model in fgdopt.mig.slices.MIG_MODELS)")
     return state.mig
 
 
