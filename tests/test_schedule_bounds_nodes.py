@@ -96,10 +96,12 @@ def test_bounds_below_every_schedule_and_the_optimum(inst):
 
 
 def test_config_bound_sees_the_traps_optima():
-    """On the one-GPU traps the configuration bound meets the optimum (shortest first: 1/3 (0 + 1 + 3) = 4/3 s)."""
+    """On the one-GPU traps the configuration bound meets the optimum (shortest first: 1/3 (0 + 1 + 3) = 4/3 s),
+    on an even grid and on a grid with most intervals on the busy moments (all of ``[0, 6)``)."""
     inst = trap_instances()[0]
-    b = config_bound(inst.cluster, inst.jobs, intervals=64)
-    assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
+    for share in (0.0, 0.8):
+        b = config_bound(inst.cluster, inst.jobs, intervals=64, busy_share=share)
+        assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
 
 
 def test_time_limits_give_valid_bounds():
@@ -138,6 +140,17 @@ def test_line_search_gives_a_bound_where_the_first_duals_give_none():
     assert uneven.status == "optimal" and uneven.wait_s <= 4.0
     stopped = config_bound(cluster, jobs, time_limit=0.0, line_search=LINE_SEARCH)
     assert stopped.status == "time_limit" and stopped.wait_s == 0.0
+
+
+def test_subgradient_steps_raise_a_stopped_bound():
+    """On the pins case (optimum 2.5 s) one round leaves L <= 0 on the whole segment to the master's duals;
+    projected subgradient steps from there reach a positive bound, below the optimum, deterministically."""
+    cluster, jobs = pins()
+    searched = config_bound(cluster, jobs, max_iter=1, line_search=LINE_SEARCH)
+    climbed = [config_bound(cluster, jobs, max_iter=1, line_search=LINE_SEARCH, ascent_steps=20) for _ in range(2)]
+    assert searched.wait_s == 0.0
+    assert 1.0 < climbed[0].wait_s <= 2.5 and climbed[0].wait_s == climbed[1].wait_s
+    assert climbed[0].status == "iteration_limit"
 
 
 def test_bounds_are_deterministic():
