@@ -214,7 +214,7 @@ def busy_edges(t0: float, horizon: float, n: int, start: np.ndarray, end: np.nda
 
 def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s: float | None = None,
                  time_limit: float = 60.0, max_iter: int = 1000, busy_share: float = 0.0,
-                 line_search: int = 0, ascent_steps: int = 0) -> BoundRecord:
+                 line_search: int = 0, ascent_steps: int = 0, in_out: bool = False) -> BoundRecord:
     """The configuration LP bound of the module docstring on the mean wait of all admitted jobs.
 
     Parameters
@@ -231,6 +231,9 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         master's duals alone. It changes the bound only, not the columns.
     ascent_steps : projected subgradient steps per round from the best prices so far (Polyak's step towards the
         master's value), when the master's duals do not give the best bound; 0: none. The bound only, too.
+    in_out : price the columns at the best point found (kept where their reduced cost at the master's duals is
+        negative; else at the duals, so column generation still ends exactly): in-out column generation. It
+        changes the master's path, not the bound's validity.
     """
     import highspy
 
@@ -434,6 +437,20 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
             return known, center
         return tried[a], tuple(c + a * (d - c) for c, d in zip(center, duals, strict=True))
 
+    def priced(starts: np.ndarray, configs: dict, pi_q: np.ndarray, pi_r: np.ndarray, alpha: np.ndarray,
+               sigma: np.ndarray) -> tuple[np.ndarray, list]:
+        """The columns of these starts and configurations whose reduced cost at the master's duals (``alpha``
+        of the job rows, ``pi_q``, ``pi_r``, ``sigma`` of the convexity rows) is below 0."""
+        at_master = job_costs(pi_q, pi_r, starts)[0]
+        new_j = np.flatnonzero(at_master - alpha < -TOLERANCE * max(1.0, float(np.abs(at_master).max())))
+        new_cfg = []
+        for t, (_, counts) in configs.items():
+            earns = (counts * pi_q.T).sum(axis=1)
+            ks = np.flatnonzero(earns - sigma[type_of[t]] > TOLERANCE * max(1.0, float(earns.max())))
+            if len(ks):
+                new_cfg.append((t, ks, counts[ks]))
+        return new_j, new_cfg
+
     best, status, it, master, history = 0.0, "iteration_limit", 0, math.inf, []
     center = (np.zeros((n_q, K)), np.zeros((3, K)))                # L(0) = 0: every job starts on arrival
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is reported)
@@ -447,7 +464,7 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         pi_r = np.clip(-y[pool0:conv0], 0.0, None).reshape(3, K)
         sigma = np.clip(-y[conv0:], 0.0, None).reshape(len(gpu_types), K)
         prices = (pi_q, pi_r)
-        bound, starts, configs = lagrangian(pi_q, pi_r)               # L at the master's duals, every round
+        bound, lagrangian_starts, configs = lagrangian(pi_q, pi_r)    # L at the master's duals, every round
         if bound > best:
             best, center = bound, prices
         elif line_search:                                            # and the best on the way to them
@@ -455,14 +472,14 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         if ascent_steps and bound < best:                            # and beyond, when the master lags
             best, center = ascent(center, best, ascent_steps, master, deadline)
         history.append((round(time.perf_counter() - wall0, 1), master / n, best / n))
-        at_master = job_costs(pi_q, pi_r, starts)[0]
-        new_j = np.flatnonzero(at_master - alpha < -TOLERANCE * max(1.0, float(np.abs(at_master).max())))
-        new_cfg = []
-        for t, (_, counts) in configs.items():
-            earns = (counts * pi_q.T).sum(axis=1)
-            ks = np.flatnonzero(earns - sigma[type_of[t]] > TOLERANCE * max(1.0, float(earns.max())))
-            if len(ks):
-                new_cfg.append((t, ks, counts[ks]))
+
+        new_j, new_cfg = [], []
+        if in_out and center is not prices:                          # priced at the best point (in-out) ...
+            _, starts, configs_c = lagrangian(*center)
+            new_j, new_cfg = priced(starts, configs_c, pi_q, pi_r, alpha, sigma)
+        if not len(new_j) and not new_cfg:                           # ... else at the master's duals: exact
+            starts = lagrangian_starts
+            new_j, new_cfg = priced(starts, configs, pi_q, pi_r, alpha, sigma)
         if (not len(new_j) and not new_cfg) or master - best <= TOLERANCE * max(1.0, abs(master)):
             status = "optimal"
             break
