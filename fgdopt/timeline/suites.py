@@ -13,7 +13,7 @@
 * :func:`pinned_nodes_family` -- whole-node jobs against nodes pinned by 5-GPU jobs: the optimum (with the pins
   on time) in closed form, every pooled relaxation's optimum 0.
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 6-16
-  nodes, 24-48 jobs, loads 1.6, 1.8 and 2.0, 25% whole-node jobs and one long pin per four nodes, where the
+  nodes, 24-48 jobs, loads 1.6, 1.8 and 2.0, 30% whole-node jobs and one long pin per four nodes, where the
   schedule matters and the optimum is mostly proven; and the traps) and ``medium-time`` (15 instances of 16-64
   nodes of every openb type and 100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
 """
@@ -32,7 +32,7 @@ MEDIAN_S, SIGMA, MIN_S, MAX_S = 240.0, 1.0, 10.0, 3600.0
 """Lifetimes of generated jobs: log-normal of median 4 minutes and sigma 1, in whole seconds within [10 s, 1 h]."""
 SMALL_LOADS = (1.6, 1.8, 2.0)
 """Offered loads of the generated ``small-time`` instances."""
-SMALL_WHOLE_SHARE = 0.25
+SMALL_WHOLE_SHARE = 0.3
 """The share of whole-node jobs in the generated ``small-time`` instances."""
 SMALL_PIN_EVERY = 4
 """The generated ``small-time`` instances have one long pin per this many nodes."""
