@@ -379,6 +379,9 @@ def pooled_pinned(point: Point) -> BoundRecord | None:
 CONFIG_INTERVALS = 64
 """Grid intervals of the configuration LP at a full-scale point (64 reached 14.3 s at openb load 1.1, seed 42, in
 600 s; 128 intervals converge slower)."""
+CONFIG_ASCENT = 10
+"""Projected subgradient steps per round of the configuration LP when the master's duals do not give its best
+bound (with the line search: a bound above 0 before column generation nears its end)."""
 NODEDECOMP_MAX_JOBS = 2_000
 """The node-schedule decomposition runs on points of at most this many admitted jobs (its subsets of 40 jobs each
 wait nothing on a large cluster, and each pricing is a CP-SAT run)."""
@@ -386,10 +389,12 @@ wait nothing on a large cluster, and each pricing is a CP-SAT run)."""
 
 def config_lp(point: Point) -> BoundRecord:
     """The time x node-type configuration LP (:func:`formulations.schedule.config_bound`) over every admitted job,
-    valid at every column-generation iteration (its Lagrangian bound)."""
+    valid at every column-generation iteration (its Lagrangian bound, searched beyond the master's duals)."""
     from formulations.schedule import config_bound
+    from formulations.schedule.configlp import LINE_SEARCH
 
-    return config_bound(point.cluster, point.jobs, intervals=CONFIG_INTERVALS, time_limit=point.time_limit)
+    return config_bound(point.cluster, point.jobs, intervals=CONFIG_INTERVALS, time_limit=point.time_limit,
+                        line_search=LINE_SEARCH, ascent_steps=CONFIG_ASCENT)
 
 
 def node_schedules(point: Point) -> BoundRecord | None:

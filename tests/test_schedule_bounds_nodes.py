@@ -16,7 +16,7 @@ from fgdopt import Cluster, TaskSet
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.suites import time_suite, trap_instances
 from formulations.schedule import pooled_bound, solve_schedule
-from formulations.schedule.configlp import config_bound, knapsack
+from formulations.schedule.configlp import LINE_SEARCH, busy_edges, config_bound, knapsack
 from formulations.schedule.nodedecomp import nodedecomp_bound, window_subsets
 from formulations.schedule.record import BoundRecord, pooled_record
 
@@ -88,16 +88,20 @@ def test_bounds_below_every_schedule_and_the_optimum(inst):
     if "mean-jct" in inst.optimum:
         best = min(best, inst.optimum["mean-jct"] - float(inst.jobs.duration_s.mean()))
     for b in (config_bound(inst.cluster, inst.jobs, time_limit=20),
+              config_bound(inst.cluster, inst.jobs, time_limit=20, busy_share=0.5, max_iter=3,
+                           line_search=LINE_SEARCH),
               nodedecomp_bound(inst.cluster, inst.jobs, time_limit=8, pricing_limit=4)):
         assert b.wait_s >= 0
         assert b.wait_s <= best + 1e-9, (b.name, b.wait_s, best)
 
 
 def test_config_bound_sees_the_traps_optima():
-    """On the one-GPU traps the configuration bound meets the optimum (shortest first: 1/3 (0 + 1 + 3) = 4/3 s)."""
+    """On the one-GPU traps the configuration bound meets the optimum (shortest first: 1/3 (0 + 1 + 3) = 4/3 s),
+    on an even grid and on a grid with most intervals on the busy moments (all of ``[0, 6)``)."""
     inst = trap_instances()[0]
-    b = config_bound(inst.cluster, inst.jobs, intervals=64)
-    assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
+    for share in (0.0, 0.8):
+        b = config_bound(inst.cluster, inst.jobs, intervals=64, busy_share=share)
+        assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
 
 
 def test_time_limits_give_valid_bounds():
@@ -110,7 +114,45 @@ def test_time_limits_give_valid_bounds():
     assert stopped.status == "time_limit" and 0.0 <= stopped.wait_s <= 2.5
     inst = time_suite("small-time")[2]
     short = nodedecomp_bound(inst.cluster, inst.jobs, time_limit=1.0, pricing_limit=0.05)
-    assert short.status == "time_limit" and 0.0 <= short.wait_s <= 11.8   # a validated schedule's wait
+    assert short.status == "time_limit" and 0.0 <= short.wait_s <= 154.9  # best-fit/sjf's wait (validated)
+
+
+def test_busy_edges_hand_case():
+    """The docstring's example: [0, 100) in 4 intervals, half of them on the busy [0, 50): ``F(t) = t / 200 +
+    min(t, 50) / 100``, so ``F^-1(k / 4)`` = 0, 50/3, 100/3, 50, 100; below capacity the grid is even."""
+    start, end = np.array([0.0]), np.array([50.0])
+    edges = busy_edges(0.0, 100.0, 4, start, end, np.array([4]), 4.0, 0.5)
+    assert edges == pytest.approx([0, 50 / 3, 100 / 3, 50, 100])
+    assert busy_edges(0.0, 100.0, 4, start, end, np.array([3]), 4.0, 0.5) == pytest.approx([0, 25, 50, 75, 100])
+
+
+def test_line_search_gives_a_bound_where_the_first_duals_give_none():
+    """Stopped after one round, the master's duals give L <= 0 on the drain case; the best point on the segment
+    from 0 to them is positive, and stays below the optimum (4 s). Uneven grids stay valid and exact there."""
+    cluster, jobs = drain()
+    plain = config_bound(cluster, jobs, intervals=8, horizon_s=80.0, max_iter=1)
+    searched = config_bound(cluster, jobs, intervals=8, horizon_s=80.0, max_iter=1, line_search=LINE_SEARCH)
+    assert plain.status == searched.status == "iteration_limit"
+    assert plain.wait_s == 0.0 and 0.5 < searched.wait_s <= 4.0
+    again = config_bound(cluster, jobs, intervals=8, horizon_s=80.0, max_iter=1, line_search=LINE_SEARCH)
+    assert again.wait_s == searched.wait_s
+    in_out = config_bound(cluster, jobs, intervals=8, horizon_s=80.0, line_search=LINE_SEARCH, in_out=True)
+    assert in_out.status == "optimal" and in_out.wait_s == pytest.approx(4.0, rel=1e-5)   # the same LP optimum
+    uneven = config_bound(cluster, jobs, intervals=8, horizon_s=80.0, busy_share=0.5, line_search=LINE_SEARCH)
+    assert uneven.status == "optimal" and uneven.wait_s <= 4.0
+    stopped = config_bound(cluster, jobs, time_limit=0.0, line_search=LINE_SEARCH)
+    assert stopped.status == "time_limit" and stopped.wait_s == 0.0
+
+
+def test_subgradient_steps_raise_a_stopped_bound():
+    """On the pins case (optimum 2.5 s) one round leaves L <= 0 on the whole segment to the master's duals;
+    projected subgradient steps from there reach a positive bound, below the optimum, deterministically."""
+    cluster, jobs = pins()
+    searched = config_bound(cluster, jobs, max_iter=1, line_search=LINE_SEARCH)
+    climbed = [config_bound(cluster, jobs, max_iter=1, line_search=LINE_SEARCH, ascent_steps=20) for _ in range(2)]
+    assert searched.wait_s == 0.0
+    assert 1.0 < climbed[0].wait_s <= 2.5 and climbed[0].wait_s == climbed[1].wait_s
+    assert climbed[0].status == "iteration_limit"
 
 
 def test_bounds_are_deterministic():
@@ -125,7 +167,7 @@ def test_window_subsets_are_disjoint_runs_in_submission_order():
     inst = time_suite("small-time")[1]
     rows = np.arange(len(inst.jobs))
     subs = window_subsets(inst.jobs, rows, 7)
-    assert [len(s) for s in subs] == [7, 7, 6]
+    assert [len(s) for s in subs] == [7, 7, 7, 3]
     flat = np.concatenate(subs)
     assert sorted(flat.tolist()) == rows.tolist()
     assert (np.diff(inst.jobs.submit_s[flat]) >= 0).all()

@@ -12,10 +12,10 @@
   its optimum (mean JCT and makespan, seconds) derived in its docstring: :data:`KNOWN_OPTIMA`.
 * :func:`pinned_nodes_family` -- whole-node jobs against nodes pinned by 5-GPU jobs: the optimum (with the pins
   on time) in closed form, every pooled relaxation's optimum 0.
-* :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 4-16
-  nodes, 20-80 jobs, loads 1.0, 1.3 and 1.6, 15% whole-node jobs and one long pin per four nodes, where the
-  schedule matters; and the traps) and ``medium-time`` (15 instances of 16-64 nodes of every openb type and
-  100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
+* :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 6-16
+  nodes, 24-48 jobs, loads 1.6, 1.8 and 2.0, 30% whole-node jobs and one long pin per four nodes, where the
+  schedule matters and the optimum is mostly proven; and the traps) and ``medium-time`` (15 instances of 16-64
+  nodes of every openb type and 100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
 """
 
 from __future__ import annotations
@@ -30,14 +30,16 @@ from fgdopt.timeline.jobs import JobSet
 
 MEDIAN_S, SIGMA, MIN_S, MAX_S = 240.0, 1.0, 10.0, 3600.0
 """Lifetimes of generated jobs: log-normal of median 4 minutes and sigma 1, in whole seconds within [10 s, 1 h]."""
-SMALL_LOADS = (1.0, 1.3, 1.6)
+SMALL_LOADS = (1.6, 1.8, 2.0)
 """Offered loads of the generated ``small-time`` instances."""
-SMALL_WHOLE_SHARE = 0.15
+SMALL_WHOLE_SHARE = 0.3
 """The share of whole-node jobs in the generated ``small-time`` instances."""
+SMALL_PIN_EVERY = 4
+"""The generated ``small-time`` instances have one long pin per this many nodes."""
 MEDIUM_LOADS = (0.9, 1.1, 1.3)
 SMALL_NODE_TYPES = ("T4x2-104c", "P100x2-16c", "V100M16x4-32c", "P100x2-64c", "V100M16x1-8c", "T4x4-96c")
 """The openb node types of the generated clusters (weighted by their node counts in openb)."""
-SMALL_SIZES = ((4, 20), (4, 30), (6, 30), (6, 40), (8, 40), (8, 50), (12, 60), (16, 80))
+SMALL_SIZES = ((6, 24), (8, 24), (8, 30), (10, 30), (12, 36), (12, 40), (16, 40), (16, 48))
 """(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`SMALL_LOADS`)."""
 MEDIUM_SIZES = ((16, 100), (24, 200), (32, 400), (48, 600), (64, 1000))
 """(nodes, jobs) of the ``medium-time`` instances (each at every load of :data:`MEDIUM_LOADS`): 15 instances."""
@@ -236,13 +238,14 @@ def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
     """The suite ``name`` (:data:`TIME_SUITES`); ``seed`` offsets the generated instances' seeds.
 
     ``small-time``: every (nodes, jobs) of :data:`SMALL_SIZES` at every load of :data:`SMALL_LOADS`, with
-    :data:`SMALL_WHOLE_SHARE` whole-node jobs and one pin per four nodes (:func:`random_time_instance`), then the
-    traps. ``medium-time``: every (nodes, jobs) of :data:`MEDIUM_SIZES` at every load of :data:`MEDIUM_LOADS`, on
-    every openb node type (8-GPU nodes included), openb shapes only."""
+    :data:`SMALL_WHOLE_SHARE` whole-node jobs and one pin per :data:`SMALL_PIN_EVERY` nodes
+    (:func:`random_time_instance`), then the traps. ``medium-time``: every (nodes, jobs) of :data:`MEDIUM_SIZES`
+    at every load of :data:`MEDIUM_LOADS`, on every openb node type (8-GPU nodes included), openb shapes only."""
     if name == "traps":
         return trap_instances()
     if name == "small-time":
-        return [random_time_instance(n, j, load, seed + k, whole_share=SMALL_WHOLE_SHARE, pins=max(1, n // 4))
+        return [random_time_instance(n, j, load, seed + k, whole_share=SMALL_WHOLE_SHARE,
+                                     pins=max(1, n // SMALL_PIN_EVERY))
                 for k, ((n, j), load) in enumerate((s, load) for s in SMALL_SIZES for load in SMALL_LOADS)
                 ] + trap_instances()
     if name == "medium-time":

@@ -14,10 +14,11 @@ has ``sum h <= 2 G`` and ``sum u <= 1000 G / GM_UNIT``: a *configuration* of typ
 meeting both, with classes that fit ``t``. Jobs with ``h = u = 0`` (CPU-only, sharing below :data:`GM_UNIT`)
 are in no class. CPU, memory and milli-GPU are also kept pooled (as in the pooled LP).
 
-The relaxation. Cut ``[t0, T)`` into ``K`` intervals ``I_k`` of length ``D`` (``t0`` the first submission,
-``T`` past the last one). Every job ``j`` gets a start ``S_j >= r_j`` and runs ``[S_j, S_j + p_j)``; let
-``o_jk(S) = |[S, S + p_j) cap I_k| / D``. For any schedule, let ``lam_tkc = (1 / D) * (time within I_k that
-nodes of type t hold configuration c, summed over those nodes)``. Then, for every interval ``k``:
+The relaxation. Cut ``[t0, T)`` into ``K`` intervals ``I_k`` of lengths ``D_k`` (``t0`` the first submission,
+``T`` past the last one; any cut: even, or finer where the zero-wait profile is busy, :func:`busy_edges`). Every
+job ``j`` gets a start ``S_j >= r_j`` and runs ``[S_j, S_j + p_j)``; let ``o_jk(S) = |[S, S + p_j) cap I_k| /
+D_k``. For any schedule, let ``lam_tkc = (1 / D_k) * (time within I_k that nodes of type t hold configuration c,
+summed over those nodes)``. Then, for every interval ``k``:
 
 1. ``sum_c lam_tkc <= N_t`` (each node holds one configuration at a time; ``N_t`` nodes of type ``t``);
 2. ``sum_{j in q} o_jk(S_j) <= sum_{t, c} a_qc lam_tkc`` for every class ``q`` (each running job of class ``q``
@@ -35,18 +36,35 @@ The bound (valid at every iteration). For any multipliers ``pi >= 0`` of rows 2.
 configuration of type ``t`` earns at prices ``pi_.k``. Both inner problems are solved exactly: the job's cost is
 piecewise linear in ``S`` with breakpoints where ``S`` or ``S + p_j`` meets an interval edge (and grows with slope 1
 past ``T``), so its minimum is at ``r_j`` or a breakpoint; ``v_tk`` is a two-dimensional integer knapsack over
-``(h, u)``, solved exactly by dynamic programming (binary-split copies). ``L`` is evaluated in float64 from the
-master's duals clipped to ``pi >= 0`` (so the solver's tolerances never enter the bound), the best over the
-iterations is kept, lowered by :data:`~formulations.schedule.bound.SAFETY`. Column generation adds each job's
-cheapest start and each ``(t, k)``'s best configuration while their reduced costs are negative; at its end
-``L`` meets the master's optimum (status ``optimal``). Every schedule's total wait is at least ``L``; divide by
-the number of admitted jobs for the mean wait. The non-preemption is exact on the job side (a job's start is one
-number), so the bound is also at least the preemptive configuration LP's.
+``(h, u)``, solved exactly by dynamic programming (binary-split copies). ``L`` is evaluated in float64 at
+prices ``pi >= 0`` of our choosing (the master's duals clipped to ``pi >= 0``, so the solver's tolerances never
+enter the bound), the best over the iterations is kept, lowered by :data:`~formulations.schedule.bound.SAFETY`.
+Column generation adds each job's cheapest start and each ``(t, k)``'s best configuration at the master's duals
+while their reduced costs are negative; at its end ``L`` meets the master's optimum (status ``optimal``).
+
+Stabilised bound. Early on, the restricted master prices capacity by the cost of its few columns (pushing a job
+past ``T``), so ``L`` at its duals is often below 0 until column generation nears its end (openb default, load
+1.2: every round within 600 s). ``L`` is concave in ``pi`` (a minimum of affine functions) and ``L(0) = 0`` (every
+job on arrival, no configuration earns), so with ``line_search`` each round also searches the segment from the
+best prices so far to the master's duals by golden section and keeps the best point: a valid bound at every
+round, positive as soon as some point of the segment is an ascent direction from 0. Columns still come from the
+master's duals, so the search changes the bound, never the master's path. With ``ascent_steps``, projected
+subgradient steps (Polyak's step towards the master's value, an upper bound on every ``L``) go on from the best
+point when the master's duals do not beat it: a subgradient of ``L`` at ``pi`` is, per row, what the jobs'
+cheapest starts use minus what the nodes' best configurations (those earning > 0) or the pooled capacity offer.
+
+Every schedule's total wait is at least ``L``; divide by the number of admitted jobs for the mean wait. The
+non-preemption is exact on the job side (a job's start is one number), so the bound is also at least the
+preemptive configuration LP's.
 
 Measured (openb default, 20,000 stream jobs, seed 42, 64 intervals, 600 s on a shared 2-core machine): load 1.1
 14.3 s (``time_limit`` after 15 rounds, the master at 14.9 s; the pooled LP gives 1.6 s); load 1.0 0 s
-(``optimal``: with free re-packing nothing waits on this grid); load 1.2 0 s (``time_limit`` after 4 rounds, the
-master at 96.5 s: the Lagrangian bound lags the master until column generation nears its end).
+(``optimal``: with free re-packing nothing waits on this grid); load 1.2 0 s with the master's duals alone
+(``time_limit`` after 4 rounds, the master at 96.5 s). With the line search and in-out pricing from the searched
+point, load 1.2 gave 15.0 s (``time_limit`` after 11 rounds in 158 CPU s, the master at 80.0 s); on a machine
+giving the process 76 CPU s of the 600, two rounds were done and every variant stayed at 0. On small cases the
+search makes a stopped bound positive after one round where the duals alone give 0 (drain case: 2.0 s of the
+optimum's 4 s; ``time-n4-j30-l1.3-s4`` of the former ``small-time``: 12.8 s of the LP's 43.5 s).
 """
 
 from __future__ import annotations
@@ -71,6 +89,10 @@ GM_UNIT = 125
 TOLERANCE = 1e-7
 """Relative gap (of the total wait, at least 1 s) between the master's optimum and the Lagrangian bound at which
 column generation stops as ``optimal``; also the reduced cost below which a column is added."""
+LINE_SEARCH = 6
+"""Golden-section steps per round (when asked for) on the segment from the best prices so far to the master's
+duals."""
+GOLDEN = (math.sqrt(5) - 1) / 2
 JOB_BLOCK = 2048
 """Jobs priced at once (memory: ``JOB_BLOCK x 2K`` candidate starts)."""
 
@@ -144,30 +166,59 @@ def knapsack(weights: np.ndarray, prices: np.ndarray, cap_h: int, cap_u: int) ->
 
 
 class _Grid:
-    """Intervals ``[edges[k], edges[k+1])`` of length ``step`` from ``edges[0]``."""
+    """Intervals ``I_k = [edges[k], edges[k+1])`` (seconds, increasing; lengths ``D_k`` may differ)."""
 
-    def __init__(self, t0: float, step: float, n: int):
-        self.t0, self.step, self.n = t0, step, n
-        self.edges = t0 + step * np.arange(n + 1)
+    def __init__(self, edges: np.ndarray):
+        self.edges = np.asarray(edges, dtype=np.float64)
+        self.n = len(self.edges) - 1
+        self.length = np.diff(self.edges)
 
     def overlap(self, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """``o[i, k] = |[start_i, start_i + length_i) cap I_k| / step`` (dense, (len(start), n))."""
+        """``o[i, k] = |[start_i, start_i + length_i) cap I_k| / D_k`` (dense, (len(start), n))."""
         lo = np.maximum(self.edges[None, :-1], start[:, None])
         hi = np.minimum(self.edges[None, 1:], (start + length)[:, None])
-        return np.clip(hi - lo, 0.0, None) / self.step
+        return np.clip(hi - lo, 0.0, None) / self.length
 
     def integral(self, cum: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """``int_{t0}^{t} price / step`` for prices whose per-interval integrals (over ``step``) are ``cum``'s
-        differences (``cum`` (m, n + 1), one row per job; ``t`` (m, c))."""
-        x = np.clip((t - self.t0) / self.step, 0.0, float(self.n))
-        k = np.minimum(np.floor(x).astype(np.int64), self.n - 1)
+        """``int_{edges[0]}^{t} price`` for prices constant on each interval, whose integrals over the intervals
+        are ``cum``'s differences (``cum`` (m, n + 1), one row per job; ``t`` (m, c)); none past the last edge."""
+        t = np.clip(t, self.edges[0], self.edges[-1])
+        k = np.clip(np.searchsorted(self.edges, t, side="right") - 1, 0, self.n - 1)
         rows = np.arange(cum.shape[0])[:, None]
         lo = cum[rows, k]
-        return lo + (x - k) * (cum[rows, k + 1] - lo)
+        return lo + (t - self.edges[k]) / self.length[k] * (cum[rows, k + 1] - lo)
+
+
+def busy_edges(t0: float, horizon: float, n: int, start: np.ndarray, end: np.ndarray, gpus: np.ndarray,
+               capacity: float, share: float) -> np.ndarray:
+    """The edges of ``n`` intervals over ``[t0, horizon)``: ``1 - share`` of them spread evenly, ``share`` spread
+    evenly over the *busy* moments, those at which the jobs run from their submission (``[start, end)``, the
+    zero-wait profile) hold at least ``capacity`` whole GPUs (``gpus``: each job's GPUs under the dual-feasible
+    function, in halves, so ``capacity`` is twice the cluster's GPUs). With no busy moment, the grid is even.
+
+    Example: ``t0 = 0``, ``horizon = 100``, ``n = 4``, ``share = 0.5`` and ``[0, 50)`` busy: the cumulative
+    density is ``F(t) = 0.5 t / 100 + 0.5 min(t, 50) / 50``, so the edges ``F^-1(k / 4)`` are 0, 16.7, 33.3, 50,
+    100.
+    """
+    times = np.concatenate([start, end])
+    delta = np.concatenate([gpus, -gpus]).astype(np.float64)
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(delta[order])
+    cut = np.clip(np.concatenate([[t0], times, [horizon]]), t0, horizon)
+    held = np.concatenate([[0.0], level])                            # level on [cut[i], cut[i + 1])
+    busy = (held >= capacity) * np.diff(cut)
+    total = float(busy.sum())
+    if total <= 0 or share <= 0:
+        return t0 + (horizon - t0) * np.arange(n + 1) / n
+    f = (1 - share) * (cut - t0) / (horizon - t0) + share * np.concatenate([[0.0], np.cumsum(busy)]) / total
+    edges = np.interp(np.arange(n + 1) / n, f, cut)
+    edges[0], edges[-1] = t0, horizon
+    return edges
 
 
 def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s: float | None = None,
-                 time_limit: float = 60.0, max_iter: int = 1000, smoothing: float = 0.0) -> BoundRecord:
+                 time_limit: float = 60.0, max_iter: int = 1000, busy_share: float = 0.0,
+                 line_search: int = 0, ascent_steps: int = 0, in_out: bool = False) -> BoundRecord:
     """The configuration LP bound of the module docstring on the mean wait of all admitted jobs.
 
     Parameters
@@ -176,9 +227,17 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         submission span plus twice the median duration).
     time_limit : wall seconds; when reached the best bound so far is returned with status ``time_limit``.
     max_iter : column generation rounds (status ``iteration_limit`` when reached).
-    smoothing : Wentges smoothing in [0, 1): columns are priced at ``smoothing`` x the best prices so far plus the
-        rest x the master's duals (at the master's alone when that finds no column); the bound is valid for any.
-        At full scale (openb default, load 1.1, 64 intervals, 600 s) 0.7 reached 11.9 s against 14.3 s without.
+    busy_share : the share of the intervals spread over the moments at which the zero-wait profile holds at
+        least the cluster's GPUs (counted by the dual-feasible function), the rest evenly (:func:`busy_edges`);
+        0: an even grid. Any grid gives a valid bound.
+    line_search : golden-section steps per round on the segment from the best prices so far to the master's
+        duals, when these do not beat the best (module docstring, "The bound"; e.g. :data:`LINE_SEARCH`); 0: the
+        master's duals alone. It changes the bound only, not the columns.
+    ascent_steps : projected subgradient steps per round from the best prices so far (Polyak's step towards the
+        master's value), when the master's duals do not give the best bound; 0: none. The bound only, too.
+    in_out : price the columns at the best point found (kept where their reduced cost at the master's duals is
+        negative; else at the duals, so column generation still ends exactly): in-out column generation. It
+        changes the master's path, not the bound's validity.
     """
     import highspy
 
@@ -195,12 +254,14 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     t0 = float(r.min())
     if horizon_s is None:
         horizon_s = float(r.max()) + 0.1 * float(r.max() - t0) + 2 * float(np.median(p))
-    step = max((float(horizon_s) - t0) / intervals, 1e-3)
-    grid = _Grid(t0, step, int(intervals))
-    K = grid.n
+    horizon_s = max(float(horizon_s), t0 + 1e-3 * intervals)
     groups = node_types(cluster)
     gpu_types = [i for i, g in enumerate(groups) if cluster.gpu[g[0]] > 0]
     cls, weights, masks = job_classes(cluster, jobs, rows, groups)
+    halves = np.where(cls >= 0, weights[np.maximum(cls, 0), 0] if len(weights) else 0, 0)
+    grid = _Grid(busy_edges(t0, float(horizon_s), int(intervals), r, r + p, halves,
+                            2.0 * float(cluster.gpu.sum()), busy_share))
+    K = grid.n
     n_q = len(weights)
     tasks = jobs.tasks
     demand = np.column_stack([tasks.gpu_demand[rows], tasks.cpu_milli[rows], tasks.memory_mib[rows]]
@@ -309,8 +370,93 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
             out[t] = (value, full)
         return out
 
-    best, status, it, master = 0.0, "iteration_limit", 0, math.inf
-    center_q, center_r = np.zeros((n_q, K)), np.zeros((3, K))
+    def lagrangian(pq: np.ndarray, pr: np.ndarray) -> tuple[float, np.ndarray, dict]:
+        """``L(pq, pr)`` (module docstring; valid for any prices >= 0), the jobs' cheapest starts, the configs."""
+        low, starts = job_costs(pq, pr)
+        configs = best_configs(pq)
+        node_sum = sum(len(groups[t]) * float(np.maximum(v, 0.0).sum()) for t, (v, _) in configs.items())
+        return float(low.sum()) - node_sum - float(pr.sum()), starts, configs
+
+    def subgradient(pq: np.ndarray, pr: np.ndarray, starts: np.ndarray, configs: dict
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """A subgradient of ``L`` at ``(pq, pr)`` whose inner minimisers are ``starts`` and ``configs``: per row,
+        what the jobs use minus what the nodes (configurations earning > 0) or the pooled capacity (1) offer."""
+        gq, gr = np.zeros((n_q, K)), np.zeros((3, K))
+        for b in range(0, n, JOB_BLOCK):
+            js = everyone[b:b + JOB_BLOCK]
+            ov = grid.overlap(starts[js], p[js])
+            gr += demand[js].T @ ov
+            inc = cls[js] >= 0
+            np.add.at(gq, cls[js][inc], ov[inc])
+        gr -= 1.0
+        for t, (value, counts) in configs.items():
+            gq -= len(groups[t]) * (counts * (value > 0)[:, None]).T
+        return gq, gr
+
+    def ascent(center: tuple, known: float, steps: int, target: float, until: float) -> tuple[float, tuple]:
+        """Projected subgradient steps from ``center`` (``L`` = ``known`` there) with Polyak's step towards
+        ``target`` (an upper bound on max ``L``: the master's value), halved after a step that does not improve;
+        the best point found and its ``L``."""
+        best_l, best_p = known, center
+        pq, pr = center
+        value, starts, configs = lagrangian(pq, pr)
+        theta = 1.0
+        for _ in range(steps):
+            if time.perf_counter() > until:
+                break
+            gq, gr = subgradient(pq, pr, starts, configs)
+            norm = float((gq ** 2).sum() + (gr ** 2).sum())
+            if norm <= 0 or target <= value:
+                break
+            step = theta * (target - value) / norm
+            pq, pr = np.maximum(pq + step * gq, 0.0), np.maximum(pr + step * gr, 0.0)
+            value, starts, configs = lagrangian(pq, pr)
+            if value > best_l:
+                best_l, best_p = value, (pq, pr)
+            else:
+                theta /= 2
+        return best_l, best_p
+
+    def segment(center: tuple, duals: tuple, steps: int, until: float, known: float) -> tuple[float, tuple]:
+        """The best ``L`` found by golden section on the segment from the prices ``center`` (``L`` = ``known``
+        there) to ``duals`` (``L`` is concave along it), within ``steps`` evaluations and until ``until``."""
+        tried = {}
+
+        def at(a: float) -> float:
+            if a not in tried:
+                tried[a] = lagrangian(*(c + a * (d - c) for c, d in zip(center, duals, strict=True)))[0]
+            return tried[a]
+
+        lo, hi = 0.0, 1.0
+        for _ in range(steps):
+            if time.perf_counter() > until:
+                break
+            m1, m2 = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
+            if at(m1) >= at(m2):
+                hi = m2
+            else:
+                lo = m1
+        a = max(tried, key=lambda x: (tried[x], x), default=0.0)
+        if not tried or tried[a] <= known:
+            return known, center
+        return tried[a], tuple(c + a * (d - c) for c, d in zip(center, duals, strict=True))
+
+    def priced(starts: np.ndarray, configs: dict, pi_q: np.ndarray, pi_r: np.ndarray, alpha: np.ndarray,
+               sigma: np.ndarray) -> tuple[np.ndarray, list]:
+        """The columns of these starts and configurations whose reduced cost at the master's duals (``alpha``
+        of the job rows, ``pi_q``, ``pi_r``, ``sigma`` of the convexity rows) is below 0."""
+        at_master = job_costs(pi_q, pi_r, starts)[0]
+        new_j = np.flatnonzero(at_master - alpha < -TOLERANCE * max(1.0, float(np.abs(at_master).max())))
+        new_cfg = []
+        for t, (_, counts) in configs.items():
+            earns = (counts * pi_q.T).sum(axis=1)
+            ks = np.flatnonzero(earns - sigma[type_of[t]] > TOLERANCE * max(1.0, float(earns.max())))
+            if len(ks):
+                new_cfg.append((t, ks, counts[ks]))
+        return new_j, new_cfg
+
+    best, status, it, master, history = 0.0, "iteration_limit", 0, math.inf, []
+    center = (np.zeros((n_q, K)), np.zeros((3, K)))                # L(0) = 0: every job starts on arrival
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is reported)
         if (stopped := run_until(h, deadline)) is not None:
             status = stopped
@@ -321,25 +467,23 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         pi_q = np.clip(-y[cov0:pool0], 0.0, None).reshape(n_q, K)
         pi_r = np.clip(-y[pool0:conv0], 0.0, None).reshape(3, K)
         sigma = np.clip(-y[conv0:], 0.0, None).reshape(len(gpu_types), K)
-        for a in ((smoothing, 0.0) if smoothing else (0.0,)):      # smoothed; the master's if they mislead
-            sq, sr = a * center_q + (1 - a) * pi_q, a * center_r + (1 - a) * pi_r
-            low, starts = job_costs(sq, sr)
-            configs = best_configs(sq)
-            node_sum = sum(len(groups[t]) * float(np.maximum(v, 0.0).sum()) for t, (v, _) in configs.items())
-            bound = float(low.sum()) - node_sum - float(sr.sum())    # L(sq, sr), valid for any prices >= 0
-            if bound > best:
-                best, center_q, center_r = bound, sq, sr
-            # the columns found, kept where their reduced cost at the master's duals is negative
-            at_master = job_costs(pi_q, pi_r, starts)[0]
-            new_j = np.flatnonzero(at_master - alpha < -TOLERANCE * max(1.0, float(np.abs(at_master).max())))
-            new_cfg = []
-            for t, (_, counts) in configs.items():
-                earns = (counts * pi_q.T).sum(axis=1)
-                ks = np.flatnonzero(earns - sigma[type_of[t]] > TOLERANCE * max(1.0, float(earns.max())))
-                if len(ks):
-                    new_cfg.append((t, ks, counts[ks]))
-            if len(new_j) or new_cfg:
-                break
+        prices = (pi_q, pi_r)
+        bound, lagrangian_starts, configs = lagrangian(pi_q, pi_r)    # L at the master's duals, every round
+        if bound > best:
+            best, center = bound, prices
+        elif line_search:                                            # and the best on the way to them
+            best, center = segment(center, prices, line_search, deadline, best)
+        if ascent_steps and bound < best:                            # and beyond, when the master lags
+            best, center = ascent(center, best, ascent_steps, master, deadline)
+        history.append((round(time.perf_counter() - wall0, 1), master / n, best / n))
+
+        new_j, new_cfg = [], []
+        if in_out and center is not prices:                          # priced at the best point (in-out) ...
+            _, starts, configs_c = lagrangian(*center)
+            new_j, new_cfg = priced(starts, configs_c, pi_q, pi_r, alpha, sigma)
+        if not len(new_j) and not new_cfg:                           # ... else at the master's duals: exact
+            starts = lagrangian_starts
+            new_j, new_cfg = priced(starts, configs, pi_q, pi_r, alpha, sigma)
         if (not len(new_j) and not new_cfg) or master - best <= TOLERANCE * max(1.0, abs(master)):
             status = "optimal"
             break
@@ -351,5 +495,6 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     wait = total / n
     return BoundRecord("config", wait, wait + mean_p, status, "all", time.perf_counter() - wall0,
                        time.process_time() - cpu0, n,
-                       {"iterations": it, "intervals": K, "step_s": step, "classes": n_q, "master_s": master / n,
+                       {"iterations": it, "intervals": K, "step_s": float(grid.length.min()), "classes": n_q,
+                        "master_s": master / n, "history": history,
                         "columns": int(h.getNumCol())})
