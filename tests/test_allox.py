@@ -15,6 +15,7 @@ from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.rounds import RoundScheduler
 from fgdopt.model import TaskSet
 from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.preemption import Plan
 from formulations.hetero import round_allocator
 
 
@@ -76,20 +77,21 @@ def test_allox_by_hand():
     Call 1, jobs 0 and 1: job 0 takes 100 s on the V100 and 1000 s on the K80, job 1 150 s and 1000 s. Both on
     the V100, job 0 first: 100 + 250 = 350 s; job 1 first: 150 + 250 = 400 s; either on the K80: at least 1100 s.
     So job 0 runs (X = 1 on the V100) and job 1 waits behind it (X = 0).
-    Call 2, job 2 arrives (10 s on the V100, 20 s on the K80): job 0 is held on the V100 whatever job 2 is, so the
-    K80 is the one free worker; jobs 1 (1000 s there) and 2 (20 s): job 2 first, 20 + 1020 s, against 1000 + 1020
-    s. So job 2 runs on the K80 and job 1 still waits. The waiting times add a constant to each job's costs and
-    change nothing."""
+    Call 2, job 0 has 60 s left and job 2 arrives (10 s on the V100, 500 s on the K80). Unheld, all three on the
+    V100 in the order 2, 0, 1 would cost 10 + 70 + 220 = 300 s, the least; but job 0 is held on the V100, so the
+    K80 is the one free worker; jobs 1 (1000 s there) and 2 (500 s): job 2 first, 500 + 1500 s, against 1000 +
+    1500 s. So job 2 runs on the K80 and job 1 still waits. The waiting times add a constant to each job's costs
+    and change nothing."""
     policy = AlloX(("v100", "k80"), np.array([1, 1]))
     x = policy.allocate(np.array([0, 1]), np.array([[1.0, 0.1], [100 / 150, 0.1]]), np.array([100.0, 100.0]),
                         np.array([50.0, 0.0]))
     np.testing.assert_array_equal(x, [[1, 0], [0, 0]])
     assert policy.held == {0: 0}
-    x = policy.allocate(np.array([0, 1, 2]), np.array([[1.0, 0.1], [100 / 150, 0.1], [10.0, 5.0]]),
+    x = policy.allocate(np.array([0, 1, 2]), np.array([[1.0, 0.1], [100 / 150, 0.1], [10.0, 0.2]]),
                         np.array([60.0, 100.0, 100.0]), np.array([80.0, 30.0, 0.0]))
     np.testing.assert_array_equal(x, [[1, 0], [0, 0], [0, 1]])
     assert policy.held == {0: 0, 2: 1}
-    x = policy.allocate(np.array([1, 2]), np.array([[100 / 150, 0.1], [10.0, 5.0]]), np.array([100.0, 50.0]),
+    x = policy.allocate(np.array([1, 2]), np.array([[100 / 150, 0.1], [10.0, 0.2]]), np.array([100.0, 50.0]),
                         np.array([90.0, 10.0]))                 # job 0 finished: job 1 takes the V100
     np.testing.assert_array_equal(x, [[1, 0], [0, 1]])
 
@@ -154,6 +156,22 @@ def test_allox_rounds_conserve_work_on_random_traces(rows):
     assert len(calls) == mech.solves and calls == sorted(set(calls))
 
 
+def test_time_received_is_rounded_as_gavels_clock():
+    """A run of 36 steps at 360 steps/s in a round starting at 1e6 s: its steps take 0.1 s, and Gavel's clock
+    counts (1e6 + 0.1) - 1e6 = 0.09999999997671694 s (float64 spacing at 1e6: 2^-33 s), which the time received
+    must be; the round still ends at 1e6 + 0.1 rounded."""
+    gpus = {"v100": 1}
+    jobs = JobSet(whole(1), [0.0], [0.1])
+    speed = {"v100": np.ones(1)}
+    mech = AlloXRounds(allox_allocator(speed, jobs, gpus), speed, jobs.duration_s, ("v100",),
+                       step_rate=np.array([360.0]))
+    mech._round_start = 1e6
+    js = np.array([0])
+    _, took = mech._whole_steps(Plan(kind="round"), js, np.ones(1), np.array([0.1]), np.zeros(1), np.ones(1, bool))
+    assert took[0] == (1e6 + 0.1) - 1e6 == 0.09999999997671694 != 0.1
+    assert 1e6 + took[0] == 1e6 + 0.1
+
+
 def test_the_lazy_loop_refuses_allox():
     """The plain round loop solves X only when read and may skip a recomputation, which would change the jobs AlloX
     holds: its allocator then stops the run in one line."""
@@ -183,12 +201,14 @@ GAVEL_RUNS = Path(__file__).resolve().parents[1] / "paper" / "results" / "allox-
 
 
 @pytest.mark.slow
-def test_mean_jct_agrees_with_gavels_own_allox(gavel_table):
+@pytest.mark.parametrize("rate, tolerance", [(0.5, 1e-9), (1.8, 0.001)])
+def test_mean_jct_agrees_with_gavels_own_allox(gavel_table, rate, tolerance):
     """Gavel's simulator with its own ``allox`` policy (run outside fgdopt: paper/README.md) on its generated trace,
-    12:12:12, jobs 300-499, 0.5 jobs/hour, seed 0; fgdopt's AlloX on the same trace, in whole steps, gives the same
-    mean JCT (to 1e-9 when committed; the target is 5%)."""
+    12:12:12, jobs 300-499, seed 0; fgdopt's AlloX on the same trace, in whole steps: the same mean JCT at 0.5
+    jobs/hour (to 2e-13 when committed), +0.03% at 1.8 jobs/hour, past the knee (the target is 5%; without
+    Gavel's rounding of the time received, :class:`AlloXRounds`, +19.5% there)."""
     gavel = pd.read_csv(GAVEL_RUNS)
-    row = gavel[(gavel.cluster == "12:12:12") & (gavel.rate_per_hour == 0.5)].iloc[0]
-    run = study.run_point("allox", {"v100": 12, "p100": 12, "k80": 12}, 0.5, 0, (300, 500), False, 1, 360.0)
+    row = gavel[(gavel.cluster == "12:12:12") & (gavel.rate_per_hour == rate)].iloc[0]
+    run = study.run_point("allox", {"v100": 12, "p100": 12, "k80": 12}, rate, 0, (300, 500), False, 1, 360.0)
     assert run["measured_jobs"] == row.measured_jobs == 200
-    assert run["mean_jct_s"] == pytest.approx(row.avg_jct_s, rel=1e-6)
+    assert run["mean_jct_s"] == pytest.approx(row.avg_jct_s, rel=tolerance)
