@@ -84,7 +84,7 @@ from experiments.executors import (
 )
 from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
-from fgdopt.hetero.allox import AlloXRounds
+from fgdopt.hetero.allox import AlloXRounds, allox_allocator
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
@@ -167,14 +167,20 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
                           interference=trace.interference(table, tuple(gpus)), **options)
     else:
-        rounds = AlloXRounds if policy == ALLOX else RoundScheduler       # AlloX: X at every recomputation
-        mech = rounds(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+        step_rate = trace.throughputs(table, [REFERENCE_GPU])[:, 0] if steps == "whole" else None
+        if policy == ALLOX:                           # X at every recomputation, in Gavel's units in whole steps
+            rounds, allocator = AlloXRounds, allox_allocator(speed, jobs, gpus, **({} if step_rate is None else {
+                "total_steps": trace.total_steps, "steps_per_s": trace.throughputs(table, tuple(gpus)),
+                "step_rate": step_rate}))
+        else:
+            rounds, allocator = RoundScheduler, round_allocator(policy, speed, jobs, gpus)
+        mech = rounds(allocator, speed, jobs.duration_s, tuple(gpus),
                       shuffle_seed=None if policy in AWARE_POLICIES else seed + 5, round_s=round_s,
                       stop_after=np.flatnonzero(measured), span=multi_gpu,
                       spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated"
                       else None,
                       stop_by_s=math.inf if batch else float(jobs.submit_s.max()),
-                      step_rate=trace.throughputs(table, [REFERENCE_GPU])[:, 0] if steps == "whole" else None)
+                      step_rate=step_rate)
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves
