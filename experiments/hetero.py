@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m experiments.hetero [--policies fifo,gandiva,las,las-aware,ftf,ftf-aware,makespan,makespan-aware]
+    python -m experiments.hetero [--policies fifo,gandiva,las,las-aware,ftf,ftf-aware,makespan,makespan-aware,allox]
         [--cluster 36:36:36] [--rates 0.5,1,1.5,...] [--seeds 0-2] [--window 4000:5000] [--batch 0]
         [--multi-gpu] [--gpus-per-node 1] [--spread-throughput unconsolidated] [--round-s 360] [--steps whole]
         [--jobs N | --dask ADDRESS] [--resume] [--quick]
@@ -17,6 +17,8 @@ run stops once they have finished, as Gavel's does. Every policy runs the same t
 
 * ``las``, ``las-aware``, ``ftf``, ``ftf-aware``, ``makespan``, ``makespan-aware``: Gavel's round-based mechanism
   (:class:`fgdopt.hetero.rounds.RoundScheduler`) realizing X from :func:`formulations.hetero.round_allocator`;
+* ``allox``: AlloX's min-cost matching of jobs to (GPU, position) slots (:mod:`fgdopt.hetero.allox`, as Gavel's
+  ``allox`` policy), on the same round mechanism (single-GPU jobs only);
 * ``fifo``: first come first served, a job runs to completion on the GPUs best-fit gives it, whatever their type
   (heterogeneity-agnostic, no rounds);
 * ``gandiva``: Gandiva-style packing, each job asks for half of each of its GPUs so two share one, placed by
@@ -46,7 +48,8 @@ aware/agnostic JCT ratios. ``--quick``: a 12:12:12 cluster, rates 0.5 and 1 jobs
 policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores). With ``--multi-gpu`` the quick rates are
 0.25 and 0.5, and fifo is left out when a job may ask for more GPUs than a node has. With ``--multi-gpu``, ``fifo``
 (which places a job on one node) needs ``--gpus-per-node 8``, ``gandiva`` does not run (a job that shares a GPU asks
-for one), and every policy needs a GPU type with at least 8 GPUs.
+for one), ``allox`` does not run either (AlloX takes single-GPU jobs only), and every policy needs a GPU type with at
+least 8 GPUs.
 """
 
 from __future__ import annotations
@@ -81,17 +84,18 @@ from experiments.executors import (
 )
 from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
+from fgdopt.hetero.allox import AlloXRounds, allox_allocator
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
 from fgdopt.plot import plot_hetero
 from fgdopt.timeline import STATUSES, simulate
-from formulations.hetero import POLICIES, allocate, round_allocator
+from formulations.hetero import ALLOX, AWARE_POLICIES, ROUND_POLICIES, allocate, round_allocator
 
 BASELINES = ("fifo", "gandiva")
 SPREADS = ("unconsolidated", "consolidated")
 STEPS = ("whole", "continuous")
-POLICY_NAMES = (*BASELINES, *POLICIES)
+POLICY_NAMES = (*BASELINES, *ROUND_POLICIES)
 COLUMNS = ("policy", "cluster", "lambda_per_hour", "seed", "measured_jobs", "mean_jct_s", "p95_jct_s", "makespan_s",
            "makespan_bound_s", "mean_rho", "max_rho", "jain_rho", "utilization", "wall_s", "preemptions", "solves",
            "steps")
@@ -163,13 +167,20 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         result = simulate(cluster, jobs, "gpu-packing", "backfill", seed=seed,
                           interference=trace.interference(table, tuple(gpus)), **options)
     else:
-        mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                              shuffle_seed=None if policy.endswith("-aware") else seed + 5, round_s=round_s,
-                              stop_after=np.flatnonzero(measured), span=multi_gpu,
-                              spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated"
-                              else None,
-                              stop_by_s=math.inf if batch else float(jobs.submit_s.max()),
-                              step_rate=trace.throughputs(table, [REFERENCE_GPU])[:, 0] if steps == "whole" else None)
+        step_rate = trace.throughputs(table, [REFERENCE_GPU])[:, 0] if steps == "whole" else None
+        if policy == ALLOX:                           # X at every recomputation, in Gavel's units in whole steps
+            rounds, allocator = AlloXRounds, allox_allocator(speed, jobs, gpus, **({} if step_rate is None else {
+                "total_steps": trace.total_steps, "steps_per_s": trace.throughputs(table, tuple(gpus)),
+                "step_rate": step_rate}))
+        else:
+            rounds, allocator = RoundScheduler, round_allocator(policy, speed, jobs, gpus)
+        mech = rounds(allocator, speed, jobs.duration_s, tuple(gpus),
+                      shuffle_seed=None if policy in AWARE_POLICIES else seed + 5, round_s=round_s,
+                      stop_after=np.flatnonzero(measured), span=multi_gpu,
+                      spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated"
+                      else None,
+                      stop_by_s=math.inf if batch else float(jobs.submit_s.max()),
+                      step_rate=step_rate)
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
         solves = mech.solves
@@ -189,7 +200,7 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
         raise AssertionError(f"{policy}: makespan {stats['makespan_s']} s below the certified bound {bound} s")
     return {"policy": policy, "cluster": label, "lambda_per_hour": rate,
             "seed": seed, **{k: stats[k] for k in HETERO_COLUMNS}, "makespan_bound_s": bound,
-            "wall_s": time.perf_counter() - t0, "solves": solves, "steps": steps if policy in POLICIES else ""}
+            "wall_s": time.perf_counter() - t0, "solves": solves, "steps": steps if policy in ROUND_POLICIES else ""}
 
 
 def ratio_lines(frame: pd.DataFrame) -> list[str]:
@@ -270,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.multi_gpu and "gandiva" in args.policies:
         parser.error("--policies: gandiva shares GPUs, and a job that shares a GPU asks for one GPU: it does not run "
                      "with --multi-gpu")
+    if args.multi_gpu and ALLOX in args.policies:
+        parser.error("--policies: allox matches each job to one GPU (AlloX, like Gavel's, takes single-GPU jobs "
+                     "only): it does not run with --multi-gpu")
     if largest > per_node and "fifo" in args.policies:
         parser.error(f"--policies: fifo places each job on one node, and with --multi-gpu a job asks for up to "
                      f"{largest} GPUs: add --gpus-per-node {largest} or keep to the round-based policies")

@@ -62,6 +62,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from fgdopt.hetero.allocation import Allocation, allocation_violation, check_allocation, isolated_share
+from fgdopt.hetero.allox import allox_allocator
 from fgdopt.hetero.jobs import HeteroJobs
 from fgdopt.hetero.throughputs import GPU_TYPES, ThroughputTable
 from fgdopt.timeline.jobs import JobSet
@@ -69,9 +70,16 @@ from formulations.backends import solve_lp_arrays, solve_model
 from formulations.linear import INF, LinearModel
 
 POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "makespan", "makespan-aware")
+ALLOX = "allox"
+"""AlloX's min-cost matching (:mod:`fgdopt.hetero.allox`): a round policy of Gavel's loop, but no linear program."""
+ROUND_POLICIES = (*POLICIES, ALLOX)
+"""The policies :func:`round_allocator` gives an X for, round after round."""
+AWARE_POLICIES = (*(p for p in POLICIES if p.endswith("-aware")), ALLOX)
+"""The heterogeneity-aware ones (Gavel's ``*_Perf`` names): Gavel's loop visits the types in a fixed order for
+them and shuffles it every round for the others."""
 GAVEL_NAMES = {"las": "max_min_fairness", "las-aware": "max_min_fairness_perf",
                "ftf": "finish_time_fairness", "ftf-aware": "finish_time_fairness_perf",
-               "makespan": "min_total_duration", "makespan-aware": "min_total_duration_perf"}
+               "makespan": "min_total_duration", "makespan-aware": "min_total_duration_perf", ALLOX: "allox"}
 """Each policy's name in Gavel (``scheduler/utils.py``, ``get_policy``)."""
 REFERENCE_GPU = "v100"
 """The GPU type whose throughput Gavel's agnostic ``ftf`` and ``makespan`` assume on every type."""
@@ -375,7 +383,9 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
                     weights: np.ndarray | None = None, time_limit: float = 60.0, threads: int | None = 1,
                     gap: float = 1e-3, central: bool = True):
     """An ``allocate(present, view) -> X`` for :class:`fgdopt.hetero.rounds.RoundScheduler`: ``policy``'s X for the
-    jobs present, from the engine's view of them.
+    jobs present, from the engine's view of them. For :data:`ALLOX` it is
+    :func:`fgdopt.hetero.allox.allox_allocator`, which runs with :class:`fgdopt.hetero.allox.AlloXRounds` (its X
+    depends on its previous one); the options below are the linear programs'.
 
     Units are the engine's (:meth:`fgdopt.hetero.HeteroJobs.to_jobset`): a job's throughput on a type is its
     ``speed`` there (seconds of work per second, work counted in seconds on the V100) and its remaining steps are
@@ -386,7 +396,7 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
 
     Parameters
     ----------
-    policy : one of :data:`POLICIES`.
+    policy : one of :data:`ROUND_POLICIES`.
     speed : ``{gpu type: float (n,)}``, as ``to_jobset`` returns it. jobs : the run's jobs.
     cluster : GPUs per type; its order is X's column order (the scheduler's ``gpu_types``).
     weights : priority weights (default 1). time_limit, threads : per solve.
@@ -399,6 +409,8 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
         iteration that ran out of iterations before its gap closed keeps its best X, which is feasible; the
         callable counts those in its ``inexact`` attribute.
     """
+    if policy == ALLOX:
+        return allox_allocator(speed, jobs, cluster)
     gpu_types = tuple(cluster)
     thr = np.column_stack([np.asarray(speed[g], dtype=np.float64) for g in gpu_types])
     cap = np.array([cluster[g] for g in gpu_types], dtype=np.float64)

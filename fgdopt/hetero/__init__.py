@@ -9,6 +9,8 @@
                                        a policy chooses, and its feasibility check
 :mod:`fgdopt.hetero.gang`              multi-GPU jobs over several servers: Gavel's worker walk and the
                                        unconsolidated speeds
+:mod:`fgdopt.hetero.allox`             AlloX: min-cost matching of jobs to (GPU, position) slots, as Gavel's
+                                       ``allox`` policy, and the round mechanism that runs it
 =====================================  ======================================================================
 
 The policies that choose X (max-min fairness, finish-time fairness, minimum makespan) are linear programs in
