@@ -19,6 +19,9 @@ out holds nothing). It may keep state between calls. As ``petuum/adaptdl`` ``sim
     are placed in increasing GPU count as ``tiresias`` places.
 ``pollux`` (``pollux.py``)
     :class:`fgdopt.elastic.pollux.PolluxPlanner`.
+
+and, not in Pollux's simulator, ``singularity``: :class:`fgdopt.elastic.singularity.Singularity` (jobs shrunk by
+time-slicing their replicas, Singularity's elasticity).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fgdopt.elastic.jobs import ElasticJob
+from fgdopt.elastic.jobs import ElasticJob, packed
 
 Allocations = dict[str, list[int]]
 Planner = Callable[[float, Sequence[ElasticJob], Allocations, Sequence[int]], Allocations]
@@ -113,9 +116,8 @@ class Optimus:
     @staticmethod
     def step_s(job: ElasticJob, replicas: int) -> float:
         """Seconds per optimizer step of ``job`` at its batch size on ``replicas`` GPUs packed 4 to a node."""
-        placement = (4,) * (replicas // 4) + ((replicas % 4,) if replicas % 4 else ())
         atomic, accum = job.app.fixed_batch(job.batch_size, replicas, one_replica_accum=True)
-        step, sync = job.app.step_time(placement, atomic)
+        step, sync = job.app.step_time(packed(replicas, 4), atomic)
         return step + (step - sync) * accum
 
     def __call__(self, now: float, jobs: Sequence[ElasticJob], current: Allocations,
@@ -160,7 +162,11 @@ class Optimus:
 
 
 def make_planner(name: str, seed: int = 0) -> Planner:
-    """The planner ``name`` (``tiresias``, ``optimus``, ``pollux``; ``seed`` seeds Pollux's search)."""
+    """The planner ``name`` (:data:`PLANNERS`; ``seed`` seeds Pollux's search)."""
+    if name == "singularity":
+        from fgdopt.elastic.singularity import Singularity
+
+        return Singularity()
     if name == "tiresias":
         return Tiresias()
     if name == "optimus":
@@ -169,8 +175,8 @@ def make_planner(name: str, seed: int = 0) -> Planner:
         from fgdopt.elastic.pollux import PolluxPlanner
 
         return PolluxPlanner(seed=seed)
-    raise ValueError(f"unknown elastic policy {name!r}; valid names: tiresias, optimus, pollux")
+    raise ValueError(f"unknown elastic policy {name!r}; valid names: {', '.join(PLANNERS)}")
 
 
-PLANNERS = ("pollux", "optimus", "tiresias")
+PLANNERS = ("pollux", "optimus", "tiresias", "singularity")
 """The planners, in the order of the study's tables."""
