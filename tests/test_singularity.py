@@ -1,8 +1,9 @@
 """Singularity's elasticity (fgdopt.elastic.singularity): jobs shrunk by time-slicing their replicas, and the planner
 that shrinks jobs of low priority instead of preempting them.
 
-The toy application of ``test_elastic`` makes 1 progress unit per second on its world size, wherever it runs (every
-placement steps in 1.0 s, no synchronization, gain 1); its jobs do 1,200 units in two epochs of 600.
+The toy application of ``test_elastic`` (measured on every placement of up to 4 replicas) makes 1 progress unit per
+second on its world size, wherever it runs (every placement steps in 1.0 s, no synchronization, gain 1); its jobs do
+1,200 units in two epochs of 600.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from tests.test_elastic import Fixed, write_toy
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory) -> Application:
-    return Application.load(write_toy(tmp_path_factory.mktemp("traces")), max_epochs=2, max_local_bsz=64)
+    """``test_elastic``'s toy, also measured on every placement of up to 4 replicas over up to 4 nodes."""
+    folder = write_toy(tmp_path_factory.mktemp("traces"))
+    table = pd.read_csv(folder / "placements.csv")
+    more = pd.DataFrame([(p, b, 1.0, 0.0) for p in (13, 111, 112, 1111) for b in (16, 64)], columns=table.columns)
+    pd.concat([table, more]).to_csv(folder / "placements.csv", index=False)
+    return Application.load(folder, max_epochs=2, max_local_bsz=64)
 
 
 def _sliced(toy, name: str = "a", world: int = 4, submit_s: float = 0.0, **kw) -> SlicedJob:

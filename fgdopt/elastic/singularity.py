@@ -32,14 +32,16 @@ elasticity: queue 0 (in submission order) before queue 1, a job moving to the en
 
 So in the same state the jobs ``tiresias`` would run get their world size here too, and the GPUs it would leave
 idle run the jobs it would make wait (or preempt), time-sliced: a job of low priority is shrunk, not stopped, when
-jobs of higher priority take its GPUs, and grows back to its world size when they free. A job whose GPU count is
-unchanged keeps its GPUs; the others are placed in priority order as ``tiresias`` places
-(:func:`~fgdopt.elastic.policies.spread`).
+jobs of higher priority take its GPUs, and grows back to its world size when they free. The whole jobs are placed
+first, as if no job were sliced: one whose GPU count is unchanged keeps its GPUs, the others are placed in priority
+order as ``tiresias`` places (:func:`~fgdopt.elastic.policies.spread`). The sliced jobs take the GPUs left: one keeps
+its GPUs if its count is unchanged and they are still free, the others are placed the same way after them.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -122,9 +124,20 @@ class Singularity:
             self.q1.append(k)
         order = [*self.q0, *self.q1]
         count = dict(zip(order, sizes([by_name[k].replicas for k in order], sum(nodes)), strict=True))
-        out = {k: current[k] for k in order if count[k] and len(current.get(k, ())) == count[k]}
+        whole = [k for k in order if count[k] == by_name[k].replicas]
+        sliced = [k for k in order if 0 < count[k] < by_name[k].replicas]
+        out = {k: current[k] for k in whole if len(current.get(k, ())) == count[k]}
         free = free_gpus(nodes, out)
-        for k in order:
-            if count[k] and k not in out:
+        for k in whole:
+            if k not in out:
+                out[k] = spread(free, count[k])
+        for k in sliced:                               # on the GPUs the whole jobs leave
+            held = Counter(current.get(k, ()))
+            if held.total() == count[k] and all(free.get(n, 0) >= g for n, g in held.items()):
+                out[k] = current[k]
+                for n, g in held.items():
+                    free[n] -= g
+        for k in sliced:
+            if k not in out:
                 out[k] = spread(free, count[k])
         return out
