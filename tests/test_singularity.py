@@ -126,6 +126,18 @@ def test_the_scheduler_admits_a_job_by_shrinking_a_low_priority_one(toy):
     assert third == {"b": [1, 1], "c": [0, 0, 0, 0]}
 
 
+def test_whole_jobs_are_placed_as_if_no_job_were_sliced(toy):
+    """Two nodes of 4 GPUs; y (world size 8, queue 1) runs sliced on 2 + 2 GPUs ``[0, 0, 1, 1]``; z (world size 4)
+    arrives in queue 0. z fits whole (4), y stays sliced on the 4 left: its count is unchanged, but z is placed
+    first, on a whole node (node 0, the first of two with 4 free), and y, whose GPUs on node 0 are taken, moves to
+    node 1. Keeping y first would split z over the two nodes."""
+    y, z = _sliced(toy, "y", world=8), _sliced(toy, "z", world=4, submit_s=100.0)
+    y.attained_gpu_s = 1000.0
+    planner = Singularity(threshold=1000.0, q1=["y"])
+    plan = planner(120.0, [y, z], {"y": [0, 0, 1, 1]}, [4, 4])
+    assert plan == {"z": [0, 0, 0, 0], "y": [1, 1, 1, 1]}
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 1500), st.sampled_from([1, 2, 4])), min_size=1, max_size=5))
 def test_with_gpus_to_spare_singularity_runs_as_tiresias(toy, specs):
