@@ -856,7 +856,7 @@ def pollux_tables(results: Path) -> dict[str, str]:
 def singularity_frame(results: Path) -> pd.DataFrame | None:
     """Per workload and job load: ``singularity``'s run (``results/singularity/singularity.csv``) beside
     ``tiresias`` (``pollux-deterministic.csv``) and ``pollux`` (``pollux-seeded.csv``, the mean over its seeds): mean
-    JCT, makespan (s) and utilization of each, columns ``<metric>_<policy>``."""
+    JCT, makespan (s), utilization and restarts of each, columns ``<metric>_<policy>``."""
     sing = _csv(results, "singularity", "singularity.csv")
     det = _csv(results, "pollux-crosscheck", "pollux-deterministic.csv")
     seeded = _csv(results, "pollux-crosscheck", "pollux-seeded.csv")
@@ -864,7 +864,7 @@ def singularity_frame(results: Path) -> pd.DataFrame | None:
         return None
     runs = pd.concat([sing, det[det["policy"] == "tiresias"], seeded])
     wide = runs.pivot_table(index=["load", "workload"], columns="policy",
-                            values=["mean_jct_s", "makespan_s", "utilization"], aggfunc="mean")
+                            values=["mean_jct_s", "makespan_s", "utilization", "restarts"], aggfunc="mean")
     wide.columns = [f"{metric}_{policy}" for metric, policy in wide.columns]
     return wide.dropna().reset_index()
 
@@ -880,11 +880,12 @@ def singularity_tables(results: Path) -> dict[str, str]:
     frame["span_pct"] = 100 * (frame["makespan_s_singularity"] / frame["makespan_s_tiresias"] - 1)
     rows = []
     for load, part in frame.groupby("load"):
-        row = {"job load": f"{load:.1f}", "workloads": len(part)}
-        for policy in ("pollux", "tiresias", "singularity"):
-            row[f"{policy} mean JCT (h)"] = f"{part[f'mean_jct_s_{policy}'].mean() / 3600:.2f}"
-        for policy in ("pollux", "tiresias", "singularity"):
-            row[f"{policy} makespan (h)"] = f"{part[f'makespan_s_{policy}'].mean() / 3600:.1f}"
+        three = ("pollux", "tiresias", "singularity")
+        row = {"job load": f"{load:.1f}", "workloads": len(part),
+               "mean JCT (h): pollux / tiresias / singularity": " / ".join(
+                   f"{part[f'mean_jct_s_{policy}'].mean() / 3600:.2f}" for policy in three),
+               "makespan (h): the same": " / ".join(f"{part[f'makespan_s_{policy}'].mean() / 3600:.1f}"
+                                                    for policy in three)}
         row["singularity vs tiresias, JCT (%)"] = (f"{part['jct_pct'].min():+.1f} to {part['jct_pct'].max():+.1f} "
                                                     f"(lower in {int((part['jct_pct'] < 0).sum())})")
         row["singularity vs tiresias, makespan (%)"] = (f"{part['span_pct'].min():+.1f} to "
@@ -905,9 +906,10 @@ def singularity_tables(results: Path) -> dict[str, str]:
             "singularity_span_lower": f"{int((frame['span_pct'] < 0).sum())} of {len(frame)}",
             "singularity_jct_gain": f"{gain.min():+.1f}% to {gain.max():+.1f}%",
             "singularity_span_gain": f"{span.min():+.1f}% to {span.max():+.1f}%",
-            "singularity_jct_at1": f"{at1['jct_pct'].mean():+.1f}",
             "singularity_pollux_behind": f"{behind.min():.0f}% to {behind.max():.0f}%",
-            "singularity_pollux_lower": f"{int((behind < 0).sum())} of {len(frame)}"}
+            "singularity_pollux_lower": f"{int((behind < 0).sum())} of {len(frame)}",
+            "singularity_restarts": f"{at1['restarts_singularity'].sum():,.0f} against "
+                                    f"{at1['restarts_tiresias'].sum():,.0f}"}
 
 
 def singularity_runs(results: Path) -> pd.DataFrame | None:
