@@ -10,10 +10,10 @@ size and the workload's batch size (as ``tiresias`` runs it, :func:`fgdopt.elast
 ``tiresias``'s runs). On ``G < W`` GPUs each GPU runs ``ceil(W / G)`` replicas one after another and a synchronous
 step waits for the most loaded one, so it runs at ``(1 - overhead) / ceil(W / G)`` of its goodput on ``W`` GPUs packed
 4 to a node (its full-size speed; ``G / W`` of it when ``G`` divides ``W``, the only sizes :class:`Singularity`
-gives). ``overhead`` is the splicing overhead, :data:`SPLICE_OVERHEAD` (3%): the paper's evaluation puts the cost
-of its mechanisms, time-slicing with replica splicing among them, below 3% of steady-state speed ("negligible
-impact on the steady-state performance", its abstract); the top of that range is used, the figure least favourable
-to Singularity.
+gives). ``overhead`` is the splicing overhead, :data:`SPLICE_OVERHEAD` (3%): the paper's abstract claims
+"negligible impact on the steady-state performance", and its evaluation is summarised (emergentmind.com's summary of
+arXiv 2202.07848) as overheads below 3%; the top of that range is used, the figure least favourable to Singularity
+(its own table was not at hand to cite).
 Its training progress, epochs and work are Pollux's (:mod:`fgdopt.elastic.jobs`); every change of its allocation
 costs the loop's restart delay (Pollux's 30 s, as for every policy), the resize's checkpoint and restore.
 
