@@ -1,16 +1,18 @@
-"""Pollux's simulator study: elastic jobs under pollux, optimus and tiresias on its workloads and job loads.
+"""Pollux's simulator study: elastic jobs under pollux, optimus, tiresias and singularity on its workloads and loads.
 
 Usage::
 
-    python -m experiments.pollux [--policies pollux,optimus,tiresias] [--workloads 0.5,1.0,1.5,2.0 | DIR]
+    python -m experiments.pollux [--policies pollux,optimus,tiresias,singularity] [--workloads 0.5,1.0,1.5,2.0 | DIR]
         [--names workload-1,...] [--seeds 0] [--generations 100] [--loop engine|intervals] [--pollux-dir DIR]
         [--jobs N | --dask ADDRESS]
         [--resume] [--quick] --output DIR
 
 Each run is one workload file of Pollux's simulator (``petuum/adaptdl`` branch ``osdi21-artifact`` at ``c793c708``,
 ``simulator/``; found in ``--pollux-dir``, else ``$FGDOPT_POLLUX``) on its cluster (16 nodes of 4 GPUs), 60 s
-intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``tiresias`` and ``optimus`` are
-deterministic (run once, with the first seed), ``pollux`` runs once per ``--seeds`` value (its genetic search
+intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``tiresias``, ``optimus`` and
+``singularity`` (not in Pollux's simulator: ``tiresias``'s priorities with jobs shrunk by time-slicing their replicas
+instead of waiting, :mod:`fgdopt.elastic.singularity`) are deterministic (run once, with the first seed), ``pollux``
+runs once per ``--seeds`` value (its genetic search
 seeded; ``--generations`` per interval, Pollux's 100). Runs are on fgdopt's event engine
 (:mod:`fgdopt.elastic.onengine`; ``--loop intervals``: on Pollux's interval loop, the same JCTs). ``--workloads``
 takes Pollux's job loads (folders ``workloads-0.5``, ``workloads``, ``workloads-1.5``, ``workloads-2.0``) or a
@@ -21,8 +23,9 @@ Writes ``DIR/pollux.csv``, one row per run: ``workload`` (file name), ``load``, 
 ``restarts``, ``wall_s``, ``cpu_s`` (of the run), and where the authors' raw results are in the folder
 (``results-jobload/<policy>-<load>/summary.json``): ``ref_mean_jct_s`` and ``ref_err_pct`` (ours over theirs, %);
 ``DIR/pollux_jobs.csv`` (the run's keys and ``name, submit_s, finish_s, jct_s, restarts, gpu_s`` per job); and
-``DIR/pollux.png`` (mean JCT against job load, one line per policy, the spread over seeds as bars, the authors' as
-dashed lines). ``--quick``: workload-6 at load 1.0, every policy, pollux at 10 generations (35 CPU seconds).
+``DIR/pollux.png`` (mean JCT and makespan against job load, side by side, one line per policy, the spread over seeds
+as bars, the authors' mean JCT as dashed lines). ``--quick``: workload-6 at load 1.0, every policy, pollux at 10
+generations (35 CPU seconds).
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from experiments.executors import (
 from experiments.outputs import printed, write_runs
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
-from fgdopt.elastic.jobs import make_jobs, read_workload, workload_files
+from fgdopt.elastic.jobs import read_workload, workload_files
 from fgdopt.elastic.onengine import simulate_elastic
-from fgdopt.elastic.policies import PLANNERS, make_planner
+from fgdopt.elastic.planners import PLANNERS, make_jobs, make_planner
 from fgdopt.elastic.pollux import GENERATIONS, PolluxPlanner
 
 KEYS = ("workload", "load", "policy", "seed")
@@ -96,28 +99,29 @@ def run_cell(path: str, load: float, policy: str, seed: int, generations: int, r
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Mean JCT (hours) against job load, per policy: each workload's mean over its seeds, averaged over the
-    workloads run at that load; the bars span the same average of each workload's least and largest JCT over its
-    seeds (the spread over seeds; none for one seed). The authors' results (dashed) are averaged over the same
-    workloads."""
+    """Mean JCT and makespan (hours) against job load, side by side, per policy: each workload's mean over its
+    seeds, averaged over the workloads run at that load; the bars span the same average of each workload's least and
+    largest value over its seeds (the spread over seeds; none for one seed). The authors' mean JCTs (dashed) are
+    averaged over the same workloads."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for k, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
-        per = rows.groupby(["load", "workload"]).agg(mean=("mean_jct_s", "mean"), lo=("mean_jct_s", "min"),
-                                                     hi=("mean_jct_s", "max"), ref=("ref_mean_jct_s", "mean"))
-        by = per.groupby("load").mean() / 3600
-        color = f"C{k}"
-        ax.errorbar(by.index, by["mean"], yerr=[by["mean"] - by["lo"], by["hi"] - by["mean"]], fmt="o-",
-                    color=color, capsize=3, label=f"{policy} (fgdopt)")
-        if by["ref"].notna().any():
-            ax.plot(by.index, by["ref"], "x--", color=color, label=f"{policy} (Pollux's results)")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     loads = sorted(frame["load"].unique())
-    ax.set_xticks(loads)
-    ax.set_xlim(loads[0] - 0.25, loads[-1] + 0.25)
-    ax.set_xlabel("relative job load")
-    ax.set_ylabel("mean JCT (h)")
-    ax.legend(fontsize=7)
+    for ax, column, label in zip(axes, ("mean_jct_s", "makespan_s"), ("mean JCT (h)", "makespan (h)"), strict=True):
+        for k, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
+            per = rows.groupby(["load", "workload"]).agg(mean=(column, "mean"), lo=(column, "min"),
+                                                         hi=(column, "max"), ref=("ref_mean_jct_s", "mean"))
+            by = per.groupby("load").mean() / 3600
+            color = f"C{k}"
+            ax.errorbar(by.index, by["mean"], yerr=[by["mean"] - by["lo"], by["hi"] - by["mean"]], fmt="o-",
+                        color=color, capsize=3, label=f"{policy} (fgdopt)")
+            if column == "mean_jct_s" and by["ref"].notna().any():
+                ax.plot(by.index, by["ref"], "x--", color=color, label=f"{policy} (Pollux's results)")
+        ax.set_xticks(loads)
+        ax.set_xlim(loads[0] - 0.25, loads[-1] + 0.25)
+        ax.set_xlabel("relative job load")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

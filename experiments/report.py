@@ -903,6 +903,79 @@ def pollux_tables(results: Path) -> dict[str, str]:
             "pollux_as_authors": f"{int(rows['as_authors'].sum())} of {len(rows)}"}
 
 
+def singularity_frame(results: Path) -> pd.DataFrame | None:
+    """Per workload and job load: ``singularity``'s run (``results/singularity/singularity.csv``) beside
+    ``tiresias`` (``pollux-deterministic.csv``) and ``pollux`` (``pollux-seeded.csv``, the mean over its seeds): mean
+    JCT, makespan (s), utilization and restarts of each, columns ``<metric>_<policy>``."""
+    sing = _csv(results, "singularity", "singularity.csv")
+    det = _csv(results, "pollux-crosscheck", "pollux-deterministic.csv")
+    seeded = _csv(results, "pollux-crosscheck", "pollux-seeded.csv")
+    if sing is None or det is None or seeded is None:
+        return None
+    runs = pd.concat([sing, det[det["policy"] == "tiresias"], seeded])
+    wide = runs.pivot_table(index=["load", "workload"], columns="policy",
+                            values=["mean_jct_s", "makespan_s", "utilization", "restarts"], aggfunc="mean")
+    wide.columns = [f"{metric}_{policy}" for metric, policy in wide.columns]
+    return wide.dropna().reset_index()
+
+
+def singularity_tables(results: Path) -> dict[str, str]:
+    """Singularity's elasticity against ``tiresias`` and ``pollux`` on Pollux's workloads (4.12): per job load, the
+    mean over its workloads of each policy's mean JCT and makespan, and ``singularity`` against ``tiresias`` run by
+    run (range of the change, %, and how many runs it is lower in)."""
+    frame = singularity_frame(results)
+    if frame is None:
+        return {}
+    frame["jct_pct"] = 100 * (frame["mean_jct_s_singularity"] / frame["mean_jct_s_tiresias"] - 1)
+    frame["span_pct"] = 100 * (frame["makespan_s_singularity"] / frame["makespan_s_tiresias"] - 1)
+    rows = []
+    for load, part in frame.groupby("load"):
+        three = ("pollux", "tiresias", "singularity")
+        row = {"job load": f"{load:.1f}", "workloads": len(part),
+               "mean JCT (h): pollux / tiresias / singularity": " / ".join(
+                   f"{part[f'mean_jct_s_{policy}'].mean() / 3600:.2f}" for policy in three),
+               "makespan (h): the same": " / ".join(f"{part[f'makespan_s_{policy}'].mean() / 3600:.1f}"
+                                                    for policy in three)}
+        row["singularity vs tiresias, JCT (%)"] = (f"{part['jct_pct'].min():+.1f} to {part['jct_pct'].max():+.1f} "
+                                                    f"(lower in {int((part['jct_pct'] < 0).sum())})")
+        row["singularity vs tiresias, makespan (%)"] = (f"{part['span_pct'].min():+.1f} to "
+                                                         f"{part['span_pct'].max():+.1f} (lower in "
+                                                         f"{int((part['span_pct'] < 0).sum())})")
+        row["utilization, tiresias / singularity"] = (f"{part['utilization_tiresias'].mean():.2f} / "
+                                                      f"{part['utilization_singularity'].mean():.2f}")
+        rows.append(row)
+    at1 = frame[frame["load"] == 1.0]
+    loads = frame.groupby("load")[["mean_jct_s_singularity", "mean_jct_s_tiresias", "makespan_s_singularity",
+                                   "makespan_s_tiresias"]].mean()
+    gain = 100 * (loads["mean_jct_s_singularity"] / loads["mean_jct_s_tiresias"] - 1)
+    span = 100 * (loads["makespan_s_singularity"] / loads["makespan_s_tiresias"] - 1)
+    behind = 100 * (frame["mean_jct_s_singularity"] / frame["mean_jct_s_pollux"] - 1)
+    return {"singularity_table": pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True),
+            "singularity_runs": f"{len(frame)}",
+            "singularity_jct_lower": f"{int((frame['jct_pct'] < 0).sum())} of {len(frame)}",
+            "singularity_span_lower": f"{int((frame['span_pct'] < 0).sum())} of {len(frame)}",
+            "singularity_jct_gain": f"{gain.min():+.1f}% to {gain.max():+.1f}%",
+            "singularity_span_gain": f"{span.min():+.1f}% to {span.max():+.1f}%",
+            "singularity_pollux_behind": f"{behind.min():.0f}% to {behind.max():.0f}%",
+            "singularity_pollux_lower": f"{int((behind < 0).sum())} of {len(frame)}",
+            "singularity_restarts": f"{at1['restarts_singularity'].sum():,.0f} against "
+                                    f"{at1['restarts_tiresias'].sum():,.0f}"}
+
+
+def singularity_runs(results: Path) -> pd.DataFrame | None:
+    """The rows of the Singularity figure: ``singularity``'s runs, ``tiresias``'s and ``pollux``'s (every seed) on the
+    same workloads at the same job loads."""
+    sing = _csv(results, "singularity", "singularity.csv")
+    det = _csv(results, "pollux-crosscheck", "pollux-deterministic.csv")
+    seeded = _csv(results, "pollux-crosscheck", "pollux-seeded.csv")
+    if sing is None or det is None or seeded is None:
+        return None
+    pairs = sing[["workload", "load"]].drop_duplicates()
+    return pd.concat([seeded.merge(pairs, on=["workload", "load"]),
+                      det[det["policy"] == "tiresias"].merge(pairs, on=["workload", "load"]), sing],
+                     ignore_index=True)
+
+
 SYNERGY_README = (21.876600555555555, 156.93307777777775)
 """Synergy's README default run (FIFO+tune, 9 jobs/h, split 20/70/10, jobs 4000-4999): mean and p99 JCT, hours."""
 
@@ -1012,7 +1085,7 @@ ITEMS: tuple[Callable[[Path], dict[str, str]], ...] = (
     lambda r: _gap(r, "gap-small", "small"), lambda r: _gap(r, "gap-medium", "medium"),
     frontier_table, defrag_table, mig_table, topology_tables, timeline_tables, bench_timeline_values,
     preemption_table, mig_time_table, hetero_tables, hetero_multi_table, interference_table, schedule_tables,
-    pollux_tables, synergy_tables, fairness_tables, failures_tables)
+    pollux_tables, singularity_tables, synergy_tables, fairness_tables, failures_tables)
 """Every generator of generated items, in paper order."""
 
 
@@ -1117,6 +1190,12 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
 
         plot_pollux(runs, figures / "pollux.png")
         drawn.append(figures / "pollux.png")
+    runs = singularity_runs(results)
+    if runs is not None:
+        from experiments.pollux import plot as plot_pollux
+
+        plot_pollux(runs, figures / "singularity.png")
+        drawn.append(figures / "singularity.png")
     single = _csv(results, "fairness", "fairness.csv")
     if single is not None:
         from experiments.fairness import plot as plot_fairness

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from fgdopt.elastic.applications import Application, load_applications
 from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
 from fgdopt.elastic.intervals import check_plan, run_intervals
-from fgdopt.elastic.jobs import ElasticJob, make_jobs, placement_of, read_workload
+from fgdopt.elastic.jobs import ElasticJob, placement_of, read_workload
 from fgdopt.elastic.onengine import simulate_elastic
+from fgdopt.elastic.planners import make_jobs
 from fgdopt.elastic.policies import Optimus, Tiresias
 from fgdopt.elastic.pollux import PolluxPlanner, speedup_table
 

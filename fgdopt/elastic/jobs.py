@@ -55,6 +55,11 @@ def placement_of(allocation: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def packed(replicas: int, per_node: int) -> tuple[int, ...]:
+    """Replicas per node of ``replicas`` GPUs on the fewest nodes of ``per_node`` GPUs (full nodes, then the rest)."""
+    return (per_node,) * (replicas // per_node) + ((replicas % per_node,) if replicas % per_node else ())
+
+
 @dataclass(eq=False)
 class ElasticJob:
     """One job and its state (module docstring); times in seconds from the start of the run.
@@ -92,9 +97,14 @@ class ElasticJob:
     _fitted: int = 0
 
     @property
+    def last_epoch(self) -> int:
+        """The epoch after which the job completes (the application's completion epoch)."""
+        return self.app.completion_epoch(self.batch_size or self.app.init_batch_size)
+
+    @property
     def work(self) -> float:
         """Progress units to complete."""
-        return self.app.progress(self.app.completion_epoch(self.batch_size or self.app.init_batch_size) + 1)
+        return self.app.progress(self.last_epoch + 1)
 
     @property
     def done(self) -> bool:
@@ -143,6 +153,22 @@ class ElasticJob:
         else:
             self.placement, self.atomic_bsz = (), 0
 
+    def goodput(self, parts: tuple[int, ...] | None = None) -> float:
+        """Progress units per second in the current epoch at the current batch configuration on ``parts``
+        (replicas per node, no zeros; default: the current placement), as the module docstring computes it; records
+        the gradient statistics and the step time measured (the job's profile). :meth:`advance` asks it for every
+        stretch (a subclass may run at another speed: :class:`fgdopt.elastic.singularity.SlicedJob`)."""
+        app = self.app
+        parts = tuple(p for p in self.placement if p) if parts is None else parts
+        nodes, replicas = len(parts), sum(parts)
+        batch = replicas * self.atomic_bsz * (self.accum + 1)
+        step, sync = app.step_time(parts, self.atomic_bsz)
+        sqr, var = app.grad_stats(batch, self.epoch)
+        gain = (var + sqr) / (var / (batch / app.init_batch_size) + sqr)
+        self.grad = (sqr, var)
+        self.profile.setdefault((nodes, replicas, self.atomic_bsz), (step, sync))
+        return gain / (step + (step - sync) * self.accum)
+
     def advance(self, now: float, seconds: float, segments: list | None = None) -> None:
         """Run ``seconds`` from ``now`` on the current placement (module docstring); each stretch of constant speed
         (the restart delay, an epoch's part) is appended to ``segments`` if given, as (start, end, progress)."""
@@ -159,15 +185,7 @@ class ElasticJob:
         clock, seconds = now + delay, seconds - delay
         app = self.app
         while seconds > 0 and not self.done:
-            parts = tuple(p for p in self.placement if p)
-            nodes, replicas = len(parts), sum(parts)
-            batch = replicas * self.atomic_bsz * (self.accum + 1)
-            step, sync = app.step_time(parts, self.atomic_bsz)
-            sqr, var = app.grad_stats(batch, self.epoch)
-            gain = (var + sqr) / (var / (batch / app.init_batch_size) + sqr)
-            self.grad = (sqr, var)
-            self.profile.setdefault((nodes, replicas, self.atomic_bsz), (step, sync))
-            goodput = gain / (step + (step - sync) * self.accum)
+            goodput = self.goodput()
             boundary = app.progress(self.epoch + 1)
             before = self.progress
             if self.progress + goodput * seconds < boundary:
@@ -176,7 +194,7 @@ class ElasticJob:
             else:
                 self.epoch += 1
                 used = round(float((boundary - self.progress) / goodput))
-                if self.epoch > app.completion_epoch(batch):
+                if self.epoch > self.last_epoch:
                     self.completion_s = clock + used
                 self.progress = boundary
             if segments is not None:
@@ -224,18 +242,3 @@ def workload_files(spec: str | os.PathLike | float, root: str | os.PathLike | No
     if not files:
         raise ValueError(f"--workloads: no workload files (*.csv) in {folder}")
     return load, files
-
-
-def make_jobs(frame: pd.DataFrame, apps: dict[str, Application], policy: str) -> list[ElasticJob]:
-    """The jobs of a workload as ``policy`` runs them (Pollux's ``Cluster``): ``tiresias`` keeps the workload's
-    GPU count and batch size, ``optimus`` its batch size, ``pollux`` neither (but NCF's batch is 32,768)."""
-    jobs = []
-    for row in frame.itertuples(index=False):
-        if row.application not in apps:
-            raise ValueError(f"workload job {row.name}: unknown application {row.application!r} "
-                             f"(known: {', '.join(apps)})")
-        app = apps[row.application]
-        replicas = int(row.num_replicas) if policy == "tiresias" else None
-        batch = int(row.batch_size) if policy in ("tiresias", "optimus") else (32768 if app.name == "ncf" else None)
-        jobs.append(ElasticJob(str(row.name), app, float(row.time), replicas, batch))
-    return jobs

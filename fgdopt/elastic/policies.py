@@ -19,6 +19,9 @@ out holds nothing). It may keep state between calls. As ``petuum/adaptdl`` ``sim
     are placed in increasing GPU count as ``tiresias`` places.
 ``pollux`` (``pollux.py``)
     :class:`fgdopt.elastic.pollux.PolluxPlanner`.
+
+and, not in Pollux's simulator, ``singularity``: :class:`fgdopt.elastic.singularity.Singularity` (jobs shrunk by
+time-slicing their replicas, Singularity's elasticity). Every planner by name: :mod:`fgdopt.elastic.planners`.
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fgdopt.elastic.jobs import Allocations, ElasticJob
-from fgdopt.elastic.pollux import PolluxPlanner
+from fgdopt.elastic.jobs import Allocations, ElasticJob, packed
 
 Planner = Callable[[float, Sequence[ElasticJob], Allocations, Sequence[int]], Allocations]
 
@@ -113,9 +115,8 @@ class Optimus:
     @staticmethod
     def step_s(job: ElasticJob, replicas: int) -> float:
         """Seconds per optimizer step of ``job`` at its batch size on ``replicas`` GPUs packed 4 to a node."""
-        placement = (4,) * (replicas // 4) + ((replicas % 4,) if replicas % 4 else ())
         atomic, accum = job.app.fixed_batch(job.batch_size, replicas, one_replica_accum=True)
-        step, sync = job.app.step_time(placement, atomic)
+        step, sync = job.app.step_time(packed(replicas, 4), atomic)
         return step + (step - sync) * accum
 
     def __call__(self, now: float, jobs: Sequence[ElasticJob], current: Allocations,
@@ -157,18 +158,3 @@ class Optimus:
             if count[k] > 0 and not out.get(k):
                 out[k] = spread(free, count[k])
         return out
-
-
-def make_planner(name: str, seed: int = 0) -> Planner:
-    """The planner ``name`` (``tiresias``, ``optimus``, ``pollux``; ``seed`` seeds Pollux's search)."""
-    if name == "tiresias":
-        return Tiresias()
-    if name == "optimus":
-        return Optimus()
-    if name == "pollux":
-        return PolluxPlanner(seed=seed)
-    raise ValueError(f"unknown elastic policy {name!r}; valid names: tiresias, optimus, pollux")
-
-
-PLANNERS = ("pollux", "optimus", "tiresias")
-"""The planners, in the order of the study's tables."""

@@ -5,7 +5,7 @@
 Examples
 --------
 >>> make_mechanism("priority", checkpoint_s=600).checkpointing.interval_s
-600.0
+600
 >>> "failures" in MECHANISM_NAMES
 True
 """
