@@ -345,7 +345,7 @@ def test_deficits_add_each_recomputations_x_by_hand():
 
     def view(now):
         none = np.zeros(0, np.int64)
-        return RoundView(Engine(), now, ROUND_S, none, none, False, none, (6, 6))
+        return RoundView(Engine(), now, ROUND_S, none, none, False, none, (6, 6), 0)
 
     x_of = lambda ids, view: np.column_stack([ids / 10.0, np.zeros(len(ids))])    # noqa: E731 (X by hand)
     mech = Gavel(x_of, {"a": np.ones(6), "b": np.ones(6)}, np.ones(6), ("a", "b"))

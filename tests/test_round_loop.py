@@ -216,3 +216,28 @@ def test_an_unknown_round_policy_is_one_line():
     jobs, speed = tiny(2)
     with pytest.raises(ValueError, match=r"^unknown round policy 'lax'; choose one of las, las-aware"):
         round_allocator("lax", speed, jobs, GPUS)
+
+
+class FirstOnNodeZero:
+    """A round policy by node and GPUs: the first job present runs on node 0, GPU 0, at its speed."""
+
+    name, gpu_types = "first-on-node-0", ("a",)
+
+    def decide(self, view):
+        return Decision(where={int(j): (0, (0,)) for j in view.present[:1]})
+
+    def pace(self, view, placed):
+        return Pace(view.now + view.round_s)
+
+
+@pytest.mark.parametrize(("grid", "start", "finish"), [(True, [300.0, 900.0], [800.0, 1000.0]),
+                                                        (False, [100.0, 700.0], [600.0, 800.0])])
+def test_the_grid_and_a_decision_by_node_by_hand(grid, start, finish):
+    """One GPU, rounds of 300 s; jobs 0 (500 s of work) and 1 (100 s) arrive at 100 s. On the grid the first round
+    is at 300 s: job 0 runs 300-800 (kept on its GPU at 600 s, not preempted), job 1 from the round at 900 s to
+    1,000 s. Off the grid rounds start at the arrival: job 0 100-600, job 1 at the round of 700 s."""
+    jobs = JobSet(TaskSet([0] * 2, [0] * 2, [1] * 2, [1000] * 2), [100.0, 100.0], [500.0, 100.0])
+    loop = RoundLoop(FirstOnNodeZero(), round_s=300.0, grid=grid)
+    r = simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=loop, frag=False)
+    assert r.start_s.tolist() == start and r.finish_s.tolist() == finish
+    assert r.preemptions.tolist() == [0, 0] and loop.rounds == 3

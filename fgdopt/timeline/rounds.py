@@ -7,20 +7,24 @@ that owns the starts (the engine's own pass is off):
 
 * **The round clock.** The loop asks the engine for an instant at the end of the current round
   (:meth:`RoundLoop.wake_s`) and plans once per round, at that instant or later (an arrival on an idle cluster starts
-  a round at once); the policy names when the round ends (:attr:`Pace.until_s`).
+  a round at once, or, with ``grid``, at the next multiple of ``round_s``); the policy names when the round ends
+  (:attr:`Pace.until_s`).
 * **The stop rule.** With ``stop_after`` (job indices), once every one of them has left (finished), the round that
   follows stops every running job and no round comes again: the engine has only the remaining arrivals left to
   queue; with ``stop_by_s`` too, the first round after that time stops the run whether or not they have.
-* **The diff** from the policy's desired allocation (:class:`Decision`: per job its GPU type) to what runs now:
-  a job that keeps its type keeps its GPUs, every other running job is preempted (by the loop's checkpointing), and
-  the new ones are placed on nodes of their type, largest first, each on the node of that type with the fewest free
-  GPUs that holds it whole (ties: the lowest node index; on that node's lowest free GPUs), else, with ``span``, over
-  several nodes by Gavel's walk (:func:`spread_parts`). The result is one bulk reallocation, a
+* **The diff** from the policy's desired allocation (:class:`Decision`) to what runs now. Given per job its GPU
+  type: a job that keeps its type keeps its GPUs, every other running job is preempted (by the loop's
+  checkpointing), and the new ones are placed on nodes of their type, largest first, each on the node of that type
+  with the fewest free GPUs that holds it whole (ties: the lowest node index; on that node's lowest free GPUs), else,
+  with ``span``, over several nodes by Gavel's walk (:func:`spread_parts`). Given per job its node and GPUs (Synergy,
+  :class:`fgdopt.synergy.rounds.Synergy`): a job on exactly those keeps them, every other running job is preempted
+  and the others are placed there. The result is one bulk reallocation, a
   ``round`` :class:`~fgdopt.timeline.preemption.Plan` the engine carries out in one pass: every stopped job
   released at once, then every new one placed at once (:meth:`~fgdopt.state.ClusterState.remove_many`,
   :meth:`~fgdopt.state.ClusterState.place_many`, the one feasibility rule), then the speeds the policy set.
 
-A round policy (:class:`RoundPolicy`) only decides: ``decide(view) -> Decision`` at the start of a round, and
+A round policy (:class:`RoundPolicy`: Gavel's, :class:`fgdopt.hetero.rounds.Gavel`; Synergy's,
+:class:`fgdopt.synergy.rounds.Synergy`) only decides: ``decide(view) -> Decision`` at the start of a round, and
 ``pace(view, placed) -> Pace`` once the loop has placed it (the speeds of the round's runs and its end).
 """
 
@@ -31,7 +35,7 @@ from bisect import insort
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -40,8 +44,7 @@ from fgdopt.model import GPU_MILLI
 from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
 
 
-@dataclass(frozen=True)
-class RoundView:
+class RoundView(NamedTuple):
     """What a round policy reads at the start of a round.
 
     Attributes
@@ -52,6 +55,7 @@ class RoundView:
         and the waiting jobs. changed : whether ``present`` differs from the last round's. gone : int64, ascending:
         the jobs present at the last round that have left since (finished).
     type_gpus : per GPU type of the policy's ``gpu_types``, the cluster's GPUs of that type.
+    rounds : the rounds so far in which some job ran.
     """
 
     engine: View
@@ -62,21 +66,24 @@ class RoundView:
     changed: bool
     gone: np.ndarray
     type_gpus: tuple[int, ...]
+    rounds: int
 
 
 @dataclass(frozen=True, eq=False)
 class Decision:
-    """The jobs that run in the next round: ``types`` job -> index of its GPU type (in the policy's ``gpu_types``);
-    each gets its ``num_gpu`` whole GPUs of that type. A policy that returns the same object again (its choice
-    unchanged) lets the loop reuse its placement while nothing moved in the cluster."""
+    """The jobs that run in the next round, in one of two forms: ``types`` job -> index of its GPU type (in the
+    policy's ``gpu_types``), each job getting its ``num_gpu`` whole GPUs of that type where the loop places it (a
+    policy that returns the same object again, its choice unchanged, lets the loop reuse its placement while nothing
+    moved in the cluster); or ``where`` job -> (node, its GPUs there), placed as given (the one rule decides)."""
 
-    types: Mapping[int, int]
+    types: Mapping[int, int] | None = None
+    where: Mapping[int, tuple[int, tuple[int, ...]]] | None = None
 
 
-@dataclass(frozen=True)
-class Placed:
-    """Where the loop put a :class:`Decision`: ``runs`` job -> GPU type of every job that runs in the round (the
-    ones that keep their GPUs, then the ones admitted, in the order placed; a job that found no room is left out),
+class Placed(NamedTuple):
+    """Where the loop put a :class:`Decision`: ``runs`` job -> GPU type of every job that runs in the round (by
+    ``types``: the ones that keep their GPUs, then the ones admitted, in the order placed, a job that found no room
+    left out; by ``where``: in the decision's order, -1 on a node of no type of the policy),
     ``admits`` the placements of the admitted ones (:class:`~fgdopt.defrag.Move`, or
     :class:`~fgdopt.timeline.preemption.GangMove` over several nodes), ``gangs`` the jobs of the round whose GPUs
     span several nodes."""
@@ -86,8 +93,7 @@ class Placed:
     gangs: frozenset[int]
 
 
-@dataclass(frozen=True)
-class Pace:
+class Pace(NamedTuple):
     """The speeds of a placed round and its end: ``until_s`` the time of the next round (s; not after ``now``: at
     the next arrival), ``rates`` (job, speed) pairs, the speeds (work per second) set for the round, in that order
     (the others run at their speed on their GPU type)."""
@@ -122,6 +128,8 @@ class RoundLoop:
     stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds).
     span : a multi-GPU job that no node of its type holds whole may run over several of them (default False: it
         waits).
+    grid : rounds start only at multiples of ``round_s`` (an arrival on an idle cluster waits for the next one;
+        default False: it starts a round at once).
 
     After a run, ``rounds`` counts the rounds in which some job ran (up to the stop) and ``stopped_s`` is the time
     of the stop (NaN: none).
@@ -138,6 +146,7 @@ class RoundLoop:
     stop_after: np.ndarray | None = None
     stop_by_s: float = math.inf
     span: bool = False
+    grid: bool = False
     owns_starts: bool = True
     rounds: int = 0
     stopped_s: float = math.nan
@@ -171,6 +180,8 @@ class RoundLoop:
     def plan(self, view: View) -> Plan | None:
         """The next round's plan, at the round's start (else None): the stop, or the policy's decision placed."""
         now = view.now
+        if self.grid and now > self._next_s:               # rounds passed with nothing present: the next on the grid
+            self._next_s = math.ceil(now / self.round_s) * self.round_s
         if now < self._next_s or now == self._planned_at or not math.isnan(self.stopped_s):
             return None
         self._planned_at = now
@@ -192,10 +203,12 @@ class RoundLoop:
                 self.stopped_s = now
                 return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         node_type, of_type, type_gpus = self._types(state.cluster)
-        rview = RoundView(view, now, self.round_s, running, present, changed, gone, type_gpus)
+        rview = RoundView(view, now, self.round_s, running, present, changed, gone, type_gpus, self.rounds)
         decision = self.policy.decide(rview)
         cached = self._cached
-        if cached is not None and cached[0] is decision and cached[1] == state.revision:
+        if decision.where is not None:
+            plan, placed = self._as_given(state, running, decision.where, node_type)
+        elif cached is not None and cached[0] is decision and cached[1] == state.revision:
             plan, placed = cached[2:]                      # the same decision on the same placement: the same plan
         else:
             self._check(decision, state.tasks.num_gpu, type_gpus)
@@ -212,19 +225,33 @@ class RoundLoop:
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
         """ValueError, one line, unless every job of ``decision`` has a known GPU type and no type is granted more
         GPUs than it has."""
-        if not decision.types:
-            return
-        jobs = np.fromiter(decision.types, np.int64, len(decision.types))
-        types = np.fromiter(decision.types.values(), np.int64, len(jobs))
-        if ((types < 0) | (types >= len(type_gpus))).any():
-            k = int(np.flatnonzero((types < 0) | (types >= len(type_gpus)))[0])
-            raise ValueError(f"round policy {self.name!r}: job {jobs[k]} given GPU type {types[k]}, not one of the "
-                             f"{len(type_gpus)} types")
-        granted = np.bincount(types, weights=num_gpu[jobs], minlength=len(type_gpus))
-        if (over := np.flatnonzero(granted > np.asarray(type_gpus))).size:
-            g = int(over[0])
-            raise ValueError(f"round policy {self.name!r} grants {int(granted[g])} GPUs of type "
-                             f"{self.policy.gpu_types[g]!r}, which has {type_gpus[g]}")
+        granted = [0] * len(type_gpus)
+        for j, g in decision.types.items():
+            if not 0 <= g < len(granted):
+                raise ValueError(f"round policy {self.name!r}: job {j} given GPU type {g}, not one of the "
+                                 f"{len(type_gpus)} types")
+            granted[g] += num_gpu[j]
+        for g, (took, has) in enumerate(zip(granted, type_gpus, strict=True)):
+            if took > has:
+                raise ValueError(f"round policy {self.name!r} grants {int(took)} GPUs of type "
+                                 f"{self.policy.gpu_types[g]!r}, which has {has}")
+
+    @staticmethod
+    def _as_given(state, running: np.ndarray, where: Mapping[int, tuple[int, tuple[int, ...]]],
+                  node_type: np.ndarray) -> tuple[Plan, Placed]:
+        """The diff of a decision by node and GPUs: a job already on exactly those keeps them, every other running
+        job is preempted, the others are placed as given (in the decision's order)."""
+        node_of, gpus_of = state.node_of, state.gpus_of
+        stay, admits = set(), []
+        for j, (node, gpus) in where.items():
+            if node_of[j] == node and tuple(gpus_of[j]) == gpus:
+                stay.add(j)
+            else:
+                admits.append(Move(j, node, gpus))
+        victims = tuple(j for j in running.tolist() if j not in stay)
+        admits = tuple(admits)
+        runs = {j: int(node_type[node]) for j, (node, _) in where.items()}
+        return Plan(kind="round", victims=victims, admits=admits), Placed(runs, admits, frozenset())
 
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
                of_type: list[np.ndarray]) -> tuple[Plan, Placed]:
