@@ -1,5 +1,6 @@
 """The engine's one round loop (:mod:`fgdopt.timeline.rounds`): its clock, its stop rule and its diff, with every
-round policy ported onto it (Gavel's, :class:`fgdopt.hetero.rounds.Gavel`)."""
+round policy ported onto it (Gavel's, :class:`fgdopt.hetero.rounds.Gavel`; Synergy's,
+:class:`fgdopt.synergy.rounds.Synergy`)."""
 
 from __future__ import annotations
 
@@ -241,3 +242,21 @@ def test_the_grid_and_a_decision_by_node_by_hand(grid, start, finish):
     r = simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=loop, frag=False)
     assert r.start_s.tolist() == start and r.finish_s.tolist() == finish
     assert r.preemptions.tolist() == [0, 0] and loop.rounds == 3
+
+
+@pytest.mark.parametrize("policy", [f"{base}+{mode}" for base in ("FIFO", "SRTF", "LAS", "FTF")
+                                    for mode in ("fair", "greedy", "tune")])
+def test_every_synergy_policy_keeps_the_one_rule_and_conserves_work_at_every_round(policy, monkeypatch):
+    """Synergy's twelve policies on 6 of its jobs on 2 servers, every round checked as above (:class:`Checked`);
+    every job finishes with its work done (and the ledger's own check passes, in ``run_synergy``)."""
+    import fgdopt.synergy.rounds as synergy_rounds
+    from fgdopt.synergy.jobs import synergy_jobs
+
+    frame = synergy_jobs(6, 20.0).frame
+    work = (frame.iterations * frame.iter_time_s).to_numpy()
+    checked = []
+    monkeypatch.setattr(synergy_rounds, "RoundLoop", lambda policy, **options: RoundLoop(
+        checked.append(Checked(policy, work)) or checked[-1], **options))
+    r, loop = synergy_rounds.run_synergy(frame, policy, servers=2)
+    assert checked[0].rounds > 3 and np.isfinite(r.finish_s).all()
+    np.testing.assert_allclose(r.work_s, work)
