@@ -15,9 +15,10 @@ about 50 active jobs (its authors' and a replication's account); these are the n
 ``--points``: also one whole point of ``python -m experiments.hetero`` per rate for ``las`` and ``las-aware``
 (36:36:36, single-GPU jobs, jobs 4000-4999 measured, trace and simulation included), CPU and wall seconds in this
 process: ``DIR/bench_hetero_points.csv`` (``rate, policy, mean_jct_s, cpu_s, wall_s``), and where the wall time
-went: ``lp_s`` solving the allocation LPs (:class:`~fgdopt.hetero.rounds.RoundScheduler` reading X), ``decide_s``
-the rest of the scheduler's rounds (priorities, choice, placement plan), ``carry_s`` the engine carrying the plans
-out (evictions, placements, speeds); what is left is the engine's own loop, the trace and the statistics. The
+went: ``lp_s`` solving the allocation LPs (:class:`~fgdopt.hetero.rounds.Gavel` reading X), ``decide_s``
+the rest of the rounds' planning (the round loop, :class:`~fgdopt.timeline.rounds.RoundLoop`: Gavel's priorities and
+choice, the placement plan, the speeds), ``carry_s`` the engine carrying the plans out (evictions, placements,
+speeds); what is left is the engine's own loop, the trace and the statistics. The
 timers are in every run (they add a few percent).
 """
 
@@ -37,8 +38,9 @@ from experiments.args import int_list, names, non_negative_int, output_dir, posi
 from experiments.hetero import parse_cluster
 from experiments.outputs import staged
 from fgdopt.hetero import gavel_jobs, load_throughputs
-from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.hetero.rounds import Gavel
 from fgdopt.timeline import engine
+from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import POLICIES, allocate
 
 
@@ -79,8 +81,8 @@ def bench_points(rates: list[float], cluster: dict[str, int], seed: int = 0, dat
         for policy in ("las", "las-aware"):
             spent = {"lp": 0.0, "decide": 0.0, "carry": 0.0}
             c0, w0 = time.process_time(), time.perf_counter()
-            with (patch.object(RoundScheduler, "_solved", _timed(RoundScheduler._solved, spent, "lp")),
-                  patch.object(RoundScheduler, "plan", _timed(RoundScheduler.plan, spent, "decide")),
+            with (patch.object(Gavel, "_solved", _timed(Gavel._solved, spent, "lp")),
+                  patch.object(RoundLoop, "plan", _timed(RoundLoop.plan, spent, "decide")),
                   patch.object(engine, "_carry_out", _timed(engine._carry_out, spent, "carry"))):
                 row = run_point(policy, cluster, rate, seed, window, False, 1, 360.0, data_dir)
             rows.append({"rate": rate, "policy": policy, "mean_jct_s": row["mean_jct_s"],

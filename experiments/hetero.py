@@ -16,9 +16,9 @@ run stops once they have finished, as Gavel's does. Every policy runs the same t
 (:func:`fgdopt.timeline.simulate`):
 
 * ``las``, ``las-aware``, ``ftf``, ``ftf-aware``, ``makespan``, ``makespan-aware``: Gavel's round-based mechanism
-  (:class:`fgdopt.hetero.rounds.RoundScheduler`) realizing X from :func:`formulations.hetero.round_allocator`;
+  (:class:`fgdopt.hetero.rounds.Gavel` on the round loop) realizing X from :func:`formulations.hetero.round_allocator`;
 * ``allox``: AlloX's min-cost matching of jobs to (GPU, position) slots (:mod:`fgdopt.hetero.allox`, as Gavel's
-  ``allox`` policy), on the same round mechanism (single-GPU jobs only);
+  ``allox`` policy), on the same round loop (single-GPU jobs only);
 * ``fifo``: first come first served, a job runs to completion on the GPUs best-fit gives it, whatever their type
   (heterogeneity-agnostic, no rounds);
 * ``gandiva``: Gandiva-style packing, each job asks for half of each of its GPUs so two share one, placed by
@@ -33,7 +33,7 @@ Gavel's multi-GPU sweeps (its ``--num_gpus_per_server 1:1:1``).
 
 Rounds run in whole steps (``--steps whole``, the default) as Gavel's simulator does (``int(throughput x round)``
 steps a round, in that many steps' time; the time a job received, which sets its priority, is its steps' time:
-:class:`~fgdopt.hetero.rounds.RoundScheduler` ``step_rate``); ``--steps continuous`` runs every job for the whole
+:class:`~fgdopt.hetero.rounds.Gavel` ``step_rate``); ``--steps continuous`` runs every job for the whole
 round at its speed instead. Past the knee this decides which of the jobs tied on time received runs: at 4.8
 jobs/hour agnostic ``las`` is 5.7% below Gavel's JCT continuously and 0.13% with whole steps (paper/README.md).
 
@@ -84,12 +84,13 @@ from experiments.executors import (
 )
 from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
-from fgdopt.hetero.allox import AlloXRounds, allox_allocator
+from fgdopt.hetero.allox import AlloXGavel, allox_allocator
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
-from fgdopt.hetero.rounds import ROUND_S, RoundScheduler
+from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.plot import plot_hetero
 from fgdopt.timeline import STATUSES, simulate
+from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import ALLOX, AWARE_POLICIES, ROUND_POLICIES, allocate, round_allocator
 
 BASELINES = ("fifo", "gandiva")
@@ -134,8 +135,8 @@ last arrival, as they do in Gavel's endless trace (checked after every run)."""
 def trace_length(rate: float, window: tuple[int, int]) -> int:
     """Jobs of Gavel's stream a run at ``rate`` jobs/hour simulates for the measured jobs ``window`` (by index): the
     window, then at least a quarter of its end, its width and :data:`TAIL_H` hours of arrivals. A round-based run
-    stops once the measured jobs have finished (:class:`RoundScheduler` ``stop_after``), so the arrivals past that
-    instant cost only their queueing; what happens before it is the same for any longer trace."""
+    stops once the measured jobs have finished (:class:`~fgdopt.timeline.rounds.RoundLoop` ``stop_after``), so the
+    arrivals past that instant cost only their queueing; what happens before it is the same for any longer trace."""
     lo, hi = window
     return hi + max(hi - lo, hi // 4, math.ceil(rate * TAIL_H))
 
@@ -169,21 +170,20 @@ def run_point(policy: str, gpus: dict[str, int], rate: float, seed: int, window:
     else:
         step_rate = trace.throughputs(table, [REFERENCE_GPU])[:, 0] if steps == "whole" else None
         if policy == ALLOX:                           # X at every recomputation, in Gavel's units in whole steps
-            rounds, allocator = AlloXRounds, allox_allocator(speed, jobs, gpus, **({} if step_rate is None else {
+            kind, allocator = AlloXGavel, allox_allocator(speed, jobs, gpus, **({} if step_rate is None else {
                 "total_steps": trace.total_steps, "steps_per_s": trace.throughputs(table, tuple(gpus)),
                 "step_rate": step_rate}))
         else:
-            rounds, allocator = RoundScheduler, round_allocator(policy, speed, jobs, gpus)
-        mech = rounds(allocator, speed, jobs.duration_s, tuple(gpus),
-                      shuffle_seed=None if policy in AWARE_POLICIES else seed + 5, round_s=round_s,
-                      stop_after=np.flatnonzero(measured), span=multi_gpu,
-                      spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated"
-                      else None,
-                      stop_by_s=math.inf if batch else float(jobs.submit_s.max()),
-                      step_rate=step_rate)
+            kind, allocator = Gavel, round_allocator(policy, speed, jobs, gpus)
+        gavel = kind(allocator, speed, jobs.duration_s, tuple(gpus),
+                     shuffle_seed=None if policy in AWARE_POLICIES else seed + 5,
+                     spread_speed=trace.spread_speed(table, tuple(gpus)) if spread == "unconsolidated" else None,
+                     step_rate=step_rate)
+        mech = RoundLoop(gavel, round_s=round_s, stop_after=np.flatnonzero(measured), span=multi_gpu,
+                         stop_by_s=math.inf if batch else float(jobs.submit_s.max()))
         result = simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech,
                           restart_s=lambda gpus: 0.0, **options)
-        solves = mech.solves
+        solves = gavel.solves
     if (never := np.flatnonzero(measured & (result.status == STATUSES.index("rejected")))).size:
         j = int(never[0])
         raise StudyError(f"--cluster: {policy} cannot place job {j} ({int(jobs.tasks.num_gpu[j])} GPUs) on {label} in "

@@ -10,7 +10,7 @@ Each run is Synergy's workload (``msr-fiddle/synergy`` at 1bb2bed6, ``simulator/
 drawn as its simulator draws it for the seed, load and class split) on its cluster (16 servers of 8 GPUs, 24
 cores, 500 GB) under one of its schedulers, ``FIFO``, ``SRTF``, ``LAS`` or ``FTF``, each ``+fair``
 (GPU-proportional CPU and memory), ``+greedy`` (Synergy-Greedy; Synergy names it by the bare scheduler, ``FIFO``,
-also accepted) or ``+tune`` (Synergy-Tune), run on the engine by :class:`fgdopt.synergy.rounds.SynergyRounds`.
+also accepted) or ``+tune`` (Synergy-Tune), run on the engine's round loop by :class:`fgdopt.synergy.rounds.Synergy`.
 Jobs ``--window`` (Synergy's 4000-4999) are measured; the run stops at the first round after they all finished
 (or after the last generated arrival: then ``finished`` is below the window's size and the figures are over the
 jobs that did). ``--bound-every N``: Synergy-OPT's LP (:mod:`formulations.synergy`) every N-th round, a certified
@@ -97,7 +97,8 @@ def run_cell(policy: str, load: float, split: tuple, seed: int, multi_gpu: bool,
     measured = np.zeros(n, dtype=bool)
     measured[lo:hi] = True
     name = policy if "+" in policy else f"{policy}+greedy"
-    result, mech = run_synergy(frame, name, measured=measured, log_every=bound_every)
+    result, loop = run_synergy(frame, name, measured=measured, log_every=bound_every)
+    mech = loop.policy
     gap, bounded = math.nan, 0
     if bound_every:
         from formulations.synergy import check_rounds
@@ -107,14 +108,14 @@ def run_cell(policy: str, load: float, split: tuple, seed: int, multi_gpu: bool,
             gap = 100 * float(np.mean([(r["bound"] - r["achieved"]) / r["bound"] for r in recs]))
     jobs = result.job_frame()[measured]
     done = jobs[jobs.finish_s.notna()]
-    end = mech.stopped_s if math.isfinite(mech.stopped_s) else float(np.nanmax(result.finish_s))
+    end = loop.stopped_s if math.isfinite(loop.stopped_s) else float(np.nanmax(result.finish_s))
     held = float((mech.attained_s * frame["gpus"].to_numpy()).sum())
     row = {"policy": policy, "load": load, "split": "/".join(map(str, split)), "seed": seed, "multi_gpu": multi_gpu,
            "finished": len(done), "mean_jct_s": float(done.jct_s.mean()),
            "p99_jct_s": float(np.percentile(done.jct_s, 99)) if len(done) else math.nan,
            "makespan_s": float(done.finish_s.max() - jobs.submit_s.min()) if len(done) else math.nan,
            "utilization": held / (mech.servers * 8 * end) if end > 0 else math.nan,
-           "rounds": mech.rounds, "bound_rounds": bounded, "opt_gap_pct": gap,
+           "rounds": loop.rounds, "bound_rounds": bounded, "opt_gap_pct": gap,
            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     per_job = done.assign(model=frame["model"].to_numpy()[done.index])[["name", "model", "submit_s", "finish_s",
                                                                           "jct_s"]]

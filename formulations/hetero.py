@@ -382,9 +382,9 @@ def allocate(policy: str, table: ThroughputTable, jobs: HeteroJobs, cluster: Map
 def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapping[str, int], *,
                     weights: np.ndarray | None = None, time_limit: float = 60.0, threads: int | None = 1,
                     gap: float = 1e-3, central: bool = True):
-    """An ``allocate(present, view) -> X`` for :class:`fgdopt.hetero.rounds.RoundScheduler`: ``policy``'s X for the
+    """An ``allocate(present, view) -> X`` for :class:`fgdopt.hetero.rounds.Gavel`: ``policy``'s X for the
     jobs present, from the engine's view of them. For :data:`ALLOX` it is
-    :func:`fgdopt.hetero.allox.allox_allocator`, which runs with :class:`fgdopt.hetero.allox.AlloXRounds` (its X
+    :func:`fgdopt.hetero.allox.allox_allocator`, which runs with :class:`fgdopt.hetero.allox.AlloXGavel` (its X
     depends on its previous one); the options below are the linear programs'.
 
     Units are the engine's (:meth:`fgdopt.hetero.HeteroJobs.to_jobset`): a job's throughput on a type is its
@@ -405,12 +405,15 @@ def round_allocator(policy: str, speed: Mapping[str, np.ndarray], jobs: JobSet, 
 
     Raises
     ------
+    ValueError : an unknown policy (at once, one line).
     RuntimeError : a solve that found no X, or a linear program that did not end ``optimal``. An ``ftf*``
         iteration that ran out of iterations before its gap closed keeps its best X, which is feasible; the
         callable counts those in its ``inexact`` attribute.
     """
     if policy == ALLOX:
         return allox_allocator(speed, jobs, cluster)
+    if policy not in ROUND_POLICIES:
+        raise ValueError(f"unknown round policy {policy!r}; choose one of {', '.join(ROUND_POLICIES)}")
     gpu_types = tuple(cluster)
     thr = np.column_stack([np.asarray(speed[g], dtype=np.float64) for g in gpu_types])
     cap = np.array([cluster[g] for g in gpu_types], dtype=np.float64)

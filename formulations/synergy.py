@@ -75,9 +75,9 @@ def round_bound(configs: Sequence[np.ndarray], cpu_capacity: float, mem_capacity
 
 def check_rounds(round_log, frame, table, servers: int = 16, cpus_per_server: float = 24.0,
                  mem_per_server_gb: float = 500.0) -> list[dict]:
-    """Synergy-OPT's bound for each logged round of a run (``SynergyRounds.round_log``), asserted at least the
-    round's achieved throughput (sum of the speeds its jobs ran at); one record per round: ``time_s, jobs,
-    achieved, bound``. ``frame``: the workload's rows; ``table``: the profiles."""
+    """Synergy-OPT's bound for each logged round of a run (:class:`fgdopt.synergy.rounds.Synergy` ``round_log``),
+    asserted at least the round's achieved throughput (sum of the speeds its jobs ran at); one record per round:
+    ``time_s, jobs, achieved, bound``. ``frame``: the workload's rows; ``table``: the profiles."""
     models, gpus = frame["model"].to_numpy(), frame["gpus"].to_numpy()
     cpus, mem, speedup = (frame[c].to_numpy(dtype=np.float64) for c in ("cpus", "mem_gb", "speedup"))
     out = []

@@ -33,9 +33,10 @@ import pandas as pd
 from fgdopt.hetero import GPU_TYPES, JOB_TYPES, gavel_jobs, load_throughputs
 from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster
 from fgdopt.hetero.metrics import hetero_stats
-from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.model import TaskSet
 from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import allocate, round_allocator, solve_allocation
 
 table = load_throughputs()          # $FGDOPT_GAVEL, the download cache, or ../shared/data/gavel
@@ -82,8 +83,9 @@ for policy in ("las", "las-aware"):
 # ## C. Rounds realize X on the time engine
 #
 # X is a fraction of time; a cluster runs whole jobs. Gavel's mechanism cuts time into **rounds** (360 s) and, at
-# each, runs the jobs that have received the least of their X so far (`fgdopt.hetero.rounds.RoundScheduler`,
-# written from Gavel's simulator: X is recomputed when jobs arrive or leave, but at most every 1,920 s). On fgdopt's
+# each, runs the jobs that have received the least of their X so far (`fgdopt.hetero.rounds.Gavel`, a round
+# policy written from Gavel's simulator: X is recomputed when jobs arrive or leave, but at most every 1,920 s; the
+# engine's round loop, `fgdopt.timeline.rounds.RoundLoop`, keeps the rounds and places its choice). On fgdopt's
 # engine a job's `duration_s` is its work at speed 1 and `speed` gives its speed per GPU model; the engine conserves
 # every job's work and checks it on every run. The four jobs, each with 2 hours of work at speed 1:
 
@@ -93,8 +95,8 @@ jobs = JobSet(TaskSet([0] * 4, [0] * 4, [1] * 4, [1000] * 4), [0.0] * 4, [7200.0
 speed = {"fast": T[:, 0], "slow": T[:, 1]}
 rows = []
 for policy in ("las", "las-aware"):
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5)
+    mech = RoundLoop(Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                           shuffle_seed=None if policy.endswith("aware") else 5), round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, restart_s=lambda g: 0.0)
     rows.append({"policy": policy, **{f"job {i} JCT (h)": r.finish_s[i] / 3600 for i in range(4)},
                  "mean JCT (h)": r.finish_s.mean() / 3600, "rounds": mech.rounds,
@@ -123,8 +125,9 @@ jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured)
 steps_per_s = trace.throughputs(table, [REFERENCE_GPU])[:, 0]      # steps per second of work
 rows = []
 for policy in ("las", "las-aware", "makespan-aware"):
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5, step_rate=steps_per_s)
+    mech = RoundLoop(Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                           shuffle_seed=None if policy.endswith("aware") else 5, step_rate=steps_per_s),
+                     round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, frag=False,
                  restart_s=lambda g: 0.0)
     rows.append({"policy": policy, **hetero_stats(r, speed, gpus), "cpu_s": r.cpu_s})
@@ -150,9 +153,9 @@ batch = gavel_jobs(table, 60, rate_per_hour=math.inf, seed=1)
 bound_s = allocate("makespan-aware", table, batch, gpus).bound
 bjobs, bspeed = batch.to_jobset(table, tuple(gpus))
 for policy in ("las", "makespan-aware"):
-    mech = RoundScheduler(round_allocator(policy, bspeed, bjobs, gpus), bspeed, bjobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5,
-                          step_rate=batch.throughputs(table, [REFERENCE_GPU])[:, 0])
+    mech = RoundLoop(Gavel(round_allocator(policy, bspeed, bjobs, gpus), bspeed, bjobs.duration_s, tuple(gpus),
+                           shuffle_seed=None if policy.endswith("aware") else 5,
+                           step_rate=batch.throughputs(table, [REFERENCE_GPU])[:, 0]), round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus), bjobs, "best-fit", "fifo", mechanism=mech, speed=bspeed, frag=False,
                  restart_s=lambda g: 0.0)
     makespan = float(np.nanmax(r.finish_s))

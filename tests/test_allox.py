@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments import hetero as study
-from fgdopt.hetero.allox import AlloX, AlloXRounds, allox_allocator, allox_costs, allox_match
+from fgdopt.hetero.allox import AlloX, AlloXGavel, allox_allocator, allox_costs, allox_match
 from fgdopt.hetero.jobs import gavel_cluster
-from fgdopt.hetero.rounds import Moment, RoundScheduler
+from fgdopt.hetero.rounds import ROUND_S, Gavel, Moment
 from fgdopt.model import TaskSet
 from fgdopt.timeline import JobSet, simulate
-from fgdopt.timeline.preemption import Plan
+from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import round_allocator
 
 
@@ -146,14 +146,14 @@ def test_allox_rounds_conserve_work_on_random_traces(rows):
     calls = []
     recompute = allocate.recompute
     allocate.recompute = lambda present, view: (calls.append(view.now), recompute(present, view))
-    mech = AlloXRounds(allocate, speed, jobs.duration_s, tuple(gpus))
+    mech = RoundLoop(AlloXGavel(allocate, speed, jobs.duration_s, tuple(gpus)), round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                  restart_s=lambda g: 0.0, snapshots=np.arange(100.0, 8000.0, 370.0))
     assert (r.status == 0).all() and len(r.snapshots) == 22
     assert (r.start_s >= jobs.submit_s).all()
     np.testing.assert_allclose(r.work_s, jobs.duration_s)
     assert (r.series.alloc_milli <= 4000).all()
-    assert len(calls) == mech.solves and calls == sorted(set(calls))
+    assert len(calls) == mech.policy.solves and calls == sorted(set(calls))
 
 
 def test_time_received_is_rounded_as_gavels_clock():
@@ -163,11 +163,11 @@ def test_time_received_is_rounded_as_gavels_clock():
     gpus = {"v100": 1}
     jobs = JobSet(whole(1), [0.0], [0.1])
     speed = {"v100": np.ones(1)}
-    mech = AlloXRounds(allox_allocator(speed, jobs, gpus), speed, jobs.duration_s, ("v100",),
-                       step_rate=np.array([360.0]))
+    mech = AlloXGavel(allox_allocator(speed, jobs, gpus), speed, jobs.duration_s, ("v100",),
+                      step_rate=np.array([360.0]))
     mech._round_start = 1e6
     js = np.array([0])
-    _, took = mech._whole_steps(Plan(kind="round"), js, np.ones(1), np.array([0.1]), np.zeros(1), np.ones(1, bool))
+    _, took = mech._whole_steps(ROUND_S, js, np.ones(1), np.array([0.1]), np.zeros(1), np.ones(1, bool))
     assert took[0] == (1e6 + 0.1) - 1e6 == 0.09999999997671694 != 0.1
     assert 1e6 + took[0] == 1e6 + 0.1
 
@@ -198,8 +198,8 @@ def test_the_lazy_loop_refuses_allox():
     gpus = {"v100": 1, "k80": 1}
     jobs = JobSet(whole(3), [0.0, 0.0, 0.0], [1000.0, 2000.0, 3000.0])
     speed = {"v100": np.ones(3), "k80": np.full(3, 0.5)}
-    mech = RoundScheduler(allox_allocator(speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus))
-    with pytest.raises(RuntimeError, match="AlloXRounds"):
+    mech = RoundLoop(Gavel(allox_allocator(speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus)), round_s=ROUND_S)
+    with pytest.raises(RuntimeError, match="AlloXGavel"):
         simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, restart_s=lambda g: 0.0)
 
 
@@ -226,7 +226,7 @@ def test_mean_jct_agrees_with_gavels_own_allox(gavel_table, rate):
     """Gavel's simulator with its own ``allox`` policy (run outside fgdopt: paper/README.md) on its generated trace,
     12:12:12, jobs 300-499, seed 0; fgdopt's AlloX on the same trace, in whole steps: the same mean JCT at 0.5
     jobs/hour and at 1.8, past the knee (to 1e-14 when committed; the target is 5%). At 1.8 it takes Gavel's
-    rounding of the time received (:class:`AlloXRounds`; without it +19.5%) and of the processing times (in steps,
+    rounding of the time received (:class:`AlloXGavel`; without it +19.5%) and of the processing times (in steps,
     :func:`allox_allocator`; in seconds of work +0.028%)."""
     gavel = pd.read_csv(GAVEL_RUNS)
     row = gavel[(gavel.cluster == "12:12:12") & (gavel.rate_per_hour == rate)].iloc[0]

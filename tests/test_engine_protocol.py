@@ -76,7 +76,7 @@ def _package_classes():
 
 
 # the round schedulers ported onto the one round loop elsewhere: they are completed by as_mechanism until then
-NOT_YET = {"fgdopt.hetero.rounds", "fgdopt.synergy.rounds", "fgdopt.elastic.onengine"}
+NOT_YET = {"fgdopt.elastic.onengine"}
 
 
 def test_every_mechanism_of_the_package_subclasses_the_base():

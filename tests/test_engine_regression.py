@@ -124,7 +124,8 @@ def static(cluster: Cluster, configs: list[str]) -> Cluster:
 
 def gavel(policy: str, seed: int, packed: bool = False):
     from fgdopt.hetero.jobs import gavel_cluster
-    from fgdopt.hetero.rounds import RoundScheduler
+    from fgdopt.hetero.rounds import ROUND_S, Gavel
+    from fgdopt.timeline.rounds import RoundLoop
     from formulations.hetero import round_allocator
 
     rng = np.random.default_rng(seed)
@@ -133,8 +134,8 @@ def gavel(policy: str, seed: int, packed: bool = False):
     tasks = TaskSet([0] * n, [0] * n, rng.choice([1, 1, 1, 2], n), [1000] * n)
     jobs = JobSet(tasks, np.sort(rng.uniform(0, 3000, n).round()), rng.uniform(300, 4000, n).round())
     speed = {"fast": rng.uniform(1.0, 3.0, n), "slow": np.ones(n)}
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("-aware") else seed + 5)
+    mech = RoundLoop(Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                           shuffle_seed=None if policy.endswith("-aware") else seed + 5), round_s=ROUND_S)
     return simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                     snapshots=(500.0, 2500.0))
 

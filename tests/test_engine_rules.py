@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from fgdopt.hetero.metrics import finish_time_fairness, hetero_stats, jobs_present_at_arrival
-from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.hetero.rounds import Gavel
 from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline import STATUSES, JobSet, simulate
 from fgdopt.timeline.mechanisms import make_mechanism
 from fgdopt.timeline.metrics import run_stats, sample_series, time_average, time_integral
+from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import proportional_throughput, water_fill
 
 
@@ -358,8 +359,8 @@ def test_time_integrals_and_samples_of_a_step_series():
 
 def _rounds(jobs: JobSet, cluster: Cluster, round_s: float = 100.0) -> tuple:
     """The round scheduler with an equal share X = 1/n of the one type for the n jobs present, no restart cost."""
-    sched = RoundScheduler(lambda present, view: np.full((len(present), 1), 1 / len(present)),
-                           {"T4": np.ones(len(jobs))}, jobs.duration_s, ("T4",), round_s=round_s)
+    sched = RoundLoop(Gavel(lambda present, view: np.full((len(present), 1), 1 / len(present)),
+                            {"T4": np.ones(len(jobs))}, jobs.duration_s, ("T4",)), round_s=round_s)
     r = simulate(cluster, jobs, "best-fit", "fifo", ranks=np.arange(cluster.n_nodes), mechanism=sched,
                  restart_s=lambda gpus: 0.0, frag=False)
     return r, sched
@@ -373,7 +374,7 @@ def test_gavel_rounds_alternate_by_priority_x_over_the_share_received():
     times; X is computed twice; 10 rounds run."""
     r, sched = _rounds(jobset((1, 1000, 0, 500), (1, 1000, 0, 500)), nodes(1))
     assert r.finish_s.tolist() == [900, 1000] and r.preemptions.tolist() == [4, 4]
-    assert (sched.solves, sched.rounds) == (2, 10)
+    assert (sched.policy.solves, sched.rounds) == (2, 10)
 
 
 def test_gavel_arrivals_wait_for_the_round_and_early_finishes_idle_their_gpus():

@@ -7,14 +7,15 @@ import pandas as pd
 import pytest
 
 from experiments import hetero as study
-from fgdopt.hetero.gang import spread_parts, spread_speeds
+from fgdopt.hetero.gang import spread_speeds
 from fgdopt.hetero.jobs import gavel_cluster
-from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.hetero.throughputs import JOB_TYPES
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
 from fgdopt.timeline import JobSet, simulate
 from fgdopt.timeline.jobtable import REJECTED
+from fgdopt.timeline.rounds import RoundLoop, spread_parts
 from formulations.hetero import round_allocator
 
 # nodes 0, 1: two V100s each; node 2: two K80s
@@ -93,8 +94,9 @@ def one_job_run(gpus_per_node: int, span: bool = True, spread: float | None = 0.
     """``n`` 2-GPU jobs of 250 s of work (speed 1 on one node of type ``a``) on 2 GPUs of type ``a``, LAS rounds."""
     jobs = JobSet(TaskSet([0] * n, [0] * n, [2] * n, [1000] * n), [0.0] * n, [250.0] * n)
     speed = {"a": np.ones(n)}
-    mech = RoundScheduler(round_allocator("las", speed, jobs, {"a": 2}), speed, jobs.duration_s, ("a",), span=span,
-                          spread_speed=None if spread is None else {"a": np.full(n, spread)})
+    mech = RoundLoop(Gavel(round_allocator("las", speed, jobs, {"a": 2}), speed, jobs.duration_s, ("a",),
+                           spread_speed=None if spread is None else {"a": np.full(n, spread)}),
+                     round_s=ROUND_S, span=span)
     return simulate(gavel_cluster({"a": 2}, gpus_per_node), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                     restart_s=lambda g: 0.0, snapshots=(100.0,)), mech
 

@@ -9,11 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fgdopt.hetero.jobs import gavel_cluster
-from fgdopt.hetero.rounds import RoundScheduler
+from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.interference import Interference
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.policies import PolicyError
 from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.rounds import RoundLoop, RoundView
 from formulations.hetero import round_allocator
 
 TWO_TYPES = Cluster([8000, 8000], [1024, 1024], [1, 1], ["fast", "slow"])
@@ -109,10 +110,11 @@ def gavel_run(submit, duration, policy="las", gpus=None, step_rate=None):
     gpus = gpus or {"a": 1}
     jobs = JobSet(whole(*[1] * len(submit)), submit, duration)
     speed = {"a": np.ones(len(submit))}
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          step_rate=None if step_rate is None else np.asarray(step_rate, dtype=np.float64))
-    return simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
-                    restart_s=lambda g: 0.0), mech
+    gavel = Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                  step_rate=None if step_rate is None else np.asarray(step_rate, dtype=np.float64))
+    loop = RoundLoop(gavel, round_s=ROUND_S)
+    return simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=loop, speed=speed,
+                    restart_s=lambda g: 0.0), loop
 
 
 def test_gavel_rounds_alternate_two_jobs_by_hand():
@@ -121,7 +123,7 @@ def test_gavel_rounds_alternate_two_jobs_by_hand():
     r, mech = gavel_run([0.0, 0.0], [500.0, 500.0])
     assert r.finish_s.tolist() == [860.0, 1000.0]
     assert r.preemptions.tolist() == [1, 1]
-    assert mech.solves == 2 and mech.rounds == 4           # rounds at 0, 360, 720 and 860 s
+    assert mech.policy.solves == 2 and mech.rounds == 4    # rounds at 0, 360, 720 and 860 s
 
 
 def test_gavel_waits_1920_s_between_solves_and_breaks_ties_by_deficit():
@@ -130,7 +132,7 @@ def test_gavel_waits_1920_s_between_solves_and_breaks_ties_by_deficit():
     r, mech = gavel_run([0.0, 100.0, 900.0], [5000.0, 100.0, 100.0])
     assert r.finish_s[1] == 820.0
     assert r.start_s[2] == 2620.0 and r.finish_s[2] == 2720.0
-    assert mech.solves == 4                  # at 0, 360 and 2,620 s, and once more after job 2 left
+    assert mech.policy.solves == 4           # at 0, 360 and 2,620 s, and once more after job 2 left
 
 
 def test_whole_steps_by_hand():
@@ -182,8 +184,8 @@ def test_gavel_aware_beats_agnostic_when_speeds_differ():
     speed = {"fast": np.array([1.0, 1.0]), "slow": np.array([0.25, 0.8])}
     ends = {}
     for policy in ("las", "las-aware"):
-        mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                              shuffle_seed=None if policy.endswith("aware") else 5)
+        mech = RoundLoop(Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                               shuffle_seed=None if policy.endswith("aware") else 5), round_s=ROUND_S)
         r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                      restart_s=lambda g: 0.0)
         ends[policy] = r.finish_s.mean()
@@ -201,8 +203,8 @@ def test_gavel_rounds_conserve_work_on_random_traces(rows, policy):
     gpus = {"v100": 2, "k80": 2}
     jobs = JobSet(whole(*[r[3] for r in rows]), [float(r[0]) for r in rows], [float(r[1]) for r in rows])
     speed = {"v100": np.ones(len(rows)), "k80": np.array([r[2] for r in rows])}
-    mech = RoundScheduler(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
-                          shuffle_seed=None if policy.endswith("aware") else 5)
+    mech = RoundLoop(Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                           shuffle_seed=None if policy.endswith("aware") else 5), round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                  restart_s=lambda g: 0.0, snapshots=np.arange(100.0, 8000.0, 370.0))
     assert (r.status == 0).all() and len(r.snapshots) == 22
@@ -219,8 +221,8 @@ def test_gavel_stop_by_hand():
     jobs = JobSet(whole(1, 1, 1), [0.0, 0.0, 900.0], [500.0, 500.0, 10.0])
     speed = {"a": np.ones(3)}
     for stop_by, finish, stopped in ((np.inf, [860.0, np.nan, np.nan], 860.0), (500.0, [np.nan] * 3, 720.0)):
-        mech = RoundScheduler(round_allocator("las", speed, jobs, {"a": 1}), speed, jobs.duration_s, ("a",),
-                              stop_after=[0], stop_by_s=stop_by)
+        mech = RoundLoop(Gavel(round_allocator("las", speed, jobs, {"a": 1}), speed, jobs.duration_s, ("a",)),
+                         round_s=ROUND_S, stop_after=[0], stop_by_s=stop_by)
         r = simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                      restart_s=lambda g: 0.0)
         np.testing.assert_array_equal(r.finish_s, finish)
@@ -236,7 +238,7 @@ def test_a_job_that_runs_half_its_time_on_each_type_finishes_when_its_work_is_do
     jobs = JobSet(whole(1, 1), [0.0, 0.0], [540.0, 540.0])
     speed = {"fast": np.ones(2), "slow": np.full(2, 0.5)}
     half = lambda present, view: np.full((len(present), 2), 0.5)    # noqa: E731 (X by hand)
-    mech = RoundScheduler(half, speed, jobs.duration_s, ("fast", "slow"))
+    mech = RoundLoop(Gavel(half, speed, jobs.duration_s, ("fast", "slow")), round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, restart_s=lambda g: 0.0)
     assert r.finish_s.tolist() == [720.0, 720.0]
     assert r.node.tolist() == [1, 0]                     # the last run of each: job 0 on slow, job 1 on fast
@@ -265,13 +267,11 @@ def test_gavel_choice_matches_the_rule_by_hand(seed, n, one_gpu, shuffle):
     job by job) is the rule by hand, ties included (X, deficits and times drawn from few values)."""
     rng = np.random.default_rng(seed)
     gpus = {"a": int(rng.integers(1, 6)), "b": int(rng.integers(1, 6)), "c": int(rng.integers(1, 4))}
-    cluster = gavel_cluster(gpus, 1)
     thr = rng.choice([0.0, 0.5, 1.0], size=(n, 3), p=[0.2, 0.4, 0.4])
     thr[thr.sum(axis=1) == 0, 1] = 1.0
     need = np.ones(n, dtype=np.int64) if one_gpu else rng.integers(1, 4, n)
     speed = {g: thr[:, k] for k, g in enumerate(gpus)}
-    mech = RoundScheduler(lambda ids, view: None, speed, np.ones(n), tuple(gpus),
-                          shuffle_seed=seed if shuffle else None)
+    mech = Gavel(lambda ids, view: None, speed, np.ones(n), tuple(gpus), shuffle_seed=seed if shuffle else None)
     mech._x[:] = rng.choice([0.0, 0.25, 0.5], size=(n, 3))
     mech._t[:] = rng.choice([180.0, 360.0, 540.0], size=(n, 3))
     mech._deficit[:] = rng.choice([-1.0, 0.0, 2.0], size=(n, 3))
@@ -282,11 +282,11 @@ def test_gavel_choice_matches_the_rule_by_hand(seed, n, one_gpu, shuffle):
         random.Random(seed).shuffle(order)
     left = [int(gpus[g]) for g in gpus]
     want = _choose_by_hand(mech._x, mech._t, mech._deficit, mech._w, mech._in_x, thr, need.tolist(), left, order)
-    got = mech._choose(np.arange(n), need, cluster)
+    got = mech._choose(np.arange(n), need, left)
     assert got == want
 
 
-class _Eager(RoundScheduler):
+class _Eager(Gavel):
     """Every X solved at its recomputation and every deficit term added at once (the form before X was lazy)."""
 
     def _reset(self, now, present, view):
@@ -304,12 +304,12 @@ def _random_gavel(seed: int, n: int, gpus: dict, eager: bool, policy: str, until
     duration = np.where(rng.random(n) < 0.5, rng.uniform(100, 800, n), rng.uniform(8000, 20000, n)).round()
     jobs = JobSet(TaskSet([0] * n, [0] * n, rng.choice([1, 1, 2], n), [1000] * n), submit, duration)
     speed = {"a": rng.choice([1.0, 2.0], n), "b": np.ones(n)}
-    cls = _Eager if eager else RoundScheduler
+    cls = _Eager if eager else Gavel
     mech = cls(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
                shuffle_seed=None if policy.endswith("-aware") else seed,
                step_rate=rng.choice([0.5, 0.999, 3.0], n) if seed % 2 else None)
-    r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
-                 restart_s=lambda g: 0.0, until_s=until_s)
+    r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=RoundLoop(mech, round_s=ROUND_S),
+                 speed=speed, restart_s=lambda g: 0.0, until_s=until_s)
     return r, mech
 
 
@@ -317,7 +317,7 @@ def _random_gavel(seed: int, n: int, gpus: dict, eager: bool, policy: str, until
 @given(st.integers(0, 2**31), st.integers(2, 14), st.sampled_from(["las-aware", "las", "makespan-aware"]),
        st.sampled_from([3000.0, 6500.0, 9000.0, math.inf]))
 def test_x_solved_when_read_gives_the_schedule_of_x_solved_at_once(seed, n, policy, until_s):
-    """X is solved only when the choice reads it (:class:`RoundScheduler`): on random instances, congested or not,
+    """X is solved only when the choice reads it (:class:`Gavel`): on random instances, congested or not,
     every job starts, finishes, ends on the node and is preempted as when each X is solved at its recomputation and
     every deficit term added then, to the last bit; the eager run solves every X, the lazy one at most as many. A run
     stopped while jobs are present has, once the lazy one's X is read, the same X and deficits for them."""
@@ -339,20 +339,22 @@ def test_deficits_add_each_recomputations_x_by_hand():
     # arrives (an index between theirs) and is present at the next one, at 1,920 s, with no row in the first X.
     # Deficit = X x elapsed - (time run since the last one): job 1 0.1 x 1920 - 360 = -168, job 4 0.4 x 1920 = 768,
     # job 2 0 (not in that X)
-    class View:
-        now = 0.0
-
+    class Engine:
         def work_of(self, js):
             return np.zeros(len(js))
 
+    def view(now):
+        none = np.zeros(0, np.int64)
+        return RoundView(Engine(), now, ROUND_S, none, none, False, none, (6, 6), 0)
+
     x_of = lambda ids, view: np.column_stack([ids / 10.0, np.zeros(len(ids))])    # noqa: E731 (X by hand)
-    mech = RoundScheduler(x_of, {"a": np.ones(6), "b": np.ones(6)}, np.ones(6), ("a", "b"))
-    half = mech.round_s / 2
+    mech = Gavel(x_of, {"a": np.ones(6), "b": np.ones(6)}, np.ones(6), ("a", "b"))
+    half = ROUND_S / 2
     mech._known[[1, 4]], mech._t[[1, 4]] = True, half
-    mech._reset(0.0, np.array([1, 4]), View())
+    mech._reset(0.0, np.array([1, 4]), view(0.0))
     mech._t[1, 0] += 360.0
     mech._known[2], mech._t[2] = True, half
-    mech._reset(1920.0, np.array([1, 2, 4]), View())
+    mech._reset(1920.0, np.array([1, 2, 4]), view(1920.0))
     mech._settle()
     assert mech._deficit[[1, 2, 4], 0].tolist() == [0.1 * 1920 - 360.0, 0.0, 0.4 * 1920]
     assert (mech._deficit[:, 1] == 0).all() and mech.lps == 2 and mech.solves == 2
@@ -363,7 +365,7 @@ def test_an_uncongested_cluster_solves_no_lp():
     # X says, so no X is read; X is recomputed (Gavel's count) as in the congested case above (job 2 waits for the
     # recomputation at 2,520 s, the first round 1,920 s after the one at 360 s), and never solved
     r, mech = gavel_run([0.0, 100.0, 900.0], [5000.0, 100.0, 100.0], "las-aware", {"a": 4})
-    assert mech.solves == 4 and mech.lps == 0
+    assert mech.policy.solves == 4 and mech.policy.lps == 0
     assert r.finish_s.tolist() == [5000.0, 460.0, 2620.0]
 
 
@@ -378,7 +380,8 @@ def test_a_recomputation_due_a_hair_past_last_plus_1920_s_is_made():
     gpus = {"v100": 2, "k80": 2}
     jobs = JobSet(whole(*[r[3] for r in rows]), [float(r[0]) for r in rows], [float(r[1]) for r in rows])
     speed = {"v100": np.ones(len(rows)), "k80": np.array([r[2] for r in rows])}
-    mech = RoundScheduler(round_allocator("las-aware", speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus))
+    mech = RoundLoop(Gavel(round_allocator("las-aware", speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus)),
+                     round_s=ROUND_S)
     r = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=mech, speed=speed,
                  restart_s=lambda g: 0.0)
     last = 2280.2692656667336

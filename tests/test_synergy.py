@@ -171,7 +171,8 @@ def test_three_jobs_on_one_server_by_hand(policy, jct):
     of allocation (no restart delay in its simulator): nothing is lost.
     """
     from fgdopt.synergy.rounds import run_synergy
-    result, mech = run_synergy(_frame(3), policy, servers=1)
+    result, loop = run_synergy(_frame(3), policy, servers=1)
+    mech = loop.policy
     assert result.finish_s == pytest.approx(jct, abs=1e-3)
     assert result.lost_s.tolist() == [0, 0, 0] and result.overhead_s == pytest.approx([0, 0, 0], abs=1e-9)
     assert result.work_s.tolist() == pytest.approx([1200.0] * 3)
@@ -179,10 +180,11 @@ def test_three_jobs_on_one_server_by_hand(policy, jct):
 
 
 def test_the_ledger_check_catches_lost_work_and_overcommit():
-    """The three jobs of the hand-worked case under FIFO+tune pass :meth:`SynergyRounds.check`; the same run with
+    """The three jobs of the hand-worked case under FIFO+tune pass :meth:`Synergy.check`; the same run with
     one job's counted progress off by 1 s of work, or a server's free CPU at -1 core in some round, does not."""
     from fgdopt.synergy.rounds import run_synergy
-    result, mech = run_synergy(_frame(3), "FIFO+tune", servers=1)
+    result, loop = run_synergy(_frame(3), "FIFO+tune", servers=1)
+    mech = loop.policy
     mech.check(result)
     mech.ledger_work_s[1] += 1.0
     with pytest.raises(AssertionError, match=r"jobs \[1\]: engine work differs"):
@@ -222,7 +224,8 @@ def test_random_traces_conserve_work_and_never_overcommit(n, servers, seed, poli
     rows = [_with_profile(k, int(rng.integers(0, 2000)), float(rng.uniform(100, 3000)), 1, 0,
                           models[int(rng.integers(len(models)))], table, (8, 24, 500.0, 500.0)) for k in range(n)]
     frame = pd.DataFrame(rows).sort_values("submit_s", kind="stable").reset_index(drop=True)
-    result, mech = run_synergy(frame, policy, servers=servers)
+    result, loop = run_synergy(frame, policy, servers=servers)
+    mech = loop.policy
     work = (frame.iterations * frame.iter_time_s).to_numpy()
     assert np.isfinite(result.finish_s).all()
     assert result.work_s == pytest.approx(work)
@@ -336,7 +339,8 @@ def test_multi_gpu_jobs_run_pooled_and_conserve_work():
     from fgdopt.synergy.rounds import run_synergy
     frame = synergy_jobs(40, 20.0, multi_gpu=True).frame
     assert frame.gpus.max() > 1
-    result, mech = run_synergy(frame, "FIFO+tune", servers=2)
+    result, loop = run_synergy(frame, "FIFO+tune", servers=2)
+    mech = loop.policy
     assert mech.pooled and np.isfinite(result.finish_s).all()
     assert result.work_s == pytest.approx((frame.iterations * frame.iter_time_s).to_numpy())
     assert mech.min_free.min() >= -1e-9

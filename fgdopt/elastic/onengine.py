@@ -6,7 +6,7 @@
 is its progress to complete (progress units), whose shape is one replica (one whole GPU, no CPU or memory: Pollux's
 simulator models none) and whose GPU count is chosen by :class:`ElasticMechanism` (an *elastic* job,
 :attr:`fgdopt.state.ClusterState.elastic`), a mechanism that owns the starts (as
-:class:`fgdopt.hetero.rounds.RoundScheduler` does) and wakes the engine:
+:class:`fgdopt.timeline.rounds.RoundLoop` does) and wakes the engine:
 
 * at every interval end (60 s) it asks the planner for the allocations (one node id per GPU) and carries them out
   in the engine's ``ClusterState`` as one ``round`` :class:`~fgdopt.timeline.preemption.Plan`: a job whose

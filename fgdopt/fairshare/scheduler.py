@@ -2,7 +2,7 @@
 
 Built from the paper (Chaudhary, Ramjee, Sivathanu, Kwatra, Viswanatha, "Balancing Efficiency and Fairness in
 Heterogeneous GPU Clusters for Deep Learning", EuroSys'20; no public code). :class:`GandivaFair` is a mechanism of
-:func:`fgdopt.timeline.simulate` that owns the starts (as :class:`fgdopt.hetero.rounds.RoundScheduler` does): at the
+:func:`fgdopt.timeline.simulate` that owns the starts (as :class:`fgdopt.timeline.rounds.RoundLoop` does): at the
 start of every quantum (``quantum_s``, 360 s by default, Gavel's round) it decides which jobs run where for the
 quantum, and the engine carries the plan out. What it decides, in order:
 

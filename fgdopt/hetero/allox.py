@@ -22,13 +22,13 @@ commit ``c4fa4009``, ``AlloXPolicy``, ``alpha = 1``) step for step:
   ``k`` from the end on worker ``w``, ``k = 1 .. m``.
 * **The allocation.** The job first on each worker (its largest ``k``) gets ``X = 1`` on that worker's type, every
   other matched job 0; those queued behind are matched again at the next recomputation, with the work and waiting
-  times of then. Gavel's round loop then runs X (:class:`~fgdopt.hetero.rounds.RoundScheduler`: a job of ``X = 0``
+  times of then. Gavel's round policy then runs X (:class:`~fgdopt.hetero.rounds.Gavel`: a job of ``X = 0``
   still runs on a GPU nobody of positive X wants), and recomputes it as for its other policies.
 
 Because a held job keeps its X, AlloX's X depends on its previous X: it must be computed at *every* recomputation,
-in order. :class:`AlloXRounds` is Gavel's round mechanism doing that (the plain :class:`RoundScheduler` solves an X
-only when the choice reads it, and skips a recomputation none of whose jobs is still present then), and counting
-the time a run received with Gavel's rounding, which decides among the many jobs AlloX leaves tied.
+in order. :class:`AlloXGavel` is Gavel's round policy doing that (the plain :class:`~fgdopt.hetero.rounds.Gavel`
+solves an X only when the choice reads it, and skips a recomputation none of whose jobs is still present then), and
+counting the time a run received with Gavel's rounding, which decides among the many jobs AlloX leaves tied.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from fgdopt.hetero.rounds import Moment, RoundScheduler
+from fgdopt.hetero.rounds import Gavel, Moment
 from fgdopt.timeline.jobs import JobSet
-from fgdopt.timeline.preemption import View
+from fgdopt.timeline.rounds import Placed, RoundView
 
 ZERO_THROUGHPUT = 1e-10
 """The throughput (per second) Gavel's AlloX puts in place of 0, so that a job's time there is finite but huge."""
@@ -157,7 +157,7 @@ class AlloX:
 def allox_allocator(speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapping[str, int], alpha: float = 1.0, *,
                     total_steps: np.ndarray | None = None, steps_per_s: np.ndarray | None = None,
                     step_rate: np.ndarray | None = None):
-    """An allocator for :class:`AlloXRounds`: AlloX's X for the jobs present, from the engine's view of them.
+    """An allocator for :class:`AlloXGavel`: AlloX's X for the jobs present, from the engine's view of them.
 
     By default a job's throughput on a type is its ``speed`` there and its remaining work ``duration_s - work``
     (seconds of work at speed 1, :meth:`fgdopt.hetero.HeteroJobs.to_jobset`), so its processing time is Gavel's
@@ -168,7 +168,7 @@ def allox_allocator(speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapp
     the matching (36:36:36 at 4.8 jobs/hour: +2.03% mean JCT against Gavel's own run in seconds of work, every
     job's JCT to 1e-3 s in steps). The waiting time is ``now - submit_s``.
 
-    The allocator is computed at every recomputation by :meth:`AlloXRounds` (``recompute``) and returns that X when
+    The allocator is computed at every recomputation by :class:`AlloXGavel` (``recompute``) and returns that X when
     the round loop reads it; called for an instant it was not computed at, it raises ``RuntimeError`` (a loop that
     skips recomputations would change AlloX's held jobs).
     """
@@ -193,7 +193,7 @@ def allox_allocator(speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapp
     def allocate(present: np.ndarray, view: Moment) -> np.ndarray:
         if view.now not in computed:
             raise RuntimeError(f"allox: no X computed at the recomputation at {view.now} s (AlloX's X depends on "
-                               "its previous X: run it with fgdopt.hetero.allox.AlloXRounds)")
+                               "its previous X: run it with fgdopt.hetero.allox.AlloXGavel)")
         for t in [t for t in computed if t < view.now]:  # read in time order: the older ones are never read again
             del computed[t]
         return computed[view.now]
@@ -203,11 +203,12 @@ def allox_allocator(speed: Mapping[str, np.ndarray], jobs: JobSet, cluster: Mapp
     return allocate
 
 
-class AlloXRounds(RoundScheduler):
-    """Gavel's round mechanism (:class:`~fgdopt.hetero.rounds.RoundScheduler`) for AlloX, with two changes.
+class AlloXGavel(Gavel):
+    """Gavel's round policy (:class:`~fgdopt.hetero.rounds.Gavel`, on the engine's round loop) for AlloX, with two
+    changes.
 
     * X is computed at every recomputation, in order (``allocate.recompute(present, moment)``,
-      :func:`allox_allocator`), because AlloX's X depends on its previous one; the loop reads it as it reads any
+      :func:`allox_allocator`), because AlloX's X depends on its previous one; the policy reads it as it reads any
       policy's.
     * In whole steps, the time a run received is its finish instant minus the round's start, ``(now + t) - now``
       in float64, as Gavel's clock computes it (``finish_time - current_round_start_time``), not its steps' time
@@ -220,15 +221,15 @@ class AlloXRounds(RoundScheduler):
 
     _round_start: float = 0.0
 
-    def _reset(self, now: float, present: np.ndarray, view: View) -> None:
+    def _reset(self, now: float, present: np.ndarray, view: RoundView) -> None:
         super()._reset(now, present, view)
-        self.allocate.recompute(present, Moment(now, present, view.work_of(present)))
+        self.allocate.recompute(present, Moment(now, present, view.engine.work_of(present)))
 
-    def plan(self, view: View):
+    def pace(self, view: RoundView, placed: Placed):
         self._round_start = view.now
-        return super().plan(view)
+        return super().pace(view, placed)
 
-    def _whole_steps(self, plan, js: np.ndarray, thr: np.ndarray, left: np.ndarray, cost: np.ndarray,
+    def _whole_steps(self, round_s: float, js: np.ndarray, thr: np.ndarray, left: np.ndarray, cost: np.ndarray,
                      fresh: np.ndarray):
-        plan, took = super()._whole_steps(plan, js, thr, left, cost, fresh)
-        return plan, (self._round_start + took) - self._round_start     # exact: now + it is now + took rounded
+        rates, took = super()._whole_steps(round_s, js, thr, left, cost, fresh)
+        return rates, (self._round_start + took) - self._round_start     # exact: now + it is now + took rounded

@@ -13,50 +13,18 @@ to be left out), and ``_get_num_steps`` runs a job at that throughput whatever i
 (``EXPERIMENTS.md``, Figures 9 and 10) use its default of one GPU per server (``--num_gpus_per_server 1:1:1``), so
 there every multi-GPU job spans servers and runs at the consolidated throughput.
 
-fgdopt's :class:`~fgdopt.hetero.rounds.RoundScheduler` places a job on the one node of its type with the fewest free
-GPUs that holds it whole (consolidated) and, only when none does, over several nodes by Gavel's walk
-(:func:`spread_parts`, one gang placement: :meth:`fgdopt.state.ClusterState.place_gang`); a job over several nodes
-runs at its unconsolidated speed (:func:`spread_speeds`) unless the scheduler is told to run it as Gavel's simulator
-does (``spread_speed=None``).
+fgdopt's round loop (:class:`fgdopt.timeline.rounds.RoundLoop`) places a job on the one node of its type with the
+fewest free GPUs that holds it whole (consolidated) and, only when none does, over several nodes by Gavel's walk
+(:func:`fgdopt.timeline.rounds.spread_parts`, one gang placement: :meth:`fgdopt.state.ClusterState.place_gang`); a
+job over several nodes runs at its unconsolidated speed (:func:`spread_speeds`) unless the policy is told to run it
+as Gavel's simulator does (``spread_speed=None``, :class:`fgdopt.hetero.rounds.Gavel`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from fgdopt.hetero.throughputs import SCALE_FACTORS, ThroughputTable
-
-
-def spread_parts(nodes, free_gpus: Callable[[int], list[int]],
-                 need: int) -> tuple[tuple[int, tuple[int, ...]], ...] | None:
-    """Gavel's ``_assign_workers_to_job`` walk: the first ``need`` free GPUs of ``nodes`` in their order, lowest GPU
-    id first, as ``((node, gpus), ...)`` (None, and nothing taken, when they hold fewer than ``need``).
-
-    ``free_gpus(node)`` is the node's list of free GPU ids, ascending; the GPUs returned are removed from it.
-
-    Examples
-    --------
-    >>> free = {0: [1], 1: [], 2: [0, 1, 2]}
-    >>> spread_parts([0, 1, 2], free.__getitem__, 3), free
-    (((0, (1,)), (2, (0, 1))), {0: [], 1: [], 2: [2]})
-    >>> spread_parts([0, 1, 2], free.__getitem__, 2) is None
-    True
-    """
-    lists = [(node, free_gpus(node)) for node in nodes]
-    if sum(len(gpus) for _, gpus in lists) < need:
-        return None
-    parts = []
-    for node, gpus in lists:
-        if need == 0:
-            break
-        if gpus:
-            take = gpus[:need]
-            del gpus[:need]
-            parts.append((int(node), tuple(take)))
-            need -= len(take)
-    return tuple(parts)
 
 
 def spread_speeds(table: ThroughputTable, job_type: np.ndarray, scale_factor: np.ndarray, gpu_types,

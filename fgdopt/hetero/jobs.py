@@ -164,7 +164,7 @@ class HeteroJobs:
     def spread_speed(self, table: ThroughputTable, gpu_types=GPU_TYPES) -> dict[str, np.ndarray]:
         """Each job's speed per GPU type when its GPUs span servers (Gavel's unconsolidated throughputs, over its
         V100 throughput as in :meth:`to_jobset`): ``{gpu type: float64 (n,)}``, for
-        :class:`~fgdopt.hetero.rounds.RoundScheduler` ``spread_speed`` (:func:`fgdopt.hetero.gang.spread_speeds`)."""
+        :class:`~fgdopt.hetero.rounds.Gavel` ``spread_speed`` (:func:`fgdopt.hetero.gang.spread_speeds`)."""
         from fgdopt.hetero.gang import spread_speeds
 
         ref = self.throughputs(table, [REFERENCE_GPU])[:, 0]

@@ -1,8 +1,9 @@
-"""Gavel's round-based mechanism on the time engine: realize an allocation X (jobs x GPU types) round by round.
+"""Gavel's round policy on the time engine: realize an allocation X (jobs x GPU types) round by round.
 
-A :class:`RoundScheduler` is a mechanism of :func:`fgdopt.timeline.simulate` (``mechanism=...``) that owns the
-starts: the engine's own pass is off and only the scheduler's ``round`` plans start and stop jobs. It follows
-Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` at commit ``c4fa4009``:
+:class:`Gavel` decides each round of the engine's round loop (:class:`fgdopt.timeline.rounds.RoundLoop`, which owns
+the round clock, the stop rule and the placement of a decision: ``simulate(..., mechanism=RoundLoop(Gavel(...),
+round_s=ROUND_S))``); it chooses each round's jobs and their GPU types, and the speeds and end of the round. It
+follows Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` at commit ``c4fa4009``:
 ``simulate``, ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers[_helper]``):
 
 * **Rounds.** A round starts when the previous one ends, at the latest end of the runs it scheduled (each runs
@@ -18,7 +19,7 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
   the start of a round, but not sooner than ``reset_s`` (Gavel's ``minimum_time_between_allocation_resets``,
   1,920 s) after the last recomputation, except while the last one was at time 0. A job that arrived after the
   last recomputation is not in X and does not run. (``allocate`` is called only once the choice reads that X:
-  :class:`RoundScheduler`.)
+  :class:`Gavel`.)
 * **Priorities.** Since the last recomputation, job ``i`` has run ``t[i, j]`` seconds on type ``j`` (starting from
   half a round, Gavel's initial value) and type ``j`` has ``W[j]`` seconds in all (the half rounds of the jobs
   present at the recomputation, plus every run). Priority ``X[i, j] / (t[i, j] / W[j])`` (``1e9 X`` while ``W[j]``
@@ -28,10 +29,11 @@ Gavel's simulator (``scheduler/scheduler.py`` of ``stanford-futuredata/gavel`` a
   ``random.Random(seed + 5)`` for the agnostic ones, as Gavel does), the type's jobs by decreasing (priority,
   deficit, X), a job takes the type when it has no type yet, runs there and its scale factor fits the type's GPUs
   left. A job not in X consumes its GPUs without running (as in Gavel).
-* **Placement.** A job that keeps its type keeps its GPUs; every other running job is preempted (transparently by
-  default: Gavel's simulator charges nothing) and the new ones are placed on nodes of their type, largest first,
-  each on the node of that type with the fewest free GPUs that holds it whole (the one feasibility rule), else,
-  with ``span``, over several nodes by Gavel's walk (:mod:`fgdopt.hetero.gang`), at its ``spread_speed``.
+* **Placement** is the loop's (:mod:`fgdopt.timeline.rounds`): a job that keeps its type keeps its GPUs; every
+  other running job is preempted (transparently by default: Gavel's simulator charges nothing) and the new ones are
+  placed on nodes of their type, largest first, each on the node of that type with the fewest free GPUs that holds
+  it whole (the one feasibility rule), else, with the loop's ``span``, over several nodes by Gavel's walk
+  (:mod:`fgdopt.hetero.gang`), at its ``spread_speed``.
 
 Nothing here solves: ``allocate`` is given (``formulations.hetero.round_allocator`` builds one from Gavel's LPs).
 """
@@ -40,31 +42,27 @@ from __future__ import annotations
 
 import math
 import random
-from bisect import insort
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from itertools import chain
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.defrag import Move
-from fgdopt.hetero.gang import spread_parts
-from fgdopt.model import GPU_MILLI
-from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
+from fgdopt.timeline.preemption import GangMove
+from fgdopt.timeline.rounds import Decision, Pace, Placed, RoundView
 
 ROUND_S = 360.0
 """Gavel's default round length (``time_per_iteration``), seconds."""
 RESET_S = 1920.0
 """Gavel's ``minimum_time_between_allocation_resets``, seconds."""
 
-Allocator = Callable[[np.ndarray, View], np.ndarray]
+Allocator = Callable[[np.ndarray, "Moment"], np.ndarray]
 """``allocate(jobs, view) -> X``: X (len(jobs), len(gpu_types)), fractions of time, for the jobs present."""
 
 
 @dataclass(frozen=True)
 class Moment:
     """What ``allocate`` reads of the engine's view, kept from the instant of a recomputation (X is solved later,
-    when read: :class:`RoundScheduler`): ``now`` (s) and ``work_of`` of the jobs present then (s of work)."""
+    when read: :class:`Gavel`): ``now`` (s) and ``work_of`` of the jobs present then (s of work)."""
 
     now: float
     present: np.ndarray
@@ -76,8 +74,8 @@ class Moment:
 
 
 @dataclass
-class RoundScheduler:
-    """Gavel's round-based mechanism (module docstring).
+class Gavel:
+    """Gavel's round policy (module docstring): the decisions of a :class:`~fgdopt.timeline.rounds.RoundLoop`.
 
     Parameters
     ----------
@@ -87,20 +85,11 @@ class RoundScheduler:
     gpu_types : the cluster's GPU types (node ``model`` values) in X's column order.
     shuffle_seed : None keeps ``gpu_types`` order every round (Gavel's ``*_Perf`` policies); an int shuffles it
         every round with ``random.Random(shuffle_seed)`` (Gavel: ``seed + 5``, for the agnostic policies).
-    round_s, reset_s : seconds (:data:`ROUND_S`, :data:`RESET_S`).
-    name : the mechanism's name in results.
-    checkpointing : what a job stopped between rounds keeps (default transparent: it resumes where it stopped).
-    stop_after : job indices (e.g. the measured jobs); once every one of them has finished, the scheduler stops the
-        run at the next round: it stops every running job and never starts one again, so the engine has only the
-        remaining arrivals left to queue (None: never). Nothing before that round changes, so every figure over
-        those jobs is the one of a run that went on (Gavel's simulator ends there too, its trace being endless).
-    span : a multi-GPU job that no node of its type holds whole may run over several of them (default False: it
-        waits, as before gang placements existed).
+    reset_s : seconds (:data:`RESET_S`). The round length is the loop's (:data:`ROUND_S` is Gavel's).
+    name : the policy's name in results.
     spread_speed : ``{gpu type: float (n,)}``, every job's speed per type when its GPUs span nodes
         (:func:`fgdopt.hetero.gang.spread_speeds`: Gavel's unconsolidated throughputs); None (default): its ``speed``
         there too, as Gavel's simulator runs it.
-    stop_by_s : with ``stop_after``, also stop at the first round after this time (seconds; e.g. the trace's last
-        arrival, past which the run no longer follows an endless trace), whether or not those jobs have finished.
     step_rate : float (n,), every job's steps per second of work (its throughput on the type whose speed is 1, in
         steps/s; work counted as in ``duration_s``): rounds run whole steps as Gavel's simulator does (module
         docstring); None (default): a run lasts the whole round (or until its job finishes) and its job progresses
@@ -113,9 +102,7 @@ class RoundScheduler:
     computes, from the same inputs, and the deficits add the same terms in the same order: the schedule is the same
     to the last bit, and on an uncongested cluster (the low rates of Gavel's Figure 8) no LP is solved at all.
 
-    After a run, ``solves`` counts the recomputations of X (Gavel's) and ``lps`` the ones actually solved,
-    ``rounds`` the rounds in which some job ran (all up to the stop); ``stopped_s`` is the time of the stop (NaN:
-    none).
+    After a run, ``solves`` counts the recomputations of X (Gavel's) and ``lps`` the ones actually solved.
     """
 
     allocate: Allocator
@@ -123,35 +110,23 @@ class RoundScheduler:
     duration_s: np.ndarray
     gpu_types: tuple[str, ...]
     shuffle_seed: int | None = None
-    round_s: float = ROUND_S
     reset_s: float = RESET_S
     name: str = "gavel"
-    checkpointing: Checkpointing = Checkpointing(transparent=True)
-    owns_starts: bool = True
-    stop_after: np.ndarray | None = None
-    span: bool = False
     spread_speed: Mapping[str, np.ndarray] | None = None
-    stop_by_s: float = math.inf
     step_rate: np.ndarray | None = None
     solves: int = 0
     lps: int = 0
-    stopped_s: float = math.nan
-    rounds: int = 0
-    _next_s: float = 0.0
     _stale: bool = False
     _last_reset: float = 0.0
     _w: np.ndarray | None = None                        # seconds per type since the reset
     _ran: tuple = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)   # the last round's jobs, types, and run s at its
     #                                                     start (with step_rate: the seconds its steps take)
     _shuffler: random.Random | None = None
-    _planned_at: float = -1.0
-    _layout: tuple | None = None                        # (cluster, type of each node, nodes of each type, GPUs)
-    _gangs: set = field(default_factory=set)            # jobs of the round planned last that run over several nodes
     _current: list | None = None                        # the last recomputation: [its Moment, its X or None]
     _prune_at: int = 64                                 # the length of _owed at which it is pruned next
     _choices: dict = field(default_factory=dict)        # type order -> the choice made without reading a priority
-    _last_plan: tuple | None = None                     # the last _round_plan: (its choice, solves, the state's
-    #                                                     revision, plan, runs, gangs); nothing moved since: reused
+    _decided: tuple | None = None                       # (the last choice, solves, its Decision): reused while both
+    #                                                     are unchanged, so that the loop reuses its placement
     _owed: list = field(default_factory=list)            # deficit terms not added yet, in order: (recomputation,
     #                                                     the jobs present at the next one, elapsed s, t - half round)
 
@@ -168,114 +143,90 @@ class RoundScheduler:
         self._known = np.zeros(n, dtype=bool)               # present since its arrival (has its row of _t)
         self._deficit = np.zeros((n, k))                    # deficit per type
         self._speed = np.zeros(n)                           # the speed its run was given last (whole steps)
-        self._present = np.zeros(0, dtype=np.int64)         # the jobs present at the last round
         if self.shuffle_seed is not None:
             self._shuffler = random.Random(self.shuffle_seed)
-        self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
 
-    def _types(self, cluster) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
-        """Per node its type index (-1: not a scheduled type), per type its nodes and GPUs (once per cluster)."""
-        if self._layout is None or self._layout[0] is not cluster:
-            node_type = np.array([self.gpu_types.index(m) if m in self.gpu_types else -1 for m in cluster.model])
-            nodes = [np.flatnonzero(node_type == g) for g in range(len(self.gpu_types))]
-            self._layout = (cluster, node_type, nodes, [int(cluster.gpu[n].sum()) for n in nodes])
-        return self._layout[1:]
-
-    def wake_s(self, view: View) -> float:
-        """The end of the current round (none while nothing runs: the next arrival starts a round)."""
-        return self._next_s if self._next_s > view.now and math.isnan(self.stopped_s) else math.inf
-
-    def plan(self, view: View) -> Plan | None:
-        if view.now < self._next_s or view.now == self._planned_at or not math.isnan(self.stopped_s):
-            return None
-        now, state = view.now, view.state
-        self._planned_at = now
+    def decide(self, view: RoundView) -> Decision:
+        """The round's choice (module docstring: priorities and choice), after booking the round that ended and the
+        jobs that came and went, and recomputing X when due."""
+        now, ids, state = view.now, view.present, view.engine.state
         t, known = self._t, self._known
         js, gs, ran = self._ran                            # the runs of the round that ended and the seconds
         if len(js):                                        # each received: its run's, or its steps' time
             if self.step_rate is None:
-                ran = view.run_of(js) - ran
+                ran = view.engine.run_of(js) - ran
             mine = known[js]
             t[js[mine], gs[mine]] += ran[mine]             # one run per job
             np.add.at(self._w, gs, ran)                    # added one by one, in the runs' order
-        last = self._ran[0]                                # only this scheduler's plans place jobs: the jobs
-        running = np.sort(last[state.node_of[last] >= 0])  # running are those of the last round still placed
-        ids = np.sort(np.concatenate((running, view.waiting())))
-        same = len(ids) == len(self._present) and bool((ids == self._present).all())
-        gone = self._present[:0] if same else self._present[~self._mark(ids)[self._present]]   # completions
-        if not same:                                       # (Gavel's remove_job) and arrivals (add_job)
+        if view.changed:                                   # completions (Gavel's remove_job) and arrivals (add_job)
+            gone = view.gone
             arrived = ids[~known[ids]]
-            t[arrived] = self.round_s / 2
+            t[arrived] = view.round_s / 2
             known[arrived] = True
             known[gone], self._in_x[gone] = False, False
             self._x[gone], self._deficit[gone] = 0.0, 0.0
-            self._present = ids
             self._stale |= bool(len(arrived) or len(gone))
             self._choices = {}                             # the uncontended choices were for other jobs
-        if self._waiting is not None:
-            if len(gone):
-                self._waiting -= set(gone.tolist())
-            if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
-                self.stopped_s = now
-                return Plan(kind="round", victims=tuple(running.tolist()), admits=())
         if self._stale and len(ids) and (self._reset_allowed(now) or self._last_reset == 0):
             self._reset(now, ids, view)
-        chosen = self._choose(ids, state.tasks.num_gpu, state.cluster)
-        last_plan = self._last_plan
-        if (last_plan is not None and last_plan[0] is chosen and last_plan[1] == self.solves
-                and last_plan[2] == state.revision):       # the same choice, X's jobs and placement: the same plan
-            plan, runs, self._gangs = last_plan[3:]
-        else:
-            plan, runs = self._round_plan(state, running, chosen)
-            self._last_plan = (chosen, self.solves, state.revision, plan, runs, self._gangs)
-        self.rounds += bool(runs)
+        chosen = self._choose(ids, state.tasks.num_gpu, view.type_gpus)
+        decided = self._decided
+        if decided is not None and decided[0] is chosen and decided[1] == self.solves:
+            return decided[2]                              # the same choice of the same X's jobs
+        in_x = self._in_x                                  # a job not in X takes GPUs but does not run
+        decision = Decision({j: g for j, g in chosen.items() if in_x[j]})
+        self._decided = (chosen, self.solves, decision)
+        return decision
+
+    def pace(self, view: RoundView, placed: Placed) -> Pace:
+        """The round's speeds and end (module docstring: rounds; the ends of its runs, in whole steps or not)."""
+        now, runs = view.now, placed.runs
         js, gs = np.fromiter(runs, np.int64, len(runs)), np.fromiter(runs.values(), np.int64, len(runs))
+        rates: tuple = ()
         if runs:                                           # the round ends when its last run ends
             cost = np.zeros(len(js))
             fresh = np.zeros(len(js), dtype=bool)         # the runs that start now (the others continue)
-            if plan.admits:
-                need = state.tasks.num_gpu[js]
-                fresh = self._mark([m.task for m in plan.admits])[js]
+            if placed.admits:
+                need = view.engine.state.tasks.num_gpu[js]
+                fresh = self._mark([m.task for m in placed.admits])[js]
                 for k in sorted(set(need[fresh].tolist())):  # the restart cost by GPU count, asked once per count
-                    cost[fresh & (need == k)] = view.restart_s(int(k))
-            left = np.maximum(self.duration_s[js] - view.work_of(js), 0.0)   # seconds of work left, at speed 1
+                    cost[fresh & (need == k)] = view.engine.restart_s(int(k))
+            left = np.maximum(self.duration_s[js] - view.engine.work_of(js), 0.0)   # seconds of work left, at speed 1
             thr = self._thr[js, gs]
-            gangs = self._gangs if self._spread is not None else ()
+            gangs = placed.gangs if self._spread is not None else ()
             if gangs and (spread := [k for k, j in enumerate(runs) if j in gangs]):
                 thr[spread] = self._spread[js[spread], gs[spread]]          # jobs over several nodes
-                new = {m.task for m in plan.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
-                plan = replace(plan, rates=tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new))
+                new = {m.task for m in placed.admits if isinstance(m, GangMove)}    # a kept one keeps its rate
+                rates = tuple((int(js[k]), float(thr[k])) for k in spread if js[k] in new)
             if self.step_rate is not None:                 # Gavel's whole steps (module docstring)
-                plan, took = self._whole_steps(plan, js, thr, left, cost, fresh)
-                self._next_s = float((now + took + cost).max())
+                rates, took = self._whole_steps(view.round_s, js, thr, left, cost, fresh)
                 self._ran = (js, gs, took)
-                return plan
-            self._next_s = float((now + np.minimum(self.round_s, left / thr + cost)).max())
+                return Pace(float((now + took + cost).max()), rates)
+            until = float((now + np.minimum(view.round_s, left / thr + cost)).max())
         else:                                              # waiting jobs not yet in X: the next recomputation
-            self._next_s = self._reset_due() if len(ids) else now
-        self._ran = (js, gs, view.run_of(js))
-        return plan
+            until = self._reset_due() if len(view.present) else now
+        self._ran = (js, gs, view.engine.run_of(js))
+        return Pace(until, rates)
 
-    def _whole_steps(self, plan: Plan, js: np.ndarray, thr: np.ndarray, left: np.ndarray, cost: np.ndarray,
-                     fresh: np.ndarray) -> tuple[Plan, np.ndarray]:
-        """The round's runs in whole steps: the plan with the speed for the round of every run that starts now
-        (``fresh``) or continues at another speed than in the last round, and the seconds each run's steps take (its
-        time received).
+    def _whole_steps(self, round_s: float, js: np.ndarray, thr: np.ndarray, left: np.ndarray, cost: np.ndarray,
+                     fresh: np.ndarray) -> tuple[tuple, np.ndarray]:
+        """The round's runs in whole steps: the (job, speed) pairs of every run that starts now (``fresh``) or
+        continues at another speed than in the last round (its speed for the round; these alone), and the seconds
+        each run's steps take (its time received).
 
         A run at speed ``thr`` does ``int(step_rate x thr x round_s)`` steps, or all that are left when no more
         (Gavel's ``min(num_steps, remaining)``), taking ``steps / (step_rate x thr)`` seconds; the round lasts as
         long as its longest run (plus its restart cost); a job that does not finish runs at the speed that brings
         its work to exactly its steps by the round's end."""
         rate = self.step_rate[js] * thr                   # steps per second
-        steps = np.floor(rate * self.round_s)
+        steps = np.floor(rate * round_s)
         last = left * self.step_rate[js] <= steps          # its remaining steps fit: it finishes in this round
         took = np.where(last, left / thr, steps / rate)
         span = float((took + cost).max()) - cost           # each run's seconds from its start to the round's end
         speed = np.where(last | (took >= span), thr, steps / self.step_rate[js] / np.where(span > 0, span, 1.0))
         new = fresh | (speed != self._speed[js])           # a run that continues at its speed needs no re-rate
         self._speed[js] = speed
-        return Plan(kind="round", victims=plan.victims, admits=plan.admits,
-                    rates=tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True))), took
+        return tuple(zip(js[new].tolist(), speed[new].tolist(), strict=True)), took
 
     def _reset_allowed(self, now: float) -> bool:
         """Whether X may be recomputed at ``now``: ``reset_s`` since the last recomputation (Gavel's test)."""
@@ -296,9 +247,9 @@ class RoundScheduler:
         mark[np.fromiter(jobs, np.int64, len(jobs))] = True
         return mark
 
-    def _reset(self, now: float, present: np.ndarray, view: View) -> None:
+    def _reset(self, now: float, present: np.ndarray, view: RoundView) -> None:
         """Gavel's ``_reset_time_run_so_far`` then ``_compute_allocation``, X recorded to be solved when read."""
-        elapsed, half = now - self._last_reset, self.round_s / 2
+        elapsed, half = now - self._last_reset, view.round_s / 2
         # per job: the deficit gains what X gave it (0 if not in X) minus what it ran (added when X is read)
         if len(self._owed) >= self._prune_at:               # now and then: forget the terms of jobs all gone
             self._owed = [term for term in self._owed if self._known[term[1]].any()]
@@ -308,7 +259,7 @@ class RoundScheduler:
         self._t[present] = half
         # W: a half round per job, added one by one (a cumulative sum adds in that order)
         self._w[:] = np.full(len(present), half).cumsum()[-1] if len(present) else 0.0
-        self._current = [Moment(now, present, view.work_of(present)), None]
+        self._current = [Moment(now, present, view.engine.work_of(present)), None]
         self._x[:], self._in_x[:] = 0.0, False
         self._in_x[present] = True
         self._last_reset, self._stale = now, False
@@ -344,10 +295,11 @@ class RoundScheduler:
         self._owed.clear()
         self._x[self._current[0].present] = self._solved(self._current)
 
-    def _choose(self, ids: np.ndarray, scale: np.ndarray, cluster) -> dict[int, int]:
-        """Job -> GPU type index for the next round (module docstring: priorities and choice)."""
+    def _choose(self, ids: np.ndarray, scale: np.ndarray, type_gpus) -> dict[int, int]:
+        """Job -> GPU type index for the next round (module docstring: priorities and choice); ``type_gpus`` the
+        cluster's GPUs of each type."""
         k = len(self.gpu_types)
-        left = list(self._types(cluster)[2])
+        left = list(type_gpus)
         order = list(range(k))
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
@@ -409,90 +361,3 @@ class RoundScheduler:
         priority[~self._in_x[ids]] = 0.0
         return -x, -deficit, -priority
 
-    def _round_plan(self, state, running: np.ndarray, chosen: dict[int, int]) -> tuple[Plan, dict[int, int]]:
-        """Keep the jobs that keep their type on their GPUs, preempt the other running jobs, place the new ones;
-        the plan and the type of every job that runs in the round.
-
-        Each new job, largest first, goes to the node of its type with the fewest free GPUs that holds it whole
-        (ties: the lowest node index), on that node's lowest free GPUs. The nodes of a type are kept in buckets by
-        their free GPUs, so a placement costs no scan of the type's nodes."""
-        cluster = state.cluster
-        node_type, of_type, _ = self._types(cluster)
-        node_of, num_gpu = state.node_of, state.tasks.num_gpu
-        in_x = self._in_x
-        runs = {j: g for j, g in chosen.items() if in_x[j]}      # a job not in X takes GPUs but does not run
-        listed = running.tolist()
-        stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
-        self._gangs = {j for j in stay if j in state.parts_of}
-        victims = tuple(j for j in listed if j not in stay)
-        new = np.fromiter((j for j in runs if j not in stay), np.int64)
-        new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
-        admits = []
-        if new:
-            free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-            if victims and any(v in state.parts_of for v in victims):
-                held = [part for v in victims for part in state.parts(v)]     # every part of a gang
-                free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
-                     np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
-            elif victims:                                   # one part each: its node and GPUs
-                held = [state.gpus_of[v] for v in victims]
-                free[np.repeat(node_of[list(victims)], [len(gpus) for gpus in held]),
-                     np.fromiter(chain.from_iterable(held), np.int64)] = True
-            counts = free.sum(axis=1)
-            count = counts.tolist()
-            free_rows = free.tolist()
-            buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
-            gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
-            needs = num_gpu[new].tolist()
-            singles = needs.index(1) if needs[-1] == 1 else len(new)      # from here on, 1-GPU jobs only
-            for j, need in zip(new[:singles], needs[:singles], strict=True):
-                g = runs[j]
-                if g not in buckets:
-                    by_free = [[] for _ in range(free.shape[1] + 1)]
-                    for node in of_type[g].tolist():
-                        by_free[count[node]].append(node)
-                    buckets[g] = by_free
-                by_free = buckets[g]
-                spare = next((c for c in range(need, len(by_free)) if by_free[c]), None)
-                if spare is None:                         # no node of its type holds it whole: over several
-                    parts = self.span and spread_parts(of_type[g].tolist(), lambda n: gpus_free.setdefault(
-                        n, [k for k, f in enumerate(free_rows[n]) if f]), need)
-                    for node, gpus in parts or ():
-                        c = len(gpus_free[node]) + len(gpus)
-                        by_free[c].remove(node)
-                        insort(by_free[c - len(gpus)], node)
-                    if parts:
-                        admits.append(GangMove(j, *parts[0], parts))
-                        self._gangs.add(j)
-                    continue
-                node = by_free[spare].pop(0)
-                insort(by_free[spare - need], node)
-                if node not in gpus_free:
-                    gpus_free[node] = [g for g, f in enumerate(free_rows[node]) if f]
-                gpus = tuple(gpus_free[node][:need])
-                del gpus_free[node][:need]
-                admits.append(Move(j, node, gpus))
-            # 1-GPU jobs: the rule above fills the node of fewest free GPUs (lowest index first) until it is full,
-            # then the next: each type's free GPUs in that order, taken one per job
-            # (the k-th 1-GPU job of a type, in the order of `new`, takes its k-th slot; those past the last wait)
-            if rest := new[singles:]:
-                types = np.fromiter(map(runs.__getitem__, rest), np.int64, len(rest))
-                node_at, gpu_at = np.zeros(len(rest), np.int64), np.zeros(len(rest), np.int64)
-                placed = np.zeros(len(rest), dtype=bool)
-                for g in sorted(set(types.tolist())):
-                    if g in buckets:                        # after larger jobs: their buckets
-                        slots = [(node, gpu) for by_count in buckets[g][1:] for node in by_count
-                                 for gpu in gpus_free.get(node) or [k for k, f in enumerate(free_rows[node]) if f]]
-                        nodes = np.array([node for node, _ in slots], dtype=np.int64)
-                        gpus = np.array([gpu for _, gpu in slots], dtype=np.int64)
-                    else:
-                        nodes = of_type[g][counts[of_type[g]] > 0]
-                        nodes = nodes[np.argsort(counts[nodes], kind="stable")]   # fewest free, then index
-                        rows, gpus = np.nonzero(free[nodes])                       # each node's GPUs ascending
-                        nodes = nodes[rows]
-                    mine = np.flatnonzero(types == g)[:len(nodes)]
-                    node_at[mine], gpu_at[mine], placed[mine] = nodes[:len(mine)], gpus[:len(mine)], True
-                admits.extend(map(Move, np.asarray(rest, dtype=np.int64)[placed].tolist(), node_at[placed].tolist(),
-                                  [(gpu,) for gpu in gpu_at[placed].tolist()]))
-        ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
-        return Plan(kind="round", victims=victims, admits=tuple(admits)), ran

@@ -1,7 +1,8 @@
-"""Synergy's round-based, resource-sensitive allocation as a mechanism of fgdopt's time engine.
+"""Synergy's round-based, resource-sensitive allocation as a round policy of fgdopt's time engine.
 
-:class:`SynergyRounds` is a mechanism of :func:`fgdopt.timeline.simulate` that owns the starts (the engine's own
-pass is off). It follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1bb2bed6, ``simulator/``:
+:class:`Synergy` decides each round of the engine's round loop (:class:`fgdopt.timeline.rounds.RoundLoop` with
+``grid=True``, which owns the round clock, the stop rule and the placement of a decision; :func:`run_synergy`). It
+follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1bb2bed6, ``simulator/``:
 ``schedulers/{fifo,srtf,las,ftf}_synergy_new.py``, ``resources/cluster.py``, ``jobs/job.py``,
 ``events/*.py``) for its default cluster of 16 servers of 8 GPUs, 24 CPU cores, 500 GB DRAM, 500 MB/s storage:
 
@@ -24,9 +25,9 @@ pass is off). It follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1
   total (Synergy's ``Job.allocate``); on the engine it runs the round at the rate that does exactly that work
   (work in seconds at speed 1 = iterations x ``iter_time``), or, in its last round, finishes at the round's end.
   Synergy charges nothing for a change of allocation between rounds (no restart delay in its simulator), and
-  neither does this mechanism (transparent checkpointing, restart 0).
+  neither does this policy (transparent checkpointing, restart 0).
 
-CPU cores and memory are this mechanism's ledger (the engine's tasks ask for GPUs only); :meth:`check` verifies
+CPU cores and memory are this policy's ledger (the engine's tasks ask for GPUs only); :meth:`check` verifies
 after a run that no server's CPU, memory or GPUs went negative in any round and that the engine did, for every job,
 exactly the work the ledger counted (progress conserved across every change of allocation). Multi-GPU jobs may be
 split over servers by Synergy; with ``pooled=True`` the engine carries time and progress only (GPU-less tasks on
@@ -41,8 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.defrag import Move
-from fgdopt.timeline.preemption import Checkpointing, Plan, View
+from fgdopt.timeline.rounds import Decision, Pace, Placed, RoundLoop, RoundView
 
 ROUND_S = 300.0
 """Synergy's round (lease) length, seconds (``Runner.round_duration``)."""
@@ -64,20 +64,20 @@ def parse_policy(name: str) -> tuple[str, str]:
 
 
 @dataclass
-class SynergyRounds:
-    """Synergy's scheduler (module docstring) for the jobs of :func:`fgdopt.synergy.jobs.synergy_jobs`.
+class Synergy:
+    """Synergy's round policy (module docstring) for the jobs of :func:`fgdopt.synergy.jobs.synergy_jobs`: the
+    decisions of a :class:`~fgdopt.timeline.rounds.RoundLoop` with ``grid=True`` (:func:`run_synergy`).
 
     Parameters
     ----------
     policy : ``FIFO|SRTF|LAS|FTF`` ``+fair|+greedy|+tune`` (Synergy's names).
     submit_s, gpus, cpus, mem_gb, sspeed, speedup, iter_time_s, iterations : per job (the workload's columns).
     servers : number of servers (16).
-    round_s : seconds per round.
     pooled : the engine holds no GPUs (multi-GPU jobs Synergy splits over servers).
-    stop_after : job indices; once all have finished the run stops at the next round (every running job stopped,
-        none started again). stop_by_s : stop at the first round after this time in any case.
     log_every : keep every this many rounds' allocation in ``round_log`` (0: none): (time, {job: (speed, (CPU
         cores, GB) held)}), for Synergy-OPT's bound (:mod:`formulations.synergy`).
+
+    The round length is the loop's (:data:`ROUND_S` is Synergy's).
     """
 
     policy: str
@@ -88,21 +88,14 @@ class SynergyRounds:
     iter_time_s: np.ndarray
     iterations: np.ndarray
     servers: int = 16
-    round_s: float = ROUND_S
     pooled: bool = False
-    stop_after: np.ndarray | None = None
-    stop_by_s: float = math.inf
     name: str = "synergy"
-    checkpointing: Checkpointing = Checkpointing(transparent=True)
-    owns_starts: bool = True
-    rounds: int = 0
-    stopped_s: float = math.nan
+    gpu_types: tuple[str, ...] = ("V100",)       # the model of every node of :func:`synergy_cluster`
     min_free: np.ndarray | None = None           # lowest free GPU, CPU, GB, MB/s over servers and rounds
     round_log: list = field(default_factory=list)  # logged rounds: (time, {job: (speed, (cpus, GB))})
     log_every: int = 0
-    _next_s: float = 0.0
-    _planned_at: float = -1.0
     _rate: dict = field(default_factory=dict)
+    _alloc: dict = field(default_factory=dict)    # the round decided last: job -> ((server, GPUs), speed)
 
     def __post_init__(self) -> None:
         self.base, self.mode = parse_policy(self.policy)
@@ -118,69 +111,50 @@ class SynergyRounds:
         self._live: list[int] = []
         self._order = np.argsort(self.submit_s, kind="stable")
         self.min_free = np.array(SERVER_CAPACITY[:4], dtype=np.float64)
-        self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after).tolist())
 
     # ----------------------------------------------------------------------------------------------- engine side
-    def wake_s(self, view: View) -> float:
-        return self._next_s if self._next_s > view.now and math.isnan(self.stopped_s) else math.inf
+    def decide(self, view: RoundView) -> Decision:
+        """The round's jobs, each on its first server's GPUs (pooled: on the engine's one node, no GPUs)."""
+        self._alloc = self.allocate(view.now, view.rounds)
+        return Decision(where={j: (0, ()) if self.pooled else placement
+                               for j, (placement, _) in self._alloc.items()})
 
-    def plan(self, view: View) -> Plan | None:
-        now = view.now
-        if now > self._next_s:          # rounds passed with no job present (the engine did not wake us): realign
-            self._next_s = math.ceil(now / self.round_s) * self.round_s
-        if now < self._next_s or now == self._planned_at or not math.isnan(self.stopped_s):
-            return None
-        self._planned_at = now
-        self._next_s = now + self.round_s
-        state = view.state
-        running = np.flatnonzero(state.node_of >= 0).tolist()
-        if self._waiting is not None and (not self._waiting or now > self.stop_by_s):
-            self.stopped_s = now
-            return Plan(kind="round", victims=tuple(running))
-        alloc = self.decide(now)
-        stay, admits, rates = set(), [], []
-        work_s = view.work_s
-        node_of, gpus_of = state.node_of, state.gpus_of
-        for j, (placement, speed) in alloc.items():
-            node, gpus = (0, ()) if self.pooled else placement
-            kept = node_of[j] == node and tuple(gpus_of[j]) == gpus
-            if kept:
-                stay.add(j)
-            else:
-                admits.append(Move(j, node, gpus))
+    def pace(self, view: RoundView, placed: Placed) -> Pace:
+        """Each run's rate for the round (the work of its iterations in the round), the round's progress booked."""
+        now, round_s = view.now, view.round_s
+        admitted = {m.task for m in placed.admits}
+        rates = []
+        work_s = view.engine.work_s
+        for j, (_, speed) in self._alloc.items():
             it = float(self.iter_time_s[j])
-            iters = self._progress(j, speed)
+            iters = self._progress(j, speed, round_s)
             if self.executed[j] + iters >= self.iterations[j]:        # done in this round: finish at its end
-                rate = max(float(self.iterations[j]) * it - float(work_s[j]), 0.0) / (self.round_s - 1e-6)
+                rate = max(float(self.iterations[j]) * it - float(work_s[j]), 0.0) / (round_s - 1e-6)
             else:
-                rate = iters * it / self.round_s
-            if not kept or self._rate.get(j) != rate:
+                rate = iters * it / round_s
+            if j in admitted or self._rate.get(j) != rate:
                 rates.append((j, rate))
             self._rate[j] = rate
-        victims = tuple(j for j in running if j not in stay)
-        self._lease_end(now, alloc)
-        return Plan(kind="round", victims=victims, admits=tuple(admits), rates=tuple(rates))
+        self._lease_end(now, self._alloc, round_s)
+        return Pace(now + round_s, tuple(rates))
 
-    def _progress(self, j: int, speed: float) -> int:
-        """Iterations job ``j`` does in a round at ``speed`` (Synergy's ``floor(time / (iter_time / speedup))``),
-        capped at what it has left."""
-        iters = math.floor(self.round_s / (float(self.iter_time_s[j]) / speed))
+    def _progress(self, j: int, speed: float, round_s: float) -> int:
+        """Iterations job ``j`` does in a round of ``round_s`` at ``speed`` (Synergy's ``floor(time / (iter_time /
+        speedup))``), capped at what it has left."""
+        iters = math.floor(round_s / (float(self.iter_time_s[j]) / speed))
         return int(min(iters, self.iterations[j] - self.executed[j]))
 
-    def _lease_end(self, now: float, alloc: dict) -> None:
+    def _lease_end(self, now: float, alloc: dict, round_s: float) -> None:
         """The round's progress, attained service and completions (Synergy's ``Job.allocate`` and lease end)."""
-        end = now + self.round_s
+        end = now + round_s
         for j, (_, speed) in alloc.items():
-            iters = self._progress(j, speed)
+            iters = self._progress(j, speed, round_s)
             self.executed[j] += iters
             self.ledger_work_s[j] += iters * float(self.iter_time_s[j])
-            self.attained_s[j] += self.round_s
+            self.attained_s[j] += round_s
             self.last_exec[j] = end
             if self.executed[j] >= self.iterations[j]:
                 self.finished[j] = True
-                if self._waiting is not None:
-                    self._waiting.discard(j)
-        self.rounds += bool(alloc)
 
     # ----------------------------------------------------------------------------------------------- Synergy side
     def _present(self, now: float) -> list[int]:
@@ -209,8 +183,9 @@ class SynergyRounds:
         key = keys[self.base]
         return sorted(jobs, key=key)
 
-    def decide(self, now: float) -> dict[int, tuple[tuple[int, tuple[int, ...]], float]]:
-        """One round: job -> ((server, its GPUs on it) of its first server, speed) for every job that runs."""
+    def allocate(self, now: float, rounds: int) -> dict[int, tuple[tuple[int, tuple[int, ...]], float]]:
+        """One round at ``now`` (``rounds`` so far): job -> ((server, its GPUs on it) of its first server, speed) for
+        every job that runs."""
         jobs = self._sorted(self._present(now), now)
         self.speed_now[jobs] = np.asarray(self.speedup, dtype=np.float64)[jobs]
         ledger = _Servers(self.servers)
@@ -230,7 +205,7 @@ class SynergyRounds:
             if now - last > STARVE_S:
                 self.prio[j] = 1
         np.minimum(self.min_free, ledger.free[:, :4].min(axis=0), out=self.min_free)
-        if self.log_every and speed and self.rounds % self.log_every == 0:
+        if self.log_every and speed and rounds % self.log_every == 0:
             self.round_log.append((now, {j: (s, ledger.held(j)) for j, s in speed.items()}))
         return {j: (ledger.first_placement(j), s) for j, s in speed.items()}
 
@@ -434,11 +409,12 @@ def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, serve
     measured : bool per job; the run stops at the first round after all of them finished, or after the last
         arrival (default: all jobs, no stop before they finish).
     servers, round_s : cluster size and round length (s).
-    log_every : keep every this many rounds' allocation (``mechanism.round_log``; for the bound and tests).
+    log_every : keep every this many rounds' allocation (``loop.policy.round_log``; for the bound and tests).
 
     Returns
     -------
-    (TimelineResult, SynergyRounds) : the engine's checked result and the mechanism (its ledger checked too).
+    (TimelineResult, RoundLoop) : the engine's checked result and the round loop (its ``rounds`` and ``stopped_s``),
+    whose ``policy`` is the :class:`Synergy` that decided (its ledger checked too).
     """
     from fgdopt.model import TaskSet
     from fgdopt.timeline import simulate
@@ -454,12 +430,13 @@ def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, serve
     measured = np.ones(n, dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
     jobs = JobSet(tasks, frame["submit_s"].to_numpy(dtype=np.float64), work, measured=measured)
     demand = np.column_stack([gpus, frame["cpus"], frame["mem_gb"], frame["sspeed"], np.zeros(n)]).astype(np.float64)
-    mech = SynergyRounds(policy, jobs.submit_s, gpus, demand, frame["speedup"].to_numpy(dtype=np.float64),
-                         frame["iter_time_s"].to_numpy(dtype=np.float64), frame["iterations"].to_numpy(np.int64),
-                         servers=servers, round_s=round_s, pooled=pooled, log_every=log_every,
-                         stop_after=np.flatnonzero(measured) if not measured.all() else None,
-                         stop_by_s=float(jobs.submit_s.max()) if not measured.all() else math.inf)
-    result = simulate(synergy_cluster(servers, pooled), jobs, "best-fit", "fifo", mechanism=mech,
+    synergy = Synergy(policy, jobs.submit_s, gpus, demand, frame["speedup"].to_numpy(dtype=np.float64),
+                      frame["iter_time_s"].to_numpy(dtype=np.float64), frame["iterations"].to_numpy(np.int64),
+                      servers=servers, pooled=pooled, log_every=log_every)
+    loop = RoundLoop(synergy, round_s=round_s, grid=True,
+                     stop_after=np.flatnonzero(measured) if not measured.all() else None,
+                     stop_by_s=float(jobs.submit_s.max()) if not measured.all() else math.inf)
+    result = simulate(synergy_cluster(servers, pooled), jobs, "best-fit", "fifo", mechanism=loop,
                       restart_s=lambda g: 0.0, frag=False)
-    mech.check(result)
-    return result, mech
+    synergy.check(result)
+    return result, loop

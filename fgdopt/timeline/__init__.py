@@ -6,6 +6,8 @@
                                        trace's own arrival pattern), background services, warm start
 :mod:`fgdopt.timeline.queues`          queue disciplines (``fifo``, ``backfill``, ``sjf``, ``smallest``, ``none``)
 :mod:`fgdopt.timeline.preemption`      checkpoints, the mechanisms that evict running jobs, their registry
+:mod:`fgdopt.timeline.rounds`          the one round loop (clock, stop rule, a decision placed as one bulk
+                                       reallocation) that round policies (Gavel's, Synergy's) decide for
 :mod:`fgdopt.timeline.engine`          :func:`simulate`: the event loop on the one ``ClusterState``; its module
                                        docstring maps the objects below and walks through one instant
 :mod:`fgdopt.timeline.clock`           the engine's clock and event heap

@@ -180,7 +180,7 @@ class Plan:
     with the mechanism's checkpointing) and ``admits`` of pending ones (:class:`fgdopt.defrag.Move`: job, node,
     GPUs; or :class:`GangMove`, a job over several nodes), carried out as :func:`fgdopt.defrag.apply_plan` defines
     (every moved and preempted job leaves, then every moved and admitted job is placed). A ``round`` is what a
-    round-based scheduler (:mod:`fgdopt.hetero.rounds`) runs next: the jobs it stops and the jobs it starts.
+    round loop (:class:`fgdopt.timeline.rounds.RoundLoop`) runs next: the jobs it stops and the jobs it starts.
     ``rates`` (job, speed) pairs, with ``migrate`` or ``round``: after the placements, each of these running jobs
     keeps the progress of its run so far and runs on at that speed (progress per second; 0 holds it without progress
     and without a finish until a later plan re-rates it). ``down`` and ``up`` (:class:`Outage`), with ``round``:
