@@ -138,7 +138,8 @@ class ExactRun:
 
 def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", time_limit: float = 60.0,
                 hint: Schedule | None = None, threads: int = 2, seed: int = 0,
-                deterministic_time: float | None = None, fixed: Schedule | None = None) -> ExactRun:
+                deterministic_time: float | None = None, fixed: Schedule | None = None,
+                guide: Schedule | None = None, cap: float | None = None) -> ExactRun:
     """Build and solve the CP-SAT model (module docstring) of ``jobs`` on ``cluster`` for ``objective``.
 
     Parameters
@@ -152,6 +153,10 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         ``info["deterministic_s"]`` is what the search used.
     fixed : a partial schedule (same length as ``jobs``): each job it starts keeps that start (a whole number of
         the model's unit), node and GPUs (module docstring); the other jobs are free. Not with gangs.
+    guide : with ``fixed`` and without ``hint``: a schedule whose starts and placements are hinted to CP-SAT
+        unchecked (it may overlap a little; CP-SAT repairs the hint); it bounds nothing.
+    cap : without ``hint``: only schedules of objective at most ``cap`` (seconds) are sought; the horizon is cut
+        as by a hint of that value (module docstring), and status ``infeasible`` says there is none.
     """
     import time
 
@@ -183,8 +188,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     free = rows[~pin[rows]]
     horizon = int(max(r[rows].max(initial=0), (pin_start + p)[pin].max(initial=0)) + p[free].sum())
     ends_ub = np.full(len(jobs), horizon, dtype=np.int64)
-    if hint is not None and len(rows):
-        value = objective_value(jobs, hint, objective)
+    if (hint is not None or cap is not None) and len(rows):
+        value = objective_value(jobs, hint, objective) if hint is not None else float(cap)
         if objective == "makespan":
             ends_ub[:] = min(horizon, int(math.floor(value / unit + 1e-6)))
         else:
@@ -269,6 +274,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         m.minimize(span)
     else:
         m.minimize(sum(end[j] for j in rows.tolist()))
+    if guide is not None and hint is None and fixed is not None:
+        hint = guide
     if hint is not None:
         if gang.any():                                          # gangs: the starts only (a partial hint)
             for j in rows.tolist():
@@ -279,6 +286,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     solver.parameters.max_time_in_seconds = float(max(time_limit - (time.perf_counter() - wall0), 0.0))
     solver.parameters.num_workers = int(min(max(threads, 1), 2))
     solver.parameters.random_seed = int(seed)
+    if guide is not None:
+        solver.parameters.repair_hint = True
     if deterministic_time is not None:
         solver.parameters.max_deterministic_time = float(deterministic_time)
     code = solver.solve(m)

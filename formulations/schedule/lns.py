@@ -9,11 +9,15 @@ job). Jobs on other nodes are untouched, and a job runs on one node, so the feas
 before. The model minimizes the sum of ends, i.e. the free jobs' total wait (the fixed jobs' ends are constants),
 and the rest of the schedule does not change: the whole schedule's total wait falls by what the window gains.
 
-Time grid. The model counts whole units of :data:`GRID_S` seconds, and the window is stated on that grid
-conservatively: a free job's submission and duration are rounded up; a fixed job occupies ``[floor(start),
-ceil(end))``. A grid schedule gives a real one (start = grid start x :data:`GRID_S`, at or after the submission)
-in which every job's real interval lies inside its grid interval, so the real schedule is feasible wherever the
-grid one is. The rounding costs at most two units of wait per free job (the window's optimum is the grid's).
+Time grid. The model counts whole units ``u`` of :data:`GRID_S` seconds, and the window is stated on that grid so
+that a grid schedule gives a feasible real one. A fixed job occupies ``[a, b) = [round(start / u), round(end /
+u))``: rounding is monotone, so fixed jobs that do not overlap in real time do not overlap on the grid, and its
+real interval lies in ``[(a - 1/2) u, (b + 1/2) u)``. A free job gets the grid submission ``ceil(submit / u) - 1``
+and duration ``D = ceil(duration / u) + 2``; at grid start ``S`` it really starts at ``(S + 1) u`` (at or after its
+submission) and ends by ``(S + D - 1) u``. So two free jobs apart on the grid are apart in real time (real
+intervals inside grid ones), and a free job before a fixed one (``S + D <= a``) ends by ``(a - 1) u``, before the
+fixed job's real start, and after it (``b <= S``) starts at ``(b + 1) u``, after its real end. The padding costs at
+most three units of wait per free job (the window's optimum is the grid's).
 
 Choice of windows (seeded :class:`numpy.random.Generator`): a *focus* job drawn among the waiting jobs with
 probability proportional to its wait; the interval from its submission to its start; the nodes: the focus job's
@@ -29,8 +33,9 @@ returned. So :func:`improve` never returns a worse or an infeasible schedule.
 
 Determinism: CP-SAT runs with one worker, the seed and a deterministic time per window
 (``max_deterministic_time``); the search stops after ``windows`` windows or once the deterministic time used,
-summed over the windows (each counted at least :data:`WINDOW_CHARGE_S`), reaches ``budget_s``. Both are independent of the machine's load, so a seed gives one
-result (``wall_s``, a safety stop on wall seconds, is the exception: it binds only when given and reached).
+summed over the windows (each counted at least :data:`WINDOW_CHARGE_S`), reaches ``budget_s``. Both are
+independent of the machine's load, so a seed gives one result (``wall_s``, a safety stop on wall seconds, is the
+exception: it binds only when given and reached).
 """
 
 from __future__ import annotations
@@ -178,22 +183,30 @@ def _solve(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, 
     local = np.full(cluster.n_nodes, -1, dtype=np.int64)
     local[window.nodes] = np.arange(len(window.nodes))
     r, p, s = jobs.submit_s[rows], jobs.duration_s[rows], start[rows]
-    submit = np.where(np.arange(len(rows)) < n_free, np.ceil(r / GRID_S), np.floor(s / GRID_S))
-    end = np.where(np.arange(len(rows)) < n_free, submit + np.ceil(p / GRID_S), np.ceil((s + p) / GRID_S))
+    is_free = np.arange(len(rows)) < n_free
+    origin = _origin(jobs, start, window)
+    submit = np.where(is_free, np.ceil(r / GRID_S) - 1, np.round(s / GRID_S)) - origin
+    end = np.where(is_free, submit + np.ceil(p / GRID_S) + 2, np.round((s + p) / GRID_S) - origin)
     sub = JobSet(jobs.tasks.take(rows), submit, end - submit)
-    fixed_start = np.where(np.arange(len(rows)) < n_free, np.nan, submit)
+    fixed_start = np.where(is_free, np.nan, submit)
     sub_gpus = tuple(gpus[j] for j in rows)
     fixed = Schedule(fixed_start, np.where(np.isnan(fixed_start), -1, local[node[rows]]),
                      tuple(g if i >= n_free else () for i, g in enumerate(sub_gpus)))
     sub_cluster = cluster.subset(window.nodes)
-    hint = Schedule(np.where(np.arange(len(rows)) < n_free, np.ceil(s / GRID_S), submit), local[node[rows]],
-                    sub_gpus)
+    hint = Schedule(np.where(is_free, np.ceil(s / GRID_S) - 1 - origin, submit), local[node[rows]], sub_gpus)
+    guide = cap = None
     try:
         validate_schedule(sub_cluster, sub, hint)
-    except InfeasiblePlacement:                          # the grid's rounding made the current schedule overlap
-        hint = None
+    except InfeasiblePlacement:                          # the grid's padding made the current schedule overlap
+        hint, guide, cap = None, hint, objective_value(sub, hint, "mean-jct")    # only a better window is sought
     return solve_exact(sub_cluster, sub, "mean-jct", time_limit=NO_WALL_LIMIT_S, hint=hint, threads=1, seed=seed,
-                       deterministic_time=deterministic_s, fixed=fixed)
+                       deterministic_time=deterministic_s, fixed=fixed, guide=guide, cap=cap)
+
+
+def _origin(jobs: JobSet, start: np.ndarray, window: _Window) -> float:
+    """The window's grid origin (units): every grid time of the window is at least 0 after subtracting it."""
+    first = min(float(jobs.submit_s[window.free].min()), float(start[window.fixed].min(initial=np.inf)))
+    return float(np.floor(first / GRID_S) - 2)
 
 
 def _accept(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, gpus: list, window: _Window,
@@ -202,7 +215,7 @@ def _accept(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray,
     window's nodes replay feasibly with real times; else None."""
     free = window.free
     k = len(free)
-    new_start = np.maximum(grid.start_s[:k] * GRID_S, jobs.submit_s[free])
+    new_start = np.maximum((grid.start_s[:k] + _origin(jobs, start, window) + 1) * GRID_S, jobs.submit_s[free])
     if float((start[free] - new_start).sum()) <= MIN_GAIN_S:
         return None
     rows = np.concatenate([free, window.fixed])
