@@ -90,3 +90,19 @@ def test_lns_refuses_a_budget_that_is_not_positive(options):
     _, run = recorded_run(ONE_GPU, jobs, "best-fit", "backfill")
     with pytest.raises(ValueError, match="LNS needs"):
         improve(ONE_GPU, jobs, run, **options)
+
+
+def test_exact_model_keeps_fixed_jobs_where_they_are():
+    """One GPU; F (4 s) fixed at 3 s though submitted at 0, X (5 s, submitted at 0) free. X cannot run before F
+    (5 s do not fit in [0, 3)), so it starts at F's end, 7 s: ends 7 and 12. Unfixed, the optimum would start F at
+    0 and X at 4 (ends 4 and 9)."""
+    from fgdopt.timeline.schedule import Schedule
+    from formulations.schedule.exact import solve_exact
+
+    jobs = jobs_of((1, 1000, 0.0, 4.0), (1, 1000, 0.0, 5.0))
+    fixed = Schedule([3.0, np.nan], [0, -1], [(0,), ()])
+    run = solve_exact(ONE_GPU, jobs, "mean-jct", time_limit=10, threads=1, fixed=fixed)
+    assert run.status == "optimal"
+    assert run.schedule.start_s.tolist() == [3.0, 7.0]
+    free = solve_exact(ONE_GPU, jobs, "mean-jct", time_limit=10, threads=1)
+    assert free.schedule.start_s.tolist() == [0.0, 4.0]
