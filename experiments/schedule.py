@@ -30,7 +30,9 @@ Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
 :func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
-(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``), every
+(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; then the
+large-neighbourhood search from the best of them, :func:`formulations.schedule.lns.improve`, ``lns(policy/queue)``,
+``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds), every
 *bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
 ``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
 start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival), and the
