@@ -85,7 +85,7 @@ class LnsResult:
 
 
 def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: float, seed: int = 0,
-            windows: int | None = None, nodes: int = 4, max_jobs: int = 24, window_s: float = 2.0,
+            windows: int | None = None, nodes: int = 3, max_jobs: int = 12, window_s: float = 0.5,
             wall_s: float | None = None) -> LnsResult:
     """Improve ``schedule`` (feasible, validated here) by re-optimizing windows (module docstring).
 
