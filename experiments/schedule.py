@@ -30,7 +30,9 @@ Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
 :func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
-(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``), every
+(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; then the
+large-neighbourhood search from the best of them, :func:`formulations.schedule.lns.improve`, ``lns(policy/queue)``,
+``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds), every
 *bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
 ``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
 start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival), and the
@@ -103,6 +105,8 @@ BOUND_COLUMNS = ("trace", "seed", "load", "method", "status", "valid_for", "mean
 INTERVAL_COLUMNS = ("trace", "seed", "load", "best_run_method", "best_run_wait_s", "best_bound_method",
                     "best_bound_wait_s", "ratio")
 DIAGNOSTIC_COLUMNS = ("trace", "seed", "load", "quantity", "value_s", "method", "wall_s")
+LNS_TIME_LIMIT_S = 60.0
+"""Default budget of the large-neighbourhood search per full-scale point (CP-SAT deterministic seconds)."""
 OUTPUTS = ("schedule.csv", "schedule.md", "starts.csv", "gantt.png", "schedule-bound.csv", "schedule-bound.md",
            "interval.csv", "interval.png", "diagnostics.csv", "profile.csv", "rejected.csv")
 """The files a run writes into ``--output``."""
@@ -128,6 +132,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=positive, default=60.0, help="wall seconds of the model per instance "
                    "and objective (build, CP-SAT search and LP bound); with --trace or --scale, of each bound "
                    "(default: 60)")
+    p.add_argument("--lns-time-limit", type=positive, default=LNS_TIME_LIMIT_S,
+                   help="with --trace or --scale: CP-SAT deterministic seconds of the large-neighbourhood search "
+                   f"per point, which stops at twice as many wall seconds (default: {LNS_TIME_LIMIT_S:g})")
     p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
@@ -316,7 +323,8 @@ class Point:
 
     ``trace``, ``seed``, ``load`` name it (a ``--scale`` workload: ``trace`` is the file's stem, ``load`` NaN);
     ``background``: bool per job, the jobs a ``background-on-time`` bound pins (services and warm start; none for
-    a workload); ``policies`` and ``queues`` of the engine runs; ``time_limit`` of each bound (seconds)."""
+    a workload); ``policies`` and ``queues`` of the engine runs; ``time_limit`` of each bound (seconds);
+    ``lns_s`` the large-neighbourhood search's budget (CP-SAT deterministic seconds)."""
 
     trace: str
     seed: int
@@ -327,6 +335,7 @@ class Point:
     policies: list[str]
     queues: list[str]
     time_limit: float
+    lns_s: float = LNS_TIME_LIMIT_S
 
 
 @dataclass(frozen=True, eq=False)
@@ -408,7 +417,22 @@ def node_schedules(point: Point) -> BoundRecord | None:
     return nodedecomp_bound(point.cluster, point.jobs, time_limit=point.time_limit)
 
 
-RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {"engine": engine_runs}
+def lns_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
+    """The large-neighbourhood search (:func:`formulations.schedule.lns.improve`, seeded by the point's seed) from
+    the best run so far (least mean wait; ties: name), named ``lns(<its method>)``; none without a run."""
+    from formulations.schedule.lns import improve, lns_recipe
+
+    if not runs:
+        return []
+    waits = {m: float(np.nanmean(r.schedule.start_s - point.jobs.submit_s)) for m, r in runs.items()}
+    best = min(waits, key=lambda m: (waits[m], m))
+    res = improve(point.cluster, point.jobs, runs[best].schedule, budget_s=point.lns_s, seed=point.seed,
+                  wall_s=2 * point.lns_s)
+    return [RunRecord(lns_recipe(best), res.schedule, res.wall_s, res.cpu_s)]
+
+
+RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {
+    "engine": engine_runs, "lns": lns_runs}
 """The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
 runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
 BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {
@@ -544,25 +568,25 @@ def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict]
 
 
 def bound_point(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
-                time_limit: float, data_dir: str | None = None) -> dict:
+                time_limit: float, data_dir: str | None = None, lns_s: float = LNS_TIME_LIMIT_S) -> dict:
     """One (load, seed) of the openb stream: :func:`run_point` on it (the time-0 services and warm start form the
     background)."""
     from fgdopt.timeline import openb_jobs
 
     cluster, jobs = openb_jobs(trace, load, n_jobs, seed=seed, data_dir=data_dir)
     background = (jobs.submit_s == 0) & ~jobs.measured & (np.arange(len(jobs)) < len(jobs) - n_jobs)
-    return run_point(Point(trace, seed, load, cluster, jobs, background, policies, queues, time_limit))
+    return run_point(Point(trace, seed, load, cluster, jobs, background, policies, queues, time_limit, lns_s))
 
 
 def scale_point(workload: str, cluster_file: str, seed: int, policies: list[str], queues: list[str],
-                time_limit: float) -> dict:
+                time_limit: float, lns_s: float = LNS_TIME_LIMIT_S) -> dict:
     """``--scale``: :func:`run_point` on a workload file and its cluster (no background)."""
     from experiments.timeline import load_cluster
     from fgdopt.timeline import read_workload
 
     jobs = read_workload(workload)
     point = Point(Path(workload).stem, seed, math.nan, load_cluster(cluster_file), jobs,
-                  np.zeros(len(jobs), dtype=bool), policies, queues, time_limit)
+                  np.zeros(len(jobs), dtype=bool), policies, queues, time_limit, lns_s)
     return run_point(point)
 
 
@@ -608,15 +632,17 @@ def run_full(args: argparse.Namespace) -> int:
     from fgdopt.traces import trace_files
 
     if args.scale:
-        cells = [(args.workload, args.cluster, args.seed, args.policies, args.queue, args.time_limit)]
+        cells = [(args.workload, args.cluster, args.seed, args.policies, args.queue, args.time_limit,
+                  args.lns_time_limit)]
         keys = [("scale-v2", content_digest(args.workload), content_digest(args.cluster), args.seed,
                  [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
-                 sorted(RUN_METHODS), sorted(BOUND_METHODS))]
+                 args.lns_time_limit, sorted(RUN_METHODS), sorted(BOUND_METHODS))]
         fn = scale_point
     else:
-        cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir)
+        cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir,
+                  args.lns_time_limit)
                  for load in args.load for s in args.seeds]
-        keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6],
+        keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6], c[8],
                  content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS))
                 for c in cells]
         fn = bound_point

@@ -13,6 +13,8 @@
 :mod:`formulations.schedule.record`      :class:`BoundRecord`, the one result of every bound
 :mod:`formulations.schedule.portfolio`   the upper side at any scale: every policy x queue engine run,
                                          validated by replay, named ``policy/queue``, least mean wait first
+:mod:`formulations.schedule.lns`         large-neighbourhood search: re-optimizes windows (time x nodes) of
+                                         a schedule with the exact model, keeps what lowers the wait
 =======================================  ======================================================================
 """
 

@@ -37,6 +37,12 @@ never empty until the last finish (otherwise shift everything after the gap left
 at most ``V``; for ``mean-jct`` (total ``T = n V``) ``E_j - r_j <= T - sum_{i != j} p_i``, since every other job's
 JCT is at least its duration. The hint (the best engine run, node and GPU labels re-sorted to the symmetry rule) is
 given to CP-SAT, and if CP-SAT returns no schedule it is the incumbent.
+
+Fixed jobs (a neighbourhood of a schedule, :mod:`formulations.schedule.lns`). The jobs that ``fixed`` (a partial
+schedule) starts keep its start, node and GPUs: their start is a constant, their only node literal and their GPU
+literals are fixed. Their labels are then not interchangeable, so the symmetry rules are left out, and the horizon
+is the latest of the submissions and the fixed jobs' ends plus the other jobs' durations (the same left-shift
+argument). Gangs cannot be fixed.
 """
 
 from __future__ import annotations
@@ -132,7 +138,8 @@ class ExactRun:
 
 def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", time_limit: float = 60.0,
                 hint: Schedule | None = None, threads: int = 2, seed: int = 0,
-                deterministic_time: float | None = None) -> ExactRun:
+                deterministic_time: float | None = None, fixed: Schedule | None = None,
+                guide: Schedule | None = None, cap: float | None = None) -> ExactRun:
     """Build and solve the CP-SAT model (module docstring) of ``jobs`` on ``cluster`` for ``objective``.
 
     Parameters
@@ -142,7 +149,14 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         build left, at least 0).
     hint : a feasible schedule (validated here; ``ValueError`` if it is not).
     threads : CP-SAT workers (``num_workers``, at most 2 here). seed : its ``random_seed``.
-    deterministic_time : CP-SAT's ``max_deterministic_time`` as well (a budget independent of the machine's load).
+    deterministic_time : CP-SAT's ``max_deterministic_time`` as well (a budget independent of the machine's load);
+        ``info["deterministic_s"]`` is what the search used.
+    fixed : a partial schedule (same length as ``jobs``): each job it starts keeps that start (a whole number of
+        the model's unit), node and GPUs (module docstring); the other jobs are free. Not with gangs.
+    guide : with ``fixed`` and without ``hint``: a schedule whose starts and placements are hinted to CP-SAT
+        unchecked (it may overlap a little; CP-SAT repairs the hint); it bounds nothing.
+    cap : without ``hint``: only schedules of objective at most ``cap`` (seconds) are sought; the horizon is cut
+        as by a hint of that value (module docstring), and status ``infeasible`` says there is none.
     """
     import time
 
@@ -157,17 +171,25 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
     if len(rows) and not np.isfinite(jobs.duration_s[rows]).all():
         raise ValueError("a job never finishes (duration inf): no schedule has a finite objective")
-    unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows]]))
+    fixed_starts = fixed.start_s[fixed.started] if fixed is not None else np.zeros(0)
+    unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows], fixed_starts]))
     r = np.round(jobs.submit_s / unit).astype(np.int64)
     p = np.round(np.where(np.isfinite(jobs.duration_s), jobs.duration_s, 0) / unit).astype(np.int64)
     gang = tasks.workers > 1
+    pin = np.zeros(len(jobs), dtype=bool) if fixed is None else fixed.started
+    if fixed is not None and (len(fixed) != len(jobs) or (pin & (gang | rejected_jobs(cluster, jobs))).any()):
+        raise ValueError("fixed: one entry per job, no gang and no rejected job fixed")
+    pin_start = np.round(np.nan_to_num(fixed.start_s if fixed is not None else np.zeros(len(jobs))) / unit
+                         ).astype(np.int64)
     if hint is not None:
         validate_schedule(cluster, jobs, hint)
-        hint = _sorted_labels(hint, cluster, rows)
-    horizon = int(r[rows].max(initial=0) + p[rows].sum())
+        if fixed is None:
+            hint = _sorted_labels(hint, cluster, rows)
+    free = rows[~pin[rows]]
+    horizon = int(max(r[rows].max(initial=0), (pin_start + p)[pin].max(initial=0)) + p[free].sum())
     ends_ub = np.full(len(jobs), horizon, dtype=np.int64)
-    if hint is not None and len(rows):
-        value = objective_value(jobs, hint, objective)
+    if (hint is not None or cap is not None) and len(rows):
+        value = objective_value(jobs, hint, objective) if hint is not None else float(cap)
         if objective == "makespan":
             ends_ub[:] = min(horizon, int(math.floor(value / unit + 1e-6)))
         else:
@@ -182,12 +204,13 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     y: dict[tuple[int, int, int], object] = {}
     count: dict[tuple, object] = {}                  # gangs: (j, n) -> c_jn; (j, n, g) -> k_jng (sharing parts)
     for j in rows.tolist():
-        start[j] = m.new_int_var(int(r[j]), int(max(r[j], ends_ub[j] - p[j])), f"S{j}")
+        low, high = (pin_start[j], pin_start[j]) if pin[j] else (r[j], max(r[j], ends_ub[j] - p[j]))
+        start[j] = m.new_int_var(int(low), int(high), f"S{j}")
         end[j] = start[j] + int(p[j])
         main[j] = m.new_fixed_size_interval_var(start[j], int(p[j]), f"I{j}")
         task = tasks[j]
         fits = empty.part_counts(task) if gang[j] else empty.feasible_nodes(task).astype(np.int64)
-        cands = np.flatnonzero(fits).tolist()
+        cands = [int(fixed.node[j])] if pin[j] else np.flatnonzero(fits).tolist()
         for n in cands:
             lit = m.new_bool_var(f"x{j}_{n}")
             x[(j, n)] = lit
@@ -204,6 +227,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
                     lg = m.new_bool_var(f"y{j}_{n}_{g}")
                     y[(j, n, g)] = lg
                     lits.append(lg)
+                    if pin[j]:
+                        m.add(lg == int(g in fixed.gpus[j]))
                     use = lg
                     if gang[j] and task.gpu_milli < GPU_MILLI:     # sharing parts: several may share one GPU
                         use = count[(j, n, g)] = m.new_int_var(0, GPU_MILLI // task.gpu_milli, f"k{j}_{n}_{g}")
@@ -241,7 +266,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         m.add_cumulative([main[j] for j in rows.tolist()],
                          [int(tasks.cpu_milli[j] * tasks.workers[j]) for j in rows.tolist()],
                          int(cluster.cpu_milli.sum()))
-    prefix = _symmetry(m, cluster, rows, x, y)
+    prefix = _symmetry(m, cluster, rows, x, y) if fixed is None else {}
     if objective == "makespan":
         span = m.new_int_var(0, int(ends_ub.max(initial=0)), "makespan")
         if len(rows):
@@ -249,6 +274,8 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         m.minimize(span)
     else:
         m.minimize(sum(end[j] for j in rows.tolist()))
+    if guide is not None and hint is None and fixed is not None:
+        hint = guide
     if hint is not None:
         if gang.any():                                          # gangs: the starts only (a partial hint)
             for j in rows.tolist():
@@ -259,11 +286,13 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     solver.parameters.max_time_in_seconds = float(max(time_limit - (time.perf_counter() - wall0), 0.0))
     solver.parameters.num_workers = int(min(max(threads, 1), 2))
     solver.parameters.random_seed = int(seed)
+    if guide is not None:
+        solver.parameters.repair_hint = True
     if deterministic_time is not None:
         solver.parameters.max_deterministic_time = float(deterministic_time)
     code = solver.solve(m)
     info = {"unit_s": unit, "jobs": len(rows), "x": len(x), "y": len(y), "cpsat": solver.status_name(code),
-            "branches": int(solver.num_branches)}
+            "branches": int(solver.num_branches), "deterministic_s": float(solver.deterministic_time)}
     schedule = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         schedule = _read(solver, cluster, jobs, rows, start, x, y, count, unit)
