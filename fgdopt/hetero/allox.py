@@ -47,7 +47,7 @@ ZERO_THROUGHPUT = 1e-10
 
 
 def allox_costs(processing_s: np.ndarray, waited_s: np.ndarray) -> np.ndarray:
-    """AlloX's cost matrix: ``C[i, (k - 1) n + w] = k p[i, w] + d[i]`` for ``k = 1 .. m``.
+    """AlloX's cost matrix: ``C[i, (k - 1) n + w] = k p[i, w] + d[i]``, for k from 1 to m.
 
     Parameters
     ----------
