@@ -915,8 +915,8 @@ def plot_failures(runs: pd.DataFrame, interval: pd.DataFrame, path: str | Path) 
     needs ``seed, checkpoint_s, young_daly_s, waste_pct``.
     """
     shown = runs[runs["scenario"] != "none"].assign(
-        bar=lambda f: np.where(f["scenario"] == "failures", "failures /" + f["mtbf_scale"].map("{:g}".format),
-                               f["scenario"]), group=lambda f: f["policy"] + "\n" + f["queue"])
+        bar=lambda f: np.where(f["scenario"] == "failures", "failures, MTBF / " + f["mtbf_scale"].map("{:g}".format),
+                               "slow GPUs, drift"), group=lambda f: f["policy"] + "\n" + f["queue"])
     workloads = list(dict.fromkeys(shown["workload"]))
     panels = len(workloads) + (len(interval) > 0)
     fig = Figure(figsize=(min(4.6 * max(panels, 1), 14.0), 4.6))          # 14 inches at most (page width)
@@ -930,11 +930,11 @@ def plot_failures(runs: pd.DataFrame, interval: pd.DataFrame, path: str | Path) 
                    label=bar, color=f"C{k}")
         ax.axhline(1.0, color="0.3", linewidth=0.8)
         low, high = float(np.nanmin(table.to_numpy())), float(np.nanmax(table.to_numpy()))
-        ax.set_ylim(min(low, 1.0) - 0.02, high + 0.35 * (high - min(low, 1.0) + 0.02))   # room for the legend
+        ax.set_ylim(min(low, 1.0) - 0.02, high + 0.5 * (high - min(low, 1.0) + 0.02))   # room for the legend
         ax.set_xticks(np.arange(len(table)), table.index, fontsize=8)
         ax.set_ylabel("Mean JCT / without failures or drift")
         ax.set_title(f"{workload}: JCT slowdown", fontsize=9)
-        ax.legend(fontsize=7, loc="upper left", ncol=len(table.columns))
+        ax.legend(fontsize=7, loc="upper left", ncol=min(len(table.columns), 2))
         ax.grid(alpha=0.3, axis="y")
     if len(interval):
         ax = axes[-1]
