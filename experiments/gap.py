@@ -82,6 +82,7 @@ from experiments.executors import (
     stop_message,
 )
 from experiments.outputs import staged
+from fgdopt.cpus import usable_cpus
 from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.plot import plot_gap
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated online policies: names or module:attribute specs of your own "
                         "(default: all built-in)")
     parser.add_argument("--time-limit", type=positive, default=10.0, help="seconds per solver run (default: 10)")
-    parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
+    parser.add_argument("--jobs", type=positive_int, default=usable_cpus(),
                         help="instances solved in parallel (default: the number of cores)")
     add_dask_option(parser)
     add_resume_option(parser)

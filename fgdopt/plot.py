@@ -676,7 +676,7 @@ def plot_interference(runs: pd.DataFrame, path: str | Path) -> Path:
                     ax.annotate(f"w={w:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7,
                                 color=f"C{k}")
         what = "without interference" if clean else "with interference"
-        ax.set_xlabel(f"Time-averaged allocated GPUs, {what} (% of capacity)")
+        ax.set_xlabel(f"Time-averaged allocated GPUs (% of capacity),\n{what}")
         ax.set_ylabel("Mean slowdown of sharing jobs (run time / work)")
         ax.set_title(f"load {load:g}: slowdown with interference", fontsize=9)
         ax.grid(alpha=0.3)

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fgdopt.cpus import usable_cpus
 from formulations.linear import INF, LinearModel
 
 SOLVERS = ("cbc", "highs", "cpsat")
@@ -47,7 +48,8 @@ class RawResult:
 
 
 def default_threads() -> int:
-    return os.cpu_count() or 1
+    """Solver threads when none are asked for: the CPUs this process may use (:func:`fgdopt.cpus.usable_cpus`)."""
+    return usable_cpus()
 
 
 _highs_threads: list[int | None] = []

@@ -12,7 +12,13 @@ from types import ModuleType
 
 import pytest
 
+from fgdopt.cpus import usable_cpus
 from fgdopt.traces import find_openb
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker per CPU this process may use (a container's quota, not its host's CPU count)."""
+    return usable_cpus()
 
 
 def _find(candidates, marker: str) -> Path | None:

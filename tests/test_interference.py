@@ -1,6 +1,6 @@
 """Interference-aware FGD (fgdopt.policies.interference), openb jobs mapped to Gavel's types
 (fgdopt.hetero.interference) and the study experiments.interference: a hand-worked placement and its timeline,
-weight 0 is FGD choice for choice, the co-tenant cache against a rebuild, the study's --quick."""
+weight 0 is FGD choice for choice, the co-tenant cache against a rebuild, the study's files and its --quick."""
 
 from __future__ import annotations
 
@@ -204,21 +204,44 @@ def test_weight_zero_is_fgd_on_the_openb_cluster(openb_dir, gavel_table):
 
 @pytest.mark.trace
 @pytest.mark.slow
-def test_study_quick_writes_its_files(openb_dir, gavel_table, tmp_path, capsys):
+def test_quick_is_ten_runs_of_1000_jobs(openb_dir, gavel_table, tmp_path, monkeypatch):
+    """--quick: load 1.1, seed 42, 1,000 jobs; fgd, best-fit, gpu-packing and the aware FGD at weights 0 and 1, each
+    with and without interference: 10 runs (the cells handed to the runner; none is run here)."""
+    from experiments import interference as study
+
+    seen = {}
+
+    def capture(name, run, cells, *rest):
+        seen["cells"] = cells
+        return None, 1
+
+    monkeypatch.setattr(study, "run_and_write", capture)
+    assert study.main(["--quick", "--data-dir", str(openb_dir), "--gavel-dir", str(gavel_table.source.parent),
+                       "--output", str(tmp_path / "out")]) == 1
+    cells = seen["cells"]
+    assert len(cells) == 10 and {c[2] for c in cells} == {1.1} and {c[1] for c in cells} == {42}
+    assert {c[6] for c in cells} == {1000}
+    assert sorted({(c[3], None if c[4] != c[4] else c[4]) for c in cells}, key=str) == sorted(
+        [("fgd", None), ("best-fit", None), ("gpu-packing", None), ("fgd-interference", 0.0),
+         ("fgd-interference", 1.0)], key=str)
+
+
+def test_study_writes_its_files(openb_dir, gavel_table, tmp_path, capsys):
     from experiments import interference as study
 
     out = tmp_path / "out"
-    assert study.main(["--quick", "--data-dir", str(openb_dir), "--gavel-dir", str(gavel_table.source.parent),
-                       "--output", str(out)]) == 0
+    assert study.main(["--n-jobs", "200", "--load", "0.8", "--policies", "fgd,best-fit,fgd-interference",
+                       "--weights", "0", "--data-dir", str(openb_dir), "--gavel-dir",
+                       str(gavel_table.source.parent), "--output", str(out)]) == 0
     frame = pd.read_csv(out / "interference.csv")
     assert tuple(frame.columns) == study.COLUMNS
-    assert len(frame) == 10 and set(frame["interference"]) == {"on", "off"}
+    assert len(frame) == 6 and set(frame["interference"]) == {"on", "off"}
     assert (out / "interference.png").stat().st_size > 0
     frame["weight"] = frame["weight"].fillna(-1.0)
     on = frame[frame["interference"] == "on"].set_index(["policy", "weight"])
     metrics = ["alloc_time_avg_pct", "mean_jct_s", "mean_slowdown", "jct_ratio"]
     assert on.loc[("fgd", -1.0), metrics].tolist() == on.loc[("fgd-interference", 0.0), metrics].tolist()  # w=0: FGD
     off = frame[frame["interference"] == "off"]
-    assert off["mean_slowdown"].tolist() == pytest.approx([1.0] * 5) and off["jct_ratio"].isna().all()
+    assert off["mean_slowdown"].tolist() == pytest.approx([1.0] * 3) and off["jct_ratio"].isna().all()
     assert (on["mean_slowdown"] > 1.0).all() and (on["jct_ratio"] > 1.0).all()
     assert "fgd-interference" in capsys.readouterr().out

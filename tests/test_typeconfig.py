@@ -68,8 +68,8 @@ def test_small_suite_bound_and_placement_bracket_the_proven_optimum(name):
     instance = next(i for i in suite("small") if i.name == name)
     proof = solve(instance, "milp-highs", time_limit=20)
     assert proof.status == "optimal"
-    sol = solve(instance, "config-types", time_limit=20)
-    validate(instance.cluster, instance.tasks, sol.placement)
+    sol = solve(instance, "config-types", time_limit=3)   # 13 of 15 prove in < 0.4 s; the other two stall at
+    validate(instance.cluster, instance.tasks, sol.placement)  # the same bound with 3 s as with 20 s (measured)
     assert sol.objective <= proof.objective <= sol.bound
     if sol.status == "optimal":
         assert sol.objective == proof.objective == sol.bound
