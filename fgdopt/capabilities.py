@@ -48,7 +48,8 @@ class Capability:
         stay meaningful.
     vectorized : the state's vectorized passes over plain arrays (:meth:`~fgdopt.state.ClusterState.place_many`,
         ``remove_many``, ``shapes_fit_node``, ``fits_without``, ``fits_without_each``) are exact with it on; if any
-        capability says False they go task by task through ``place`` / ``remove`` / ``check``.
+        capability says False, or has a :meth:`take` or :meth:`give_back` hook (which those passes do not call),
+        they go task by task through ``place`` / ``remove`` / ``check``.
     """
 
     owns_gpus: bool = False

@@ -160,7 +160,7 @@ class ClusterState:
         self._shapers = tuple(c for c in caps if type(c).shape is not Capability.shape)
         self._takers = tuple(c for c in caps if type(c).take is not Capability.take)
         self._givers = tuple(c for c in caps if type(c).give_back is not Capability.give_back)
-        self._vectorized = all(c.vectorized for c in caps)
+        self._vectorized = all(c.vectorized for c in caps) and not self._takers and not self._givers
 
     def _allows(self, form: str, i: int | None) -> bool:
         """Whether every capability allows task ``i`` in ``form`` (:data:`fgdopt.capabilities.FORMS`)."""
