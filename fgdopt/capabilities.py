@@ -82,7 +82,10 @@ class Capability:
 
     def take(self, state, i: int, task: Task, node: int, gpus: tuple[int, ...],
              starts: tuple[int, ...] | None) -> None:
-        """Record that task ``i``, of demand ``task``, was placed on ``node`` and ``gpus`` (checked already)."""
+        """Record that task ``i``, of demand ``task``, was placed on ``node`` and ``gpus`` (checked already).
+
+        Called by :meth:`~fgdopt.state.ClusterState.place` (one node) only: a capability with this hook or
+        :meth:`give_back` refuses the forms of several parts (:meth:`allows`), as :class:`MigSlices` does."""
 
     def give_back(self, state, i: int, task: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Undo :meth:`take` of task ``i`` (before the state forgets its node and GPUs)."""

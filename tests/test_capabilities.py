@@ -121,7 +121,7 @@ class _Ledger(Capability):
         self.calls.append(("copy",))
 
     def allows(self, form, i):
-        return form != "hold"
+        return False                                    # take / give_back see one-node placements only
 
 
 def test_a_new_capability_is_consulted_by_every_method_without_a_branch_for_it():
@@ -135,6 +135,9 @@ def test_a_new_capability_is_consulted_by_every_method_without_a_branch_for_it()
     state.copy()
     with pytest.raises(InfeasiblePlacement, match="hold takes one part"):
         state.hold(tasks[0], 0, (0,))
+    with pytest.raises(InfeasiblePlacement, match="a gang cannot be placed"):
+        state.place_workers(1, [(0, (0,)), (1, (0,))])
+    assert not state.gang_fits(TaskSet([0], [0], [2], [1000])[0])
     assert ledger.calls == [("take", 0, 0, (1,)), ("give_back", 0, 0, (1,)), ("take", 0, 2, (0,)), ("copy",)]
     assert not state._vectorized and state._takers == (ledger,) and state._shapers == ()
 
