@@ -59,6 +59,11 @@ def test_mig_hooks_hand_worked():
     assert state.gpu_left[0].tolist() == [1000 - 428 - 571, 1000]
     assert cap.gpu_fit(state, tasks[2]).tolist() == [True, True]
     assert cap.check_gpus(state, tasks[2], 0, (0,), None) == "MIG: no free 1g.5gb start on GPU 0 of node 0"
+    assert cap.check_gpus(state, tasks[2], 0, (0, 1), None) == "needs 1 distinct GPU id(s), got (0, 1)"
+    assert cap.check_gpus(state, tasks[2]._replace(num_gpu=2), 0, (1, 1), None) == \
+        "needs 2 distinct GPU id(s), got (1, 1)"
+    assert cap.check_gpus(state, tasks[2], 0, (2,), None) == "GPU 2 does not exist on node 0 (2 GPUs)"
+    assert cap.check_gpus(state, tasks[2], 0, (1,), (0, 1)) == "1 GPU(s) but 2 start slice(s)"
     state.place(2, 0, (1,))
     assert state.slices[0, 1] == 0b1 and state.placement().starts[2] == (0,)
     copy = state.copy()
@@ -91,7 +96,8 @@ def test_elastic_hooks_hand_worked():
     cap = ElasticCount(elastic_mask(tasks, [False, True]))
     first = tasks[0]
     assert cap.shape(0, first, 3) is first
-    assert cap.shape(1, tasks[1], 3).num_gpu == 3 and cap.shape(1, tasks[1], 0) == "an elastic task holds a GPU or more"
+    assert cap.shape(1, tasks[1], 1).num_gpu == 1 and cap.shape(1, tasks[1], 3).num_gpu == 3
+    assert cap.shape(1, tasks[1], 0) == "an elastic task holds a GPU or more"
     assert cap.allows("span", 1) and not cap.allows("workers", 1) and cap.allows("workers", 0)
     assert cap.allows("workers", None) and cap.allows("hold", None)
     state = ClusterState(GANGS, tasks, cap.mask)
