@@ -73,6 +73,12 @@ def test_mig_hooks_hand_worked():
     state.remove(0)
     assert state.slices[0].tolist() == [0b00001111, 0b1] and state.starts_of[0] == ()
     assert not any(cap.allows(form, 0) for form in ("span", "workers", "hold"))
+    whole = ClusterState(MIG, TaskSet([1000], [0], [2], [1000]))
+    with pytest.raises(InfeasiblePlacement, match="may span nodes"):
+        whole.place_gang(0, ((0, (0,)), (1, (0,))))
+    assert not whole.gang_fits(whole.tasks[0]) and whole.node_of[0] == UNPLACED
+    with pytest.raises(ValueError, match="gangs are not supported on a MIG cluster"):
+        whole.part_counts(whole.tasks[0])
 
 
 def test_mig_fits_without_puts_the_victims_back_at_their_starts():
@@ -82,6 +88,8 @@ def test_mig_fits_without_puts_the_victims_back_at_their_starts():
     state = ClusterState(Cluster([8000], [1024], [1], ["A100-40GB"]), tasks)
     state.place(0, 0, (0,), (4,))
     state.place(1, 0, (0,), (2,))
+    three_g = TaskSet([1000], [0], [1], [428])[0]
+    assert state.gpu_left[0, 0] == 430 and state.feasible_nodes(three_g).tolist() == [False]   # plain rule: 430 >= 428
     assert not state.fits_without(tasks[2], 0, [0]) and state.fits_without(tasks[2], 0, [0, 1])
     assert state.fits_without_each(tasks[2], [0, 1]).tolist() == [False, False]
     assert state.starts_of[:2] == [(4,), (2,)] and state.slices[0, 0] == slice_mask(4, 2) | slice_mask(2, 2)
@@ -109,6 +117,25 @@ def test_elastic_hooks_hand_worked():
     state.remove(1)
     state.place_gang(1, ((0, (0, 1, 2, 3)), (1, (0,))))
     assert state.held_milli(1) == 5000 and state.cpu_left.tolist() == [30000, 32000, 16000]
+
+
+class _NoSpans(Capability):
+    """Refuses tasks over several nodes (a stand-in for a resource that cannot be split over nodes)."""
+
+    def allows(self, form, i):
+        return form != "span"
+
+
+def test_every_capability_must_allow_a_form():
+    """Elastic task 0 may span nodes by :class:`ElasticCount`; with a second capability refusing spans it may not."""
+    tasks = TaskSet([1000], [0], [1], [1000])
+    state = ClusterState(GANGS, tasks, np.array([True]))
+    state._use((*state.capabilities, _NoSpans()))
+    with pytest.raises(InfeasiblePlacement, match="may span nodes"):
+        state.place_gang(0, ((0, (0,)), (1, (0,))))
+    state._use(state.capabilities[:1])
+    state.place_gang(0, ((0, (0,)), (1, (0,))))
+    assert state.held_milli(0) == 2000
 
 
 class _Ledger(Capability):
