@@ -6,11 +6,9 @@ memory (MiB) left cover the task's, its GPU model is admitted by ``gpu_spec``, a
 hooks of :class:`Capability`; a state holds a tuple of them (:func:`capabilities_for`) and consults each hook's
 holders, so a new kind of resource is one new class here, not one more branch in every method of the state:
 
-=================  ===============================================================================================
-:class:`MigSlices`   the GPU part on a MIG cluster: an instance of the task's profile at a free allowed start
-                     (memory slices, :mod:`fgdopt.mig.slices`) on each of its GPUs, instead of milli-GPU left.
-:class:`ElasticCount`  elastic tasks: the GPU count is the placement's (at least one), not the shape's.
-=================  ===============================================================================================
+- :class:`MigSlices`: the GPU part on a MIG cluster, an instance of the task's profile at a free allowed start
+  (memory slices, :mod:`fgdopt.mig.slices`) on each of its GPUs instead of milli-GPU left;
+- :class:`ElasticCount`: elastic tasks, whose GPU count is the placement's (at least one), not the shape's.
 
 Placements of several parts -- a whole-GPU task over several nodes (:meth:`~fgdopt.state.ClusterState.place_gang`,
 form ``"span"``), a gang of ``workers > 1`` parts (:meth:`~fgdopt.state.ClusterState.place_workers`, ``"workers"``),

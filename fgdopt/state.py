@@ -8,6 +8,10 @@ several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the 
 on the state with the earlier parts placed; an *elastic* task, whose GPU count a scheduler chooses at each
 placement, is judged as its shape with that count);
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
+
+The rule here is the plain one (CPU milli-cores and memory MiB per node, milli-GPU per GPU); what changes it -- MIG
+slices, elastic GPU counts -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
+small hook interface, so a new kind of resource is a new capability, not a branch in each method.
 """
 
 from __future__ import annotations
