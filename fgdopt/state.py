@@ -8,6 +8,10 @@ several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the 
 on the state with the earlier parts placed; an *elastic* task, whose GPU count a scheduler chooses at each
 placement, is judged as its shape with that count);
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
+
+The rule here is the plain one (CPU milli-cores and memory MiB per node, milli-GPU per GPU); what changes it -- MIG
+slices, elastic GPU counts -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
+small hook interface, so a new kind of resource is a new capability, not a branch in each method.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fgdopt.mig.slices import FULL_MASK, MigLayout, is_mig
+from fgdopt.capabilities import Capability, MigSlices, capabilities_for, elastic_mask
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
 
 UNPLACED = -1
@@ -118,7 +122,12 @@ class ClusterState:
     revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
         ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
         they looked.
-    mig : :class:`~fgdopt.mig.slices.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then:
+    capabilities : tuple of :class:`~fgdopt.capabilities.Capability`, the changes to the base rule this state
+        makes (:func:`~fgdopt.capabilities.capabilities_for`; empty for the plain rule). Every method consults
+        them through their hooks: the GPU part of the rule (``owns_gpus``), the demand of a task at a placement
+        (``shape``), what a placement takes and gives back, which forms of placement are allowed.
+    mig : :class:`~fgdopt.mig.slices.MigLayout` on a MIG cluster (every model MIG), else ``None``. Only then
+        (:class:`~fgdopt.capabilities.MigSlices`):
     slices : int64 (n_nodes, max_gpus), memory-slice occupancy mask per GPU (absent GPUs: all set);
     starts_of : list of tuples, start slice of each task's instance on each of its GPUs. On a MIG node the
         GPU part of feasibility is the slice rule (an allowed start of the task's profile whose slices
@@ -129,7 +138,7 @@ class ClusterState:
     def __init__(self, cluster: Cluster, tasks: TaskSet, elastic: np.ndarray | None = None):
         self.cluster = cluster
         self.tasks = tasks
-        self.elastic = _elastic_mask(tasks, elastic)
+        self.elastic = elastic_mask(tasks, elastic)
         self.cpu_left = cluster.cpu_milli.copy()
         self.mem_left = cluster.memory_mib.copy()
         gpu_ids = np.arange(cluster.max_gpus)
@@ -140,10 +149,38 @@ class ClusterState:
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
-        self.mig = MigLayout(cluster) if is_mig(cluster) else None
-        if self.mig is not None:
-            self.slices = np.where(gpu_ids[None, :] < cluster.gpu[:, None], 0, FULL_MASK).astype(np.int64)
-            self.starts_of: list[tuple[int, ...]] = [()] * len(tasks)
+        self._use(capabilities_for(cluster, self.elastic))
+        for cap in self.capabilities:
+            cap.attach(self)
+
+    def _use(self, caps: tuple[Capability, ...]) -> None:
+        """Hold ``caps`` and, per hook, those that change it (so the plain rule consults none)."""
+        self.capabilities = caps
+        owners = [c for c in caps if c.owns_gpus]
+        if len(owners) > 1:
+            raise ValueError(f"two capabilities own the GPU rule: {owners}")
+        self._gpu_rule: Capability | None = owners[0] if owners else None
+        self.mig = next((c.layout for c in caps if isinstance(c, MigSlices)), None)
+        self._shapers = tuple(c for c in caps if type(c).shape is not Capability.shape)
+        self._takers = tuple(c for c in caps if type(c).take is not Capability.take)
+        self._givers = tuple(c for c in caps if type(c).give_back is not Capability.give_back)
+        self._vectorized = all(c.vectorized for c in caps) and not self._takers and not self._givers
+
+    def _allows(self, form: str, i: int | None) -> bool:
+        """Whether every capability allows task ``i`` in ``form`` (:data:`fgdopt.capabilities.FORMS`)."""
+        return all(c.allows(form, i) for c in self.capabilities)
+
+    def _starts_of_task(self, i: int) -> tuple[int, ...] | None:
+        """The ``starts`` that place task ``i`` again exactly where it is (None: the lowest free, or no slices)."""
+        return None if self._gpu_rule is None else self._gpu_rule.starts_of_task(self, i)
+
+    def _shape(self, i: int, task: Task, n_gpus: int) -> Task | str:
+        """The demand of task ``i`` (shape ``task``) placed on ``n_gpus`` GPUs in all, or why it cannot be."""
+        for cap in self._shapers:
+            task = cap.shape(i, task, n_gpus)
+            if isinstance(task, str):
+                break
+        return task
 
     # -- feasibility -------------------------------------------------------------------------
     def spec_mask(self, gpu_spec: str) -> np.ndarray:
@@ -160,17 +197,17 @@ class ClusterState:
         ok = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
         if task.num_gpu:
             ok &= self.spec_mask(task.gpu_spec)
-            if self.mig is not None:
-                ok &= self.mig.fit(self.slices, task.gpu_milli).sum(axis=1) >= task.num_gpu
-            else:
+            if self._gpu_rule is None:
                 ok &= gpu_fits(self.gpu_left, task.num_gpu, task.gpu_milli)
+            else:
+                ok &= self._gpu_rule.gpu_fit(self, task)
         return ok
 
     def shapes_fit_node(self, shapes: TaskSet, rows: np.ndarray, node: int) -> np.ndarray:
         """Boolean mask: does each task ``shapes[rows]`` fit ``node`` now (the rule of :meth:`feasible_nodes`,
         vectorized over tasks instead of nodes)."""
         rows = np.asarray(rows, dtype=np.int64)
-        if self.mig is not None:
+        if not self._vectorized:
             return np.array([self.fits(shapes[int(r)], node) for r in rows], dtype=bool)
         num_gpu = shapes.num_gpu[rows]
         ok = (self.cpu_left[node] >= shapes.cpu_milli[rows]) & (self.mem_left[node] >= shapes.memory_mib[rows])
@@ -183,8 +220,8 @@ class ClusterState:
         """Whether ``task`` would fit ``node`` if the placed tasks ``victims`` (all on ``node``) left it: the rule of
         :meth:`check` on the node's free capacity plus theirs (the state is not changed)."""
         victims = [int(v) for v in victims]
-        if self.mig is not None:                                   # slices: remove, ask, put back
-            saved = [(v, self.gpus_of[v], self.starts_of[v]) for v in victims]
+        if not self._vectorized:                                   # remove, ask, put back exactly
+            saved = [(v, self.gpus_of[v], self._starts_of_task(v)) for v in victims]
             for v in victims:
                 self.remove(v)
             ok = self.fits(task, node)
@@ -209,7 +246,7 @@ class ClusterState:
         """For every placed task ``v`` of ``victims``: whether ``task`` would fit ``v``'s node if ``v`` alone left
         it, i.e. ``fits_without(task, node_of[v], [v])`` for all of them at once (bool array; the same rule)."""
         victims = np.asarray(victims, dtype=np.int64)
-        if self.mig is not None:
+        if not self._vectorized:
             return np.array([self.fits_without(task, int(self.node_of[v]), [v]) for v in victims.tolist()], dtype=bool)
         tasks = self.tasks
         nodes = self.node_of[victims]
@@ -245,8 +282,8 @@ class ClusterState:
             return None if not gpus else "a CPU-only task takes no GPU"
         if not self.spec_mask(task.gpu_spec)[node]:
             return f"GPU model {self.cluster.model[node]!r} not in gpu_spec {task.gpu_spec!r}"
-        if self.mig is not None:
-            return self._check_mig(task, node, gpus, starts)
+        if self._gpu_rule is not None:
+            return self._gpu_rule.check_gpus(self, task, node, gpus, starts)
         row = self.gpu_left[node]
         if gpus is None:
             if gpu_fits(row, task.num_gpu, task.gpu_milli):
@@ -261,30 +298,6 @@ class ClusterState:
                 return f"GPU {g} of node {node} has {int(row[g])} milli left, {task.gpu_milli} asked"
         return None
 
-    def _check_mig(self, task: Task, node: int, gpus: tuple[int, ...] | None,
-                   starts: tuple[int, ...] | None) -> str | None:
-        """The GPU part of :meth:`check` on a MIG node: the task's profile at an allowed, free start per GPU."""
-        prof = self.mig.profile(node, task.gpu_milli)
-        occ = self.slices[node]
-        if gpus is None:
-            if int(prof.fits[occ].sum()) >= task.num_gpu:
-                return None
-            return f"MIG: no {task.num_gpu} GPU(s) with a free {prof.name} start on node {node}"
-        if len(gpus) != task.num_gpu or len(set(gpus)) != len(gpus):
-            return f"needs {task.num_gpu} distinct GPU id(s), got {tuple(gpus)}"
-        if starts is not None and len(starts) != len(gpus):
-            return f"{len(gpus)} GPU(s) but {len(starts)} start slice(s)"
-        for k, g in enumerate(gpus):
-            if not 0 <= g < self.cluster.gpu[node]:
-                return f"GPU {g} does not exist on node {node} ({int(self.cluster.gpu[node])} GPUs)"
-            s = int(prof.first_start[occ[g]]) if starts is None else starts[k]
-            if s not in prof.starts:
-                return f"MIG: {prof.name} cannot start at slice {s} (allowed {prof.starts})" if starts is not None \
-                    else f"MIG: no free {prof.name} start on GPU {g} of node {node}"
-            if int(occ[g]) & int(prof.masks[prof.starts.index(s)]):
-                return f"MIG: {prof.name} at slice {s} overlaps used slices {int(occ[g]):08b} of GPU {g}, node {node}"
-        return None
-
     # -- mutation ----------------------------------------------------------------------------
     def place(self, i: int, node: int, gpus: tuple[int, ...], starts: tuple[int, ...] | None = None) -> None:
         """Place task ``i`` on ``node`` using GPUs ``gpus`` (MIG: at ``starts``, default the lowest free allowed
@@ -296,24 +309,17 @@ class ClusterState:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}) is a gang of {task.workers} workers: it is "
                                       "placed by place_workers")
         gpus = tuple(int(g) for g in gpus)
-        if self.elastic[i]:                                        # the count is the placement's (class docstring)
-            if not gpus:
-                raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): an elastic task holds a GPU or more")
-            task = task._replace(num_gpu=len(gpus))
+        if self._shapers and isinstance(task := self._shape(i, task, len(gpus)), str):   # e.g. elastic: count = len
+            raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {task}")
         if starts is not None:
-            if self.mig is None and starts:
+            if self._gpu_rule is None and starts:
                 raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): start slices on a non-MIG cluster")
             starts = tuple(int(s) for s in starts)
         reason = self.check(task, node, gpus, starts)
         if reason is not None:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {reason}")
-        if self.mig is not None and gpus:
-            prof = self.mig.profile(node, task.gpu_milli)
-            if starts is None:
-                starts = tuple(int(prof.first_start[self.slices[node, g]]) for g in gpus)
-            for g, s in zip(gpus, starts, strict=True):
-                self.slices[node, g] |= int(prof.masks[prof.starts.index(s)])
-            self.starts_of[i] = starts
+        for cap in self._takers:
+            cap.take(self, i, task, node, gpus, starts)
         self.cpu_left[node] -= task.cpu_milli
         self.mem_left[node] -= task.memory_mib
         if gpus:
@@ -339,12 +345,13 @@ class ClusterState:
         name = f"task {i} ({self.tasks.names[i]})"
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
-        if self.mig is not None or task.gpu_milli != GPU_MILLI or task.workers != 1:
+        if task.gpu_milli != GPU_MILLI or task.workers != 1 or not self._allows("span", i):
             raise InfeasiblePlacement(f"{name}: only a whole-GPU task (not a gang) on a non-MIG cluster may span nodes")
         nodes = [node for node, _ in parts]
         if not parts or len(set(nodes)) != len(nodes) or any(not gpus for _, gpus in parts):
             raise InfeasiblePlacement(f"{name}: a gang needs parts on distinct nodes, each with GPUs, got {parts}")
-        if sum(len(gpus) for _, gpus in parts) != task.num_gpu and not self.elastic[i]:
+        task = self._shape(i, task, sum(len(gpus) for _, gpus in parts))     # each part has a GPU: not refused
+        if sum(len(gpus) for _, gpus in parts) != task.num_gpu:
             raise InfeasiblePlacement(f"{name}: the parts hold {sum(len(g) for _, g in parts)} GPUs, "
                                       f"{task.num_gpu} asked")
         for k, (node, gpus) in enumerate(parts):
@@ -377,7 +384,7 @@ class ClusterState:
         name = f"task {i} ({self.tasks.names[i]})"
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
-        if self.mig is not None or self.elastic[i]:
+        if not self._allows("workers", i):
             raise InfeasiblePlacement(f"{name}: a gang cannot be placed on a MIG cluster or be elastic")
         if len(parts) != task.workers:
             raise InfeasiblePlacement(f"{name}: {len(parts)} part(s) for a gang of {task.workers} workers")
@@ -407,7 +414,7 @@ class ClusterState:
         service (:meth:`fgdopt.timeline.placement.Placer.take_out`). Judged by the one rule (raises
         :class:`InfeasiblePlacement`). ``revision`` advances and ``last_node`` is ``node``, as for :meth:`place`."""
         gpus = tuple(int(g) for g in gpus)
-        if part.workers != 1 or self.mig is not None:
+        if part.workers != 1 or not self._allows("hold", None):
             raise InfeasiblePlacement("hold takes one part (workers == 1) on a non-MIG cluster")
         if (reason := self.check(part, node, gpus)) is not None:
             raise InfeasiblePlacement(f"part on node {node}: {reason}")
@@ -431,7 +438,7 @@ class ClusterState:
         least of these, 0 where ``gpu_spec`` excludes the node's model. Placing one part on a node lowers its count by
         exactly one, so the parts can be placed one by one (any feasible node each time) iff the counts sum to at
         least ``workers`` (:meth:`workers_fit`)."""
-        if self.mig is not None:
+        if not self._allows("workers", None):
             raise ValueError("gangs are not supported on a MIG cluster")
         count = np.full(self.cluster.n_nodes, task.workers, dtype=np.int64)
         if task.cpu_milli:
@@ -450,7 +457,7 @@ class ClusterState:
     def gang_fits(self, task: Task) -> bool:
         """Whether whole-GPU ``task`` fits now over several nodes of one GPU model (:meth:`place_gang`): its CPU and
         memory on one of them, and ``num_gpu`` free GPUs on them in all."""
-        if self.mig is not None or task.num_gpu < 2 or task.gpu_milli != GPU_MILLI:
+        if task.num_gpu < 2 or task.gpu_milli != GPU_MILLI or not self._allows("span", None):
             return False
         free = (self.gpu_left == GPU_MILLI).sum(axis=1)
         host = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
@@ -464,10 +471,13 @@ class ClusterState:
     def held_milli(self, i: int) -> int:
         """Milli-GPU task ``i`` holds now (0: not placed): its shape's GPU demand, or, for an elastic task, its
         GPUs' (:meth:`parts`)."""
-        if not self.elastic[i]:
+        if self.node_of[i] == UNPLACED:
+            return 0
+        if not self._shapers:
             tasks = self.tasks
-            return int(tasks.workers[i] * tasks.num_gpu[i] * tasks.gpu_milli[i]) if self.node_of[i] != UNPLACED else 0
-        return GPU_MILLI * sum(len(gpus) for _, gpus in self.parts(i))
+            return int(tasks.workers[i] * tasks.num_gpu[i] * tasks.gpu_milli[i])
+        task = self._shape(i, self.tasks[i], sum(len(gpus) for _, gpus in self.parts(i)))
+        return int(task.workers * task.num_gpu * task.gpu_milli)
 
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """Where task ``i`` is: ``((node, gpus), ...)``, one part per node (empty: not placed)."""
@@ -498,11 +508,8 @@ class ClusterState:
         self.mem_left[node] += task.memory_mib
         if self.gpus_of[i]:
             self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
-        if self.mig is not None and self.gpus_of[i]:
-            prof = self.mig.profile(node, task.gpu_milli)
-            for g, s in zip(self.gpus_of[i], self.starts_of[i], strict=True):
-                self.slices[node, g] &= ~int(prof.masks[prof.starts.index(s)])
-            self.starts_of[i] = ()
+        for cap in self._givers:
+            cap.give_back(self, i, task, node, self.gpus_of[i])
         self.node_of[i] = UNPLACED
         self.gpus_of[i] = ()
         self.revision += 1
@@ -512,7 +519,8 @@ class ClusterState:
         """Place tasks ``ids`` on ``nodes`` using GPUs ``gpus`` (one tuple per task), as :meth:`place` one after
         the other would, in one vectorized pass: the same state, ``revision`` advanced by one per task and
         ``last_node`` the last node. The whole batch is checked before anything changes; where a task of it does
-        not fit (or on a MIG cluster) the tasks are placed one by one, so the error is :meth:`place`'s own."""
+        not fit (or a capability is not ``vectorized``, as on a MIG cluster) the tasks are placed one by one, so the
+        error is :meth:`place`'s own."""
         ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
         if len(ids) == 0:
             return
@@ -523,7 +531,7 @@ class ClusterState:
         flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
         cpu, mem = self.cpu_left.copy(), self.mem_left.copy()
         gpu = self.gpu_left.copy()
-        ok = (self.mig is None and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
+        ok = (self._vectorized and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
               and not (tasks.has_gangs and (tasks.workers[ids] > 1).any())
               and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
         if ok and len(flat_gpu):
@@ -557,7 +565,7 @@ class ClusterState:
         by one per task, ``last_node`` the last one's node), in one vectorized pass; returns their nodes."""
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
-        if (self.mig is not None or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
+        if (not self._vectorized or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
                 or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))):   # gangs: each part, one by one
             for i in ids.tolist():
                 self.remove(i)
@@ -591,8 +599,8 @@ class ClusterState:
         return self.cluster.gpu_capacity_milli - int(self.gpu_left.sum())
 
     def placement(self) -> Placement:
-        return Placement(self.node_of.copy(), tuple(self.gpus_of),
-                         None if self.mig is None else tuple(self.starts_of), self.spans(range(len(self.node_of))))
+        starts = None if self._gpu_rule is None else self._gpu_rule.starts(self)
+        return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(range(len(self.node_of))))
 
     def spans(self, rows) -> tuple | None:
         """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed over several nodes (``()`` for
@@ -610,27 +618,15 @@ class ClusterState:
         new.elastic = self.elastic
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
-        new.mig = self.mig
-        if self.mig is not None:
-            new.slices, new.starts_of = self.slices.copy(), list(self.starts_of)
+        new._use(self.capabilities)
+        for cap in self.capabilities:
+            cap.copy_into(self, new)
         return new
 
     def __repr__(self) -> str:
         placed = int((self.node_of != UNPLACED).sum())
         return (f"ClusterState({self.cluster.n_nodes} nodes, {placed}/{len(self.tasks)} tasks placed, "
                 f"{self.allocated_milli}/{self.cluster.gpu_capacity_milli} milli-GPU allocated)")
-
-
-def _elastic_mask(tasks: TaskSet, elastic) -> np.ndarray:
-    """The read-only ``elastic`` mask of :class:`ClusterState` (all False when None); ``ValueError`` unless it is
-    one bool per task and every elastic task is whole-GPU."""
-    mask = np.zeros(len(tasks), dtype=bool) if elastic is None else np.array(elastic, dtype=bool)
-    if mask.shape != (len(tasks),):
-        raise ValueError(f"elastic mask has shape {mask.shape}, expected ({len(tasks)},)")
-    if (bad := np.flatnonzero(mask & ((tasks.gpu_milli != GPU_MILLI) | (tasks.num_gpu < 1)))).size:
-        raise ValueError(f"task {int(bad[0])} ({tasks.names[int(bad[0])]}): an elastic task must be whole-GPU")
-    mask.setflags(write=False)
-    return mask
 
 
 def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np.ndarray | None = None
