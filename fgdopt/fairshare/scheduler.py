@@ -56,7 +56,7 @@ from fgdopt.defrag import Move
 from fgdopt.fairshare.shares import check_tickets, water_fill
 from fgdopt.fairshare.stride import advance, gang_stride
 from fgdopt.fairshare.trading import Trade, trade_shares
-from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, RoundPlan, View
 
 CENTRAL = -2
 """The home of a large job: the central scheduler."""
@@ -158,7 +158,7 @@ class GandivaFair(MechanismBase):
         return self._next_s if self._next_s > view.now else math.inf
 
     # -- one quantum ---------------------------------------------------------------------------------------------
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> RoundPlan | None:
         now = view.now
         if now < self._next_s and self._started[1] is not None and not len(view.waiting()):
             last = self._ran[0]                            # the cluster emptied before the quantum's end: the
@@ -382,7 +382,7 @@ class GandivaFair(MechanismBase):
             advance(self._pass, need, tick, np.array([j]))
         return runs
 
-    def _plan(self, state, running: np.ndarray, runs: dict[int, tuple], need) -> Plan:
+    def _plan(self, state, running: np.ndarray, runs: dict[int, tuple], need) -> RoundPlan:
         """Keep the jobs that keep their servers on their GPUs, stop the other running jobs, place the chosen ones on
         their servers' free GPUs."""
         stay = set()
@@ -403,4 +403,4 @@ class GandivaFair(MechanismBase):
                 held.update(gpus)
                 parts.append((node, gpus))
             admits.append(Move(j, *parts[0]) if len(parts) == 1 else GangMove(j, *parts[0], tuple(parts)))
-        return Plan(kind="round", victims=victims, admits=tuple(admits))
+        return RoundPlan(victims=victims, admits=tuple(admits))

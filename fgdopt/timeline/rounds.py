@@ -19,7 +19,7 @@ that owns the starts (the engine's own pass is off):
   with ``span``, over several nodes by Gavel's walk (:func:`spread_parts`). Given per job its node and GPUs (Synergy,
   :class:`fgdopt.synergy.rounds.Synergy`): a job on exactly those keeps them, every other running job is preempted
   and the others are placed there. The result is one bulk reallocation, a
-  ``round`` :class:`~fgdopt.timeline.preemption.Plan` the engine carries out in one pass: every stopped job
+  :class:`~fgdopt.timeline.preemption.RoundPlan` the engine carries out in one pass: every stopped job
   released at once, then every new one placed at once (:meth:`~fgdopt.state.ClusterState.remove_many`,
   :meth:`~fgdopt.state.ClusterState.place_many`, the one feasibility rule), then the speeds the policy set.
 
@@ -41,7 +41,7 @@ import numpy as np
 
 from fgdopt.defrag import Move
 from fgdopt.model import GPU_MILLI
-from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, RoundPlan, View
 
 
 class RoundView(NamedTuple):
@@ -177,7 +177,7 @@ class RoundLoop(MechanismBase):
         arrival starts a round)."""
         return self._next_s if self._next_s > view.now else math.inf
 
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> RoundPlan | None:
         """The next round's plan, at the round's start (else None): the stop, or the policy's decision placed."""
         now = view.now
         if self.grid and now > self._next_s:               # rounds passed with nothing present: the next on the grid
@@ -201,7 +201,7 @@ class RoundLoop(MechanismBase):
                 self._waiting -= set(gone.tolist())
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s = now
-                return Plan(kind="round", victims=tuple(running.tolist()), admits=())
+                return RoundPlan(victims=tuple(running.tolist()), admits=())
         node_type, of_type, type_gpus = self._types(state.cluster)
         rview = RoundView(view, now, self.round_s, running, present, changed, gone, type_gpus, self.rounds)
         decision = self.policy.decide(rview)
@@ -219,7 +219,7 @@ class RoundLoop(MechanismBase):
         self._next_s = pace.until_s
         self._last = np.fromiter(placed.runs, np.int64, len(placed.runs))
         if pace.rates:
-            return Plan(kind="round", victims=plan.victims, admits=plan.admits, rates=pace.rates)
+            return RoundPlan(victims=plan.victims, admits=plan.admits, rates=pace.rates)
         return plan
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
@@ -238,7 +238,7 @@ class RoundLoop(MechanismBase):
 
     @staticmethod
     def _as_given(state, running: np.ndarray, where: Mapping[int, tuple[int, tuple[int, ...]]],
-                  node_type: np.ndarray) -> tuple[Plan, Placed]:
+                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
         """The diff of a decision by node and GPUs: a job already on exactly those keeps them, every other running
         job is preempted, the others are placed as given (in the decision's order)."""
         node_of, gpus_of = state.node_of, state.gpus_of
@@ -251,10 +251,10 @@ class RoundLoop(MechanismBase):
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
         runs = {j: int(node_type[node]) for j, (node, _) in where.items()}
-        return Plan(kind="round", victims=victims, admits=admits), Placed(runs, admits, frozenset())
+        return RoundPlan(victims=victims, admits=admits), Placed(runs, admits, frozenset())
 
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
-               of_type: list[np.ndarray]) -> tuple[Plan, Placed]:
+               of_type: list[np.ndarray]) -> tuple[RoundPlan, Placed]:
         """The diff (module docstring): keep the jobs that keep their type on their GPUs, preempt the other running
         jobs, place the new ones; the plan and where the round's jobs run.
 
@@ -337,7 +337,7 @@ class RoundLoop(MechanismBase):
                                   [(gpu,) for gpu in gpu_at[placed].tolist()]))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         admits = tuple(admits)
-        return Plan(kind="round", victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
+        return RoundPlan(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
 
 
 def spread_parts(nodes, free_gpus: Callable[[int], list[int]],
