@@ -200,8 +200,6 @@ class Plan:
     moved and admitted job is placed.
     """
 
-    __slots__ = ()
-
 
 _INT = (int, np.integer)
 
@@ -233,7 +231,7 @@ def _check_items(plan: Plan, name: str, values, kinds: tuple[type, ...]) -> None
         raise _bad(plan, f"{name}[{k}]", f"{v!r}, not a {what}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StartPlan(Plan):
     """Evict ``victims`` (running job indices) so that pending job ``job`` starts, at ``where`` (a policy's choice:
     ``(node, gpus)``, or MIG's ``(node, gpus, slice starts)``) if given, else where the run's policy puts it. Built
@@ -255,21 +253,21 @@ class StartPlan(Plan):
             raise _bad(self, "where", f"a {type(self.where).__name__}, not None or a tuple (node, gpus, ...)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PreemptPlan(StartPlan):
     """:class:`StartPlan` whose victims are preempted (the mechanism's checkpointing)."""
 
     how: ClassVar[str] = "preempt"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SuspendPlan(StartPlan):
     """:class:`StartPlan` whose victims are suspended (transparent; ``suspend_s + restore_s`` without progress)."""
 
     how: ClassVar[str] = "suspend"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class EvictPlan(StartPlan):
     """:class:`StartPlan` of a MIG re-layout (:mod:`fgdopt.mig.timeline`): the checkpoint rule of a preemption,
     counted as evictions."""
@@ -277,7 +275,7 @@ class EvictPlan(StartPlan):
     how: ClassVar[str] = "evict"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class MigratePlan(Plan):
     """Migrate ``moves`` (running jobs, each move transparent and costing the mechanism's ``migrate_s``) and start
     ``admits`` (pending jobs), placed as given (:class:`Plan`)."""
@@ -290,7 +288,7 @@ class MigratePlan(Plan):
         _check_items(self, "admits", self.admits, _MOVES)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RoundPlan(Plan):
     """A round (:class:`fgdopt.timeline.rounds.RoundLoop`): ``moves`` of running jobs (migrated), ``victims``
     (preempted, with the mechanism's checkpointing) and ``admits`` of pending ones, placed as given
@@ -316,7 +314,7 @@ class RoundPlan(Plan):
                            "speed >= 0")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OutagePlan(Plan):
     """Failures (:mod:`fgdopt.timeline.failures`): stop ``victims`` (running jobs with a part on a failed resource,
     preempted with the mechanism's checkpointing), then take ``down`` out of service (they must be free then) and
