@@ -33,7 +33,7 @@ def _run(gpus: dict, need, user, tickets, speed, *, quanta: int, trading: bool =
     jobs = _jobs(need, duration_s)
     speed = {g: np.asarray(s, dtype=np.float64) for g, s in speed.items()}
     mech = GandivaFair(np.asarray(user), tickets, speed, tuple(gpus), trading=trading)
-    simulate(gavel_cluster(gpus, per_node), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, frag=False,
+    simulate(gavel_cluster(gpus, per_node), jobs, "best-fit", "fifo", mechanism=mech.loop(), speed=speed, frag=False,
              until_s=360.0 * quanta, restart_s=lambda g: 0.0)
     return mech
 
@@ -191,7 +191,7 @@ def test_the_engine_conserves_jobs_and_gpus(data):
     jobs = _jobs(need, work)
     mech = GandivaFair(np.asarray(user), np.asarray(tickets, float), {g: np.asarray(s) for g, s in speed.items()},
                        ("fast", "slow"), trading=data.draw(st.booleans()))
-    result = simulate(gavel_cluster({"fast": 8, "slow": 8}, 4), jobs, "best-fit", "fifo", mechanism=mech,
+    result = simulate(gavel_cluster({"fast": 8, "slow": 8}, 4), jobs, "best-fit", "fifo", mechanism=mech.loop(),
                       speed={g: np.asarray(s) for g, s in speed.items()}, frag=False, restart_s=lambda g: 0.0)
     assert (result.status == 0).all()                                          # every job finished
     for q in mech.log:
