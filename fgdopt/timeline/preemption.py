@@ -201,7 +201,10 @@ class Plan:
     """
 
 
-_INT = (int, np.integer)
+_INT_TYPES = frozenset((int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
+"""The exact types of a job index (bool is not one)."""
+_NUMBER_TYPES = frozenset((float, np.float16, np.float32, np.float64)) | _INT_TYPES
+"""The exact types of a speed."""
 
 
 def _bad(plan: Plan, name: str, detail: str) -> ValueError:
@@ -213,22 +216,46 @@ def _check_tuple(plan: Plan, name: str, values, what: str) -> None:
         raise _bad(plan, name, f"a {type(values).__name__}, not a tuple of {what}")
 
 
+def _is_job(v) -> bool:
+    return type(v) in _INT_TYPES and v >= 0
+
+
 def _check_jobs(plan: Plan, name: str, values) -> None:
-    """``values`` is a tuple of job indices (ints >= 0)."""
+    """``values`` is a tuple of job indices (ints >= 0); the first bad one named, else no loop in Python."""
     _check_tuple(plan, name, values, "job indices")
-    if values and not (all(isinstance(v, _INT) and not isinstance(v, bool) for v in values) and min(values) >= 0):
-        k, v = next((k, v) for k, v in enumerate(values)
-                    if not isinstance(v, _INT) or isinstance(v, bool) or v < 0)
+    if values and not (set(map(type, values)) <= _INT_TYPES and min(values) >= 0):
+        k, v = next((k, v) for k, v in enumerate(values) if not _is_job(v))
         raise _bad(plan, f"{name}[{k}]", f"{v!r}, not a job index (an int >= 0)")
 
 
 def _check_items(plan: Plan, name: str, values, kinds: tuple[type, ...]) -> None:
-    """``values`` is a tuple of ``kinds`` instances."""
+    """``values`` is a tuple of ``kinds`` instances (of these very types)."""
     what = " or ".join(k.__name__ for k in kinds)
     _check_tuple(plan, name, values, what)
-    if not all(isinstance(v, kinds) for v in values):
-        k, v = next((k, v) for k, v in enumerate(values) if not isinstance(v, kinds))
+    if not set(map(type, values)) <= set(kinds):
+        k, v = next((k, v) for k, v in enumerate(values) if type(v) not in kinds)
         raise _bad(plan, f"{name}[{k}]", f"{v!r}, not a {what}")
+
+
+def _is_rate(pair) -> bool:
+    return (type(pair) is tuple and len(pair) == 2 and _is_job(pair[0]) and type(pair[1]) in _NUMBER_TYPES
+            and math.isfinite(pair[1]) and pair[1] >= 0)
+
+
+def _check_rates(plan: Plan, name: str, values) -> None:
+    """``values`` is a tuple of (job index, speed) pairs, each speed finite and >= 0 (the sum of speeds >= 0 is
+    finite exactly when each is, NaN included)."""
+    _check_tuple(plan, name, values, "(job, speed) pairs")
+    if not values:
+        return
+    ok = set(map(type, values)) == {tuple} and set(map(len, values)) == {2}
+    if ok:
+        jobs, speeds = zip(*values, strict=True)
+        ok = (set(map(type, jobs)) <= _INT_TYPES and min(jobs) >= 0 and set(map(type, speeds)) <= _NUMBER_TYPES
+              and min(speeds) >= 0 and math.isfinite(sum(speeds)))
+    if not ok:
+        k, pair = next((k, pair) for k, pair in enumerate(values) if not _is_rate(pair))
+        raise _bad(plan, f"{name}[{k}]", f"{pair!r}, not a (job, speed) pair with a job index and a finite speed >= 0")
 
 
 @dataclass(frozen=True)
@@ -246,7 +273,7 @@ class StartPlan(Plan):
     def __post_init__(self) -> None:
         if type(self) is StartPlan:
             raise TypeError("StartPlan is built as one of its kinds: PreemptPlan, SuspendPlan or EvictPlan")
-        if not isinstance(self.job, _INT) or isinstance(self.job, bool) or self.job < 0:
+        if not _is_job(self.job):
             raise _bad(self, "job", f"{self.job!r}, not a job index (an int >= 0)")
         _check_jobs(self, "victims", self.victims)
         if self.where is not None and type(self.where) is not tuple:
@@ -305,13 +332,7 @@ class RoundPlan(Plan):
         _check_jobs(self, "victims", self.victims)
         _check_items(self, "admits", self.admits, _MOVES)
         _check_items(self, "moves", self.moves, _MOVES)
-        _check_tuple(self, "rates", self.rates, "(job, speed) pairs")
-        for k, pair in enumerate(self.rates):
-            if not (type(pair) is tuple and len(pair) == 2 and isinstance(pair[0], _INT) and pair[0] >= 0
-                    and isinstance(pair[1], (float, int, np.floating, np.integer)) and math.isfinite(pair[1])
-                    and pair[1] >= 0):
-                raise _bad(self, f"rates[{k}]", f"{pair!r}, not a (job, speed) pair with a job index and a finite "
-                           "speed >= 0")
+        _check_rates(self, "rates", self.rates)
 
 
 @dataclass(frozen=True)
