@@ -147,9 +147,8 @@ def run_seed(seed: int, gpus: dict, users: int, tickets: tuple, per_user: int, m
     rows, series, per_user_rows, work = [], [], [], {}
     for trading in (False, True):
         t0 = time.perf_counter()
-        mech = GandivaFair(user, np.asarray(tickets), speed, types, quantum_s=quantum_s, trading=trading,
-                           price_point=price_point)
-        simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech, speed=speed, frag=False,
+        mech = GandivaFair(user, np.asarray(tickets), speed, types, trading=trading, price_point=price_point)
+        simulate(cluster, jobs, "best-fit", "fifo", seed=seed, mechanism=mech.loop(quantum_s), speed=speed, frag=False,
                  until_s=horizon, restart_s=lambda g: 0.0)
         log = mech.log
         span = np.array([q.end_s - q.start_s for q in log])

@@ -28,7 +28,7 @@ GPU below Synergy's lowest level (1) are read at that level (an assumption: open
 jobs (no GPU) are not Synergy jobs: speed 1, nothing lent.
 
 The mechanism is asked at every instant (``every_instant``) and re-rates the jobs of the nodes whose state changed
-since it last looked (``Plan.rates``, transparent: the progress made at the old speed is kept,
+since it last looked (``RoundPlan.rates``, transparent: the progress made at the old speed is kept,
 :meth:`fgdopt.timeline.jobtable.JobTable.rerate`); ``lent_core_s`` integrates the cores lent over time.
 """
 
@@ -42,7 +42,7 @@ import numpy as np
 
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.synergy.profiles import CPU_LEVELS, ProfileTable
-from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, RoundPlan, View
 
 RULES = ("request", "proportional", "synergy")
 """How a node's leftover cores are lent (module docstring)."""
@@ -196,7 +196,7 @@ class CpuAware(MechanismBase):
         self.cores = np.zeros(len(self.profiles.job_model))
         self._rate = np.ones(len(self.profiles.job_model))          # the engine starts every job at speed 1
 
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> RoundPlan | None:
         now = view.now
         if now == self._done_at:
             return None
@@ -215,7 +215,7 @@ class CpuAware(MechanismBase):
             self._lent_now.pop(node, None)
             if len(on):
                 rates.extend(self._node_rates(state.tasks, node, on, float(state.cpu_left[node]) / 1000.0))
-        return Plan(kind="round", rates=tuple(rates)) if rates else None
+        return RoundPlan(rates=tuple(rates)) if rates else None
 
     def _node_rates(self, tasks, node: int, on: np.ndarray, leftover: float) -> list[tuple[int, float]]:
         """The (job, speed) pairs of the GPU jobs ``on`` the node whose speed changes when its ``leftover`` cores

@@ -180,7 +180,7 @@ def jobs_of(need):
 
 speed = {"g": np.ones(4)}
 mech = GandivaFair(user=[0, 0, 1, 1], tickets=[1, 1], speed=speed, gpu_types=("g",))
-simulate(gavel_cluster({"g": 2}, 2), jobs_of([1, 1, 1, 1]), mechanism=mech, speed=speed, frag=False,
+simulate(gavel_cluster({"g": 2}, 2), jobs_of([1, 1, 1, 1]), mechanism=mech.loop(), speed=speed, frag=False,
          until_s=720, restart_s=lambda g: 0.0)
 for q in mech.log:
     print(f"{q.start_s:4.0f}-{q.end_s:4.0f} s: GPU-seconds of A, B = {q.gpu_s[:, 0].tolist()}")
@@ -228,7 +228,7 @@ jobs = JobSet(jobs.tasks, jobs.submit_s, np.full(len(jobs), math.inf))
 work = {}
 for trading in (False, True):
     mech = GandivaFair(user, [1, 1, 1, 1], speed, tuple(gpus), trading=trading)
-    simulate(gavel_cluster(gpus, 4), jobs, mechanism=mech, speed=speed, frag=False, until_s=3 * 3600,
+    simulate(gavel_cluster(gpus, 4), jobs, mechanism=mech.loop(), speed=speed, frag=False, until_s=3 * 3600,
              restart_s=lambda g: 0.0)
     span = sum(q.end_s - q.start_s for q in mech.log)
     gpu_time = sum(q.gpu_s for q in mech.log).sum(axis=1)

@@ -33,7 +33,7 @@ def _run(gpus: dict, need, user, tickets, speed, *, quanta: int, trading: bool =
     jobs = _jobs(need, duration_s)
     speed = {g: np.asarray(s, dtype=np.float64) for g, s in speed.items()}
     mech = GandivaFair(np.asarray(user), tickets, speed, tuple(gpus), trading=trading)
-    simulate(gavel_cluster(gpus, per_node), jobs, "best-fit", "fifo", mechanism=mech, speed=speed, frag=False,
+    simulate(gavel_cluster(gpus, per_node), jobs, "best-fit", "fifo", mechanism=mech.loop(), speed=speed, frag=False,
              until_s=360.0 * quanta, restart_s=lambda g: 0.0)
     return mech
 
@@ -118,6 +118,29 @@ def test_the_central_scheduler_takes_turns_with_the_servers():
     assert [q.gpu_s[:, 0].tolist() for q in mech.log] == [[0.0, 1440.0], [1440.0, 0.0]] * 4
 
 
+def test_a_gang_that_keeps_its_servers_keeps_running_across_quanta():
+    """Two servers of 2 GPUs and one user's 4-GPU job (the central scheduler's, over both servers, a gang), alone:
+    it takes both servers every quantum and keeps its GPUs (the round loop's diff by parts: no preemption), 1440
+    GPU-s a quantum."""
+    jobs = _jobs([4])
+    mech = GandivaFair(np.zeros(1, np.int64), np.ones(1), {"g": np.ones(1)}, ("g",))
+    r = simulate(gavel_cluster({"g": 4}, 2), jobs, "best-fit", "fifo", mechanism=mech.loop(), speed={"g": np.ones(1)},
+                 frag=False, until_s=360.0 * 3, restart_s=lambda g: 0.0)
+    assert [q.gpu_s[0, 0] for q in mech.log] == [1440.0] * 3            # the instant at 1080 s logs the third
+    assert r.preemptions.tolist() == [0] and r.state.parts(0) == ((0, (0, 1)), (1, (0, 1)))
+
+
+def test_a_quantum_ends_when_its_last_job_finishes_and_none_waits():
+    """One server of 2 GPUs, jobs of 100 and 500 s (1 GPU each, one user): quantum 1 runs both; job 0 finishes at 100
+    (its GPU idle until 360), job 1 at 500, in quantum 2, which ends there (the round loop's early end: nothing runs
+    and nothing waits), not at 720: quanta (0, 360) and (360, 500), 460 and 140 GPU-s."""
+    jobs = _jobs([1, 1], [100.0, 500.0])
+    mech = GandivaFair(np.zeros(2, np.int64), np.ones(1), {"g": np.ones(2)}, ("g",))
+    simulate(gavel_cluster({"g": 2}, 2), jobs, "best-fit", "fifo", mechanism=mech.loop(), speed={"g": np.ones(2)},
+             frag=False, restart_s=lambda g: 0.0)
+    assert [(q.start_s, q.end_s, q.gpu_s[0, 0]) for q in mech.log] == [(0.0, 360.0, 460.0), (360.0, 500.0, 140.0)]
+
+
 def test_fair_shares_are_split_over_the_types_by_their_gpus():
     """2 fast and 6 slow GPUs, two users with jobs for 8 GPUs each and equal tickets: 4 GPUs each, 1 fast and 3
     slow."""
@@ -191,7 +214,7 @@ def test_the_engine_conserves_jobs_and_gpus(data):
     jobs = _jobs(need, work)
     mech = GandivaFair(np.asarray(user), np.asarray(tickets, float), {g: np.asarray(s) for g, s in speed.items()},
                        ("fast", "slow"), trading=data.draw(st.booleans()))
-    result = simulate(gavel_cluster({"fast": 8, "slow": 8}, 4), jobs, "best-fit", "fifo", mechanism=mech,
+    result = simulate(gavel_cluster({"fast": 8, "slow": 8}, 4), jobs, "best-fit", "fifo", mechanism=mech.loop(),
                       speed={g: np.asarray(s) for g, s in speed.items()}, frag=False, restart_s=lambda g: 0.0)
     assert (result.status == 0).all()                                          # every job finished
     for q in mech.log:

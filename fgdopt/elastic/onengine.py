@@ -9,7 +9,7 @@ simulator models none) and whose GPU count is chosen by :class:`ElasticMechanism
 :class:`fgdopt.timeline.rounds.RoundLoop` does) and wakes the engine:
 
 * at every interval end (60 s) it asks the planner for the allocations (one node id per GPU) and carries them out
-  in the engine's ``ClusterState`` as one ``round`` :class:`~fgdopt.timeline.preemption.Plan`: a job whose
+  in the engine's ``ClusterState`` as one :class:`~fgdopt.timeline.preemption.RoundPlan`: a job whose
   allocation changed is *moved* (its old GPUs released, then the new count placed on exactly the planner's nodes,
   one :class:`~fgdopt.timeline.preemption.GangMove` part per node, the lowest free GPU ids there), a job that
   loses every GPU is preempted (it waits, not placed, holding nothing), a job given GPUs for the first time or
@@ -17,7 +17,7 @@ simulator models none) and whose GPU count is chosen by :class:`ElasticMechanism
   interval. Then it computes each placed job's stretches of constant speed up to the next interval end (its
   restart delay at speed 0, then the parts of its epochs, each epoch crossed after whole seconds as Pollux rounds
   them; :meth:`ElasticJob.advance`);
-* at every stretch's start it sets the job's speed to the stretch's progress over its length (``Plan.rates``, the
+* at every stretch's start it sets the job's speed to the stretch's progress over its length (``RoundPlan.rates``, the
   engine hook), so that the engine's own progress accounting reaches each epoch's progress at the second Pollux
   does, and finishes the job (its finish event, which releases its GPUs) at the second it completes.
 
@@ -44,7 +44,7 @@ from fgdopt.elastic.policies import Allocations, Planner
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.state import ClusterState
 from fgdopt.timeline.jobtable import FINISHED
-from fgdopt.timeline.preemption import Checkpointing, GangMove, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, RoundPlan, View
 
 JUMP_S = 1e-6
 """A job that completes by a jump of progress in no time at an interval's start finishes this many seconds later."""
@@ -162,7 +162,7 @@ class ElasticMechanism:
             (moves if state.node_of[i] >= 0 else admits).append(GangMove(i, parts[0][0], parts[0][1], tuple(parts)))
         return moves, victims, admits
 
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> RoundPlan | None:
         now = view.now
         if now == self._done_at:
             if now == self._planned_at:                             # right after this interval's plan
@@ -196,7 +196,7 @@ class ElasticMechanism:
         self._done_at = now
         if not (moves or victims or admits or rates):
             return None
-        return Plan(kind="round", moves=tuple(moves), victims=tuple(victims), admits=tuple(admits),
+        return RoundPlan(moves=tuple(moves), victims=tuple(victims), admits=tuple(admits),
                     rates=tuple(rates))
 
 

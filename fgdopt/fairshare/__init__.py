@@ -7,7 +7,7 @@
                                          central partition of a GPU type)
 :mod:`fgdopt.fairshare.trading`          trading of fast-GPU share for slow-GPU share between users by
                                          marginal utility, at a price between their speedups
-:mod:`fgdopt.fairshare.scheduler`        :class:`GandivaFair`, the round mechanism of the time engine that
+:mod:`fgdopt.fairshare.scheduler`        :class:`GandivaFair`, the round policy of the engine's round loop that
                                          realizes the shares (split stride, load balancing by migration, trading)
 =======================================  ===================================================================
 

@@ -1,10 +1,11 @@
 """Gandiva-Fair on the time engine: fair shares of cluster-wide GPU time between users, quantum by quantum.
 
 Built from the paper (Chaudhary, Ramjee, Sivathanu, Kwatra, Viswanatha, "Balancing Efficiency and Fairness in
-Heterogeneous GPU Clusters for Deep Learning", EuroSys'20; no public code). :class:`GandivaFair` is a mechanism of
-:func:`fgdopt.timeline.simulate` that owns the starts (as :class:`fgdopt.timeline.rounds.RoundLoop` does): at the
-start of every quantum (``quantum_s``, 360 s by default, Gavel's round) it decides which jobs run where for the
-quantum, and the engine carries the plan out. What it decides, in order:
+Heterogeneous GPU Clusters for Deep Learning", EuroSys'20; no public code). :class:`GandivaFair` is a round policy
+(:class:`fgdopt.timeline.rounds.RoundPolicy`) of the engine's one round loop, whose round is the quantum:
+``simulate(..., mechanism=GandivaFair(...).loop(quantum_s))`` (:meth:`GandivaFair.loop`; 360 s by default, Gavel's
+round). At the start of every quantum it decides which jobs run where for the quantum, and the loop carries the
+decision out. What it decides, in order:
 
 1. **Shares** (section 3). The users with jobs present share the cluster by tickets: user ``u``'s GPUs are the
    max-min fair shares by tickets under the GPUs its jobs demand (:func:`fgdopt.fairshare.shares.water_fill`), split
@@ -34,11 +35,12 @@ quantum, and the engine carries the plan out. What it decides, in order:
    loaded one narrows their gap most migrates there (the pass of a migrated job is carried over relative to the
    least pass of each server's jobs, as is a new job's).
 
-A job that keeps its GPUs keeps running; every other running job is stopped for the quantum (checkpointed
-transparently: time slicing is suspend and resume); a chosen job is placed on its server's free GPUs (a large job
-over its whole servers, a :class:`~fgdopt.timeline.preemption.GangMove`). A job that finishes early leaves its GPUs
-idle until the quantum ends (the next starts when its time is up; with nothing running, at the next arrival); when
-the last job present finishes, the quantum ends there.
+A job that keeps its servers keeps running on its GPUs; every other running job is stopped for the quantum
+(checkpointed transparently: time slicing is suspend and resume); a chosen job is placed on its server's free GPUs,
+lowest first (a large job over its whole servers, a :class:`~fgdopt.timeline.preemption.GangMove`): a decision by
+node and GPUs (:class:`~fgdopt.timeline.rounds.Decision` ``where``) whose diff the loop carries out. A job that
+finishes early leaves its GPUs idle until the quantum ends (the next starts when its time is up); when the last job
+present finishes and none waits, the quantum ends there (:meth:`GandivaFair.ended`).
 
 After each quantum, :attr:`GandivaFair.log` holds a :class:`Quantum`: what every user received (GPU-seconds and
 work done per type, from the engine's own accounts) against its fair share and its traded share.
@@ -52,11 +54,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fgdopt.defrag import Move
 from fgdopt.fairshare.shares import check_tickets, water_fill
 from fgdopt.fairshare.stride import advance, gang_stride
 from fgdopt.fairshare.trading import Trade, trade_shares
-from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, Plan, View
+from fgdopt.timeline.preemption import View
+from fgdopt.timeline.rounds import Decision, Pace, Placed, RoundLoop, RoundView
 
 CENTRAL = -2
 """The home of a large job: the central scheduler."""
@@ -90,8 +92,9 @@ class Quantum:
 
 
 @dataclass
-class GandivaFair(MechanismBase):
-    """Gandiva-Fair's scheduler (module docstring).
+class GandivaFair:
+    """Gandiva-Fair's scheduler (module docstring), a :class:`~fgdopt.timeline.rounds.RoundPolicy`: run it as
+    :meth:`loop`.
 
     Parameters
     ----------
@@ -99,30 +102,25 @@ class GandivaFair(MechanismBase):
     tickets : float (U,), every user's tickets (>= 0, sum > 0).
     speed : ``{gpu type: float (n,)}``, every job's speed per type, as given to ``simulate`` (0: does not run there).
     gpu_types : the cluster's GPU types (node ``model`` values), in the order of preference on ties.
-    quantum_s : the time slice, seconds.
     trading : whether users trade shares (section 5).
     price_point : where the price lies between the two speedups, in (0, 1).
     balance_tol : the spread of ticket load per GPU among a pool's local servers, relative to its mean, above which
         jobs migrate (section 4.2).
+
+    After a run, ``log`` holds a :class:`Quantum` per quantum and ``migrations`` counts the moves between pools and
+    servers (docstring 3 and 5).
     """
 
     user: np.ndarray
     tickets: np.ndarray
     speed: Mapping[str, np.ndarray]
     gpu_types: tuple[str, ...]
-    quantum_s: float = QUANTUM_S
     trading: bool = True
     price_point: float = 0.5
     balance_tol: float = 0.1
     name: str = "gandiva-fair"
-    checkpointing: Checkpointing = Checkpointing(transparent=True)
-    owns_starts: bool = True
-    span: bool = True
-    every_instant: bool = True
     log: list = field(default_factory=list)
     migrations: int = 0
-    _next_s: float = 0.0
-    _planned_at: float = -1.0
     _layout: tuple | None = None
 
     def __post_init__(self) -> None:
@@ -131,15 +129,12 @@ class GandivaFair(MechanismBase):
         if (bad := np.flatnonzero((self.user < 0) | (self.user >= len(self.tickets)))).size:
             raise ValueError(f"job {int(bad[0])}: user {self.user[bad[0]]} has no tickets "
                              f"(users 0..{len(self.tickets) - 1})")
-        if self.quantum_s <= 0:
-            raise ValueError(f"quantum_s must be > 0, got {self.quantum_s}")
         self.gpu_types = tuple(self.gpu_types)
         self._thr = np.column_stack([np.asarray(self.speed[g], dtype=np.float64) for g in self.gpu_types])
         n = len(self.user)
         self._pool = np.full(n, -1, dtype=np.int64)       # per job: its GPU type (-1: none yet)
         self._home = np.full(n, -1, dtype=np.int64)       # its home server (-1: none; CENTRAL: a large job)
         self._pass = np.zeros(n)                          # its stride pass
-        self._present = np.zeros(0, dtype=np.int64)
         none = np.zeros(0, np.int64)
         self._ran = (none, np.zeros(0), np.zeros(0), none)  # the quantum's jobs, their run s and work s, their types
         self._started = (0.0, None, None, None, ())       # the current quantum: start, fair, share, value, trades
@@ -153,47 +148,45 @@ class GandivaFair(MechanismBase):
             self._layout = (cluster, nodes, np.asarray(cluster.gpu, dtype=np.int64))
         return self._layout[1], self._layout[2]
 
-    def wake_s(self, view: View) -> float:
-        """The end of the current quantum (none while nothing runs: the next arrival starts one)."""
-        return self._next_s if self._next_s > view.now else math.inf
+    def loop(self, quantum_s: float = QUANTUM_S) -> RoundLoop:
+        """This scheduler on the engine's round loop: a mechanism for :func:`fgdopt.timeline.simulate` whose round is
+        the quantum, ``quantum_s`` seconds (> 0), jobs stopped transparently, a large job over several servers."""
+        return RoundLoop(self, round_s=quantum_s, span=True)
 
     # -- one quantum ---------------------------------------------------------------------------------------------
-    def plan(self, view: View) -> Plan | None:
-        now = view.now
-        if now < self._next_s and self._started[1] is not None and not len(view.waiting()):
-            last = self._ran[0]                            # the cluster emptied before the quantum's end: the
-            if not (view.state.node_of[last] >= 0).any():  # quantum ends here (else a run's last quantum would
-                self._account(view)                        # go unlogged: the engine stops at the last finish)
-                self._started = (now, None, None, None, ())
-                self._ran = (last[:0], np.zeros(0), np.zeros(0), last[:0])
-            return None
-        if now < self._next_s or now == self._planned_at:
-            return None
-        self._planned_at = now
-        state = view.state
-        self._account(view)
-        last = self._ran[0]
-        running = np.sort(last[state.node_of[last] >= 0])
-        ids = np.sort(np.concatenate((running, view.waiting()))).astype(np.int64)
-        gone = self._present[~np.isin(self._present, ids)]
-        self._pool[gone], self._home[gone] = -1, -1
-        self._present = ids
+    def decide(self, view: RoundView) -> Decision:
+        """The quantum that starts now: the one that ends now logged, then the jobs that run and where (module
+        docstring 1-5)."""
+        engine, now, ids = view.engine, view.now, view.present
+        state = engine.state
+        self._account(engine)
+        self._pool[view.gone], self._home[view.gone] = -1, -1
         if not len(ids):
             self._ran = (ids, np.zeros(0), np.zeros(0), ids)
             self._started = (now, None, None, None, ())
-            return None
+            return Decision(where={})
         nodes, node_gpus = self._pools(state.cluster)
         need = state.tasks.num_gpu.astype(np.int64)
         fair, share, value, trades = self._shares(ids, need, nodes, node_gpus)
         self._assign_pools(ids, need, share, nodes, node_gpus)
         tick = self._job_tickets(ids, need, share)
         runs = self._choose(ids, need, tick, nodes, node_gpus)
-        plan = self._plan(state, running, runs, need)
         js = np.fromiter(runs, np.int64, len(runs))
-        self._ran = (js, view.run_of(js), view.work_of(js), self._pool[js])
+        self._ran = (js, engine.run_of(js), engine.work_of(js), self._pool[js])
         self._started = (now, fair, share, value, tuple(trades))
-        self._next_s = now + self.quantum_s
-        return plan
+        return Decision(where=self._where(state, view.running, runs))
+
+    def pace(self, view: RoundView, placed: Placed) -> Pace:
+        """A quantum lasts one round (with no job present, none: the next arrival starts one)."""
+        return Pace(view.now + view.round_s if len(view.present) else view.now)
+
+    def ended(self, view: View) -> None:
+        """Every job of the quantum has left and none waits: the quantum ends now (logged; else a run's last quantum
+        would go unlogged, as the engine stops at the last finish)."""
+        self._account(view)
+        last = self._ran[0]
+        self._started = (view.now, None, None, None, ())
+        self._ran = (last[:0], np.zeros(0), np.zeros(0), last[:0])
 
     def _account(self, view: View) -> None:
         """Log the quantum that ends now (:class:`Quantum`), from the engine's run and work accounts."""
@@ -382,25 +375,27 @@ class GandivaFair(MechanismBase):
             advance(self._pass, need, tick, np.array([j]))
         return runs
 
-    def _plan(self, state, running: np.ndarray, runs: dict[int, tuple], need) -> Plan:
-        """Keep the jobs that keep their servers on their GPUs, stop the other running jobs, place the chosen ones on
-        their servers' free GPUs."""
-        stay = set()
-        for j in running.tolist():
-            if j in runs and tuple(node for node, _ in state.parts(j)) == tuple(node for node, _ in runs[j]):
-                stay.add(j)
-        victims = tuple(j for j in running.tolist() if j not in stay)
+    @staticmethod
+    def _where(state, running: np.ndarray, runs: dict[int, tuple]) -> dict[int, tuple]:
+        """Where the chosen jobs run, by job index (a :class:`~fgdopt.timeline.rounds.Decision`'s ``where``): a
+        running job that keeps its servers keeps its GPUs; the others take their servers' free GPUs, lowest first,
+        around the ones kept."""
+        stay = {j: state.parts(j) for j in running.tolist()
+                if j in runs and tuple(node for node, _ in state.parts(j)) == tuple(node for node, _ in runs[j])}
         taken: dict[int, set] = {}
-        for j in stay:
-            for node, gpus in state.parts(j):
+        for parts in stay.values():
+            for node, gpus in parts:
                 taken.setdefault(node, set()).update(gpus)
-        admits = []
-        for j in sorted(j for j in runs if j not in stay):
-            parts = []
-            for node, count in runs[j]:
-                held = taken.setdefault(node, set())
-                gpus = tuple(g for g in range(int(state.cluster.gpu[node])) if g not in held)[:count]
-                held.update(gpus)
-                parts.append((node, gpus))
-            admits.append(Move(j, *parts[0]) if len(parts) == 1 else GangMove(j, *parts[0], tuple(parts)))
-        return Plan(kind="round", victims=victims, admits=tuple(admits))
+        where = {}
+        for j in sorted(runs):
+            parts = stay.get(j)
+            if parts is None:
+                parts = []
+                for node, count in runs[j]:
+                    held = taken.setdefault(node, set())
+                    gpus = tuple(g for g in range(int(state.cluster.gpu[node])) if g not in held)[:count]
+                    held.update(gpus)
+                    parts.append((node, gpus))
+                parts = tuple(parts)
+            where[j] = parts[0] if len(parts) == 1 else parts
+        return where

@@ -78,7 +78,7 @@ mechanism=obj)``, registered by name (:func:`~fgdopt.timeline.mechanisms.registe
 ``module:attribute`` spec. The smallest one preempts, for the first blocked job, every running job of lower
 priority on node 0 when that makes room::
 
-    from fgdopt.timeline.preemption import Checkpointing, Plan
+    from fgdopt.timeline.preemption import Checkpointing, PreemptPlan
 
     class ClearNodeZero:
         name, checkpointing = "clear-node-0", Checkpointing(transparent=True)
@@ -88,7 +88,7 @@ priority on node 0 when that makes room::
                 low = [v for v in range(len(view.priority)) if view.state.node_of[v] == 0
                        and view.priority[v] < view.priority[j]]
                 if low and view.state.fits_without(view.state.tasks[j], 0, low):
-                    return Plan(j, tuple(low), "preempt")
+                    return PreemptPlan(j, tuple(low))
             return None
 """
 
@@ -117,9 +117,14 @@ from fgdopt.timeline.pending import PendingQueue, Shapes
 from fgdopt.timeline.placement import Placer
 from fgdopt.timeline.preemption import (
     MAX_PLANS,
+    PLAN_TYPES,
     Mechanism,
+    MigratePlan,
     MigrationDefrag,
+    OutagePlan,
     Plan,
+    RoundPlan,
+    StartPlan,
     as_mechanism,
     helios_restart_s,
 )
@@ -631,30 +636,66 @@ def simulate(cluster: Cluster, jobs: JobSet, policy: str | Policy = "fgd", queue
 
 def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Callable[[int], float],
                mech: Mechanism) -> None:
-    """Carry out a mechanism's plan (:class:`~fgdopt.timeline.preemption.Plan`): its evictions, then its starts."""
-    if plan.kind in ("migrate", "round"):                           # evictions, then placements, as planned
-        if not (plan.moves or plan.admits or plan.victims or plan.rates or plan.down or plan.up):
-            return                                                  # a round that keeps every job where it is
-        placed = (*plan.moves, *plan.admits)                        # in one pass each (Placer.evict_many, start_many)
-        again = {m.task for m in placed} & {*(m.task for m in plan.moves), *plan.victims}   # out and back in: no
-        placer.evict_many([m.task for m in plan.moves], "migrate", restart_s, mech, again)  # trip through the queue
-        placer.evict_many(plan.victims, "preempt", restart_s, mech, again)
-        placer.take_out(plan.down)                                  # failed resources (fgdopt.timeline.failures)
-        placer.put_back(plan.up)
-        pending.withdraw_many([m.task for m in placed if m.task not in again])
-        placer.start_many(placed)
-        if plan.rates:                                              # speeds set by the plan
-            js = np.fromiter((j for j, _ in plan.rates), np.int64, len(plan.rates))
-            rates = np.fromiter((r for _, r in plan.rates), np.float64, len(plan.rates))
-            if (bad := np.flatnonzero((placer.jobs.status[js] != RUNNING) | ~(np.isfinite(rates) & (rates >= 0)))).size:
-                raise RuntimeError(f"mechanism {mech.name!r}: rate {rates[bad[0]]} for job {js[bad[0]]}, not a running "
-                                   "job or not a speed >= 0")
-            placer.rerate_many(js, rates)
-    else:
-        for v in plan.victims:
-            placer.evict(v, plan.kind, restart_s, mech)
-        choice = placer.ask(plan.job) if plan.where is None else plan.where
-        if choice is None:
-            raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
-        pending.withdraw(plan.job)
-        placer.start(plan.job, choice)
+    """Carry out a mechanism's plan: the one dispatch over the plan types (:data:`~fgdopt.timeline.preemption.
+    PLAN_TYPES`), one function each. ``TypeError`` (one line) for anything else."""
+    match plan:
+        case RoundPlan():
+            _carry_out_round(plan, placer, pending, restart_s, mech)
+        case StartPlan():                                           # PreemptPlan, SuspendPlan, EvictPlan
+            _carry_out_start(plan, placer, pending, restart_s, mech)
+        case MigratePlan():
+            _reallocate(plan.moves, (), plan.admits, placer, pending, restart_s, mech)
+        case OutagePlan():
+            _carry_out_outage(plan, placer, restart_s, mech)
+        case _:
+            raise TypeError(f"mechanism {mech.name!r} returned a {type(plan).__name__}, not a plan (one of "
+                            f"{', '.join(t.__name__ for t in PLAN_TYPES)}, fgdopt.timeline.preemption)")
+
+
+def _reallocate(moves: tuple, victims: tuple, admits: tuple, placer: Placer, pending: PendingQueue,
+                restart_s: Callable[[int], float], mech: Mechanism) -> None:
+    """Evictions, then placements, as planned (:class:`~fgdopt.timeline.preemption.MigratePlan`, ``RoundPlan``): the
+    moved jobs leave (migrated), the victims leave (preempted), then every moved and admitted job is placed, in one
+    pass each (:meth:`Placer.evict_many`, :meth:`Placer.start_many`)."""
+    placed = (*moves, *admits)
+    again = {m.task for m in placed} & {*(m.task for m in moves), *victims}    # out and back in: no trip through
+    placer.evict_many([m.task for m in moves], "migrate", restart_s, mech, again)  # the queue
+    placer.evict_many(victims, "preempt", restart_s, mech, again)
+    pending.withdraw_many([m.task for m in placed if m.task not in again])
+    placer.start_many(placed)
+
+
+def _carry_out_round(plan: RoundPlan, placer: Placer, pending: PendingQueue, restart_s: Callable[[int], float],
+                     mech: Mechanism) -> None:
+    """A :class:`~fgdopt.timeline.preemption.RoundPlan`: its reallocation, then the speeds it sets."""
+    if not (plan.moves or plan.admits or plan.victims or plan.rates):
+        return                                                      # a round that keeps every job where it is
+    _reallocate(plan.moves, plan.victims, plan.admits, placer, pending, restart_s, mech)
+    if plan.rates:
+        js = np.fromiter((j for j, _ in plan.rates), np.int64, len(plan.rates))
+        rates = np.fromiter((r for _, r in plan.rates), np.float64, len(plan.rates))
+        if (bad := np.flatnonzero(placer.jobs.status[js] != RUNNING)).size:
+            raise RuntimeError(f"mechanism {mech.name!r}: rate {rates[bad[0]]} for job {js[bad[0]]}, not a running "
+                               "job")
+        placer.rerate_many(js, rates)
+
+
+def _carry_out_start(plan: StartPlan, placer: Placer, pending: PendingQueue, restart_s: Callable[[int], float],
+                     mech: Mechanism) -> None:
+    """A :class:`~fgdopt.timeline.preemption.StartPlan`: its victims evicted as its kind says (``plan.how``), then its
+    job started where it names, else where the run's policy puts it."""
+    for v in plan.victims:
+        placer.evict(v, plan.how, restart_s, mech)
+    choice = placer.ask(plan.job) if plan.where is None else plan.where
+    if choice is None:
+        raise RuntimeError(f"mechanism {mech.name!r}: job {plan.job} does not fit after its evictions")
+    pending.withdraw(plan.job)
+    placer.start(plan.job, choice)
+
+
+def _carry_out_outage(plan: OutagePlan, placer: Placer, restart_s: Callable[[int], float], mech: Mechanism) -> None:
+    """An :class:`~fgdopt.timeline.preemption.OutagePlan`: its victims preempted, then its failed resources taken out
+    of service and its repaired ones put back (:mod:`fgdopt.timeline.failures`)."""
+    placer.evict_many(plan.victims, "preempt", restart_s, mech)
+    placer.take_out(plan.down)
+    placer.put_back(plan.up)

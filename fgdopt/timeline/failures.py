@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from fgdopt.model import Cluster
-from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Outage, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, Outage, OutagePlan, View
 
 HOUR_S = 3600.0
 GPU_MTBF_S = 54 * 24 * HOUR_S * 16_384 / (0.587 * 419)
@@ -283,7 +283,7 @@ class FailuresAndDrift(MechanismBase):
     def wake_s(self, view: View) -> float:
         return min(self._events(view.state.cluster))
 
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> OutagePlan | None:
         now, state = view.now, view.state
         fail_t, repair_t, drift_t = self._events(state.cluster)
         if drift_t <= now:                                                 # a drift step: the factors now
@@ -293,7 +293,7 @@ class FailuresAndDrift(MechanismBase):
             up = []
             while self._repairs and self._repairs[0][0] <= min(now, fail_t):
                 up.append(heapq.heappop(self._repairs)[2])
-            return Plan(kind="round", up=tuple(up))
+            return OutagePlan(up=tuple(up))
         if fail_t > now:
             return None
         t, out = self._trace.pop()
@@ -302,7 +302,7 @@ class FailuresAndDrift(MechanismBase):
         stopped = _jobs_on(state, out)
         self.log.append({"time_s": t, "node": out.node, "gpus": ",".join(map(str, out.gpus)),
                          "whole_node": out.whole_node, "stopped": len(stopped)})
-        return Plan(kind="round", victims=stopped, down=(out,))
+        return OutagePlan(victims=stopped, down=(out,))
 
     def failures_frame(self) -> pd.DataFrame:
         """:attr:`log` as a table."""

@@ -10,9 +10,10 @@ The restart cost defaults to Helios' (SC'21) figures by GPU count: 7 s for one G
 that followed an eviction is *thrashed*.
 
 Mechanisms (:data:`MECHANISM_NAMES`, :func:`make_mechanism`) are asked by the engine, after each scheduling pass,
-for *plans*: a pending job (the beneficiary), the running jobs to evict for it (the victims) and how (preempt or
-suspend). The engine evicts the victims, places the beneficiary at once with the run's policy, requeues the victims
-(keeping their place in the queue) and runs the pass again; at most :data:`MAX_PLANS` plans per instant.
+for *plans* (:class:`Plan`): a pending job (the beneficiary), the running jobs to evict for it (the victims) and how
+(:class:`PreemptPlan`, :class:`SuspendPlan`). The engine evicts the victims, places the beneficiary at once with the
+run's policy, requeues the victims (keeping their place in the queue) and runs the pass again; at most
+:data:`MAX_PLANS` plans per instant.
 
 ``none``
     nothing is ever evicted (the engine's results are bit for bit those without a mechanism).
@@ -77,7 +78,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -150,7 +151,7 @@ class Checkpointing:
 
 
 class GangMove(NamedTuple):
-    """An admit of a ``round`` or ``migrate`` :class:`Plan` over several nodes: job ``task`` on ``parts``,
+    """An admit of a :class:`RoundPlan` or :class:`MigratePlan` over several nodes: job ``task`` on ``parts``,
     ``((node, gpus), ...)`` (:meth:`fgdopt.state.ClusterState.place_gang`); ``node`` and ``gpus`` are its first part,
     so it reads as a :class:`fgdopt.defrag.Move` wherever one is read."""
 
@@ -160,41 +161,198 @@ class GangMove(NamedTuple):
     parts: tuple[tuple[int, tuple[int, ...]], ...]
 
 
+_MOVES = (Move, GangMove)
+"""What a plan places: a :class:`fgdopt.defrag.Move` or a :class:`GangMove`."""
+
+
 class Outage(NamedTuple):
     """Resources out of service (a failed node or GPU, :mod:`fgdopt.timeline.failures`): ``gpus`` of ``node``, and,
-    when ``whole_node``, the node's CPU and memory too (``gpus`` then every GPU of the node). A :class:`Plan`'s
-    ``down`` takes them out after its evictions (they must be free then: no job may hold a part of them); its ``up``
-    puts them back before its placements (:meth:`fgdopt.timeline.placement.Placer.take_out`, ``put_back``)."""
+    when ``whole_node``, the node's CPU and memory too (``gpus`` then every GPU of the node). An
+    :class:`OutagePlan`'s ``down`` takes them out after its evictions (they must be free then: no job may hold a part
+    of them); its ``up`` puts them back (:meth:`fgdopt.timeline.placement.Placer.take_out`, ``put_back``)."""
 
     node: int
     gpus: tuple[int, ...]
     whole_node: bool = False
 
 
-@dataclass(frozen=True)
 class Plan:
-    """Evict ``victims`` (running job indices) so that pending job ``job`` starts (at ``where``, a policy's choice, if
-    given; else where the run's policy puts it); ``kind`` ``preempt``, ``suspend`` or ``evict`` (a MIG re-layout,
-    :mod:`fgdopt.mig.timeline`: the checkpoint rule of ``preempt``, counted as an eviction). Or, with ``kind``
-    ``migrate`` or ``round``, a plan placed as given: ``moves`` of running jobs (migrated), ``victims`` (preempted,
-    with the mechanism's checkpointing) and ``admits`` of pending ones (:class:`fgdopt.defrag.Move`: job, node,
-    GPUs; or :class:`GangMove`, a job over several nodes), carried out as :func:`fgdopt.defrag.apply_plan` defines
-    (every moved and preempted job leaves, then every moved and admitted job is placed). A ``round`` is what a
-    round loop (:class:`fgdopt.timeline.rounds.RoundLoop`) runs next: the jobs it stops and the jobs it starts.
-    ``rates`` (job, speed) pairs, with ``migrate`` or ``round``: after the placements, each of these running jobs
-    keeps the progress of its run so far and runs on at that speed (progress per second; 0 holds it without progress
-    and without a finish until a later plan re-rates it). ``down`` and ``up`` (:class:`Outage`), with ``round``:
-    resources taken out of service after the evictions, and put back before the placements."""
+    """What a mechanism asks the engine to do next (:meth:`Mechanism.plan`): one of the plan types below, each a
+    small frozen record of the fields its kind uses, checked when built (``ValueError``, one line naming the type's
+    field). The engine carries each type out in one function of its own (:data:`PLAN_TYPES`).
 
-    job: int = -1
-    victims: tuple[int, ...] = ()
-    kind: str = "preempt"
+    ============================  ======================================================================================
+    :class:`PreemptPlan`           evict ``victims`` (running jobs, the mechanism's checkpointing) so that pending
+                                   ``job`` starts, at ``where`` (a policy's choice) if given, else where the run's
+                                   policy puts it
+    :class:`SuspendPlan`           the same, the victims suspended (``suspend_s + restore_s`` without progress)
+    :class:`EvictPlan`             the same, a MIG re-layout (:mod:`fgdopt.mig.timeline`): ``preempt``'s checkpoint
+                                   rule, counted as evictions
+    :class:`MigratePlan`           ``moves`` of running jobs (migrated) and ``admits`` of pending ones, placed as given
+    :class:`RoundPlan`             what a round loop (:class:`fgdopt.timeline.rounds.RoundLoop`) runs next: ``moves``,
+                                   ``victims`` (preempted), ``admits``, then ``rates``
+    :class:`OutagePlan`            failures (:mod:`fgdopt.timeline.failures`): ``victims`` stopped, ``down`` taken out
+                                   of service, ``up`` put back
+    ============================  ======================================================================================
+
+    Moves and admits (:class:`fgdopt.defrag.Move`: job, node, GPUs; or :class:`GangMove`, a job over several nodes)
+    are carried out as :func:`fgdopt.defrag.apply_plan` defines: every moved and preempted job leaves, then every
+    moved and admitted job is placed.
+    """
+
+
+_INT_TYPES = frozenset((int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
+"""The exact types of a job index (bool is not one)."""
+_NUMBER_TYPES = frozenset((float, np.float16, np.float32, np.float64)) | _INT_TYPES
+"""The exact types of a speed."""
+
+
+def _bad(plan: Plan, name: str, detail: str) -> ValueError:
+    return ValueError(f"{type(plan).__name__}.{name}: {detail}")
+
+
+def _check_tuple(plan: Plan, name: str, values, what: str) -> None:
+    if type(values) is not tuple:
+        raise _bad(plan, name, f"a {type(values).__name__}, not a tuple of {what}")
+
+
+def _is_job(v) -> bool:
+    return type(v) in _INT_TYPES and v >= 0
+
+
+def _check_jobs(plan: Plan, name: str, values) -> None:
+    """``values`` is a tuple of job indices (ints >= 0); the first bad one named, else no loop in Python."""
+    _check_tuple(plan, name, values, "job indices")
+    if values and not (set(map(type, values)) <= _INT_TYPES and min(values) >= 0):
+        k, v = next((k, v) for k, v in enumerate(values) if not _is_job(v))
+        raise _bad(plan, f"{name}[{k}]", f"{v!r}, not a job index (an int >= 0)")
+
+
+def _check_items(plan: Plan, name: str, values, kinds: tuple[type, ...]) -> None:
+    """``values`` is a tuple of ``kinds`` instances (of these very types)."""
+    what = " or ".join(k.__name__ for k in kinds)
+    _check_tuple(plan, name, values, what)
+    if not set(map(type, values)) <= set(kinds):
+        k, v = next((k, v) for k, v in enumerate(values) if type(v) not in kinds)
+        raise _bad(plan, f"{name}[{k}]", f"{v!r}, not a {what}")
+
+
+def _is_rate(pair) -> bool:
+    return (type(pair) is tuple and len(pair) == 2 and _is_job(pair[0]) and type(pair[1]) in _NUMBER_TYPES
+            and math.isfinite(pair[1]) and pair[1] >= 0)
+
+
+def _check_rates(plan: Plan, name: str, values) -> None:
+    """``values`` is a tuple of (job index, speed) pairs, each speed finite and >= 0 (the sum of speeds >= 0 is
+    finite exactly when each is, NaN included)."""
+    _check_tuple(plan, name, values, "(job, speed) pairs")
+    if not values:
+        return
+    ok = set(map(type, values)) == {tuple} and set(map(len, values)) == {2}
+    if ok:
+        jobs, speeds = zip(*values, strict=True)
+        ok = (set(map(type, jobs)) <= _INT_TYPES and min(jobs) >= 0 and set(map(type, speeds)) <= _NUMBER_TYPES
+              and min(speeds) >= 0 and math.isfinite(sum(speeds)))
+    if not ok:
+        k, pair = next((k, pair) for k, pair in enumerate(values) if not _is_rate(pair))
+        raise _bad(plan, f"{name}[{k}]", f"{pair!r}, not a (job, speed) pair with a job index and a finite speed >= 0")
+
+
+@dataclass(frozen=True)
+class StartPlan(Plan):
+    """Evict ``victims`` (running job indices) so that pending job ``job`` starts, at ``where`` (a policy's choice:
+    ``(node, gpus)``, or MIG's ``(node, gpus, slice starts)``) if given, else where the run's policy puts it. Built
+    as one of its kinds, whose ``how`` is how the victims leave: :class:`PreemptPlan`, :class:`SuspendPlan`,
+    :class:`EvictPlan`."""
+
+    job: int
+    victims: tuple[int, ...]
+    where: tuple | None = None
+    how: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        if type(self) is StartPlan:
+            raise TypeError("StartPlan is built as one of its kinds: PreemptPlan, SuspendPlan or EvictPlan")
+        if not _is_job(self.job):
+            raise _bad(self, "job", f"{self.job!r}, not a job index (an int >= 0)")
+        _check_jobs(self, "victims", self.victims)
+        if self.where is not None and type(self.where) is not tuple:
+            raise _bad(self, "where", f"a {type(self.where).__name__}, not None or a tuple (node, gpus, ...)")
+
+
+@dataclass(frozen=True)
+class PreemptPlan(StartPlan):
+    """:class:`StartPlan` whose victims are preempted (the mechanism's checkpointing)."""
+
+    how: ClassVar[str] = "preempt"
+
+
+@dataclass(frozen=True)
+class SuspendPlan(StartPlan):
+    """:class:`StartPlan` whose victims are suspended (transparent; ``suspend_s + restore_s`` without progress)."""
+
+    how: ClassVar[str] = "suspend"
+
+
+@dataclass(frozen=True)
+class EvictPlan(StartPlan):
+    """:class:`StartPlan` of a MIG re-layout (:mod:`fgdopt.mig.timeline`): the checkpoint rule of a preemption,
+    counted as evictions."""
+
+    how: ClassVar[str] = "evict"
+
+
+@dataclass(frozen=True)
+class MigratePlan(Plan):
+    """Migrate ``moves`` (running jobs, each move transparent and costing the mechanism's ``migrate_s``) and start
+    ``admits`` (pending jobs), placed as given (:class:`Plan`)."""
+
     moves: tuple = ()
     admits: tuple = ()
-    where: tuple | None = None
-    rates: tuple = ()
+
+    def __post_init__(self) -> None:
+        _check_items(self, "moves", self.moves, _MOVES)
+        _check_items(self, "admits", self.admits, _MOVES)
+
+
+@dataclass(frozen=True)
+class RoundPlan(Plan):
+    """A round (:class:`fgdopt.timeline.rounds.RoundLoop`): ``moves`` of running jobs (migrated), ``victims``
+    (preempted, with the mechanism's checkpointing) and ``admits`` of pending ones, placed as given
+    (:class:`Plan`); then ``rates``, (job, speed) pairs: each of these running jobs keeps the progress of its run so
+    far and runs on at that speed (progress per second, finite and >= 0; 0 holds it without progress and without a
+    finish until a later plan re-rates it)."""
+
+    victims: tuple[int, ...] = ()
+    admits: tuple = ()
+    moves: tuple = ()
+    rates: tuple[tuple[int, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_jobs(self, "victims", self.victims)
+        _check_items(self, "admits", self.admits, _MOVES)
+        _check_items(self, "moves", self.moves, _MOVES)
+        _check_rates(self, "rates", self.rates)
+
+
+@dataclass(frozen=True)
+class OutagePlan(Plan):
+    """Failures (:mod:`fgdopt.timeline.failures`): stop ``victims`` (running jobs with a part on a failed resource,
+    preempted with the mechanism's checkpointing), then take ``down`` out of service (they must be free then) and
+    put ``up`` back (:class:`Outage`)."""
+
+    victims: tuple[int, ...] = ()
     down: tuple = ()
     up: tuple = ()
+
+    def __post_init__(self) -> None:
+        _check_jobs(self, "victims", self.victims)
+        _check_items(self, "down", self.down, (Outage,))
+        _check_items(self, "up", self.up, (Outage,))
+
+
+PLAN_TYPES = (PreemptPlan, SuspendPlan, EvictPlan, MigratePlan, RoundPlan, OutagePlan)
+"""Every plan type the engine carries out (:func:`fgdopt.timeline.engine.carry_out`)."""
 
 
 class View(Protocol):
@@ -223,7 +381,7 @@ class View(Protocol):
 class Mechanism(Protocol):
     """Every hook the engine calls on a mechanism (:class:`MechanismBase` gives each optional one its default).
 
-    Required: ``name``, ``checkpointing`` (applies to ``preempt``) and ``plan(view)``, asked after each pass for the
+    Required: ``name``, ``checkpointing`` (applies to preemptions) and ``plan(view)``, asked after each pass for the
     next :class:`Plan` (or None). Optional (the defaults of :class:`MechanismBase` in brackets):
 
     - ``owns_starts`` [False]: True turns the engine's pass off (only the mechanism's plans start jobs);
@@ -235,8 +393,8 @@ class Mechanism(Protocol):
       (:attr:`fgdopt.state.ClusterState.elastic`: each job's shape is one replica, and a plan's :class:`GangMove`
       places it on as many whole GPUs as its parts hold; re-sizing a running job is a move, which releases its GPUs
       before the plan places anything);
-    - ``migrate_s`` [0]: seconds without progress after a move by a ``migrate`` or ``round`` plan;
-    - ``suspend_s``, ``restore_s`` [0, 0]: seconds without progress, together, after a ``suspend``.
+    - ``migrate_s`` [0]: seconds without progress after a move by a :class:`MigratePlan` or :class:`RoundPlan`;
+    - ``suspend_s``, ``restore_s`` [0, 0]: seconds without progress, together, after a :class:`SuspendPlan`.
     - ``gpu_speed`` [None]: float64 (nodes, max GPUs), kept current by the mechanism, each GPU's speed factor: a run
       starts at its job's speed times the least factor among its GPUs (every part of a gang), and a
       *health-aware* policy (``health_aware = True``) is given it as ``gpu_speed=``
@@ -444,7 +602,7 @@ def _preempt_for_rank(view: View, order: list[int], rank: np.ndarray, failures: 
         if lower is None:
             lower = lowers[rank[j]] = running[rank[running] < rank[j]]
         if len(lower) and (found := _fewest_victims(state, j, lower, cost, where)) is not None:
-            return Plan(j, found[3], "preempt")
+            return PreemptPlan(j, found[3])
         failed.add((state.tasks[j], rank[j]))
         if revisions is not None:
             failures.at[j] = state.revision
@@ -562,7 +720,7 @@ class AffinodeSuspension(MechanismBase):
                 here = node_of == n
                 victims = tuple(sharing[here][cleared[gpu_of[here]]].tolist())
                 if state.fits_without(tasks[j], n, victims):            # CPU and memory too (the one rule)
-                    return Plan(j, victims, "suspend")
+                    return SuspendPlan(j, victims)
         return None
 
 
@@ -589,7 +747,7 @@ class MigrationDefrag(MechanismBase):
         report = defrag(problem, self.method, self.budget, view.workload)
         if not report.plan.admits:
             return None
-        return Plan(kind="migrate", moves=report.plan.moves, admits=report.plan.admits)
+        return MigratePlan(moves=report.plan.moves, admits=report.plan.admits)
 
 
 @dataclass
@@ -656,7 +814,7 @@ class FreeRepack(MechanismBase):
                 trial.place(v, m, gpus)
                 moves.append(Move(v, m, gpus))
             else:
-                return Plan(kind="migrate", moves=tuple(moves), admits=(admit,))
+                return MigratePlan(moves=tuple(moves), admits=(admit,))
         return None
 
 
@@ -712,7 +870,7 @@ class MigRepack(MechanismBase):
             if best is not None:
                 _, _, n, g, start, victims = best
                 self.fresh.update(dict.fromkeys((j, *victims)))
-                return Plan(j, victims, "evict", where=(n, (g,), (start,)))
+                return EvictPlan(j, victims, where=(n, (g,), (start,)))
         return None
 
 

@@ -19,7 +19,7 @@ that owns the starts (the engine's own pass is off):
   with ``span``, over several nodes by Gavel's walk (:func:`spread_parts`). Given per job its node and GPUs (Synergy,
   :class:`fgdopt.synergy.rounds.Synergy`): a job on exactly those keeps them, every other running job is preempted
   and the others are placed there. The result is one bulk reallocation, a
-  ``round`` :class:`~fgdopt.timeline.preemption.Plan` the engine carries out in one pass: every stopped job
+  :class:`~fgdopt.timeline.preemption.RoundPlan` the engine carries out in one pass: every stopped job
   released at once, then every new one placed at once (:meth:`~fgdopt.state.ClusterState.remove_many`,
   :meth:`~fgdopt.state.ClusterState.place_many`, the one feasibility rule), then the speeds the policy set.
 
@@ -41,7 +41,7 @@ import numpy as np
 
 from fgdopt.defrag import Move
 from fgdopt.model import GPU_MILLI
-from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, Plan, View
+from fgdopt.timeline.preemption import Checkpointing, GangMove, MechanismBase, RoundPlan, View
 
 
 class RoundView(NamedTuple):
@@ -74,10 +74,11 @@ class Decision:
     """The jobs that run in the next round, in one of two forms: ``types`` job -> index of its GPU type (in the
     policy's ``gpu_types``), each job getting its ``num_gpu`` whole GPUs of that type where the loop places it (a
     policy that returns the same object again, its choice unchanged, lets the loop reuse its placement while nothing
-    moved in the cluster); or ``where`` job -> (node, its GPUs there), placed as given (the one rule decides)."""
+    moved in the cluster); or ``where`` job -> (node, its GPUs there), or, for a job over several nodes, its parts
+    ``((node, gpus), ...)``, placed as given (the one rule decides)."""
 
     types: Mapping[int, int] | None = None
-    where: Mapping[int, tuple[int, tuple[int, ...]]] | None = None
+    where: Mapping[int, tuple] | None = None
 
 
 class Placed(NamedTuple):
@@ -103,7 +104,10 @@ class Pace(NamedTuple):
 
 
 class RoundPolicy(Protocol):
-    """What a round policy provides to :class:`RoundLoop` (module docstring)."""
+    """What a round policy provides to :class:`RoundLoop` (module docstring). Optional: ``ended(view)``, called (with
+    the engine's :class:`~fgdopt.timeline.preemption.View`) at the first instant before the round's end at which
+    every job of the round has left and none waits: the round is over early (when no job arrives later, the engine
+    stops there); a loop whose policy has it is asked for plans at every instant."""
 
     name: str
     gpu_types: tuple[str, ...]                       # node ``model`` values, in the order of a Decision's indices
@@ -156,11 +160,13 @@ class RoundLoop(MechanismBase):
     _present: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the jobs present at it
     _layout: tuple | None = None          # (cluster, type of each node, nodes of each type, GPUs of each type)
     _cached: tuple | None = None          # (decision, the state's revision, plan, placed): nothing moved since
+    _open: bool = False                   # a round with jobs present, not yet ended (for the policy's ``ended``)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.round_s) and self.round_s > 0):
             raise ValueError(f"round_s must be a finite number of seconds > 0, got {self.round_s}")
         self.name = self.policy.name
+        self.every_instant = hasattr(self.policy, "ended")
         self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
 
     def _types(self, cluster) -> tuple[np.ndarray, list[np.ndarray], tuple[int, ...]]:
@@ -177,11 +183,15 @@ class RoundLoop(MechanismBase):
         arrival starts a round)."""
         return self._next_s if self._next_s > view.now else math.inf
 
-    def plan(self, view: View) -> Plan | None:
+    def plan(self, view: View) -> RoundPlan | None:
         """The next round's plan, at the round's start (else None): the stop, or the policy's decision placed."""
         now = view.now
         if self.grid and now > self._next_s:               # rounds passed with nothing present: the next on the grid
             self._next_s = math.ceil(now / self.round_s) * self.round_s
+        if (self._open and now < self._next_s and not len(view.waiting())
+                and not (view.state.node_of[self._last] >= 0).any()):
+            self._open = False                             # every job of the round has left, none waits: it is over
+            self.policy.ended(view)
         if now < self._next_s or now == self._planned_at or not math.isnan(self.stopped_s):
             return None
         self._planned_at = now
@@ -200,8 +210,8 @@ class RoundLoop(MechanismBase):
             if len(gone):
                 self._waiting -= set(gone.tolist())
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
-                self.stopped_s = now
-                return Plan(kind="round", victims=tuple(running.tolist()), admits=())
+                self.stopped_s, self._open = now, False
+                return RoundPlan(victims=tuple(running.tolist()), admits=())
         node_type, of_type, type_gpus = self._types(state.cluster)
         rview = RoundView(view, now, self.round_s, running, present, changed, gone, type_gpus, self.rounds)
         decision = self.policy.decide(rview)
@@ -218,8 +228,9 @@ class RoundLoop(MechanismBase):
         pace = self.policy.pace(rview, placed)
         self._next_s = pace.until_s
         self._last = np.fromiter(placed.runs, np.int64, len(placed.runs))
+        self._open = self.every_instant and len(present) > 0
         if pace.rates:
-            return Plan(kind="round", victims=plan.victims, admits=plan.admits, rates=pace.rates)
+            return RoundPlan(victims=plan.victims, admits=plan.admits, rates=pace.rates)
         return plan
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
@@ -237,24 +248,34 @@ class RoundLoop(MechanismBase):
                                  f"{self.policy.gpu_types[g]!r}, which has {has}")
 
     @staticmethod
-    def _as_given(state, running: np.ndarray, where: Mapping[int, tuple[int, tuple[int, ...]]],
-                  node_type: np.ndarray) -> tuple[Plan, Placed]:
+    def _as_given(state, running: np.ndarray, where: Mapping[int, tuple],
+                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
         """The diff of a decision by node and GPUs: a job already on exactly those keeps them, every other running
-        job is preempted, the others are placed as given (in the decision's order)."""
+        job is preempted, the others are placed as given (in the decision's order; parts over several nodes as a
+        :class:`~fgdopt.timeline.preemption.GangMove`)."""
         node_of, gpus_of = state.node_of, state.gpus_of
-        stay, admits = set(), []
-        for j, (node, gpus) in where.items():
-            if node_of[j] == node and tuple(gpus_of[j]) == gpus:
-                stay.add(j)
+        stay, admits, runs, gangs = set(), [], {}, set()
+        for j, at in where.items():
+            if isinstance(at[0], tuple):                    # ((node, gpus), ...): over several nodes
+                node = at[0][0]
+                gangs.add(j)
+                if state.parts(j) == at:
+                    stay.add(j)
+                else:
+                    admits.append(GangMove(j, *at[0], at))
             else:
-                admits.append(Move(j, node, gpus))
+                node = at[0]
+                if node_of[j] == node and tuple(gpus_of[j]) == at[1]:
+                    stay.add(j)
+                else:
+                    admits.append(Move(j, *at))
+            runs[j] = int(node_type[node])
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
-        runs = {j: int(node_type[node]) for j, (node, _) in where.items()}
-        return Plan(kind="round", victims=victims, admits=admits), Placed(runs, admits, frozenset())
+        return RoundPlan(victims=victims, admits=admits), Placed(runs, admits, frozenset(gangs))
 
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
-               of_type: list[np.ndarray]) -> tuple[Plan, Placed]:
+               of_type: list[np.ndarray]) -> tuple[RoundPlan, Placed]:
         """The diff (module docstring): keep the jobs that keep their type on their GPUs, preempt the other running
         jobs, place the new ones; the plan and where the round's jobs run.
 
@@ -337,7 +358,7 @@ class RoundLoop(MechanismBase):
                                   [(gpu,) for gpu in gpu_at[placed].tolist()]))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         admits = tuple(admits)
-        return Plan(kind="round", victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
+        return RoundPlan(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
 
 
 def spread_parts(nodes, free_gpus: Callable[[int], list[int]],
