@@ -256,18 +256,17 @@ def solve(highs, time_limit: float | None = None, duals: bool = False) -> HighsR
     return read_result(highs, duals)
 
 
-def run_until(highs, deadline: float) -> str | None:
+def run_until(highs, deadline: float, duals: bool = False) -> HighsResult:
     """Run ``highs`` (a ``highspy.Highs`` being re-solved, e.g. a column-generation master) until the
-    ``time.perf_counter()`` instant ``deadline``; None when it is solved to optimality, else the status to report
-    (``time_limit`` when the deadline has passed, else :func:`highs_status`'s). HiGHS counts an LP's ``time_limit``
-    over every run of one object, so the limit is set past the time already spent."""
+    ``time.perf_counter()`` instant ``deadline`` and read its :class:`HighsResult` (status ``time_limit`` and
+    nothing found when the deadline has already passed). HiGHS counts an LP's ``time_limit`` over every run of one
+    object, so the limit is set past the time already spent."""
     left = deadline - time.perf_counter()
     if left <= 0:
-        return "time_limit"
+        return HighsResult("time_limit", None, None, None)
     highs.setOptionValue("time_limit", highs.getRunTime() + left)
     highs.run()
-    status = highs_status(highs)
-    return None if status == "optimal" else status
+    return read_result(highs, duals)
 
 
 def add_columns(highs, costs, matrix: sp.csc_matrix, lower=None, upper=None) -> None:

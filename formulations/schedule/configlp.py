@@ -79,7 +79,7 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.highs import add_columns, build_highs, read_result, rows_lp, run_until
+from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types
 from formulations.schedule.record import BoundRecord
@@ -446,10 +446,9 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     best, status, it, master, history = 0.0, "iteration_limit", 0, math.inf, []
     center = (np.zeros((n_q, K)), np.zeros((3, K)))                # L(0) = 0: every job starts on arrival
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is reported)
-        if (stopped := run_until(h, deadline)) is not None:
-            status = stopped
+        if (res := run_until(h, deadline, duals=True)).status != "optimal":
+            status = res.status
             break
-        res = read_result(h, duals=True)
         master, y = res.objective, res.row_duals
         alpha = y[:n]
         pi_q = np.clip(-y[cov0:pool0], 0.0, None).reshape(n_q, K)

@@ -42,7 +42,7 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, rejected_jobs
-from formulations.highs import add_columns, build_highs, read_result, rows_lp, run_until
+from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types, time_unit
 from formulations.schedule.record import BoundRecord
@@ -155,10 +155,9 @@ def _subset_bound(cluster: Cluster, jobs: JobSet, sub: np.ndarray, groups: list[
         add(t, on, cost)
     best, status, it = 0.0, "iteration_limit", 0
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is returned)
-        if (stopped := run_until(h, deadline)) is not None:
-            status = stopped
+        if (res := run_until(h, deadline, duals=True)).status != "optimal":
+            status = res.status
             break
-        res = read_result(h, duals=True)
         master, dual = res.objective, res.row_duals
         pi, sigma = dual[:n], np.minimum(dual[n:], 0.0)
         bound, added, proven = float(pi.sum()), False, True
