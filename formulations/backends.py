@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from formulations.highs import highs_status, highs_threads, new_highs, set_start
+from formulations.highs import highs_threads, new_highs, read_result, set_start
 from formulations.linear import INF, LinearModel
 
 SOLVERS = ("cbc", "highs", "cpsat")
@@ -144,7 +144,7 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
                                  warmStart=warm, **gaps,
                                  **options)
         prob.solve(backend)
-        status, bound = _highs_status(prob.solverModel, mip)
+        status, bound = _highs_status(prob.solverModel)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             log_path = os.path.join(tmp, "cbc.log")
@@ -201,7 +201,7 @@ def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.
     h.addRows(len(row_lo), np.where(row_lo == -INF, -inf, row_lo), np.where(row_hi == INF, inf, row_hi), len(idx),
               starts.astype(np.int32), pos[idx].astype(np.int32), vals)
     h.run()
-    status, bound = _highs_status(h, False)
+    status, bound = _highs_status(h)
     wall = time.perf_counter() - t0
     ms = h.getModelStatus()
     usable = ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
@@ -230,16 +230,11 @@ def _pulp_order(n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, pos
 
 
-def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
-    status = highs_status(highs)
-    info = highs.getInfo()
-    if status == "optimal":
-        bound = info.mip_dual_bound if mip else info.objective_function_value
-        return "optimal", abs(float(bound))  # PuLP hands HiGHS the negated (minimized) objective
-    if status == "time_limit":
-        bound = info.mip_dual_bound if mip else None
-        return "time_limit", (abs(float(bound)) if bound is not None and np.isfinite(bound) else None)
-    return status, None
+def _highs_status(highs) -> tuple[str, float | None]:
+    """Status and bound of a finished HiGHS run (:func:`formulations.highs.read_result`) of a maximized model that
+    PuLP handed it negated (minimized): the bound's absolute value."""
+    res = read_result(highs)
+    return res.status, (abs(res.bound) if res.bound is not None else None)
 
 
 _CBC_NUMBER = r"(-?[0-9.eE+-]+)"
