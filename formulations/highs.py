@@ -1,9 +1,9 @@
 """HiGHS, directly: one builder of ``highspy`` models from arrays, one way to create, run and read them.
 
-The formulations that go through PuLP (:func:`formulations.backends.solve_model`) never touch ``highspy``. The
-ones that do are those whose models are re-solved many times (column generation masters, pricing MILPs, one
-node's MILP per leave budget) or too large to translate row by row (the pooled interval LP of
-:mod:`formulations.schedule.bound`); they all build, run and read their models here:
+Most formulations reach HiGHS through PuLP (:func:`formulations.backends.solve_model`, which reads the status,
+bound and MIP start here too). The ones that hold a ``highspy`` model themselves are those re-solved many times
+(column-generation masters, pricing MILPs, one node's MILP per leave budget) or too large to translate row by row
+(the pooled interval LP of :mod:`formulations.schedule.bound`); they all build, run and read their models here:
 
 * :func:`highs_lp` — a ``highspy.HighsLp`` from arrays: costs, column bounds, row bounds, a ``scipy.sparse``
   matrix (CSC or CSR, passed as is), integrality, sense; :func:`linear_lp` the same for a
@@ -17,10 +17,11 @@ node's MILP per leave budget) or too large to translate row by row (the pooled i
 
 Threads. HiGHS sets up its thread pool at its first run in a process and fails (status ``error``) any later run
 asking for another count: :func:`highs_threads` keeps the first count asked for and every :func:`new_highs` uses
-it. Time. HiGHS 1.14 measured here: an LP's ``time_limit`` counts the run time of every earlier run of the same
-``Highs`` (a re-solve after 37 s of solving stops at once under a 0.1 s limit), a MIP's counts the current run only;
-:func:`run_until` accounts for the first. No helper here widens a bound for the solver's tolerances: callers that
-report an LP optimum as a bound lower it themselves (:data:`formulations.schedule.bound.SAFETY`).
+it. Time. Measured with highspy 1.14: an LP's ``time_limit`` counts the run time of every earlier run of the same
+``Highs`` (an LP re-solved after 37 s of solving stopped at once under a 0.1 s limit), a MIP's the current run only
+(a MIP re-run under 0.5 s ran 0.5 s again); :func:`run_until` accounts for the first, :func:`solve` does not.
+No helper here widens a bound for the solver's tolerances: callers that report an LP optimum as a bound lower it
+themselves (:data:`formulations.schedule.bound.SAFETY`).
 """
 
 from __future__ import annotations
@@ -248,8 +249,11 @@ def read_result(highs, duals: bool = False) -> HighsResult:
 
 
 def solve(highs, time_limit: float | None = None, duals: bool = False) -> HighsResult:
-    """Run ``highs`` (at most ``time_limit`` seconds, at least :data:`MIN_TIME_LIMIT_S`; None: the limit already set)
-    and read its :class:`HighsResult`."""
+    """Run ``highs`` and read its :class:`HighsResult`.
+
+    ``time_limit`` (seconds, at least :data:`MIN_TIME_LIMIT_S`; None: the limit already set) is HiGHS's option as
+    is: a MIP run gets that many seconds, an LP re-solved on one object that many minus its earlier runs' (module
+    docstring; :func:`run_until` gives it a deadline instead)."""
     if time_limit is not None:
         highs.setOptionValue("time_limit", max(float(time_limit), MIN_TIME_LIMIT_S))
     highs.run()
@@ -270,8 +274,8 @@ def run_until(highs, deadline: float, duals: bool = False) -> HighsResult:
 
 
 def add_columns(highs, costs, matrix: sp.csc_matrix, lower=None, upper=None) -> None:
-    """Append the columns of ``matrix`` (CSC, as many rows as ``highs``' model) with ``costs``, bounds ``lower``
-    (default 0) and ``upper`` (default ``inf``)."""
+    """Append the columns of ``matrix`` (CSC, as many rows as ``highs``' model; each column's entries handed in row
+    order) with ``costs``, bounds ``lower`` (default 0) and ``upper`` (default ``inf``)."""
     costs = np.asarray(costs, dtype=np.float64)
     n = len(costs)
     if matrix.shape[1] != n:
