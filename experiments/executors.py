@@ -6,7 +6,7 @@ the order of completion, so a run gives the same rows wherever it ran. A job is 
 importable module and its arguments: process pools and Dask workers unpickle the function by name (so a study run
 as ``python -m`` calls the ``main`` of its importable module, not of its ``__main__`` copy). Dask workers
 should run one thread each (``dask worker ADDRESS --nthreads 1``): the solvers are multi-threaded themselves, and
-HiGHS keeps one thread pool per process (:func:`formulations.backends.highs_threads`).
+HiGHS keeps one thread pool per process (:func:`formulations.highs.highs_threads`).
 
 Resumable sweeps. A :class:`RunJournal` keeps each finished run's result in the output folder as it completes
 (``DIR/.runs/STUDY/KEY.pkl``, written atomically; KEY hashes the run's inputs, which the study states as a

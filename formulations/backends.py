@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from fgdopt.cpus import usable_cpus
+from formulations.highs import highs_threads, new_highs, read_result, set_start
 from formulations.linear import INF, LinearModel
 
 SOLVERS = ("cbc", "highs", "cpsat")
@@ -50,20 +51,6 @@ class RawResult:
 def default_threads() -> int:
     """Solver threads when none are asked for: the CPUs this process may use (:func:`fgdopt.cpus.usable_cpus`)."""
     return usable_cpus()
-
-
-_highs_threads: list[int | None] = []
-
-
-def highs_threads(requested: int | None) -> int | None:
-    """The thread count every HiGHS run of this process uses: the first one asked for (``None``: HiGHS's own).
-
-    HiGHS sets up its thread pool at its first run in a process and fails (status error) any later run that
-    asks for another count, so the first request wins and later requests are ignored.
-    """
-    if not _highs_threads:
-        _highs_threads.append(requested)
-    return _highs_threads[0]
 
 
 def solve_model(model: LinearModel, solver: str, time_limit: float = 60.0, threads: int | None = None,
@@ -120,12 +107,7 @@ def _highs_class():
 
         def callSolver(self, lp):
             if self.optionsDict.get("warmStart"):
-                import highspy
-
-                sol = highspy.HighsSolution()
-                sol.col_value = [v.varValue or 0.0 for v in lp.variables()]
-                sol.value_valid = True
-                lp.solverModel.setSolution(sol)
+                set_start(lp.solverModel, [v.varValue or 0.0 for v in lp.variables()])
             lp.solverModel.run()
 
     return WarmHiGHS
@@ -164,7 +146,7 @@ def _solve_pulp(model: LinearModel, solver: str, time_limit: float, threads: int
                                  warmStart=warm, **gaps,
                                  **options)
         prob.solve(backend)
-        status, bound = _highs_status(prob.solverModel, mip)
+        status, bound = _highs_status(prob.solverModel)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             log_path = os.path.join(tmp, "cbc.log")
@@ -213,13 +195,7 @@ def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.
     t0 = time.perf_counter()
     n = len(obj)
     order, pos = _pulp_order(n)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if (count := highs_threads(threads)) is not None:
-        h.setOptionValue("threads", count)
-    h.setOptionValue("time_limit", float(max(time_limit - (time.perf_counter() - t0), 0.5)))
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
+    h = new_highs(threads, max(time_limit - (time.perf_counter() - t0), 0.5), options=options)
     inf = highspy.kHighsInf
     lo, up = lb[order], ub[order]
     h.addCols(n, -obj[order], np.where(lo == -INF, -inf, lo), np.where(up == INF, inf, up), 0,
@@ -227,7 +203,7 @@ def solve_lp_arrays(obj: np.ndarray, lb: np.ndarray, ub: np.ndarray, row_lo: np.
     h.addRows(len(row_lo), np.where(row_lo == -INF, -inf, row_lo), np.where(row_hi == INF, inf, row_hi), len(idx),
               starts.astype(np.int32), pos[idx].astype(np.int32), vals)
     h.run()
-    status, bound = _highs_status(h, False)
+    status, bound = _highs_status(h)
     wall = time.perf_counter() - t0
     ms = h.getModelStatus()
     usable = ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
@@ -256,33 +232,11 @@ def _pulp_order(n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, pos
 
 
-def highs_status(highs) -> str:
-    """The status of a finished HiGHS run, the one map of formulations: ``optimal``; ``infeasible`` (infeasible, or
-    unbounded or infeasible); ``time_limit`` for every stop before the proof (the time, iteration or solution limit,
-    an interrupt: what was found is a valid incumbent, the dual bound a valid bound); ``error`` otherwise."""
-    import highspy
-
-    ms = highspy.HighsModelStatus
-    st = highs.getModelStatus()
-    if st == ms.kOptimal:
-        return "optimal"
-    if st in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
-        return "infeasible"
-    if st in (ms.kTimeLimit, ms.kIterationLimit, ms.kInterrupt, ms.kSolutionLimit):
-        return "time_limit"
-    return "error"
-
-
-def _highs_status(highs, mip: bool) -> tuple[str, float | None]:
-    status = highs_status(highs)
-    info = highs.getInfo()
-    if status == "optimal":
-        bound = info.mip_dual_bound if mip else info.objective_function_value
-        return "optimal", abs(float(bound))  # PuLP hands HiGHS the negated (minimized) objective
-    if status == "time_limit":
-        bound = info.mip_dual_bound if mip else None
-        return "time_limit", (abs(float(bound)) if bound is not None and np.isfinite(bound) else None)
-    return status, None
+def _highs_status(highs) -> tuple[str, float | None]:
+    """Status and bound of a finished HiGHS run (:func:`formulations.highs.read_result`) of a maximized model that
+    PuLP handed it negated (minimized): the bound's absolute value."""
+    res = read_result(highs)
+    return res.status, (abs(res.bound) if res.bound is not None else None)
 
 
 _CBC_NUMBER = r"(-?[0-9.eE+-]+)"
@@ -345,20 +299,3 @@ def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start, opt
     if code == cp_model.UNKNOWN:
         return RawResult("time_limit", None, None, float(solver.best_objective_bound), wall)
     return RawResult("error", None, None, None, wall)
-
-
-def run_until(highs, deadline: float) -> str | None:
-    """Run ``highs`` (a ``highspy.Highs`` being re-solved, e.g. a column-generation master) until the
-    ``time.perf_counter()`` instant ``deadline``; None when it is solved to optimality, else the status to report
-    (``time_limit`` when the deadline has passed, else :func:`highs_status`'s). HiGHS counts its ``time_limit`` over
-    every run of one object, so the limit is set past the time already spent."""
-    import time
-
-    left = deadline - time.perf_counter()
-    if left <= 0:
-        return "time_limit"
-    highs.setOptionValue("time_limit", highs.getRunTime() + left)
-    highs.run()
-    status = highs_status(highs)
-    return None if status == "optimal" else status
-

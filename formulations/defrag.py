@@ -85,7 +85,8 @@ from fgdopt.frag import Workload, cluster_fragmentation
 from fgdopt.instance import Instance
 from fgdopt.state import UNPLACED
 from formulations.aggregate import Aggregation, _patterns, aggregate
-from formulations.backends import EXACT_HIGHS_OPTIONS, highs_status, solve_model
+from formulations.backends import EXACT_HIGHS_OPTIONS, solve_model
+from formulations.highs import HighsResult, build_highs, linear_lp, solve
 from formulations.linear import LinearModel
 from formulations.solution import STATUSES
 
@@ -366,17 +367,15 @@ def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], gr
         lm.add_row(idx, coef, lo=0)
     budget_row = len(lm.rows)
     lm.add_row(lv, np.ones(len(on_n)), hi=top)     # the leave budget m, changed per run below
-    highs = _small_highs(lm, time_limit)
+    highs = build_highs(linear_lp(lm), threads=1, options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.999})
 
     def run(m: int) -> int | None:
         left = deadline - time.perf_counter()
         if left <= 0:
             return None
-        highs.setOptionValue("time_limit", float(min(time_limit, left)))
         if on_n:
             highs.changeRowBounds(budget_row, -highs.inf, float(m))
-        highs.run()
-        return _small_bound(highs)
+        return _small_bound(solve(highs, min(time_limit, left)))
 
     best = run(top)
     out: list[int] = []
@@ -388,51 +387,12 @@ def _node_values(agg: Aggregation, n: int, on_n: list[int], sizes: list[int], gr
     return None if best is None else out + [best]
 
 
-def _small_highs(model: LinearModel, time_limit: float):
-    """A HiGHS instance of a small all-integer ``model`` (maximized), silent, one thread, exact gaps."""
-    import highspy
-
-    from formulations.backends import highs_threads
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    threads = highs_threads(1)
-    if threads is not None:
-        h.setOptionValue("threads", int(threads))
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 0.999)
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = model.n_vars, len(model.rows)
-    lp.col_cost_ = np.asarray(model.obj, dtype=float)
-    lp.col_lower_ = np.asarray(model.lb, dtype=float)
-    lp.col_upper_ = np.minimum(np.asarray(model.ub, dtype=float), inf)
-    lo = np.array([r[2] for r in model.rows], dtype=float)
-    hi = np.array([r[3] for r in model.rows], dtype=float)
-    lp.row_lower_, lp.row_upper_ = np.maximum(lo, -inf), np.minimum(hi, inf)
-    rows = np.concatenate([np.full(len(r[0]), j) for j, r in enumerate(model.rows)])
-    cols = np.concatenate([r[0] for r in model.rows])
-    vals = np.concatenate([r[1] for r in model.rows])
-    order = np.lexsort((rows, cols))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=model.n_vars))]).astype(np.int32)
-    lp.a_matrix_.index_ = rows[order].astype(np.int32)
-    lp.a_matrix_.value_ = vals[order]
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * model.n_vars
-    h.passModel(lp)
-    return h
-
-
-def _small_bound(highs) -> int | None:
-    """The proven upper bound (floored) of a finished run of :func:`_small_highs`, or None."""
-    status = highs_status(highs)
-    info = highs.getInfo()
-    if status == "optimal":
-        value = max(info.objective_function_value, info.mip_dual_bound)
-    elif status == "time_limit" and math.isfinite(info.mip_dual_bound):
-        value = info.mip_dual_bound
+def _small_bound(res: HighsResult) -> int | None:
+    """The proven upper bound (floored) of a finished run of a node's MILP (:func:`_node_values`), or None."""
+    if res.status == "optimal":
+        value = max(res.objective, res.bound)
+    elif res.status == "time_limit" and res.bound is not None:
+        value = res.bound
     else:
         return None
     return math.floor(value + 1e-6)

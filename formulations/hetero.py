@@ -275,7 +275,7 @@ def solve_allocation(policy: str, throughputs: np.ndarray, scale_factor: np.ndar
     isolated_elapsed_s : (n,) seconds the work done so far would have taken under the isolated share (``ftf*``,
         Gavel's ``_cumulative_isolated_time``; default 0).
     time_limit : wall seconds for the whole policy.
-    threads : HiGHS threads (the first HiGHS run of a process fixes it, see ``backends.highs_threads``).
+    threads : HiGHS threads (the first HiGHS run of a process fixes it, see :func:`formulations.highs.highs_threads`).
     gap : relative gap at which the ``ftf*`` iteration stops.
     max_iter : most LPs of the ``ftf*`` iteration.
     central : solve the aware policies' LPs by the interior point method without crossover: X is then a point

@@ -74,10 +74,11 @@ from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI
 from fgdopt.state import Placement, validate
 from formulations.aggregate import Aggregation, aggregate, fill_greedy, node_contents
-from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult, highs_status, highs_threads
+from formulations.backends import EXACT_HIGHS_OPTIONS, RawResult
 from formulations.configs import Columns, _NodeFit, decode, master_model
 from formulations.exact import build_exact, exact_solution
-from formulations.linear import INF, LinearModel
+from formulations.highs import build_highs, linear_lp, set_start, solve
+from formulations.linear import INF
 from formulations.solution import Solution
 
 LOG = logging.getLogger(__name__)
@@ -116,71 +117,6 @@ MORE_COLUMNS = 4
 QUICK_S = 1.0
 """Seconds a pricing MILP gets in a first pass of an exact round (most finish, proven, well within it)."""
 """A column prices out when its reduced cost exceeds this (units)."""
-
-
-# -- HiGHS, directly: the master and the pricing models are re-solved hundreds of times -----------------
-def to_highs(model: LinearModel, threads: int | None = None, options: dict | None = None):
-    """A ``highspy.Highs`` instance holding ``model`` (maximized), quiet, with ``threads`` threads (None: HiGHS's
-    default; HiGHS fails a run whose thread count differs from the first run's in the same process)."""
-    import highspy
-
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = model.n_vars, len(model.rows)
-    lp.col_cost_ = np.asarray(model.obj, dtype=float)
-    lp.col_lower_ = np.asarray(model.lb, dtype=float)
-    lp.col_upper_ = np.where(np.isinf(model.ub), inf, np.asarray(model.ub, dtype=float))
-    lp.row_lower_ = np.array([inf * -1 if math.isinf(lo) else lo for _, _, lo, _ in model.rows], dtype=float)
-    lp.row_upper_ = np.array([inf if math.isinf(hi) else hi for _, _, _, hi in model.rows], dtype=float)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum([len(idx) for idx, _, _, _ in model.rows])]).astype(np.int32)
-    lp.a_matrix_.index_ = (np.concatenate([idx for idx, _, _, _ in model.rows]) if model.rows
-                           else np.zeros(0)).astype(np.int32)
-    lp.a_matrix_.value_ = (np.concatenate([c for _, c, _, _ in model.rows]) if model.rows
-                           else np.zeros(0)).astype(float)
-    if any(model.integer):
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in model.integer]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    count = highs_threads(threads)  # HiGHS fixes its thread pool at its first run in a process
-    if count is not None:
-        h.setOptionValue("threads", int(count))
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
-    h.passModel(lp)
-    return h
-
-
-def _run(h, time_limit: float, mip: bool) -> tuple[str, float | None, float | None, np.ndarray | None]:
-    """Run ``h`` (a MILP if ``mip``) for at most ``time_limit`` s: (status, objective, proven bound, values)."""
-    h.setOptionValue("time_limit", max(float(time_limit), 0.05))
-    h.run()
-    status = highs_status(h)
-    info = h.getInfo()
-    has = info.primal_solution_status == 2
-    values = np.array(h.getSolution().col_value) if has else None
-    objective = float(info.objective_function_value) if has else None
-    if status == "optimal":
-        bound = float(info.mip_dual_bound) if mip else objective
-        return "optimal", objective, bound, values
-    if status == "infeasible":
-        return "infeasible", None, None, None
-    if status == "time_limit":
-        bound = float(info.mip_dual_bound) if mip and np.isfinite(info.mip_dual_bound) else None
-        return "time_limit", objective, bound, values
-    return "error", None, None, None
-
-
-def set_start(h, values: np.ndarray) -> None:
-    """Give the HiGHS instance ``h`` the feasible column vector ``values`` as its MIP start."""
-    import highspy
-
-    sol = highspy.HighsSolution()
-    sol.col_value = np.asarray(values, dtype=float).tolist()
-    sol.value_valid = True
-    h.setSolution(sol)
 
 
 # -- pricing -----------------------------------------------------------------------------------------
@@ -305,8 +241,9 @@ class TypePricer:
         options = {**PRICING_OPTIONS, "mip_improving_solution_save": True}
         if abs_gap > 0:  # the bound returned is the search's proven one, so a looser stop keeps it a bound
             options.update(mip_abs_gap=float(abs_gap), mip_rel_gap=0.0)
-        h = to_highs(em.model, self.threads, options)
-        status, objective, bound, values = _run(h, time_limit, mip=True)
+        h = build_highs(linear_lp(em.model), self.threads, options=options)
+        res = solve(h, time_limit)
+        status, objective, bound, values = res.status, res.objective, res.bound, res.values
         self.calls += 1
         self.seconds += time.perf_counter() - t0
         if bound is None:
@@ -341,7 +278,7 @@ class Master:
         self.n_types = len(agg.node_types)
         self.sizes = np.array([len(nodes) for nodes in agg.node_types], dtype=float)
         empty = master_model(agg, np.zeros(0, dtype=np.int64), np.zeros((0, agg.n_shapes), dtype=np.int64), False)
-        self.h = to_highs(empty, threads)
+        self.h = build_highs(linear_lp(empty), threads)
         self.exchanges = dominance_pairs(agg) if dual_cuts else np.zeros((0, 2), dtype=np.int64)
         for i, j in self.exchanges.tolist():  # exchange column: +1 in shape row i, -1 in shape row j, value 0
             self.h.addCol(0.0, 0.0, INF, 2, np.array([self.n_types + i, self.n_types + j], dtype=np.int32),
@@ -376,15 +313,14 @@ class Master:
         ------
         RuntimeError : HiGHS failed otherwise (the LP is always feasible and bounded).
         """
-        status, objective, _, _ = _run(self.h, time_limit, mip=False)
-        if status == "time_limit":
+        res = solve(self.h, time_limit, duals=True)
+        if res.status == "time_limit":
             return None
-        if status != "optimal":
-            raise RuntimeError(f"configuration master LP: {status}")
-        solution = self.h.getSolution()
-        self.y = np.array(solution.col_value)[self.agg.n_shapes + len(self.exchanges):]
-        duals = np.abs(np.array(solution.row_dual))
-        return objective, duals[: self.n_types], np.minimum(duals[self.n_types:], self.demand)
+        if res.status != "optimal":
+            raise RuntimeError(f"configuration master LP: {res.status}")
+        self.y = res.values[self.agg.n_shapes + len(self.exchanges):]
+        duals = np.abs(res.row_duals)
+        return res.objective, duals[: self.n_types], np.minimum(duals[self.n_types:], self.demand)
 
     def values(self) -> np.ndarray:
         """The configuration columns' values (C,) at the last LP solved (0 for columns added since)."""
@@ -694,15 +630,15 @@ def integer_placement(agg: Aggregation, columns: Columns, packings: list, time_l
             idx, coef, lo, hi = model.rows[n_types + s_]
             model.rows[n_types + s_] = (np.append(idx, [c for c, _ in more]), np.append(coef, [v for _, v in more]),
                                         lo, hi)
-    h = to_highs(model, threads, {"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
+    h = build_highs(linear_lp(model), threads, options={"mip_abs_gap": float(abs_gap), "mip_rel_gap": 0.0})
     if start is not None:
         set_start(h, np.concatenate([start, np.maximum(start @ columns.mat - agg.count, 0), np.zeros(len(pairs))]))
-    status, objective, bound, values = _run(h, time_limit, mip=True)
-    raw = RawResult(status, values, objective, bound, time.perf_counter() - t0)
-    if values is None:
+    res = solve(h, time_limit)
+    raw = RawResult(res.status, res.values, res.objective, res.bound, time.perf_counter() - t0)
+    if res.values is None:
         return raw, None
     adjust = (lambda counts: exchange(agg, counts, dom)) if len(pairs) else None
-    return raw, decode(agg, columns, values[: len(columns.mat)], packings, adjust)
+    return raw, decode(agg, columns, res.values[: len(columns.mat)], packings, adjust)
 
 
 def with_columns(columns: Columns, packings: list, more: list[Column]) -> tuple[Columns, list]:
@@ -765,9 +701,10 @@ def _exact_step(sub: Instance, start: Placement, time_limit: float, threads: int
     (a feasible placement of ``sub``): its placement, completed by ``fill_greedy`` and validated (None if HiGHS
     found none)."""
     em = build_exact(aggregate(sub))
-    h = to_highs(em.model, threads, {**EXACT_HIGHS_OPTIONS, "mip_abs_gap": 0.999, "mip_rel_gap": 0.0})
+    h = build_highs(linear_lp(em.model), threads, options={**EXACT_HIGHS_OPTIONS, "mip_abs_gap": 0.999,
+                                                          "mip_rel_gap": 0.0})
     set_start(h, em.encode(start))
-    _, _, _, values = _run(h, time_limit, mip=True)
+    values = solve(h, time_limit).values
     if values is None:
         return None
     placement = fill_greedy(sub, em.decode(values))  # the CPU-only tasks the model leaves out go back too

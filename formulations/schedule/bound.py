@@ -55,7 +55,7 @@ import scipy.sparse as sp
 from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.backends import highs_status, highs_threads
+from formulations.highs import build_highs, highs_lp, solve
 
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
@@ -126,8 +126,6 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         (default: a tenth of the submission span plus twice the median duration).
     time_limit : HiGHS' limit in seconds. resources : the pooled resources (``gpu``, ``cpu``, ``memory``).
     """
-    import highspy
-
     wall0, cpu0 = time.perf_counter(), time.process_time()
     admitted = ~rejected_jobs(cluster, jobs)
     counted = admitted if counted is None else np.asarray(counted, dtype=bool) & admitted
@@ -231,30 +229,15 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     n_cols = n_f + 2 * n + len(gk_of)
     a = sp.csc_matrix((np.concatenate(vals), (np.concatenate(row_idx), np.concatenate(col_idx))),
                       shape=(n_rows, n_cols))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, n_rows
-    lp.col_cost_ = np.concatenate([np.zeros(n_f + n), np.ones(n), -np.ones(len(gk_of))])
-    lp.col_lower_ = np.zeros(n_cols)
-    lp.col_upper_ = np.concatenate([f_upper, np.ones(n), np.full(n, np.inf), g_upper])
-    lp.row_lower_ = np.concatenate([np.ones(n), -p / 2, *cap_lo])
-    lp.row_upper_ = np.concatenate([np.ones(n), np.full(n, np.inf), *cap_hi])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if (threads := highs_threads(1)) is not None:            # HiGHS keeps the first run's thread count
-        h.setOptionValue("threads", threads)
-    h.setOptionValue("solver", solver)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("run_crossover", crossover)
-    h.passModel(lp)
-    h.run()
-    status = highs_status(h)
+    lp = highs_lp(np.concatenate([np.zeros(n_f + n), np.ones(n), -np.ones(len(gk_of))]), np.zeros(n_cols),
+                  np.concatenate([f_upper, np.ones(n), np.full(n, np.inf), g_upper]),
+                  np.concatenate([np.ones(n), -p / 2, *cap_lo]),
+                  np.concatenate([np.ones(n), np.full(n, np.inf), *cap_hi]), a)
+    res = solve(build_highs(lp, time_limit=time_limit, options={"solver": solver, "run_crossover": crossover}))
+    status = res.status
     jct, wait, state = trivial, 0.0, "error"
     if status == "optimal":
-        total = h.getInfo().objective_function_value + constant
+        total = res.objective + constant
         wait, state = max(0.0, total - SAFETY * max(1.0, abs(total))) / n_all, "optimal"
         jct = trivial_all + wait
     elif status == "time_limit":

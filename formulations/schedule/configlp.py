@@ -79,7 +79,7 @@ from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.backends import highs_threads, run_until
+from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types
 from formulations.schedule.record import BoundRecord
@@ -239,8 +239,6 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         negative; else at the duals, so column generation still ends exactly): in-out column generation. It
         changes the master's path, not the bound's validity.
     """
-    import highspy
-
     wall0, cpu0 = time.perf_counter(), time.process_time()
     deadline = wall0 + float(time_limit)
     rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
@@ -306,20 +304,10 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         vv = np.concatenate([-counts[ii, qq].astype(np.float64), np.ones(len(ks))])
         return sp.csc_matrix((vv, (rr, cc)), shape=(n_rows, len(ks)))
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if (threads := highs_threads(1)) is not None:
-        h.setOptionValue("threads", threads)
-    h.setOptionValue("solver", "simplex")
-    lp = highspy.HighsLp()
-    lp.num_row_ = n_rows
-    lp.row_lower_, lp.row_upper_ = row_lo, row_hi
-    h.passModel(lp)
+    h = build_highs(rows_lp(row_lo, row_hi), options={"solver": "simplex"})
 
     def add(cost: np.ndarray, m: sp.csc_matrix) -> None:
-        m.sort_indices()
-        h.addCols(len(cost), cost, np.zeros(len(cost)), np.full(len(cost), np.inf), m.nnz,
-                  m.indptr[:-1].astype(np.int32), m.indices.astype(np.int32), m.data)
+        add_columns(h, cost, m)
 
     everyone = np.arange(n)
     add(*start_columns(everyone, r.copy()))                          # everyone on submission ...
@@ -458,11 +446,10 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     best, status, it, master, history = 0.0, "iteration_limit", 0, math.inf, []
     center = (np.zeros((n_q, K)), np.zeros((3, K)))                # L(0) = 0: every job starts on arrival
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is reported)
-        if (stopped := run_until(h, deadline)) is not None:
-            status = stopped
+        if (res := run_until(h, deadline, duals=True)).status != "optimal":
+            status = res.status
             break
-        master = float(h.getInfo().objective_function_value)
-        y = np.asarray(h.getSolution().row_dual)
+        master, y = res.objective, res.row_duals
         alpha = y[:n]
         pi_q = np.clip(-y[cov0:pool0], 0.0, None).reshape(n_q, K)
         pi_r = np.clip(-y[pool0:conv0], 0.0, None).reshape(3, K)

@@ -36,12 +36,13 @@ import math
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, rejected_jobs
-from formulations.backends import highs_threads, run_until
+from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types, time_unit
 from formulations.schedule.record import BoundRecord
@@ -128,8 +129,6 @@ def price_node(cluster: Cluster, node: int, jobs: JobSet, cands: np.ndarray, pi:
 def _subset_bound(cluster: Cluster, jobs: JobSet, sub: np.ndarray, groups: list[list[int]], fits: np.ndarray,
                   unit: float, deadline: float, pricing_limit: float, max_iter: int) -> tuple[float, str, int]:
     """Lower bound on the total wait of the jobs ``sub`` alone (module docstring), its status, iterations."""
-    import highspy
-
     n = len(sub)
     sub_jobs = jobs.take(sub)
     _, run = recorded_run(cluster, sub_jobs, "best-fit", "sjf")
@@ -143,31 +142,23 @@ def _subset_bound(cluster: Cluster, jobs: JobSet, sub: np.ndarray, groups: list[
     for i, j in enumerate(sub.tolist()):
         t = int(np.flatnonzero(fits[j])[0])
         columns.append((t, np.array([i]), 0.0))
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if (threads := highs_threads(1)) is not None:
-        h.setOptionValue("threads", threads)
     n_types = len(groups)
-    lp = highspy.HighsLp()
-    lp.num_row_ = n + n_types
-    lp.row_lower_ = np.concatenate([np.ones(n), np.full(n_types, -np.inf)])
-    lp.row_upper_ = np.concatenate([np.ones(n), [float(len(g)) for g in groups]])
-    h.passModel(lp)
+    h = build_highs(rows_lp(np.concatenate([np.ones(n), np.full(n_types, -np.inf)]),
+                            np.concatenate([np.ones(n), [float(len(g)) for g in groups]])))
 
     def add(t: int, on: np.ndarray, cost: float) -> None:
-        idx = np.concatenate([np.sort(on), [n + t]]).astype(np.int32)
-        h.addCols(1, np.array([cost]), np.zeros(1), np.array([np.inf]), len(idx), np.array([0], np.int32), idx,
-                  np.ones(len(idx)))
+        idx = np.concatenate([on, [n + t]])
+        add_columns(h, [cost], sp.csc_matrix((np.ones(len(idx)), (idx, np.zeros(len(idx), dtype=np.int64))),
+                                             shape=(n + n_types, 1)))
 
     for t, on, cost in columns:
         add(t, on, cost)
     best, status, it = 0.0, "iteration_limit", 0
     for it in range(1, max_iter + 1):                                # noqa: B007 (it is returned)
-        if (stopped := run_until(h, deadline)) is not None:
-            status = stopped
+        if (res := run_until(h, deadline, duals=True)).status != "optimal":
+            status = res.status
             break
-        master = float(h.getInfo().objective_function_value)
-        dual = np.asarray(h.getSolution().row_dual)
+        master, dual = res.objective, res.row_duals
         pi, sigma = dual[:n], np.minimum(dual[n:], 0.0)
         bound, added, proven = float(pi.sum()), False, True
         for t, group in enumerate(groups):
