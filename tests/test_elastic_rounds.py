@@ -63,8 +63,9 @@ def test_a_decision_by_gpu_counts_keeps_moves_preempts_and_admits_and_speeds_cha
     engine = Engine(pollux_cluster((2, 2)), jobs, "best-fit", "fifo", mechanism=loop, frag=False,
                     restart_s=lambda g: 0.0)
     held = {}
-    while engine.step():
+    while engine.step(until=100.0):                     # a job stranded pending would keep rounds going
         held[engine.now] = {j: engine.state.parts(j) for j in range(3) if engine.state.parts(j)}
+    assert engine.next_time() == float("inf")
     result = engine.result()
     result.check()
     assert sorted(held) == [0.0, 10.0, 15.0, 19.0, 20.0, 30.0, 35.0, 40.0, 50.0]
