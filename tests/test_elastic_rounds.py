@@ -44,16 +44,18 @@ class Script:
 def test_a_decision_by_gpu_counts_keeps_moves_preempts_and_admits_and_speeds_change_within_a_round():
     """Two nodes of 2 GPUs; elastic jobs A (40 s of work), B (10), C (15), all at 0; rounds every 10 s from 10 s.
 
-    * 10 s: A on 2 GPUs of node 0 at speed 1, B on 1 of node 1 at speed 0, then 2.5 from 15 s (a speed set within
-      the round): B's 10 s of work take 15..19, it finishes at 19; A has done 10 by 20.
+    * 10 s: A on 2 GPUs of node 0 at speed 0.5, then 1.125 from 12 s; B on 1 of node 1 at speed 0, then 2.5 from
+      15 s (speeds set within the round): B's 10 s of work take 15..19, it finishes at 19; A has done 1 + 9 = 10 by
+      20.
     * 20 s: A re-sized to 1 GPU on each node (a move: released, then the lowest free GPUs, node 0 GPU 0 and node 1
       GPU 0); C admitted on 1 GPU of node 1 after it (GPU 1). Both at speed 1: A has done 20 by 30, C 10.
     * 30 s: A given nothing (preempted, it waits holding nothing); C given the same count (kept on GPU 1 although
       GPU 0 is free then): it finishes its 5 left at 35.
     * 40 s: A admitted on both GPUs of node 1 at speed 2: its 20 left take 10 s, it finishes at 50.
 
-    Without the first round at 10 s (no round at 0), the wake-up at 15 s, the move or the kept GPU, these change."""
-    rounds = {10.0: ({0: ((0, 2),), 1: ((1, 1),)}, ((0, 1.0), (1, 0.0)), ((15.0, 1, 2.5),)),
+    Without the first round at 10 s (no round at 0), the wake-ups at 12 and 15 s in time order, the move or the
+    kept GPU, these change."""
+    rounds = {10.0: ({0: ((0, 2),), 1: ((1, 1),)}, ((0, 0.5), (1, 0.0)), ((15.0, 1, 2.5), (12.0, 0, 1.125))),
               20.0: ({0: ((0, 1), (1, 1)), 2: ((1, 1),)}, ((0, 1.0), (2, 1.0)), ()),
               30.0: ({2: ((1, 1),)}, (), ()),
               40.0: ({0: ((1, 2),)}, ((0, 2.0),), ())}
@@ -68,7 +70,7 @@ def test_a_decision_by_gpu_counts_keeps_moves_preempts_and_admits_and_speeds_cha
     assert engine.next_time() == float("inf")
     result = engine.result()
     result.check()
-    assert sorted(held) == [0.0, 10.0, 15.0, 19.0, 20.0, 30.0, 35.0, 40.0, 50.0]
+    assert sorted(held) == [0.0, 10.0, 12.0, 15.0, 19.0, 20.0, 30.0, 35.0, 40.0, 50.0]
     assert result.finish_s.tolist() == pytest.approx([50.0, 19.0, 35.0], abs=1e-9)
     assert held[10.0] == {0: ((0, (0, 1)),), 1: ((1, (0,)),)}
     assert held[20.0] == {0: ((0, (0,)), (1, (0,))), 2: ((1, (1,)),)}

@@ -176,16 +176,14 @@ class ElasticRounds:
 
     def pace(self, view: RoundView, placed: Placed) -> Pace:
         """Every active job run over the interval (:meth:`~fgdopt.elastic.jobs.ElasticJob.advance`): the speed of
-        its first stretch now (0 for a job allocated GPUs that makes no progress from now), the others later."""
+        its first stretch now (a job holding GPUs has one from now: its restart delay, else its progress), the
+        others at their starts."""
         now = view.now
         rates, later = [], []
         for i in self._live:
-            job, segments = self.jobs[i], []
-            job.advance(now, view.round_s, segments)
-            stretches = _merge(segments)
-            if self._held.get(job.name) and (not stretches or stretches[0][0] > now):
-                rates.append((i, 0.0))
-            for start, end, gain in stretches:
+            segments: list = []
+            self.jobs[i].advance(now, view.round_s, segments)
+            for start, end, gain in _merge(segments):
                 if start == now:
                     rates.append((i, gain / (end - start)))
                 else:
