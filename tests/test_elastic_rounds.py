@@ -6,22 +6,25 @@ every round; and the engine's runs equal to Pollux's own interval loop (``tests/
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import require_pollux
 
 from fgdopt.elastic.applications import Application, load_applications
-from fgdopt.elastic.jobs import read_workload
+from fgdopt.elastic.jobs import ElasticJob, read_workload
 from fgdopt.elastic.planners import PLANNERS, make_jobs, make_planner
 from fgdopt.elastic.pollux import PolluxPlanner
 from fgdopt.elastic.rounds import ElasticRounds, pollux_cluster, simulate_elastic
 from fgdopt.model import TaskSet
+from fgdopt.state import ClusterState
 from fgdopt.timeline.engine import Engine
 from fgdopt.timeline.jobs import JobSet
-from fgdopt.timeline.rounds import Decision, Pace, RoundLoop
+from fgdopt.timeline.rounds import Decision, Pace, RoundLoop, RoundView
 from tests.pollux_oracle import run_intervals
-from tests.test_elastic import write_toy
+from tests.test_elastic import Fixed, write_toy
 
 
 class Script:
@@ -138,3 +141,19 @@ def test_the_engine_runs_pollux_workloads_as_its_interval_loop(name):
         assert result.finish_s == pytest.approx(oracle.finish_s.to_numpy(), abs=1e-5), policy
         assert [j.restarts or 0 for j in jobs] == oracle.restarts.tolist(), policy
         assert not np.isnan(result.finish_s).any()
+
+
+def test_a_job_complete_but_still_running_keeps_its_gpus_to_its_finish(toy):
+    """A job whose model completed (``ElasticJob.done``) while the engine still runs it at a round (its finish a
+    float's width after the round's start) is asked of no planner, and keeps exactly the GPUs it holds (2 on node
+    0): preempting it would leave it waiting for rounds that never place it again."""
+    job, other = ElasticJob("a", toy, 0.0, replicas=1, batch_size=64), ElasticJob("b", toy, 0.0, replicas=1,
+                                                                                  batch_size=64)
+    job.completion_s = 119.0
+    state = ClusterState(pollux_cluster((2, 2)), TaskSet([0, 0], [0, 0], [1, 1], [1000, 1000]), np.ones(2, bool))
+    state.place(0, 0, (0, 1))
+    policy = ElasticRounds([job, other], Fixed([1]), nodes=(2, 2))
+    policy._held = {"a": [0, 0]}
+    view = RoundView(SimpleNamespace(state=state), 120.0, 60.0, np.array([0]), np.array([0, 1]), True,
+                     np.zeros(0, np.int64), (4,), 1)
+    assert policy.decide(view).parts == {0: ((0, 2),), 1: ((1, 1),)}
