@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.pollux [--policies pollux,optimus,tiresias,singularity] [--workloads 0.5,1.0,1.5,2.0 | DIR]
-        [--names workload-1,...] [--seeds 0] [--generations 100] [--loop engine|intervals] [--pollux-dir DIR]
+        [--names workload-1,...] [--seeds 0] [--generations 100] [--pollux-dir DIR]
         [--jobs N | --dask ADDRESS]
         [--resume] [--quick] --output DIR
 
@@ -13,8 +13,9 @@ intervals and 30 s restart delay, under one planner (:mod:`fgdopt.elastic`): ``t
 ``singularity`` (not in Pollux's simulator: ``tiresias``'s priorities with jobs shrunk by time-slicing their replicas
 instead of waiting, :mod:`fgdopt.elastic.singularity`) are deterministic (run once, with the first seed), ``pollux``
 runs once per ``--seeds`` value (its genetic search
-seeded; ``--generations`` per interval, Pollux's 100). Runs are on fgdopt's event engine
-(:mod:`fgdopt.elastic.onengine`; ``--loop intervals``: on Pollux's interval loop, the same JCTs). ``--workloads``
+seeded; ``--generations`` per interval, Pollux's 100). Runs are on fgdopt's event engine, the planner's interval
+planning a round policy of its round loop (:mod:`fgdopt.elastic.rounds`; the same JCTs as Pollux's interval loop,
+which the tests keep as an oracle). ``--workloads``
 takes Pollux's job loads (folders ``workloads-0.5``, ``workloads``, ``workloads-1.5``, ``workloads-2.0``) or a
 folder of workload files.
 
@@ -47,11 +48,11 @@ from experiments.executors import (
 )
 from experiments.outputs import printed, write_runs
 from fgdopt.elastic.applications import load_applications, pollux_dir
-from fgdopt.elastic.intervals import GPUS, NODES, ElasticResult, run_intervals
-from fgdopt.elastic.jobs import read_workload, workload_files
-from fgdopt.elastic.onengine import simulate_elastic
+from fgdopt.elastic.jobs import GPUS, NODES, read_workload, workload_files
 from fgdopt.elastic.planners import PLANNERS, make_jobs, make_planner
 from fgdopt.elastic.pollux import GENERATIONS, PolluxPlanner
+from fgdopt.elastic.results import ElasticResult
+from fgdopt.elastic.rounds import simulate_elastic
 
 KEYS = ("workload", "load", "policy", "seed")
 COLUMNS = (*KEYS, "jobs", "mean_jct_s", "p99_jct_s", "makespan_s", "utilization", "restarts", "wall_s", "cpu_s",
@@ -71,22 +72,17 @@ def reference(root: str | None, policy: str, load: float, workload: str) -> floa
         return math.nan
 
 
-def run_cell(path: str, load: float, policy: str, seed: int, generations: int, root: str | None = None,
-             engine: bool = True) -> dict:
-    """One run (on fgdopt's engine, :func:`fgdopt.elastic.onengine.simulate_elastic`, else on the interval loop,
-    :func:`fgdopt.elastic.intervals.run_intervals`): its row of pollux.csv and its per-job frame (as records)."""
+def run_cell(path: str, load: float, policy: str, seed: int, generations: int, root: str | None = None) -> dict:
+    """One run (on fgdopt's engine, :func:`fgdopt.elastic.rounds.simulate_elastic`): its row of pollux.csv and its
+    per-job frame (as records)."""
     t0, c0 = time.perf_counter(), time.process_time()
     if root not in _APPS:
         _APPS[root] = load_applications(root)
     frame = read_workload(path)
     planner = PolluxPlanner(seed=seed, generations=generations) if policy == "pollux" else make_planner(policy)
     elastic = make_jobs(frame, _APPS[root], policy)
-    if engine:
-        run, peak = simulate_elastic(elastic, planner)
-        result = ElasticResult(elastic, policy, run.series, peak, (GPUS,) * NODES, run.wall_s,
-                               run.cpu_s, run.finish_s)
-    else:
-        result = run_intervals(elastic, planner)
+    run, peak = simulate_elastic(elastic, planner)
+    result = ElasticResult(elastic, policy, run.series, peak, (GPUS,) * NODES, run.wall_s, run.cpu_s, run.finish_s)
     stats = result.stats()
     name = Path(path).stem
     ref = reference(root, policy, load, name)
@@ -146,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
     parser.add_argument("--pollux-dir", type=existing_dir, default=None,
                         help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
-    parser.add_argument("--loop", choices=("engine", "intervals"), default="engine",
-                        help="run on fgdopt's event engine (default) or on the interval loop (Pollux's own form)")
     parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
@@ -174,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())
-    cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root, args.loop == "engine")
+    cells = [(str(f.resolve()), load, p, s, args.generations if p == "pollux" else 0, root)
              for load, f in files for p in args.policies for s in (args.seeds if p == "pollux" else args.seeds[:1])]
     traces = content_digest(*sorted(p for p in (pollux_dir(root) / "traces").rglob("*") if p.is_file()))
-    keys = [(c[0] and content_digest(c[0]), *c[1:5], traces, c[6]) for c in cells]
+    keys = [(c[0] and content_digest(c[0]), *c[1:5], traces) for c in cells]
     frame, code = run_and_write("pollux", run_cell, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

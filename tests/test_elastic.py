@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from fgdopt.elastic.applications import Application, load_applications
 from fgdopt.elastic.goodput import GoodputModel, PerfParams, fit_perf_params
-from fgdopt.elastic.intervals import check_plan, run_intervals
 from fgdopt.elastic.jobs import ElasticJob, placement_of, read_workload
-from fgdopt.elastic.onengine import simulate_elastic
 from fgdopt.elastic.planners import make_jobs
 from fgdopt.elastic.policies import Optimus, Tiresias
 from fgdopt.elastic.pollux import PolluxPlanner, speedup_table
+from fgdopt.elastic.rounds import check_plan, simulate_elastic
+from tests.pollux_oracle import run_intervals
 
 REFERENCE = Path(__file__).resolve().parents[1] / "paper" / "results" / "pollux-crosscheck" / "reference.csv"
 PLACEMENTS = (1, 2, 3, 4, 11, 12, 22)

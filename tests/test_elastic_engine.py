@@ -1,4 +1,4 @@
-"""Elastic jobs placed on the engine (fgdopt.elastic.onengine): the GPUs the ``ClusterState`` holds for each job are
+"""Elastic jobs placed on the engine (fgdopt.elastic.rounds): the GPUs the ``ClusterState`` holds for each job are
 its planner's allocation, node by node, at every instant; re-allocations are moves of the job's gang; work is kept.
 
 The toy application of ``test_elastic`` makes 1 progress unit per second wherever it runs; its jobs do 1,200.
@@ -6,6 +6,7 @@ The toy application of ``test_elastic`` makes 1 progress unit per second whereve
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -14,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fgdopt.elastic.applications import Application
-from fgdopt.elastic.intervals import run_intervals
 from fgdopt.elastic.jobs import ElasticJob
-from fgdopt.elastic.onengine import ElasticMechanism, pollux_cluster, simulate_elastic
+from fgdopt.elastic.rounds import ElasticRounds, elastic_loop, pollux_cluster, simulate_elastic
 from fgdopt.model import TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement, validate
+from fgdopt.timeline.engine import Engine
+from tests.pollux_oracle import run_intervals
 from tests.test_elastic import Fixed, write_toy
 
 
@@ -33,16 +35,19 @@ def _job(toy, name: str, submit_s: float = 0.0) -> ElasticJob:
 
 @pytest.fixture
 def held(monkeypatch):
-    """What the state holds at every :meth:`ElasticMechanism.verify` (before and after every plan, and at the end):
-    a list of (time, {job: its parts})."""
+    """What the state holds after every instant of the engine (its plans carried out): a list of (time, {job: its
+    parts})."""
     seen: list = []
-    verify = ElasticMechanism.verify
+    step = Engine.step
 
-    def spy(self, state, now):
-        seen.append((now, {self.jobs[i].name: state.parts(i) for i in range(len(self.jobs)) if state.parts(i)}))
-        verify(self, state, now)
+    def spy(self, until=math.inf):
+        went = step(self, until)
+        if went:
+            names = self.jobs.tasks.names
+            seen.append((self.now, {names[i]: self.state.parts(i) for i in range(len(names)) if self.state.parts(i)}))
+        return went
 
-    monkeypatch.setattr(ElasticMechanism, "verify", spy)
+    monkeypatch.setattr(Engine, "step", spy)
     return seen
 
 
@@ -62,7 +67,7 @@ def test_a_reallocation_over_two_nodes_is_placed_there_and_loses_its_restart_del
     assert during[240.0] == ((0, (0, 1)),)
     assert during[300.0] == ((0, (0, 1)), (1, (0, 1)))                   # after the plan at 300 s
     assert during[1260.0] == ((0, (0, 1)), (1, (0, 1)))
-    assert during[float("inf")] is None                                  # released at its finish
+    assert during[1320.0] is None and moved.state.parts(0) == ()        # released at its finish
 
 
 def test_two_jobs_swap_full_nodes_within_one_interval(toy, held):
@@ -137,7 +142,8 @@ class RandomPlanner:
 def test_random_changing_allocations_are_held_exactly_and_conserve_work(toy, submits, seed, nodes):
     """Random jobs under :class:`RandomPlanner` (allocations that change size and nodes, drop to nothing and come
     back, swap GPUs) on small clusters. On the engine: the state holds each job's allocation node by node before and
-    after every plan (:meth:`ElasticMechanism.verify`); at every instant the allocated milli-GPU is exactly that of
+    after every plan (:meth:`ElasticRounds.verify` before every plan, the ``held`` spy after every instant); at every
+    instant the allocated milli-GPU is exactly that of
     the allocations in force of the jobs not yet finished, within 0 and the capacity (no resource negative); every
     job does its 1,200 units (``TimelineResult.check``) and finishes when the interval loop says it completes."""
     names = [f"j{i}" for i in range(len(submits))]
@@ -162,12 +168,12 @@ def test_random_changing_allocations_are_held_exactly_and_conserve_work(toy, sub
 
 
 def test_the_check_catches_gpus_other_than_the_allocation(toy):
-    """:meth:`ElasticMechanism.verify` fails when a job holds other nodes or counts than its allocation, and when a
+    """:meth:`ElasticRounds.verify` fails when a job holds other nodes or counts than its allocation, and when a
     job allocated GPUs holds none before it completes; it passes on the state of the allocation."""
     jobs = [_job(toy, "a"), _job(toy, "b")]
-    mech = ElasticMechanism(jobs, Fixed([0]), nodes=(2, 2))
+    mech = ElasticRounds(jobs, Fixed([0]), nodes=(2, 2))
     mech._held = {"a": [0, 1, 1], "b": []}
-    state = ClusterState(pollux_cluster((2, 2)), TaskSet([0, 0], [0, 0], [1, 1], [1000, 1000]), mech.elastic)
+    state = ClusterState(pollux_cluster((2, 2)), TaskSet([0, 0], [0, 0], [1, 1], [1000, 1000]), np.ones(2, bool))
     with pytest.raises(AssertionError, match="allocated 3 GPUs at 60.0 s but holds none"):
         mech.verify(state, 60.0)
     state.place_gang(0, ((0, (1,)), (1, (0, 1))))
@@ -214,9 +220,7 @@ def test_elastic_tasks_in_the_one_rule():
 def test_snapshots_of_elastic_jobs_stop_with_one_line(toy):
     """Snapshots hold job shapes, which an elastic job's GPUs are not: asking for one stops before the run."""
     from fgdopt.timeline import simulate
-    from fgdopt.timeline.jobs import JobSet
 
-    mech = ElasticMechanism([_job(toy, "a")], Fixed([0]), nodes=(2, 2))
-    work = JobSet(TaskSet([0], [0], [1], [1000]), [0.0], [1200.0])
+    loop, work = elastic_loop([_job(toy, "a")], Fixed([0]), nodes=(2, 2))
     with pytest.raises(ValueError, match="sets jobs' GPU counts"):
-        simulate(pollux_cluster((2, 2)), work, "best-fit", "fifo", mechanism=mech, snapshots=np.array([60.0, 120.0]))
+        simulate(pollux_cluster((2, 2)), work, "best-fit", "fifo", mechanism=loop, snapshots=np.array([60.0, 120.0]))

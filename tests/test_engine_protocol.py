@@ -75,14 +75,10 @@ def _package_classes():
                 yield cls
 
 
-# the round schedulers ported onto the one round loop elsewhere: they are completed by as_mechanism until then
-NOT_YET = {"fgdopt.elastic.onengine"}
-
-
 def test_every_mechanism_of_the_package_subclasses_the_base():
     mechanisms = [cls for cls in _package_classes()
                   if inspect.isfunction(vars(cls).get("plan"))
-                  and "checkpointing" in vars(cls).get("__annotations__", {}) and cls.__module__ not in NOT_YET
+                  and "checkpointing" in vars(cls).get("__annotations__", {})
                   and cls is not Mechanism]
     assert len(mechanisms) >= 8                                    # the 6 of preemption, MIG's, the CPU-aware one
     assert [c.__name__ for c in mechanisms if not issubclass(c, MechanismBase)] == []

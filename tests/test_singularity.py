@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fgdopt.elastic.applications import Application, find_pollux, load_applications
-from fgdopt.elastic.intervals import run_intervals
 from fgdopt.elastic.jobs import ElasticJob, packed, read_workload
-from fgdopt.elastic.onengine import simulate_elastic
 from fgdopt.elastic.planners import make_jobs
 from fgdopt.elastic.policies import Tiresias
+from fgdopt.elastic.rounds import simulate_elastic
 from fgdopt.elastic.singularity import SPLICE_OVERHEAD, Singularity, SlicedJob, sizes
+from tests.pollux_oracle import run_intervals
 from tests.test_elastic import Fixed, write_toy
 
 

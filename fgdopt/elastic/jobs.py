@@ -34,6 +34,10 @@ from fgdopt.elastic.goodput import GoodputModel, fit_perf_params
 
 RESTART_S = 30.0
 """Pollux's re-allocation delay, seconds (``Job.reallocate``)."""
+INTERVAL_S = 60.0
+"""Pollux's scheduling interval, seconds."""
+NODES, GPUS = 16, 4
+"""Pollux's cluster: 16 nodes of 4 GPUs."""
 LOADS = {0.5: "workloads-0.5", 1.0: "workloads", 1.5: "workloads-1.5", 2.0: "workloads-2.0"}
 """Pollux's job loads and their workload folders."""
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")

@@ -45,8 +45,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fgdopt.elastic.intervals import GPUS
-from fgdopt.elastic.jobs import ElasticJob, packed
+from fgdopt.elastic.jobs import GPUS, ElasticJob, packed
 from fgdopt.elastic.policies import TIRESIAS_THRESHOLD, Allocations, free_gpus, spread
 
 SPLICE_OVERHEAD = 0.03

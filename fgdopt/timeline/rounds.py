@@ -18,14 +18,22 @@ that owns the starts (the engine's own pass is off):
   with the fewest free GPUs that holds it whole (ties: the lowest node index; on that node's lowest free GPUs), else,
   with ``span``, over several nodes by Gavel's walk (:func:`spread_parts`). Given per job its node and GPUs (Synergy,
   :class:`fgdopt.synergy.rounds.Synergy`): a job on exactly those keeps them, every other running job is preempted
-  and the others are placed there. The result is one bulk reallocation, a
-  :class:`~fgdopt.timeline.preemption.RoundPlan` the engine carries out in one pass: every stopped job
+  and the others are placed there. Given per job its GPU count per node (elastic jobs, the loop's ``elastic``:
+  Pollux's planners, :class:`fgdopt.elastic.rounds.ElasticRounds`): a running job holding exactly those counts
+  keeps its GPUs, a running job given other counts is moved (a re-size: released, then placed), a running job given
+  none is preempted, the others are admitted; each moved or admitted job, in the decision's order, takes the lowest
+  free GPUs of its nodes once every moved and preempted job has released its own. The result is one bulk
+  reallocation, a :class:`~fgdopt.timeline.preemption.RoundPlan` the engine carries out in one pass: every stopped job
   released at once, then every new one placed at once (:meth:`~fgdopt.state.ClusterState.remove_many`,
   :meth:`~fgdopt.state.ClusterState.place_many`, the one feasibility rule), then the speeds the policy set.
+* **Speeds within a round.** The policy may also name speeds to set later in the round (:attr:`Pace.later`: a
+  restart delay at speed 0, then a job's epochs at their own speeds); the loop asks the engine for an instant at
+  each and sets them there (a ``round`` plan of rates only).
 
 A round policy (:class:`RoundPolicy`: Gavel's, :class:`fgdopt.hetero.rounds.Gavel`; Synergy's,
-:class:`fgdopt.synergy.rounds.Synergy`) only decides: ``decide(view) -> Decision`` at the start of a round, and
-``pace(view, placed) -> Pace`` once the loop has placed it (the speeds of the round's runs and its end).
+:class:`fgdopt.synergy.rounds.Synergy`; Pollux's planners', :class:`fgdopt.elastic.rounds.ElasticRounds`) only
+decides: ``decide(view) -> Decision`` at the start of a round, and ``pace(view, placed) -> Pace`` once the loop has
+placed it (the speeds of the round's runs and its end).
 """
 
 from __future__ import annotations
@@ -71,14 +79,16 @@ class RoundView(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class Decision:
-    """The jobs that run in the next round, in one of two forms: ``types`` job -> index of its GPU type (in the
+    """The jobs that run in the next round, in one of three forms: ``types`` job -> index of its GPU type (in the
     policy's ``gpu_types``), each job getting its ``num_gpu`` whole GPUs of that type where the loop places it (a
     policy that returns the same object again, its choice unchanged, lets the loop reuse its placement while nothing
     moved in the cluster); or ``where`` job -> (node, its GPUs there), or, for a job over several nodes, its parts
-    ``((node, gpus), ...)``, placed as given (the one rule decides)."""
+    ``((node, gpus), ...)``, placed as given (the one rule decides); or ``parts`` job -> ((node, GPU count), ...) in
+    node order, for elastic jobs (the loop's ``elastic``), the loop choosing the GPUs (module docstring)."""
 
     types: Mapping[int, int] | None = None
     where: Mapping[int, tuple] | None = None
+    parts: Mapping[int, tuple[tuple[int, int], ...]] | None = None
 
 
 class Placed(NamedTuple):
@@ -86,8 +96,8 @@ class Placed(NamedTuple):
     ``types``: the ones that keep their GPUs, then the ones admitted, in the order placed, a job that found no room
     left out; by ``where``: in the decision's order, -1 on a node of no type of the policy),
     ``admits`` the placements of the admitted ones (:class:`~fgdopt.defrag.Move`, or
-    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes), ``gangs`` the jobs of the round whose GPUs
-    span several nodes."""
+    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes; by ``parts``, the moved ones' too), ``gangs``
+    the jobs of the round whose GPUs span several nodes."""
 
     runs: dict[int, int]
     admits: tuple
@@ -97,10 +107,12 @@ class Placed(NamedTuple):
 class Pace(NamedTuple):
     """The speeds of a placed round and its end: ``until_s`` the time of the next round (s; not after ``now``: at
     the next arrival), ``rates`` (job, speed) pairs, the speeds (work per second) set for the round, in that order
-    (the others run at their speed on their GPU type)."""
+    (the others run at their speed on their GPU type), ``later`` (time, job, speed) triples, speeds set at those
+    times (s, after ``now`` and before ``until_s``) of jobs of the round still running then."""
 
     until_s: float
     rates: tuple[tuple[int, float], ...] = ()
+    later: tuple[tuple[float, int, float], ...] = ()
 
 
 class RoundPolicy(Protocol):
@@ -134,6 +146,9 @@ class RoundLoop(MechanismBase):
         waits).
     grid : rounds start only at multiples of ``round_s`` (an arrival on an idle cluster waits for the next one;
         default False: it starts a round at once).
+    first_s : no round starts before this time (s; default 0).
+    elastic : bool per job, the jobs whose GPU count a ``parts`` decision sets (the engine's hook,
+        :attr:`fgdopt.state.ClusterState.elastic`; default None: none).
 
     After a run, ``rounds`` counts the rounds in which some job ran (up to the stop) and ``stopped_s`` is the time
     of the stop (NaN: none).
@@ -151,6 +166,8 @@ class RoundLoop(MechanismBase):
     stop_by_s: float = math.inf
     span: bool = False
     grid: bool = False
+    first_s: float = 0.0
+    elastic: np.ndarray | None = None
     owns_starts: bool = True
     rounds: int = 0
     stopped_s: float = math.nan
@@ -161,12 +178,14 @@ class RoundLoop(MechanismBase):
     _layout: tuple | None = None          # (cluster, type of each node, nodes of each type, GPUs of each type)
     _cached: tuple | None = None          # (decision, the state's revision, plan, placed): nothing moved since
     _open: bool = False                   # a round with jobs present, not yet ended (for the policy's ``ended``)
+    _later: list = field(default_factory=list)   # the round's speeds still to set: (time, job, speed), time order
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.round_s) and self.round_s > 0):
             raise ValueError(f"round_s must be a finite number of seconds > 0, got {self.round_s}")
         self.name = self.policy.name
         self.every_instant = hasattr(self.policy, "ended")
+        self._next_s = self.first_s
         self._waiting = None if self.stop_after is None else set(np.asarray(self.stop_after, dtype=np.int64).tolist())
 
     def _types(self, cluster) -> tuple[np.ndarray, list[np.ndarray], tuple[int, ...]]:
@@ -179,9 +198,18 @@ class RoundLoop(MechanismBase):
         return self._layout[1:]
 
     def wake_s(self, view: View) -> float:
-        """The end of the current round (none once it has passed: after the stop, or while nothing runs, the next
-        arrival starts a round)."""
-        return self._next_s if self._next_s > view.now else math.inf
+        """The next speed to set within the round, else the end of the current round (none once it has passed:
+        after the stop, or while nothing runs, the next arrival starts a round)."""
+        end = self._next_s if self._next_s > view.now else math.inf
+        return min(self._later[-1][0], end) if self._later else end
+
+    def _speeds_due(self, now: float) -> RoundPlan | None:
+        """The speeds of :attr:`Pace.later` due by ``now``, as a plan (None: none)."""
+        later, rates = self._later, []
+        while later and later[-1][0] <= now:
+            _, j, speed = later.pop()
+            rates.append((j, speed))
+        return RoundPlan(rates=tuple(rates)) if rates else None
 
     def plan(self, view: View) -> RoundPlan | None:
         """The next round's plan, at the round's start (else None): the stop, or the policy's decision placed."""
@@ -193,7 +221,7 @@ class RoundLoop(MechanismBase):
             self._open = False                             # every job of the round has left, none waits: it is over
             self.policy.ended(view)
         if now < self._next_s or now == self._planned_at or not math.isnan(self.stopped_s):
-            return None
+            return self._speeds_due(now) if self._later else None
         self._planned_at = now
         state = view.state
         last = self._last                                  # only this loop places jobs: the jobs running are
@@ -211,6 +239,7 @@ class RoundLoop(MechanismBase):
                 self._waiting -= set(gone.tolist())
             if not self._waiting or now > self.stop_by_s:  # all of stop_after finished (or too late): stop the run
                 self.stopped_s, self._open = now, False
+                self._later = []
                 return RoundPlan(victims=tuple(running.tolist()), admits=())
         node_type, of_type, type_gpus = self._types(state.cluster)
         rview = RoundView(view, now, self.round_s, running, present, changed, gone, type_gpus, self.rounds)
@@ -218,6 +247,8 @@ class RoundLoop(MechanismBase):
         cached = self._cached
         if decision.where is not None:
             plan, placed = self._as_given(state, running, decision.where, node_type)
+        elif decision.parts is not None:
+            plan, placed = self._by_count(state, running, decision.parts, node_type)
         elif cached is not None and cached[0] is decision and cached[1] == state.revision:
             plan, placed = cached[2:]                      # the same decision on the same placement: the same plan
         else:
@@ -229,8 +260,9 @@ class RoundLoop(MechanismBase):
         self._next_s = pace.until_s
         self._last = np.fromiter(placed.runs, np.int64, len(placed.runs))
         self._open = self.every_instant and len(present) > 0
+        self._later = sorted(pace.later, reverse=True)     # the next one last
         if pace.rates:
-            return RoundPlan(victims=plan.victims, admits=plan.admits, rates=pace.rates)
+            return RoundPlan(moves=plan.moves, victims=plan.victims, admits=plan.admits, rates=pace.rates)
         return plan
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
@@ -273,6 +305,34 @@ class RoundLoop(MechanismBase):
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
         return RoundPlan(victims=victims, admits=admits), Placed(runs, admits, frozenset(gangs))
+
+    @staticmethod
+    def _by_count(state, running: np.ndarray, parts: Mapping[int, tuple[tuple[int, int], ...]],
+                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
+        """The diff of a decision by GPU count per node (module docstring): the moves, preemptions and admits, each
+        moved or admitted job on the lowest GPUs of its nodes free once the moved and preempted ones left."""
+        node_of, gpu_left = state.node_of, state.gpu_left
+        changed = [j for j, want in parts.items()
+                   if node_of[j] < 0 or tuple((node, len(gpus)) for node, gpus in state.parts(j)) != want]
+        victims = tuple(j for j in running.tolist() if j not in parts)
+        free: dict[int, list[int]] = {}                     # node -> its free GPUs, ascending (filled when used)
+        for j in (*victims, *(j for j in changed if node_of[j] >= 0)):
+            for node, gpus in state.parts(j):
+                free.setdefault(node, np.flatnonzero(gpu_left[node] == GPU_MILLI).tolist()).extend(gpus)
+        for gpus in free.values():
+            gpus.sort()
+        moves, admits = [], []
+        for j in changed:
+            taken = []
+            for node, count in parts[j]:
+                spare = free.setdefault(node, np.flatnonzero(gpu_left[node] == GPU_MILLI).tolist())
+                taken.append((node, tuple(spare[:count])))
+                del spare[:count]
+            (moves if node_of[j] >= 0 else admits).append(GangMove(j, *taken[0], tuple(taken)))
+        runs = {j: int(node_type[want[0][0]]) for j, want in parts.items()}
+        gangs = frozenset(j for j, want in parts.items() if len(want) > 1)
+        return (RoundPlan(moves=tuple(moves), victims=victims, admits=tuple(admits)),
+                Placed(runs, (*moves, *admits), gangs))
 
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
                of_type: list[np.ndarray]) -> tuple[RoundPlan, Placed]:
