@@ -91,7 +91,8 @@ class Synergy:
     log_every : keep every this many rounds' allocation in ``round_log`` (0: none): (time, {job: (speed, (CPU
         cores, GB) held)}), for Synergy-OPT's bound (:mod:`formulations.synergy`).
 
-    The round length is the loop's (:data:`ROUND_S` is Synergy's).
+    The round length is the loop's (:data:`ROUND_S` is Synergy's). After a round, ``state`` is the
+    :class:`~fgdopt.state.ClusterState` it was decided on (what each job holds: ``state.held_demand(job)``).
     """
 
     policy: str
@@ -227,6 +228,7 @@ class Synergy:
                 self.prio[j] = 1
         low = (int(free_gpus(state).min()), int(state.cpu_left.min()) / CORE_MILLI, int(state.mem_left.min()) / GB_MIB)
         np.minimum(self.min_free, low, out=self.min_free)
+        self.state = state
         if self.log_every and speed and rounds % self.log_every == 0:
             self.round_log.append((now, {j: (s, held(state, j)) for j, s in speed.items()}))
         return {j: (state.parts(j)[0], s) for j, s in speed.items()}
