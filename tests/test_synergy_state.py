@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fgdopt.model import TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement
-from fgdopt.synergy.rounds import FAIR_SHARE, Synergy, first_fit, per_gpu_demand, synergy_cluster
+from fgdopt.synergy.rounds import FAIR_SHARE, Synergy, first_fit, peers_to_shrink, per_gpu_demand, synergy_cluster
 
 
 def _state(servers: int, gpus) -> ClusterState:
@@ -78,7 +78,7 @@ def test_a_job_over_two_servers_holds_each_parts_share_and_gives_it_back():
 
 def test_fits_without_reads_the_demand_chosen_at_placement():
     """Job 0 holds 20 cores (chosen), job 1 its shape's 2 cores: a 1-GPU task of 21 cores fits server 0 without
-    job 0 (4 + 20 = 24 >= 21), not without job 1 (4 + 2 = 6)."""
+    job 0 (2 + 20 = 22 >= 21), not without job 1 (2 + 2 = 4); removing both gives 24 cores back."""
     zeros = np.zeros(3, dtype=np.int64)
     tasks = TaskSet([0, 2_000, 21_000], zeros, [1, 1, 1], [1000, 1000, 1000])
     state = ClusterState(synergy_cluster(1), tasks)
@@ -88,6 +88,27 @@ def test_fits_without_reads_the_demand_chosen_at_placement():
     assert state.fits_without(tasks[2], 0, [0]) and not state.fits_without(tasks[2], 0, [1])
     assert state.fits_without_each(tasks[2], [0, 1]).tolist() == [True, False]
     assert state.held_demand(1) == ((2_000, 0),)
+    state.remove_many([0, 1])                                      # both back: 2 + 20 + 2 = 24 cores
+    assert int(state.cpu_left[0]) == 24_000 and not state.demand_of
+
+
+def test_peers_to_shrink_by_their_excess_over_the_share_by_hand():
+    """One server: job 0 holds 6 cores, 187.5 GB, job 1 12 cores, 62.5 GB: 6 cores and 250 GB (256,000 MiB) are
+    free. Synergy sorts the server's jobs by most CPU per GPU: job 1, then 0.
+    To fit 3 cores and 250 GB: no need (``[]``). To fit 9 cores and 250 GB = 256,000 MiB: 3 cores short; job 1 is 9
+    cores above its 3-core share: it alone (``[1]``). To fit 3 cores and 312.5 GB = 320,000 MiB: 64,000 MiB short;
+    job 1 holds no memory above its share (64,000), job 0 128,000 MiB above: both, job 1 first."""
+    state = _state(1, [1, 1])
+    state.place(0, 0, (0,), demand=(6_000, 192_000))
+    state.place(1, 0, (1,), demand=(12_000, 64_000))
+    assert (int(state.cpu_left[0]), int(state.mem_left[0])) == (6_000, 256_000)
+    schedule = [[0, 1]]
+    assert peers_to_shrink(state, 0, (3_000, 256_000), schedule) == [] and schedule == [[0, 1]]
+    assert peers_to_shrink(state, 0, (9_000, 256_000), schedule) == [1] and schedule == [[1, 0]]
+    assert peers_to_shrink(state, 0, (3_000, 320_000), schedule) == [1, 0]
+    state.remove(1)
+    state.place(1, 0, (1,), demand=(6_000, 192_000))           # both 6 cores, 187.5 GB: 128,000 MiB left
+    assert peers_to_shrink(state, 0, (3_000, 256_000), [[0, 1]]) == [0]     # job 0's 128,000 MiB above covers it
 
 
 @pytest.mark.parametrize("demand, words", [((1_000.5, 0), "not whole"), ((-1, 0), "not whole")])
@@ -109,12 +130,18 @@ def test_per_gpu_shares_are_whole_milli_cores_and_mib():
         per_gpu_demand([1], np.array([[1, 9, 62.5, 50, 0]]))
 
 
-def _synergy(policy: str, gpus, demand, seed: int, servers: int) -> Synergy:
-    n = len(gpus)
-    rng = np.random.default_rng(seed)
-    return Synergy(policy, np.sort(rng.integers(0, 1200, n)).astype(np.float64), np.asarray(gpus), demand,
-                   rng.choice([1.0, 1.5, 2.4], n), rng.uniform(0.1, 1.0, n), rng.integers(100, 3000, n),
-                   servers=servers)
+def test_a_job_above_its_share_in_memory_alone_falls_to_the_share():
+    """Synergy's ``_make_fair_share``: 3 cores (the share) with 187.5 GB (above 62.5) falls to 3 cores, 62.5 GB
+    (3,000 milli-cores, 64,000 MiB) and speed 1; 3 cores with 62.5 GB keeps its demand and its speed-up 2; 2 GPUs
+    at 12 cores, 125 GB are at the share exactly: kept."""
+    demand = np.array([[1, 3, 187.5, 187.5, 0], [1, 3, 62.5, 62.5, 0], [2, 6, 125, 125, 0]])
+    syn = Synergy("FIFO+tune", np.zeros(3), np.array([1, 1, 2]), demand, np.full(3, 2.0), np.ones(3),
+                  np.full(3, 100), servers=1)
+    assert [syn._share(j) for j in range(3)] == [FAIR_SHARE, (3_000, 64_000), (3_000, 64_000)]
+    assert syn.speed_now.tolist() == [1.0, 2.0, 2.0]
+
+
+MODELS = ("alexnet", "res18", "res50", "mobilenet", "shufflenet", "gnmt", "transformer", "lstm", "m5", "deepspeech")
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,26 +150,29 @@ def _synergy(policy: str, gpus, demand, seed: int, servers: int) -> Synergy:
        multi=st.booleans())
 def test_after_any_rounds_free_cpu_and_memory_are_capacity_minus_what_jobs_hold(seed, servers, n, rounds, policy,
                                                                                multi):
-    """Random jobs (Synergy's profiles' cores and GB per GPU, 1 GPU or 1/2/4/8) under a random policy, rounds of
-    300 s with the progress booked: after every round, on every server, free CPU and memory equal the capacity
-    minus the sum of what the jobs placed there hold, counted part by part from the GPUs of each part times the
-    share per GPU the job was given (its demand or the proportional share: nothing else), and nothing is negative;
-    every job that runs is placed, none that does not."""
+    """Random jobs of Synergy's models (its job maker: demand capped at a server; 1 GPU, or 1, 2, 4, 8) under a
+    random policy, rounds of 300 s with the progress booked: after every round, on every server, free CPU and
+    memory equal the capacity minus the sum of what the jobs placed there hold, counted part by part from the GPUs
+    of each part times the share per GPU the job was given (its demand or the proportional share: nothing else),
+    and nothing is negative; every job that runs is placed, none that does not."""
+    from fgdopt.synergy.jobs import _with_profile
+    from fgdopt.synergy.profiles import load_profiles
     rng = np.random.default_rng(seed)
+    table = load_profiles()
     gpus = rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05]) if multi else np.ones(n, dtype=np.int64)
-    cores = rng.choice([1, 3, 4, 6, 9, 12], n).astype(np.float64)
-    gb = rng.choice([20.0, 62.5, 125.0, 187.5], n)
-    demand = np.column_stack([gpus, gpus * cores, gpus * gb, gpus * gb, np.zeros(n)])
-    demand[:, 1] = np.minimum(demand[:, 1], 24.0 * np.maximum(gpus / 8, 1))
-    demand[:, 2] = demand[:, 3] = np.minimum(demand[:, 2], 500.0 * np.maximum(gpus / 8, 1))
-    syn = _synergy(policy, gpus, demand, seed, servers)
+    rows = [_with_profile(k, int(t), float(rng.uniform(100, 3000)), int(gpus[k]), 0,
+                          MODELS[int(rng.integers(len(MODELS)))], table, (8, 24, 500.0, 500.0))
+            for k, t in enumerate(np.sort(rng.integers(0, 1200, n)))]
+    demand = np.array([[r["gpus"], r["cpus"], r["mem_gb"], r["sspeed"], 0.0] for r in rows])
+    syn = Synergy(policy, np.array([r["submit_s"] for r in rows]), gpus, demand,
+                  np.array([r["speedup"] for r in rows]), np.array([r["iter_time_s"] for r in rows]),
+                  np.array([r["iterations"] for r in rows]), servers=servers)
     per = per_gpu_demand(gpus, demand)
-    cap_cpu, cap_mem = 24_000, 512_000
     for r in range(rounds):
         now = 300.0 * r
         alloc = syn.allocate(now, r)
         state = syn.state
-        cpu, mem = np.full(servers, cap_cpu), np.full(servers, cap_mem)
+        cpu, mem = np.full(servers, 24_000), np.full(servers, 512_000)
         for j in np.flatnonzero(state.node_of >= 0).tolist():
             assert j in alloc
             for (node, part_gpus), held in zip(state.parts(j), state.held_demand(j), strict=True):

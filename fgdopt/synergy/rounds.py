@@ -255,8 +255,8 @@ class Synergy:
             return
         for server, k in underutilized(state, g).items():
             for peer in peers_to_shrink(state, server, (per[0] * k, per[1] * k), schedule):
-                parts = state.parts(peer)
-                state.remove(peer)
+                parts = state.parts(peer)                  # moved to its share with no test in Synergy; in no
+                state.remove(peer)                         # profile is a share above what the job held
                 cpu, mem = self._share(peer)
                 state.place_gang(peer, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
                 speed[peer] = 1.0
