@@ -111,6 +111,7 @@ class Synergy:
     log_every: int = 0
     _rate: dict = field(default_factory=dict)
     _alloc: dict = field(default_factory=dict)    # the round decided last: job -> ((server, GPUs), speed)
+    _last: tuple | None = None                    # (its jobs in order, state, speeds, speed_now of its jobs)
 
     def __post_init__(self) -> None:
         self.base, self.mode = parse_policy(self.policy)
@@ -208,21 +209,14 @@ class Synergy:
         every job that runs. The round is decided on an empty :class:`~fgdopt.state.ClusterState` of the servers
         (every job deallocated): each job's GPUs, CPU and memory are placed there, judged by its one rule."""
         jobs = self._sorted(self._present(now), now)
-        self.speed_now[jobs] = np.asarray(self.speedup, dtype=np.float64)[jobs]
-        state = self._empty.copy()
-        schedule: list[list[int]] = [[] for _ in range(self.servers)]     # jobs placed on each server, in order
-        speed: dict[int, float] = {}
+        key = tuple(jobs)
+        if self._last is not None and self._last[0] == key:      # the same jobs in the same order: the same round
+            _, state, speed, self.speed_now[jobs] = self._last
+        else:
+            self.speed_now[jobs] = np.asarray(self.speedup, dtype=np.float64)[jobs]
+            state, speed = self._first_fits(jobs)
+            self._last = (key, state, speed, self.speed_now[jobs])
         for j in jobs:
-            g = int(self.gpus[j])
-            if int(state.gpu_left.sum()) >= g * GPU_MILLI:
-                if self.mode == "fair":
-                    if first_fit(state, j, FAIR_SHARE, g, schedule):
-                        speed[j] = 1.0
-                elif self.mode == "greedy":
-                    if first_fit(state, j, self._per_gpu[j], g, schedule):
-                        speed[j] = float(self.speed_now[j])
-                else:
-                    self._tune(j, state, speed, schedule)
             last = self.last_exec[j] if self.last_exec[j] >= 0 else self.submit_s[j]
             if now - last > STARVE_S:
                 self.prio[j] = 1
@@ -232,6 +226,29 @@ class Synergy:
         if self.log_every and speed and rounds % self.log_every == 0:
             self.round_log.append((now, {j: (s, held(state, j)) for j, s in speed.items()}))
         return {j: (state.parts(j)[0], s) for j, s in speed.items()}
+
+    def _first_fits(self, jobs: list[int]) -> tuple[ClusterState, dict[int, float]]:
+        """The round's state and speeds: each job of ``jobs`` in turn on the empty servers by the mode's rule. A
+        function of ``jobs`` (their order) alone, with ``speed_now`` as set at the round's start."""
+        state = self._empty.copy()
+        schedule: list[list[int]] = [[] for _ in range(self.servers)]     # jobs placed on each server, in order
+        speed: dict[int, float] = {}
+        free = int(state.gpu_left.sum()) // GPU_MILLI                      # free GPUs in all
+        for j in jobs:
+            g = int(self.gpus[j])
+            if free < g:
+                continue
+            if self.mode == "fair":
+                if first_fit(state, j, FAIR_SHARE, g, schedule):
+                    speed[j] = 1.0
+            elif self.mode == "greedy":
+                if first_fit(state, j, self._per_gpu[j], g, schedule):
+                    speed[j] = float(self.speed_now[j])
+            else:
+                self._tune(j, state, speed, schedule)
+            if j in speed:
+                free -= g
+        return state, speed
 
     def _share(self, j: int) -> tuple[int, int]:
         """Synergy's ``_make_fair_share``: the proportional share per GPU if the job's demand asks more than it
@@ -291,9 +308,9 @@ def first_fit(state: ClusterState, j: int, per: tuple[int, int], g: int, schedul
     cpu, mem = per
     if g == 1:                                                 # one GPU: the first server that holds it
         fits = state.feasible_nodes(Task(cpu, mem, 1, GPU_MILLI))
-        if not fits.any():
-            return False
         s = int(fits.argmax())
+        if not fits[s]:
+            return False
         state.place(j, s, (int(fitting_gpus(state.gpu_left[s], GPU_MILLI)[0]),), demand=(cpu, mem))
         schedule[s].append(j)
         return True
