@@ -119,6 +119,12 @@ class ClusterState:
         number of GPUs given (at least one; its CPU and memory once, on the first node), judged by the one rule as
         its shape with that count (an elastic job's allocation, which a scheduler changes by removing the task and
         placing it again). :meth:`held_milli` is what a task holds.
+    demand_of : dict, task -> its ``((cpu_milli, memory_mib), ...)``, one per part, for the tasks placed with a
+        demand chosen at placement (``demand=`` of :meth:`place`, ``demands=`` of :meth:`place_gang`): such a task
+        holds those amounts of CPU (milli-cores) and memory (MiB) on its parts' nodes instead of its shape's (a
+        scheduler that sizes each job's CPU and memory per round, Synergy's, :mod:`fgdopt.synergy.rounds`); each is
+        judged by the one rule and :meth:`remove` gives them back. :meth:`held_demand` is what any task holds. A
+        :class:`Placement` records nodes and GPUs only (:func:`validate` replays the shapes' demands).
     revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
         ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
         they looked.
@@ -146,6 +152,7 @@ class ClusterState:
         self.node_of = np.full(len(tasks), UNPLACED, dtype=np.int64)
         self.gpus_of: list[tuple[int, ...]] = [()] * len(tasks)
         self.parts_of: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        self.demand_of: dict[int, tuple[tuple[int, int], ...]] = {}
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
@@ -229,9 +236,10 @@ class ClusterState:
                 self.place(v, node, gpus, starts)
             return ok
         tasks = self.tasks
-        if self.cpu_left[node] + tasks.cpu_milli[victims].sum() < task.cpu_milli:
+        cpu, mem = self._held(victims)
+        if self.cpu_left[node] + cpu.sum() < task.cpu_milli:
             return False
-        if self.mem_left[node] + tasks.memory_mib[victims].sum() < task.memory_mib:
+        if self.mem_left[node] + mem.sum() < task.memory_mib:
             return False
         if task.num_gpu == 0:
             return True
@@ -250,8 +258,8 @@ class ClusterState:
             return np.array([self.fits_without(task, int(self.node_of[v]), [v]) for v in victims.tolist()], dtype=bool)
         tasks = self.tasks
         nodes = self.node_of[victims]
-        ok = ((self.cpu_left[nodes] + tasks.cpu_milli[victims] >= task.cpu_milli)
-              & (self.mem_left[nodes] + tasks.memory_mib[victims] >= task.memory_mib))
+        cpu, mem = self._held(victims)
+        ok = (self.cpu_left[nodes] + cpu >= task.cpu_milli) & (self.mem_left[nodes] + mem >= task.memory_mib)
         if task.num_gpu == 0:
             return ok
         ok &= self.spec_mask(task.gpu_spec)[nodes]
@@ -299,9 +307,11 @@ class ClusterState:
         return None
 
     # -- mutation ----------------------------------------------------------------------------
-    def place(self, i: int, node: int, gpus: tuple[int, ...], starts: tuple[int, ...] | None = None) -> None:
+    def place(self, i: int, node: int, gpus: tuple[int, ...], starts: tuple[int, ...] | None = None, *,
+              demand: tuple[int, int] | None = None) -> None:
         """Place task ``i`` on ``node`` using GPUs ``gpus`` (MIG: at ``starts``, default the lowest free allowed
-        start on each GPU); raises :class:`InfeasiblePlacement`."""
+        start on each GPU); raises :class:`InfeasiblePlacement`. ``demand``: the ``(cpu_milli, memory_mib)`` it
+        holds instead of its shape's (``demand_of``), judged by the same rule."""
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
         task = self.tasks[i]
@@ -311,6 +321,9 @@ class ClusterState:
         gpus = tuple(int(g) for g in gpus)
         if self._shapers and isinstance(task := self._shape(i, task, len(gpus)), str):   # e.g. elastic: count = len
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {task}")
+        if demand is not None:
+            demand = _chosen(i, demand)
+            task = task._replace(cpu_milli=demand[0], memory_mib=demand[1])
         if starts is not None:
             if self._gpu_rule is None and starts:
                 raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): start slices on a non-MIG cluster")
@@ -326,20 +339,27 @@ class ClusterState:
             self.gpu_left[node, list(gpus)] -= task.gpu_milli
         self.node_of[i] = node
         self.gpus_of[i] = gpus
+        if demand is not None:
+            self.demand_of[i] = (demand,)
         self.revision += 1
         self.last_node = node
 
-    def place_gang(self, i: int, parts) -> None:
+    def place_gang(self, i: int, parts, *, demands=None) -> None:
         """Place whole-GPU task ``i`` over several nodes at once: ``parts`` is ``((node, gpus), ...)``, one part per
         node, all of one GPU model, ``num_gpu`` GPUs in all (a gang: a multi-GPU job whose GPUs span servers).
 
         Each part is judged by the one rule (:meth:`check`) as the task with ``len(gpus)`` of its GPUs; its CPU and
-        memory go to the first part's node. All parts are placed, or none (raises :class:`InfeasiblePlacement`);
-        :meth:`remove` takes them all away. A single part is :meth:`place`.
+        memory go to the first part's node, or, with ``demands`` (one ``(cpu_milli, memory_mib)`` per part), each part
+        holds its own on its node (``demand_of``). All parts are placed, or none (raises
+        :class:`InfeasiblePlacement`); :meth:`remove` takes them all away. A single part is :meth:`place`.
         """
         parts = tuple((int(node), tuple(int(g) for g in gpus)) for node, gpus in parts)
+        if demands is not None:
+            demands = tuple(_chosen(i, d) for d in demands)
+            if len(demands) != len(parts):
+                raise InfeasiblePlacement(f"task {i}: {len(demands)} demand(s) for {len(parts)} part(s)")
         if len(parts) == 1:
-            self.place(i, *parts[0])
+            self.place(i, *parts[0], demand=None if demands is None else demands[0])
             return
         task = self.tasks[i]
         name = f"task {i} ({self.tasks.names[i]})"
@@ -354,19 +374,21 @@ class ClusterState:
         if sum(len(gpus) for _, gpus in parts) != task.num_gpu:
             raise InfeasiblePlacement(f"{name}: the parts hold {sum(len(g) for _, g in parts)} GPUs, "
                                       f"{task.num_gpu} asked")
+        held = demands or ((task.cpu_milli, task.memory_mib),) + ((0, 0),) * (len(parts) - 1)
         for k, (node, gpus) in enumerate(parts):
-            part = task._replace(num_gpu=len(gpus), cpu_milli=task.cpu_milli if k == 0 else 0,
-                           memory_mib=task.memory_mib if k == 0 else 0)
+            part = task._replace(num_gpu=len(gpus), cpu_milli=held[k][0], memory_mib=held[k][1])
             if (reason := self.check(part, node, gpus)) is not None:
                 raise InfeasiblePlacement(f"{name}, part {k}: {reason}")
         if len({self.cluster.model[node] for node in nodes}) != 1:
             raise InfeasiblePlacement(f"{name}: a gang's nodes must have one GPU model")
-        self.cpu_left[nodes[0]] -= task.cpu_milli
-        self.mem_left[nodes[0]] -= task.memory_mib
-        for node, gpus in parts:
+        for (node, gpus), (cpu, mem) in zip(parts, held, strict=True):
+            self.cpu_left[node] -= cpu
+            self.mem_left[node] -= mem
             self.gpu_left[node, list(gpus)] -= GPU_MILLI
         self.node_of[i], self.gpus_of[i] = nodes[0], parts[0][1]
         self.parts_of[i] = parts
+        if demands is not None:
+            self.demand_of[i] = demands
         self.revision += 1
         self.last_node = nodes[0]
 
@@ -486,6 +508,29 @@ class ClusterState:
         node = int(self.node_of[i])
         return () if node == UNPLACED else ((node, self.gpus_of[i]),)
 
+    def held_demand(self, i: int) -> tuple[tuple[int, int], ...]:
+        """The ``(cpu_milli, memory_mib)`` task ``i`` holds on each of its parts' nodes (:meth:`parts`; empty: not
+        placed): the demand chosen at its placement (``demand_of``), else its shape's (on its first node, for a task
+        over several nodes; on every part, for a gang)."""
+        if (held := self.demand_of.get(i)) is not None:
+            return held
+        parts = self.parts(i)
+        if not parts:
+            return ()
+        task = self.tasks[i]
+        first = (task.cpu_milli, task.memory_mib)
+        return (first,) * len(parts) if task.workers > 1 else (first,) + ((0, 0),) * (len(parts) - 1)
+
+    def _held(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """CPU (milli-cores) and memory (MiB) each placed task of ``ids`` holds on its first node (int64 arrays)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        cpu, mem = self.tasks.cpu_milli[ids], self.tasks.memory_mib[ids]   # copies (fancy indexing)
+        if self.demand_of:
+            for k, i in enumerate(ids.tolist()):
+                if (held := self.demand_of.get(i)) is not None:
+                    cpu[k], mem[k] = held[0]
+        return cpu, mem
+
     def remove(self, i: int) -> None:
         """Undo the placement of task ``i``."""
         node = int(self.node_of[i])
@@ -504,6 +549,11 @@ class ClusterState:
             for other, gpus in parts[1:]:
                 self.gpu_left[other, list(gpus)] += GPU_MILLI
         task = self.tasks[i]
+        if (held := self.demand_of.pop(i, None)) is not None:      # chosen at placement: each part's back
+            task = task._replace(cpu_milli=held[0][0], memory_mib=held[0][1])
+            for (other, _), (cpu, mem) in zip((parts or ())[1:], held[1:], strict=True):
+                self.cpu_left[other] += cpu
+                self.mem_left[other] += mem
         self.cpu_left[node] += task.cpu_milli
         self.mem_left[node] += task.memory_mib
         if self.gpus_of[i]:
@@ -566,7 +616,8 @@ class ClusterState:
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
         if (not self._vectorized or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
-                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))):   # gangs: each part, one by one
+                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))   # gangs: each part, one by one
+                or (self.demand_of and any(i in self.demand_of for i in ids.tolist()))):
             for i in ids.tolist():
                 self.remove(i)
             return nodes
@@ -615,6 +666,7 @@ class ClusterState:
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
         new.parts_of = dict(self.parts_of)
+        new.demand_of = dict(self.demand_of)
         new.elastic = self.elastic
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
@@ -627,6 +679,15 @@ class ClusterState:
         placed = int((self.node_of != UNPLACED).sum())
         return (f"ClusterState({self.cluster.n_nodes} nodes, {placed}/{len(self.tasks)} tasks placed, "
                 f"{self.allocated_milli}/{self.cluster.gpu_capacity_milli} milli-GPU allocated)")
+
+
+def _chosen(i: int, demand) -> tuple[int, int]:
+    """A demand chosen at placement as ``(cpu_milli, memory_mib)`` ints; :class:`InfeasiblePlacement` unless both
+    are whole numbers >= 0."""
+    cpu, mem = demand
+    if cpu != int(cpu) or mem != int(mem) or cpu < 0 or mem < 0:
+        raise InfeasiblePlacement(f"task {i}: demand {tuple(demand)} is not whole milli-cores and MiB >= 0")
+    return int(cpu), int(mem)
 
 
 def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np.ndarray | None = None

@@ -27,11 +27,17 @@ follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1bb2bed6, ``simula
   Synergy charges nothing for a change of allocation between rounds (no restart delay in its simulator), and
   neither does this policy (transparent checkpointing, restart 0).
 
-CPU cores and memory are this policy's ledger (the engine's tasks ask for GPUs only); :meth:`check` verifies
-after a run that no server's CPU, memory or GPUs went negative in any round and that the engine did, for every job,
-exactly the work the ledger counted (progress conserved across every change of allocation). Multi-GPU jobs may be
-split over servers by Synergy; with ``pooled=True`` the engine carries time and progress only (GPU-less tasks on
-one node) and the GPUs, too, are the ledger's.
+Each round is decided on a :class:`~fgdopt.state.ClusterState` of the servers (the engine's nodes, 24 cores and
+500 GB each), empty at the round's start: every job's GPUs and the CPU (milli-cores) and memory (MiB) it gets in
+the round are placed there with the demand chosen (``ClusterState.place(..., demand=)``, ``place_gang(...,
+demands=)``: the whole demand, the proportional share, a peer moved down to it), so the state's one rule is what
+refuses an allocation that does not fit; Synergy's first fit, its underutilized servers and its peers to shrink
+(:func:`first_fit`, :func:`underutilized`, :func:`peers_to_shrink`) read the state. Storage is held as memory
+(equal in every Synergy profile) and network never binds (:func:`per_gpu_demand`). The engine's tasks ask for GPUs
+only; :meth:`check` verifies after a run that no server's CPU, memory or GPUs went negative in any round and that
+the engine did, for every job, exactly the work the rounds counted (progress conserved across every change of
+allocation). Multi-GPU jobs may be split over servers by Synergy (a task over several nodes of the rounds' state);
+with ``pooled=True`` the engine carries time and progress only (GPU-less tasks on one node).
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fgdopt.model import GPU_MILLI, Task, TaskSet
+from fgdopt.state import ClusterState, fitting_gpus
 from fgdopt.timeline.rounds import Decision, Pace, Placed, RoundLoop, RoundView
 
 ROUND_S = 300.0
@@ -53,6 +61,12 @@ MODES = ("fair", "greedy", "tune")
 FAIR_PER_GPU = (1.0, 3.0, 62.5, 62.5, 5.0)
 """GPU-proportional share per GPU of Synergy's server: GPU, CPU cores, GB, MB/s, Gbit/s (40 Gbit/s / 8)."""
 SERVER_CAPACITY = (8, 24, 500.0, 500.0, 40.0)
+CORE_MILLI = 1000
+"""Milli-cores per CPU core."""
+GB_MIB = 1024
+"""MiB per GB of Synergy's memory (its 500 GB server: 512,000 MiB; its 62.5 GB share: 64,000 MiB)."""
+FAIR_SHARE = (int(FAIR_PER_GPU[1] * CORE_MILLI), int(FAIR_PER_GPU[2] * GB_MIB))
+"""The GPU-proportional share per GPU as the ledger holds it: milli-cores, MiB."""
 
 
 def parse_policy(name: str) -> tuple[str, str]:
@@ -77,7 +91,8 @@ class Synergy:
     log_every : keep every this many rounds' allocation in ``round_log`` (0: none): (time, {job: (speed, (CPU
         cores, GB) held)}), for Synergy-OPT's bound (:mod:`formulations.synergy`).
 
-    The round length is the loop's (:data:`ROUND_S` is Synergy's).
+    The round length is the loop's (:data:`ROUND_S` is Synergy's). After a round, ``state`` is the
+    :class:`~fgdopt.state.ClusterState` it was decided on (what each job holds: ``state.held_demand(job)``).
     """
 
     policy: str
@@ -91,11 +106,12 @@ class Synergy:
     pooled: bool = False
     name: str = "synergy"
     gpu_types: tuple[str, ...] = ("V100",)       # the model of every node of :func:`synergy_cluster`
-    min_free: np.ndarray | None = None           # lowest free GPU, CPU, GB, MB/s over servers and rounds
+    min_free: np.ndarray | None = None           # lowest free GPUs, CPU cores, GB over servers and rounds
     round_log: list = field(default_factory=list)  # logged rounds: (time, {job: (speed, (cpus, GB))})
     log_every: int = 0
     _rate: dict = field(default_factory=dict)
     _alloc: dict = field(default_factory=dict)    # the round decided last: job -> ((server, GPUs), speed)
+    _last: tuple | None = None                    # (its jobs in order, state, speeds, speed_now of its jobs)
 
     def __post_init__(self) -> None:
         self.base, self.mode = parse_policy(self.policy)
@@ -110,7 +126,12 @@ class Synergy:
         self._arrived = 0
         self._live: list[int] = []
         self._order = np.argsort(self.submit_s, kind="stable")
-        self.min_free = np.array(SERVER_CAPACITY[:4], dtype=np.float64)
+        self.min_free = np.array(SERVER_CAPACITY[:3], dtype=np.float64)
+        self._per_gpu = per_gpu_demand(self.gpus, self.demand)
+        zeros = np.zeros(n, dtype=np.int64)
+        jobs = TaskSet(zeros, zeros,  # the rounds' jobs: their GPUs (CPU, memory chosen at each placement)
+                       np.asarray(self.gpus, dtype=np.int64), np.full(n, GPU_MILLI, dtype=np.int64))
+        self._empty = ClusterState(synergy_cluster(self.servers), jobs)
 
     # ----------------------------------------------------------------------------------------------- engine side
     def decide(self, view: RoundView) -> Decision:
@@ -185,217 +206,228 @@ class Synergy:
 
     def allocate(self, now: float, rounds: int) -> dict[int, tuple[tuple[int, tuple[int, ...]], float]]:
         """One round at ``now`` (``rounds`` so far): job -> ((server, its GPUs on it) of its first server, speed) for
-        every job that runs."""
+        every job that runs. The round is decided on an empty :class:`~fgdopt.state.ClusterState` of the servers
+        (every job deallocated): each job's GPUs, CPU and memory are placed there, judged by its one rule."""
         jobs = self._sorted(self._present(now), now)
-        self.speed_now[jobs] = np.asarray(self.speedup, dtype=np.float64)[jobs]
-        ledger = _Servers(self.servers)
-        speed: dict[int, float] = {}
+        key = tuple(jobs)
+        if self._last is not None and self._last[0] == key:      # the same jobs in the same order: the same round
+            _, state, speed, self.speed_now[jobs] = self._last
+        else:
+            self.speed_now[jobs] = np.asarray(self.speedup, dtype=np.float64)[jobs]
+            state, speed = self._first_fits(jobs)
+            self._last = (key, state, speed, self.speed_now[jobs])
         for j in jobs:
-            g = int(self.gpus[j])
-            if ledger.free_count >= g:
-                if self.mode == "fair":
-                    if ledger.first_fit(j, [x * g for x in FAIR_PER_GPU], g):
-                        speed[j] = 1.0
-                elif self.mode == "greedy":
-                    if ledger.first_fit(j, list(self.demand[j]), g):
-                        speed[j] = float(self.speed_now[j])
-                else:
-                    self._tune(j, ledger, speed)
             last = self.last_exec[j] if self.last_exec[j] >= 0 else self.submit_s[j]
             if now - last > STARVE_S:
                 self.prio[j] = 1
-        np.minimum(self.min_free, ledger.free[:, :4].min(axis=0), out=self.min_free)
+        low = (int(free_gpus(state).min()), int(state.cpu_left.min()) / CORE_MILLI, int(state.mem_left.min()) / GB_MIB)
+        np.minimum(self.min_free, low, out=self.min_free)
+        self.state = state
         if self.log_every and speed and rounds % self.log_every == 0:
-            self.round_log.append((now, {j: (s, ledger.held(j)) for j, s in speed.items()}))
-        return {j: (ledger.first_placement(j), s) for j, s in speed.items()}
+            self.round_log.append((now, {j: (s, held(state, j)) for j, s in speed.items()}))
+        return {j: (state.parts(j)[0], s) for j, s in speed.items()}
 
-    def _fair_vector(self, j: int, vec: list[float]) -> list[float] | None:
-        """Synergy's ``_make_fair_share``: the proportional share if ``vec`` asks more than it anywhere (and the
-        job's speed-up drops to 1), else None."""
-        g = int(self.gpus[j])
-        if any(d > f * g for d, f in zip(vec, FAIR_PER_GPU, strict=True)):
+    def _first_fits(self, jobs: list[int]) -> tuple[ClusterState, dict[int, float]]:
+        """The round's state and speeds: each job of ``jobs`` in turn on the empty servers by the mode's rule. A
+        function of ``jobs`` (their order) alone, with ``speed_now`` as set at the round's start."""
+        state = self._empty.copy()
+        schedule: list[list[int]] = [[] for _ in range(self.servers)]     # jobs placed on each server, in order
+        speed: dict[int, float] = {}
+        free = int(state.gpu_left.sum()) // GPU_MILLI                      # free GPUs in all
+        for j in jobs:
+            g = int(self.gpus[j])
+            if free < g:
+                continue
+            if self.mode == "fair":
+                if first_fit(state, j, FAIR_SHARE, g, schedule):
+                    speed[j] = 1.0
+            elif self.mode == "greedy":
+                if first_fit(state, j, self._per_gpu[j], g, schedule):
+                    speed[j] = float(self.speed_now[j])
+            else:
+                self._tune(j, state, speed, schedule)
+            if j in speed:
+                free -= g
+        return state, speed
+
+    def _share(self, j: int) -> tuple[int, int]:
+        """Synergy's ``_make_fair_share``: the proportional share per GPU if the job's demand asks more than it
+        anywhere (and its speed-up drops to 1), else its demand per GPU (milli-cores, MiB)."""
+        per = self._per_gpu[j]
+        if per[0] > FAIR_SHARE[0] or per[1] > FAIR_SHARE[1]:
             self.speed_now[j] = 1.0
-            return [vec[0], FAIR_PER_GPU[1] * g, FAIR_PER_GPU[2] * g, FAIR_PER_GPU[3] * g, vec[4]]
-        return None
+            return FAIR_SHARE
+        return per
 
-    def _tune(self, j: int, ledger: _Servers, speed: dict[int, float]) -> None:
+    def _tune(self, j: int, state: ClusterState, speed: dict[int, float], schedule: list[list[int]]) -> None:
         """Synergy-Tune (``Cluster._tune``): whole demand, else proportional share, else free a server by moving
         peers above their share down to it."""
         g = int(self.gpus[j])
-        vec = list(self.demand[j])
-        if ledger.first_fit(j, vec, g):
+        if first_fit(state, j, self._per_gpu[j], g, schedule):
             speed[j] = float(self.speed_now[j])
             return
-        fair = self._fair_vector(j, vec)
-        if fair is not None:
-            vec = fair
-        if ledger.first_fit(j, vec, g) or ledger.first_fit(j, vec, g):     # Synergy tries twice before peers
+        per = self._share(j)
+        if first_fit(state, j, per, g, schedule):       # Synergy tries twice before peers: the same answer
             speed[j] = float(self.speed_now[j])
             return
-        for server, k in ledger.underutilized(g).items():
-            share = [x * k / g for x in vec]
-            for peer in ledger.peers_to_shrink(server, share):
-                gpus_at = ledger.release(peer)
-                peer_vec = list(self.demand[peer])
-                peer_fair = self._fair_vector(peer, peer_vec)
-                if peer_fair is not None:
-                    peer_vec = peer_fair
-                ledger.reassign(peer, gpus_at, peer_vec)
+        for server, k in underutilized(state, g).items():
+            for peer in peers_to_shrink(state, server, (per[0] * k, per[1] * k), schedule):
+                parts = state.parts(peer)                  # moved to its share with no test in Synergy; in no
+                state.remove(peer)                         # profile is a share above what the job held
+                cpu, mem = self._share(peer)
+                state.place_gang(peer, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
                 speed[peer] = 1.0
-        if not ledger.first_fit(j, vec, g):
+        if not first_fit(state, j, per, g, schedule):
             raise RuntimeError(f"Synergy-Tune: job {j} does not fit after freeing a server (Synergy exits here)")
         speed[j] = float(self.speed_now[j])
 
     def check(self, result) -> None:
-        """Raise ``AssertionError`` unless no server's GPUs, CPU or memory went negative in any round and the
-        engine did, for every job, the work this ledger counted (progress conserved over allocation changes)."""
-        if (self.min_free < -1e-9).any():
-            raise AssertionError(f"a server's free GPU/CPU/GB/MBps went negative: {self.min_free.tolist()}")
+        """Raise ``AssertionError`` unless no server's GPUs, CPU or memory went negative in any round (the state's
+        rule refuses it; this re-reads its arrays) and the engine did, for every job, the work the rounds counted
+        (progress conserved over allocation changes)."""
+        if (self.min_free < 0).any():
+            raise AssertionError(f"a server's free GPUs/cores/GB went negative: {self.min_free.tolist()}")
         if not np.allclose(result.work_s, self.ledger_work_s, rtol=1e-9, atol=1e-6):
             bad = np.flatnonzero(~np.isclose(result.work_s, self.ledger_work_s, rtol=1e-9, atol=1e-6))
             raise AssertionError(f"jobs {bad[:5].tolist()}: engine work differs from the rounds' progress")
 
 
-class _Servers:
-    """The round's ledger of Synergy's servers: free GPU count, CPU, GB, MB/s, Gbit/s per server, the free GPUs
-    (server-major order, as Synergy's free-GPU list), and what each job holds where."""
+def free_gpus(state: ClusterState) -> np.ndarray:
+    """Free GPUs per server (int64; Synergy's jobs take whole GPUs)."""
+    return (state.gpu_left == GPU_MILLI).sum(axis=1)
 
-    def __init__(self, n: int):
-        self.free = np.tile(np.array(SERVER_CAPACITY, dtype=np.float64), (n, 1))
-        self.free_gpus = [list(range(SERVER_CAPACITY[0])) for _ in range(n)]
-        self.free_count = n * SERVER_CAPACITY[0]
-        self.has_gpu = np.ones(n, dtype=bool)
-        self.schedule: list[list[int]] = [[] for _ in range(n)]   # jobs placed on each server, in order
-        self.alloc: dict[int, dict[int, list[float]]] = {}         # job -> server -> [gpu, cpu, mem, sspeed]
-        self.gpus_of: dict[int, list[tuple[int, int]]] = {}
 
-    def first_fit(self, j: int, vec: list[float], g: int) -> bool:
-        """Synergy's ``_top_synergy_gpus``: the first ``g`` free GPUs (server order) whose server still has the
-        per-GPU share ``vec / g`` with what earlier GPUs of this job hold; False (nothing taken) if fewer."""
-        per = [x / vec[0] for x in vec]
-        if g == 1:                                                 # one GPU: the first server that holds it
-            fits = (self.free >= per).all(axis=1) & self.has_gpu
-            if not fits.any():
-                return False
-            s = int(fits.argmax())
-            self._take(j, [(s, self.free_gpus[s][0])], {s: per[:4]})
-            self.schedule[s].append(j)
-            return True
-        hold = np.zeros_like(self.free)
-        taken: list[tuple[int, int]] = []
-        for s in range(len(self.free)):
-            for gpu in self.free_gpus[s]:
-                if all(self.free[s, r] - hold[s, r] >= per[r] for r in range(5)):
-                    taken.append((s, gpu))
-                    hold[s] += per
-                    if len(taken) == g:
-                        break
-            if len(taken) == g:
-                break
-        if len(taken) < g:
+def first_fit(state: ClusterState, j: int, per: tuple[int, int], g: int, schedule: list[list[int]]) -> bool:
+    """Synergy's ``_top_synergy_gpus``: job ``j`` on the first ``g`` free GPUs (server order, then GPU id) whose
+    server still has ``per`` (milli-cores, MiB) per GPU with what earlier GPUs of the job take there, placed on
+    ``state`` with that demand (``k x per`` on a server of ``k`` of its GPUs) and appended to ``schedule`` of its
+    servers; False (nothing placed) if fewer.
+
+    The GPUs a server can give are the state's :meth:`~fgdopt.state.ClusterState.part_counts` of a one-GPU part of
+    ``per``: its free GPUs, its free CPU and memory over ``per``, whichever is least."""
+    cpu, mem = per
+    if g == 1:                                                 # one GPU: the first server that holds it
+        fits = state.feasible_nodes(Task(cpu, mem, 1, GPU_MILLI))
+        s = int(fits.argmax())
+        if not fits[s]:
             return False
-        self._take(j, taken, {s: [per[r] * sum(1 for t in taken if t[0] == s) for r in range(4)]
-                              for s in dict.fromkeys(t[0] for t in taken)})
-        for s in dict.fromkeys(t[0] for t in taken):
-            self.schedule[s].append(j)
+        state.place(j, s, (int(fitting_gpus(state.gpu_left[s], GPU_MILLI)[0]),), demand=(cpu, mem))
+        schedule[s].append(j)
         return True
+    counts = state.part_counts(Task(cpu, mem, 1, GPU_MILLI, workers=g))
+    if int(counts.sum()) < g:
+        return False
+    parts, left = [], g
+    for s in np.flatnonzero(counts).tolist():
+        k = min(int(counts[s]), left)
+        parts.append((s, tuple(fitting_gpus(state.gpu_left[s], GPU_MILLI)[:k].tolist())))
+        left -= k
+        if not left:
+            break
+    state.place_gang(j, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
+    for s, _ in parts:
+        schedule[s].append(j)
+    return True
 
-    def _take(self, j: int, gpus: list[tuple[int, int]], res: dict[int, list[float]]) -> None:
-        for s, gpu in gpus:
-            self.free_gpus[s].remove(gpu)
-            self.has_gpu[s] = bool(self.free_gpus[s])
-        self.free_count -= len(gpus)
-        for s, r in res.items():
-            self.free[s, :4] -= r
-        self.alloc[j], self.gpus_of[j] = res, gpus
 
-    def release(self, j: int) -> list[tuple[int, int]]:
-        """Deallocate ``j`` (its GPUs go back); its GPUs."""
-        gpus = self.gpus_of.pop(j)
-        for s, r in self.alloc.pop(j).items():
-            self.free[s, :4] += r
-        for s, gpu in gpus:
-            self.free_gpus[s].append(gpu)
-            self.free_gpus[s].sort()
-            self.has_gpu[s] = True
-        self.free_count += len(gpus)
-        return gpus
+def underutilized(state: ClusterState, g: int) -> dict[int, int]:
+    """Synergy's ``_get_underutilized_servers``: server -> GPUs to free there (a multi-GPU job: the first server
+    with ``g`` free GPUs; else the servers of fewest free GPUs, lowest index first, until they hold ``g``)."""
+    count = free_gpus(state).tolist()
+    if g > 1:
+        for s, c in enumerate(count):
+            if c >= g:
+                return {s: g}
+    heap = [(c, s) for s, c in enumerate(count) if c]
+    heapq.heapify(heap)
+    out: dict[int, int] = {}
+    while g > 0 and heap:
+        c, s = heapq.heappop(heap)
+        if c >= g:
+            out[s] = g
+            return out
+        out[s] = c
+        g -= c
+    return out
 
-    def reassign(self, j: int, gpus: list[tuple[int, int]], vec: list[float]) -> None:
-        """Give ``j`` its GPUs back with ``vec`` split over its servers by GPU share (Synergy's peer re-allocation,
-        no fit test)."""
-        g = len(gpus)
-        res = {}
-        for s in dict.fromkeys(t[0] for t in gpus):
-            share = sum(1 for t in gpus if t[0] == s) / g
-            res[s] = [x * share for x in vec[:4]]
-        self._take(j, gpus, res)
 
-    def underutilized(self, g: int) -> dict[int, int]:
-        """Synergy's ``_get_underutilized_servers``: server -> GPUs to free there."""
-        if g > 1:
-            for s in range(len(self.free)):
-                if self.free[s, 0] >= g:
-                    return {s: g}
-        heap = [(len(f), s) for s, f in enumerate(self.free_gpus) if f]
-        heapq.heapify(heap)
-        out: dict[int, int] = {}
-        while g > 0 and heap:
-            count, s = heapq.heappop(heap)
-            if count >= g:
-                out[s] = g
-                return out
-            out[s] = count
-            g -= count
-        return out
+def peers_to_shrink(state: ClusterState, s: int, share: tuple[int, int], schedule: list[list[int]]) -> list[int]:
+    """Synergy's ``_reallocate_peer``: the jobs on server ``s`` to move down to their proportional share so that
+    ``share`` (milli-cores, MiB) fits there, by what each holds above its share on ``s`` (``schedule[s]`` is sorted
+    in place, as Synergy's server job list: jobs on fewer servers first, then most CPU, then most memory per GPU).
 
-    def peers_to_shrink(self, s: int, share: list[float]) -> list[int]:
-        """Synergy's ``_reallocate_peer``: the jobs on server ``s`` to move down to their proportional share."""
-        need = [max(0.0, d - a) for d, a in zip(share, self.free[s], strict=True)]
-        if all(v == 0 for v in need):
-            return []
+    Synergy's rule runs over its five dimensions; GPUs and network never bind in it (the servers chosen have the
+    GPUs, a job asks no network) and storage is memory's (equal demand and capacity), so its test skipping a job
+    whose excess covers none of the need never holds and the need is CPU and memory's."""
+    need = (max(0, share[0] - int(state.cpu_left[s])), max(0, share[1] - int(state.mem_left[s])))
+    if need == (0, 0):
+        return []
 
-        def vector(j):
-            gpus = len(self.gpus_of[j])
-            return [gpus, *(sum(r[i] for r in self.alloc[j].values()) for i in (1, 2, 3)), 0.0]
+    def vector(j):                                  # (servers, -CPU per GPU, -memory per GPU) as Synergy sorts
+        gpus = sum(len(g) for _, g in state.parts(j))
+        cpu, mem = held_total(state, j)
+        return len(state.parts(j)), -cpu / gpus, -mem / gpus
 
-        jobs = self.schedule[s]
-        jobs.sort(key=lambda j: (len(self.alloc[j]), -vector(j)[1] / vector(j)[0], -vector(j)[2] / vector(j)[0]))
-        out = []
-        for j in jobs:
-            here = sum(1 for t in self.gpus_of[j] if t[0] == s)
-            vec = vector(j)
-            fair = [x * here for x in FAIR_PER_GPU]
-            mine = [x * here / vec[0] for x in vec]
-            excess = [max(0.0, a - f) for a, f in zip(mine, fair, strict=True)]
-            diff = [max(0.0, n - e) for e, n in zip(excess, need, strict=True)]
-            if all(v == 0 for v in diff):
-                out.append(j)
-                return out
-            if all(v > 0 for v in diff):
-                continue
-            out.append(j)
-            need = diff
-        return out
+    jobs = schedule[s]
+    jobs.sort(key=vector)
+    out = []
+    for j in jobs:
+        gpus = sum(len(g) for _, g in state.parts(j))
+        here = sum(len(g) for node, g in state.parts(j) if node == s)
+        cpu, mem = held_total(state, j)
+        excess = (max(0, cpu * here // gpus - FAIR_SHARE[0] * here), max(0, mem * here // gpus - FAIR_SHARE[1] * here))
+        need = (max(0, need[0] - excess[0]), max(0, need[1] - excess[1]))
+        out.append(j)
+        if need == (0, 0):
+            return out
+    return out
 
-    def first_placement(self, j: int) -> tuple[int, tuple[int, ...]]:
-        """(server, GPUs there) of the job's first server (single-server jobs: all of it)."""
-        gpus = self.gpus_of[j]
-        s = gpus[0][0]
-        return s, tuple(sorted(gpu for srv, gpu in gpus if srv == s))
 
-    def held(self, j: int) -> tuple[float, float]:
-        """CPU cores and GB ``j`` holds in all."""
-        return (sum(r[1] for r in self.alloc[j].values()), sum(r[2] for r in self.alloc[j].values()))
+def held_total(state: ClusterState, j: int) -> tuple[int, int]:
+    """Milli-cores and MiB job ``j`` holds on all its servers."""
+    parts = state.held_demand(j)
+    return sum(c for c, _ in parts), sum(m for _, m in parts)
+
+
+def held(state: ClusterState, j: int) -> tuple[float, float]:
+    """CPU cores and GB job ``j`` holds in all."""
+    cpu, mem = held_total(state, j)
+    return cpu / CORE_MILLI, mem / GB_MIB
+
+
+def per_gpu_demand(gpus: np.ndarray, demand: np.ndarray) -> list[tuple[int, int]]:
+    """Each job's demand per GPU as the ledger holds it: (milli-cores, MiB) of ``demand`` (n, 5: GPUs, CPU cores,
+    GB, MB/s, Gbit/s) over its GPUs.
+
+    Synergy's arithmetic is on floats; its shares (a profile's cores and GB per GPU, or the proportional 3 cores,
+    62.5 GB, times GPUs, over 1, 2, 4 or 8 GPUs) are whole milli-cores and MiB, so the ledger's integers give
+    every comparison Synergy's floats give. Storage is held as memory, which it equals in every profile of Synergy
+    (demand and the server's 500), and a job asks no network (the share's 5 Gbit/s per GPU never binds on 8 GPUs).
+
+    Raises
+    ------
+    ValueError : naming the first job whose share per GPU is not whole milli-cores and MiB, whose storage
+        differs from its memory, or that asks network."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    demand = np.asarray(demand, dtype=np.float64)
+    cpu, mem = demand[:, 1] * CORE_MILLI / gpus, demand[:, 2] * GB_MIB / gpus
+    bad = (cpu != np.floor(cpu)) | (mem != np.floor(mem)) | (demand[:, 3] != demand[:, 2]) | (demand[:, 4] != 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"job {k}: demand {demand[k].tolist()} on {int(gpus[k])} GPU(s) is not whole milli-cores "
+                         "and MiB per GPU, storage equal to memory and no network")
+    return list(zip(cpu.astype(np.int64).tolist(), mem.astype(np.int64).tolist(), strict=True))
 
 
 def synergy_cluster(servers: int = 16, pooled: bool = False):
-    """The engine's cluster: ``servers`` nodes of 8 GPUs (24 cores, 500 GB: the ledger's, the engine's tasks ask
-    none), or with ``pooled`` one GPU-less node (the engine carries time and progress only)."""
+    """The engine's cluster: ``servers`` nodes of 8 GPUs, 24 cores, 500 GB (the servers of :class:`Synergy`'s
+    rounds; the engine's tasks ask no CPU or memory), or with ``pooled`` one GPU-less node (the engine carries
+    time and progress only)."""
     from fgdopt.model import Cluster
+    cpu, mem = SERVER_CAPACITY[1] * CORE_MILLI, int(SERVER_CAPACITY[2] * GB_MIB)
     if pooled:
-        return Cluster([24_000], [512_000], [0], ["V100"])
-    return Cluster([24_000] * servers, [512_000] * servers, [SERVER_CAPACITY[0]] * servers, ["V100"] * servers)
+        return Cluster([cpu], [mem], [0], ["V100"])
+    return Cluster([cpu] * servers, [mem] * servers, [SERVER_CAPACITY[0]] * servers, ["V100"] * servers)
 
 
 def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, servers: int = 16,
