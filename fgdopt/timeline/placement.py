@@ -37,6 +37,11 @@ from fgdopt.timeline.jobtable import PENDING, JobTable
 from fgdopt.timeline.pending import PendingQueue, Shapes
 from fgdopt.timeline.preemption import GangMove, Mechanism, Outage
 
+BULK_MIN = 8
+"""The fewest jobs :meth:`Placer.evict_many`, :meth:`Placer.start_many` and :meth:`Placer.rerate_many` carry out in
+their vectorized pass; fewer go one by one (the same effect, and cheaper: a round of Gavel's Figure 8 at a low rate
+moves one or two jobs, where a pass's numpy calls on arrays of one or two entries cost more than the scalar work)."""
+
 
 class Placer:
     """Places and removes the run's jobs (module docstring).
@@ -184,7 +189,7 @@ class Placer:
     def rerate_many(self, js: np.ndarray, rates: np.ndarray) -> None:
         """:meth:`rerate` of every running job of ``js`` (distinct) to ``rates`` (work per second), in order, in one
         pass: the same job table and clock (finish events pushed in the same order)."""
-        if self.interference is not None:
+        if self.interference is not None or len(js) < BULK_MIN:
             for j, rate in zip(js.tolist(), rates.tolist(), strict=True):
                 self.rerate(j, rate)
             return
@@ -245,8 +250,8 @@ class Placer:
         if len(js) == 0:
             return
         gangs = self.state.parts_of
-        if (not self.bulk() or (gangs and any(j in gangs for j in js.tolist()))     # gangs and elastic jobs
-                or self.state.elastic[js].any()):                                # go one by one
+        if (len(js) < BULK_MIN or not self.bulk() or (gangs and any(j in gangs for j in js.tolist()))
+                or self.state.elastic[js].any()):                   # a few, gangs and elastic jobs: one by one
             for j in js.tolist():
                 self.jobs.evict(j, self.clock.now, kind, restart_s, mechanism.migrate_s,
                                 mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
@@ -270,8 +275,10 @@ class Placer:
     def start_many(self, moves) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
         order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
-        the same order). Gangs and elastic jobs (:attr:`ClusterState.elastic`) go one by one."""
-        if (not self.bulk() or not moves or any(isinstance(m, GangMove) and m.parts for m in moves)
+        the same order). Fewer than :data:`BULK_MIN` moves, gangs and elastic jobs (:attr:`ClusterState.elastic`)
+        go one by one."""
+        if (len(moves) < BULK_MIN or not moves or not self.bulk()
+                or any(isinstance(m, GangMove) and m.parts for m in moves)
                 or self.state.elastic[[m.task for m in moves]].any()):
             for m in moves:
                 self.start(m.task, (m.node, m.gpus), m.parts if isinstance(m, GangMove) else None)

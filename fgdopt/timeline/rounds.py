@@ -361,12 +361,12 @@ class RoundLoop(MechanismBase):
                 free[np.repeat(node_of[list(victims)], [len(gpus) for gpus in held]),
                      np.fromiter(chain.from_iterable(held), np.int64)] = True
             counts = free.sum(axis=1)
-            count = counts.tolist()
-            free_rows = free.tolist()
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
             gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
             needs = num_gpu[new].tolist()
             singles = needs.index(1) if needs[-1] == 1 else len(new)      # from here on, 1-GPU jobs only
+            if singles:                                     # the larger jobs walk the nodes as lists
+                count, free_rows = counts.tolist(), free.tolist()
             for j, need in zip(new[:singles], needs[:singles], strict=True):
                 g = runs[j]
                 if g not in buckets:

@@ -1,0 +1,82 @@
+"""The engine's one-by-one path for rounds of few jobs gives what the vectorized path gives, to the last bit.
+
+One threshold chooses the path: :data:`fgdopt.timeline.placement.BULK_MIN` (evictions, starts and re-rates one by
+one instead of in one vectorized pass). Each property runs one random instance twice, once with every round one by
+one (threshold above any round's size) and once with none (threshold 0), and compares everything the run produced
+and everything Gavel keeps.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fgdopt.timeline.placement as placement
+from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.rounds import ROUND_S, Gavel
+from fgdopt.model import TaskSet
+from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.rounds import RoundLoop
+from formulations.hetero import round_allocator
+
+RESULT_FIELDS = ("status", "start_s", "finish_s", "node", "preemptions", "run_s", "busy_s", "work_s", "lost_s",
+                 "overhead_s")
+GAVEL_STATE = ("_t", "_w", "_deficit", "_x", "_speed")
+
+
+def _run(seed: int, n: int, policy: str, whole_steps: bool, restart: float, fast: bool):
+    """A random Gavel run on 2 + 3 GPUs of two types in nodes of 2 (multi-GPU jobs, some over two nodes), every
+    round on the fast paths (``fast``) or none."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.choice([0.0, 100.0, 360.0, 900.0, 2500.0, 4000.0, 6000.0], n))
+    duration = np.where(rng.random(n) < 0.5, rng.uniform(50, 900, n), rng.uniform(3000, 20000, n)).round()
+    jobs = JobSet(TaskSet([0] * n, [0] * n, rng.choice([1, 1, 1, 2, 3], n), [1000] * n), submit, duration)
+    gpus = {"a": 2, "b": 3}
+    speed = {"a": rng.choice([0.0, 1.0, 2.5], n), "b": np.ones(n)}
+    spread = {"a": speed["a"] * 0.75, "b": np.full(n, 0.5)}
+    gavel = Gavel(round_allocator(policy, speed, jobs, gpus), speed, jobs.duration_s, tuple(gpus),
+                  shuffle_seed=None if policy.endswith("-aware") else seed, spread_speed=spread,
+                  step_rate=rng.choice([0.5, 0.999, 3.0, 7.0], n) if whole_steps else None)
+    loop = RoundLoop(gavel, round_s=ROUND_S, span=True)
+    big = 10**9 if fast else 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(placement, "BULK_MIN", big)
+        result = simulate(gavel_cluster(gpus, 2), jobs, "best-fit", "fifo", mechanism=loop, speed=speed,
+                          restart_s=lambda g: restart * g)
+    return result, gavel
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 16), st.sampled_from(["las", "las-aware", "makespan-aware"]),
+       st.booleans(), st.sampled_from([0.0, 7.5]))
+def test_the_fast_paths_give_the_general_paths_run(seed, n, policy, whole_steps, restart):
+    """On random instances (single and multi-GPU jobs, jobs over two nodes, restart costs or none, whole steps or
+    not), the run with every round on the fast paths and the run with none agree on every job's times, nodes and
+    counters, the series, and Gavel's times received, deficits, X and speeds, bit for bit."""
+    fast, kept = _run(seed, n, policy, whole_steps, restart, True)
+    general, control = _run(seed, n, policy, whole_steps, restart, False)
+    for name in RESULT_FIELDS:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(general, name), err_msg=name)
+    assert fast.series.equals(general.series)
+    assert fast.instants == general.instants and fast.events == general.events
+    for name in GAVEL_STATE:
+        np.testing.assert_array_equal(getattr(kept, name), getattr(control, name), err_msg=name)
+    assert kept.lps == control.lps and kept.solves == control.solves
+
+
+def test_a_round_of_one_job_by_hand():
+    """One job of 1,000 s of work at speed 2 on type ``a`` (1 GPU), 0.5 steps per second of work: a round of 360 s
+    does ``floor(0.5 x 2 x 360)`` = 360 steps, 720 s of work, so the job runs two whole rounds (720 + 720 s of
+    work is past its 1,000 s: in the second its 280 s of work left, 140 steps, take 140 s) and finishes at
+    360 + 140 = 500 s, on the fast path as on the general one."""
+    jobs = JobSet(TaskSet([0], [0], [1], [1000]), [0.0], [1000.0])
+    speed = {"a": np.array([2.0])}
+    for fast in (True, False):
+        gavel = Gavel(round_allocator("las-aware", speed, jobs, {"a": 1}), speed, jobs.duration_s, ("a",),
+                      step_rate=np.array([0.5]))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(placement, "BULK_MIN", 10**9 if fast else 0)
+            r = simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=RoundLoop(gavel, ROUND_S),
+                         speed=speed, restart_s=lambda g: 0.0)
+        assert r.finish_s.tolist() == [500.0]
+        assert float(gavel._t[0, 0]) == ROUND_S / 2 + 360.0 + 140.0   # half a round, then each round's steps' time
