@@ -12,10 +12,13 @@ placement policy (the *inner* one) and, at every call at time ``now`` (seconds):
    submission order: the one not reserved yet that drains earliest (its *drain time* ``max(d, now)``, ``d`` the
    latest end among the jobs placed on it, :class:`~fgdopt.policies.drain_fit.DrainTimes`; ties to the lowest
    index); that drain time is the reservation's time ``T``;
-3. the job is offered to the inner policy on the state with the nodes reserved for *other* jobs closed to it
-   where it would end after their ``T`` (``now + work_s > T``): only what ends before the reservation backfills
-   there. A reserved node's drain time therefore never moves past ``T``, and the whole-node job finds it empty at
-   ``T`` at the latest, unless the queue order starts it elsewhere first.
+3. the job is offered to the inner policy on the state with the nodes reserved for jobs submitted before it
+   (ties: earlier in input order) closed to it where it would end after their ``T`` (``now + work_s > T``): only
+   what ends before the reservation backfills there. A job older than the whole-node job is never held back by it
+   (so a blocking queue, whose head is the oldest job, never waits on a reservation behind it), nor is another
+   whole-node job whose home the node is (the queue may put a younger job of the same shape first). A reserved
+   node's drain time therefore never moves past ``T``, and the whole-node job finds it empty at ``T`` at the
+   latest, unless the queue order starts it elsewhere first.
 
 The bound: at most ``max_nodes`` nodes are reserved at once, and a job reserves only after ``wait_s`` seconds, so
 the rest of the cluster stays open; ``max_nodes = 0`` (or ``wait_s = inf``) is the inner policy itself.
@@ -149,6 +152,16 @@ class Reserving:
                 held[node] = (float(drain[node]), j)
         return held
 
+    def _held_back(self, job: int | None, owner: int, node: int) -> bool:
+        """Whether ``owner``'s reservation of ``node`` holds ``job`` back (step 3): ``job`` was submitted after
+        ``owner`` (ties: later in input order) and is no whole-node job whose home ``node`` is (an unknown job:
+        held back)."""
+        if job is None:
+            return True
+        if (self.submit[job], job) < (self.submit[owner], owner):
+            return False
+        return not (job in self.homes and node in self.homes[job])
+
     def __call__(self, state: ClusterState, task: Task, job: int | None = None, now: float = 0.0,
                  work_s: float = 0.0, **keywords) -> Choice | None:
         view = self.view
@@ -160,7 +173,7 @@ class Reserving:
         view.closed = None
         if self.max_nodes:
             held = self.reservations(now, np.maximum(drain, now))
-            shut = [node for node, (t, owner) in held.items() if owner != job and end > t]
+            shut = [node for node, (t, owner) in held.items() if end > t and self._held_back(job, owner, node)]
             if shut:
                 view.closed = np.zeros(state.cluster.n_nodes, dtype=bool)
                 view.closed[shut] = True
