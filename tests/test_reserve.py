@@ -97,6 +97,33 @@ def test_the_node_bound_reserves_one_node_for_the_oldest_job():
     assert run(1) == ([0, 0, 19, 28, 0], [0, 1, 1, 1, 0])
 
 
+def test_what_ends_before_the_reservation_backfills_and_older_jobs_pass():
+    """One 8-GPU node, reservations at once for one node. j0 (1 GPU, 0-10); W (8 GPUs, at 1, 10 s) reserves the
+    node, which drains at 10; s (1 GPU, at 2, 5 s) ends at 7 <= 10 and starts at once; l (1 GPU, at 3, 10 s) would
+    end at 13 > 10: it waits for W (10-20) and starts at 20 (wait 17).
+    One 4-GPU node under ``fifo``: a (half a GPU, at 9, 2 s) is older than b (4 GPUs, at 9, input order after a),
+    so b's reservation does not hold it back: a 9-11, b 11-17 (a reservation that held a back would leave the
+    blocking head refused forever)."""
+    jobs = jobset((1, 1000, 0, 10), (8, 1000, 1, 10), (1, 1000, 2, 5), (1, 1000, 3, 10))
+    assert waits(jobs, reserving(jobs, 0.0, 1)).tolist() == [0, 9, 0, 17]
+    jobs = jobset((1, 500, 9, 2), (4, 1000, 9, 6))
+    _, sched = recorded_run(nodes(4), jobs, Reserving(make_policy("best-fit"), jobs, wait_s=0.0, max_nodes=1), "fifo")
+    assert sched.start_s.tolist() == [9, 11]
+
+
+def test_a_younger_job_of_the_same_shape_may_take_the_reserved_node():
+    """One 4-GPU node; A (1 GPU, 0-15); B (4 GPUs, at 10, 14 s) reserves the node (drains at 15); C (4 GPUs, at 13,
+    5 s) has the same shape and, under ``area-aged``, the lower key (4000 x 5 + 8000 x 13 = 124,000 against
+    4000 x 14 + 8000 x 10 = 136,000), so it heads the shape's queue. At 15 the node is empty and C, a whole-node job
+    whose home it is, is not held back: C 15-20 (wait 2), then B 20-34 (wait 10). (Held back, C would be refused
+    and its shape marked unfit, and B, behind it, never offered.)"""
+    jobs = jobset((1, 1000, 0, 15), (4, 1000, 10, 14), (4, 1000, 13, 5))
+    _, sched = recorded_run(nodes(4), jobs, Reserving(make_policy("best-fit"), jobs, wait_s=0.0, max_nodes=1),
+                            "area-aged")
+    validate_schedule(nodes(4), jobs, sched)
+    assert sched.start_s.tolist() == [0, 20, 15]
+
+
 def test_finish_align_puts_a_job_where_the_node_drains_with_it():
     """Nodes of 2 and 3 GPUs ranked in index order. j0 (1 GPU, 0-100): both nodes empty, every score ties (100 s
     of extension or misalignment), so the tie policy decides: best-fit node 0 (less left over), FGD node 1 (as
