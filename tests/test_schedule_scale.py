@@ -130,7 +130,7 @@ def test_reservation_runs_are_named_by_their_bounds_and_validated(tmp_path, monk
     assert main(["--workload", str(work), "--cluster", str(cluster), *args, "--reserve-wait", "0,60",
                  "--reserve-nodes", "2", "--output", str(out)]) == 0
     methods = pd.read_csv(out / "schedule-bound.csv")["method"].tolist()
-    assert [m for m in methods if "+reserve" in m] == [
+    assert [m for m in methods if m.startswith("best-fit+reserve")] == [
         "best-fit+reserve(0s,2)/fifo", "best-fit+reserve(60s,2)/fifo", "best-fit+reserve(0s,2)/sjf",
         "best-fit+reserve(60s,2)/sjf"]
 
