@@ -30,7 +30,9 @@ Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
 :func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
-(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; then the
+(the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; the same
+under bounded reservations for whole-node jobs, :class:`fgdopt.policies.reserve.Reserving`, for every
+``--reserve-wait`` x ``--reserve-nodes`` of the grid, ``policy+reserve(Ws,R)/queue``; then the
 large-neighbourhood search from the best of them, :func:`formulations.schedule.lns.improve`, ``lns(policy/queue)``,
 ``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds), every
 *bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
@@ -68,6 +70,7 @@ import pandas as pd
 from experiments.args import (
     check_paths,
     existing_file,
+    int_list,
     names,
     non_negative_int,
     openb_dir,
@@ -89,6 +92,7 @@ from experiments.executors import (
     run_and_write,
 )
 from experiments.timeline import load_cluster, parse_queues
+from fgdopt.policies.reserve import RESERVE_NODES, RESERVE_WAIT_S
 from fgdopt.timeline.diagnostics import PROFILE_COLUMNS
 from fgdopt.timeline.suites import TIME_SUITES
 from formulations.schedule.record import VALID_FOR, BoundRecord, pooled_record
@@ -135,6 +139,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lns-time-limit", type=positive, default=LNS_TIME_LIMIT_S,
                    help="with --trace or --scale: CP-SAT deterministic seconds of the large-neighbourhood search "
                    f"per point, which stops at twice as many wall seconds (default: {LNS_TIME_LIMIT_S:g})")
+    p.add_argument("--reserve-wait", type=real_list(0.0, strict=False), default=[RESERVE_WAIT_S], metavar="S",
+                   help="with --trace or --scale: seconds a whole-node job waits before it reserves a node, in the "
+                   f"policy+reserve runs (comma-separated grid; default: {RESERVE_WAIT_S:g})")
+    p.add_argument("--reserve-nodes", type=int_list(0), default=[RESERVE_NODES], metavar="R",
+                   help="with --trace or --scale: nodes reserved at once at most in the policy+reserve runs "
+                   f"(comma-separated grid, 0: none; default: {RESERVE_NODES})")
     p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
@@ -324,7 +334,8 @@ class Point:
     ``trace``, ``seed``, ``load`` name it (a ``--scale`` workload: ``trace`` is the file's stem, ``load`` NaN);
     ``background``: bool per job, the jobs a ``background-on-time`` bound pins (services and warm start; none for
     a workload); ``policies`` and ``queues`` of the engine runs; ``time_limit`` of each bound (seconds);
-    ``lns_s`` the large-neighbourhood search's budget (CP-SAT deterministic seconds)."""
+    ``lns_s`` the large-neighbourhood search's budget (CP-SAT deterministic seconds); ``reserve`` the grid of
+    reservation bounds ``(wait_s, max_nodes)`` of the ``policy+reserve`` runs (:func:`reserve_runs`)."""
 
     trace: str
     seed: int
@@ -336,6 +347,7 @@ class Point:
     queues: list[str]
     time_limit: float
     lns_s: float = LNS_TIME_LIMIT_S
+    reserve: tuple[tuple[float, int], ...] = ((RESERVE_WAIT_S, RESERVE_NODES),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -364,6 +376,35 @@ def engine_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
             cpu0 = time.process_time()
             result, sched = recorded_run(point.cluster, point.jobs, pol, q, seed=point.seed)
             out.append(RunRecord(f"{pol}/{q}", sched, result.wall_s, time.process_time() - cpu0))
+    return out
+
+
+def reserve_method(policy: str, queue: str, wait_s: float, max_nodes: int) -> str:
+    """The name of a reservation run: ``<policy>+reserve(<wait_s>s,<max_nodes>)/<queue>``."""
+    return f"{policy}+reserve({wait_s:g}s,{max_nodes})/{queue}"
+
+
+def reserve_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
+    """Every (policy, queue) of the point under bounded reservations for whole-node jobs
+    (:class:`fgdopt.policies.reserve.Reserving` around the policy, for every ``(wait_s, max_nodes)`` of
+    ``point.reserve``; ``max_nodes = 0`` is the plain run and is skipped), each recorded as a schedule."""
+    from fgdopt.frag import Workload
+    from fgdopt.policies import make_policy
+    from fgdopt.policies.reserve import Reserving
+    from fgdopt.timeline.schedule import recorded_run
+
+    workload, out = Workload.from_tasks(point.jobs.tasks), []
+    for pol in point.policies:
+        for q in point.queues:
+            for wait_s, max_nodes in point.reserve:
+                if max_nodes == 0:
+                    continue
+                cpu0 = time.process_time()
+                inner = make_policy(pol, seed=point.seed, workload=workload)
+                policy = Reserving(inner, point.jobs, wait_s=wait_s, max_nodes=max_nodes)
+                result, sched = recorded_run(point.cluster, point.jobs, policy, q, seed=point.seed)
+                out.append(RunRecord(reserve_method(pol, q, wait_s, max_nodes), sched, result.wall_s,
+                                     time.process_time() - cpu0))
     return out
 
 
@@ -432,7 +473,7 @@ def lns_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
 
 
 RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {
-    "engine": engine_runs, "lns": lns_runs}
+    "engine": engine_runs, "reserve": reserve_runs, "lns": lns_runs}
 """The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
 runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
 BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {
@@ -568,25 +609,29 @@ def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict]
 
 
 def bound_point(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
-                time_limit: float, data_dir: str | None = None, lns_s: float = LNS_TIME_LIMIT_S) -> dict:
+                time_limit: float, data_dir: str | None = None, lns_s: float = LNS_TIME_LIMIT_S,
+                reserve: tuple[tuple[float, int], ...] = Point.reserve) -> dict:
     """One (load, seed) of the openb stream: :func:`run_point` on it (the time-0 services and warm start form the
-    background)."""
+    background; ``reserve``: :attr:`Point.reserve`)."""
     from fgdopt.timeline import openb_jobs
 
     cluster, jobs = openb_jobs(trace, load, n_jobs, seed=seed, data_dir=data_dir)
     background = (jobs.submit_s == 0) & ~jobs.measured & (np.arange(len(jobs)) < len(jobs) - n_jobs)
-    return run_point(Point(trace, seed, load, cluster, jobs, background, policies, queues, time_limit, lns_s))
+    return run_point(Point(trace, seed, load, cluster, jobs, background, policies, queues, time_limit, lns_s,
+                           tuple(reserve)))
 
 
 def scale_point(workload: str, cluster_file: str, seed: int, policies: list[str], queues: list[str],
-                time_limit: float, lns_s: float = LNS_TIME_LIMIT_S) -> dict:
-    """``--scale``: :func:`run_point` on a workload file and its cluster (no background)."""
+                time_limit: float, lns_s: float = LNS_TIME_LIMIT_S,
+                reserve: tuple[tuple[float, int], ...] = Point.reserve) -> dict:
+    """``--scale``: :func:`run_point` on a workload file and its cluster (no background; ``reserve``:
+    :attr:`Point.reserve`)."""
     from experiments.timeline import load_cluster
     from fgdopt.timeline import read_workload
 
     jobs = read_workload(workload)
     point = Point(Path(workload).stem, seed, math.nan, load_cluster(cluster_file), jobs,
-                  np.zeros(len(jobs), dtype=bool), policies, queues, time_limit, lns_s)
+                  np.zeros(len(jobs), dtype=bool), policies, queues, time_limit, lns_s, tuple(reserve))
     return run_point(point)
 
 
@@ -631,19 +676,21 @@ def _at(frame: pd.DataFrame, match: dict, load: float) -> pd.DataFrame:
 def run_full(args: argparse.Namespace) -> int:
     from fgdopt.traces import trace_files
 
+    reserve = tuple((w, r) for w in args.reserve_wait for r in args.reserve_nodes)
     if args.scale:
         cells = [(args.workload, args.cluster, args.seed, args.policies, args.queue, args.time_limit,
-                  args.lns_time_limit)]
+                  args.lns_time_limit, reserve)]
         keys = [("scale-v2", content_digest(args.workload), content_digest(args.cluster), args.seed,
                  [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue], args.time_limit,
-                 args.lns_time_limit, sorted(RUN_METHODS), sorted(BOUND_METHODS))]
+                 args.lns_time_limit, sorted(RUN_METHODS), sorted(BOUND_METHODS), reserve)]
         fn = scale_point
     else:
         cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir,
-                  args.lns_time_limit)
+                  args.lns_time_limit, reserve)
                  for load in args.load for s in args.seeds]
         keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6], c[8],
-                 content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS))
+                 content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS),
+                 reserve)
                 for c in cells]
         fn = bound_point
     _, code = run_and_write("schedule-bound", fn, cells, args, keys,

@@ -32,7 +32,8 @@ def _write(tmp_path, extra_rows=()):
     return work, cluster
 
 
-ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "8", "--lns-time-limit", "1"]
+ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "8", "--lns-time-limit", "1",
+        "--reserve-nodes", "0"]
 
 
 def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
@@ -116,6 +117,22 @@ def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
     monkeypatch.setitem(schedule.RUN_METHODS, "copy", broken)
     with pytest.raises(InfeasiblePlacement):
         main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
+
+
+def test_reservation_runs_are_named_by_their_bounds_and_validated(tmp_path, monkeypatch):
+    """``--reserve-wait 0,60 --reserve-nodes 2``: one ``policy+reserve(Ws,R)/queue`` run per queue and grid point
+    beside the plain runs (each replayed before it is written); ``--reserve-nodes 0`` adds none."""
+    work, cluster = _write(tmp_path)
+    monkeypatch.setitem(schedule.BOUND_METHODS, "config", lambda point: None)
+    monkeypatch.setitem(schedule.BOUND_METHODS, "nodedecomp", lambda point: None)
+    out = tmp_path / "out"
+    args = [a for a in ARGS if a not in ("--reserve-nodes", "0")]
+    assert main(["--workload", str(work), "--cluster", str(cluster), *args, "--reserve-wait", "0,60",
+                 "--reserve-nodes", "2", "--output", str(out)]) == 0
+    methods = pd.read_csv(out / "schedule-bound.csv")["method"].tolist()
+    assert [m for m in methods if m.startswith("best-fit+reserve")] == [
+        "best-fit+reserve(0s,2)/fifo", "best-fit+reserve(60s,2)/fifo", "best-fit+reserve(0s,2)/sjf",
+        "best-fit+reserve(60s,2)/sjf"]
 
 
 def test_check_bounds_by_validity():

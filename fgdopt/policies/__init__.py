@@ -17,9 +17,12 @@ nodes as the reference simulator's Kubernetes plugins of the same name do (integ
 ``per-gpu-dimension``  best-fit with fixed per-GPU vectors (:mod:`~fgdopt.policies.per_gpu_dimension`)
 =====================  ==========================================================
 
-Over time only, ``drain-fit`` (:data:`TIME_POLICY_NAMES`, :mod:`~fgdopt.policies.drain_fit`): least extension
-of a node's drain time (the latest end of its running jobs), best-fit ties; a *time-aware* policy that the time
-engine calls with the clock and the job's run time (best-fit when called without them).
+Over time only, ``drain-fit`` and ``finish-align`` (:data:`TIME_POLICY_NAMES`, :mod:`~fgdopt.policies.drain_fit`):
+least extension of a node's drain time (the latest end of its running jobs), or least misalignment of the job's end
+with it (nodes drain together), best-fit ties (``drain-fit-fgd``, ``finish-align-fgd``: FGD ties); *time-aware*
+policies that the time engine calls with the clock and the job's run time (the tie policy when called without
+them). The reservation wrapper for whole-node jobs, :class:`~fgdopt.policies.reserve.Reserving`, is built per run
+from the jobs, so it is not in the registry.
 
 Over time only, ``health-aware`` (:data:`HEALTH_POLICY_NAMES`, :mod:`~fgdopt.policies.health`): best-fit on the
 nodes where a task gets only healthy GPUs (speed factor at least 0.8); the time engine gives it the per-GPU speed
@@ -93,7 +96,7 @@ from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.policies.base import GPU_CHOICES, Choice, Policy, PolicyError
 from fgdopt.policies.best_fit import BestFit
 from fgdopt.policies.dot_product import DotProduct
-from fgdopt.policies.drain_fit import DrainFit
+from fgdopt.policies.drain_fit import DrainFit, DrainFitFGD, FinishAlign, FinishAlignFGD
 from fgdopt.policies.fgd import FGD, FGDExact
 from fgdopt.policies.gpu_clustering import GpuClustering
 from fgdopt.policies.gpu_packing import GpuPacking
@@ -113,9 +116,10 @@ PAPER_POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "bes
 _CLASSES = {cls.name: cls for cls in (BestFit, DotProduct, GpuPacking, GpuClustering, RandomFit,
                                       UnifiedDevice, PerGpuDimension)}
 _NEEDS_WORKLOAD = {cls.name: cls for cls in (FGD, FGDExact)}
-TIME_POLICY_NAMES = (DrainFit.name,)
+TIME_POLICY_NAMES = (DrainFit.name, FinishAlign.name, DrainFitFGD.name, FinishAlignFGD.name)
 """The time-aware policies (the time engine gives them the clock and the job's run time; docs/semantics.md, "Time")."""
-_CLASSES[DrainFit.name] = DrainFit
+_CLASSES.update({DrainFit.name: DrainFit, FinishAlign.name: FinishAlign})
+_NEEDS_WORKLOAD.update({DrainFitFGD.name: DrainFitFGD, FinishAlignFGD.name: FinishAlignFGD})
 HEALTH_POLICY_NAMES = (HealthAware.name,)
 """The health-aware policies (the time engine gives them the per-GPU speed factors; :mod:`fgdopt.policies.health`)."""
 _CLASSES[HealthAware.name] = HealthAware

@@ -220,6 +220,11 @@ class FGD(RankedPolicy):
         return cache
 
     # -- the policy --------------------------------------------------------------------------
+    def node_scores(self, state: ClusterState, task: Task, nodes: np.ndarray) -> np.ndarray:
+        """The policy's score of each of ``nodes`` (where ``task`` fits; higher is better): what another policy
+        breaking its ties by FGD compares."""
+        return self._cache(state, task, nodes).score[nodes]
+
     def gpus(self, state: ClusterState, task: Task, node: int) -> tuple[int, ...]:
         cached = task.num_gpu == 1 or (task.num_gpu and self.gpu_choice == "topo-fgd")
         cache = self._cache(state, task, np.array([node])) if cached else None

@@ -28,7 +28,7 @@ import numpy as np
 
 from fgdopt.frag import Workload
 from fgdopt.model import NODE_FIELDS, Cluster
-from fgdopt.policies import make_policy
+from fgdopt.policies import Policy, make_policy
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet, TimelineResult, simulate
 from fgdopt.timeline.admission import rejection_reasons
@@ -230,21 +230,24 @@ class _Recorder:
         return choice
 
 
-def recorded_run(cluster: Cluster, jobs: JobSet, policy: str, queue: str, *, seed: int = 0
+def recorded_run(cluster: Cluster, jobs: JobSet, policy: str | Policy, queue: str, *, seed: int = 0
                  ) -> tuple[TimelineResult, Schedule]:
     """:func:`~fgdopt.timeline.simulate` of ``jobs`` under ``policy`` / ``queue`` (no eviction), and the run as a
-    :class:`Schedule` (the policy's GPUs recorded at every start). The policy is built as ``simulate`` builds a
-    named one (seeded by ``seed``, FGD's target workload the job shapes).
+    :class:`Schedule` (the policy's GPUs recorded at every start). A policy name is built as ``simulate`` builds a
+    named one (seeded by ``seed``, FGD's target workload the job shapes); a policy object (a fresh one: it is
+    called for this run only) is used as it is.
 
     Raises
     ------
     ValueError : the run left a job unfinished (a job that never finishes has no schedule).
     """
-    pol = make_policy(policy, seed=seed, workload=Workload.from_tasks(jobs.tasks))
+    pol = (make_policy(policy, seed=seed, workload=Workload.from_tasks(jobs.tasks)) if isinstance(policy, str)
+           else policy)
     recorder = _Recorder(pol, len(jobs))
     result = simulate(cluster, jobs, recorder, queue, frag=False)
     if (bad := np.flatnonzero(np.isnan(result.finish_s) & ~rejected_jobs(cluster, jobs))).size:
-        raise ValueError(f"{policy}/{queue}: job {int(bad[0])} never finished")
+        label = policy if isinstance(policy, str) else recorder.name
+        raise ValueError(f"{label}/{queue}: job {int(bad[0])} never finished")
     node = np.where(np.isfinite(result.start_s), result.node, -1)
     if not jobs.tasks.has_gangs:
         return result, Schedule(result.start_s, node, tuple(recorder.gpus))
