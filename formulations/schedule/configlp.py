@@ -93,6 +93,12 @@ LINE_SEARCH = 6
 """Golden-section steps per round (when asked for) on the segment from the best prices so far to the master's
 duals."""
 GOLDEN = (math.sqrt(5) - 1) / 2
+PRIMAL_SIMPLEX = 4
+"""HiGHS' ``simplex_strategy`` for the master: primal simplex. Added columns keep the last basis primal feasible, so
+the primal simplex goes on from it; HiGHS' default, the dual simplex, first has to repair the dual infeasibility
+that the new columns bring (openb default, 3,000
+stream jobs and the 9,574 background jobs, load 1.2, seed 42: rounds 2-5 took 6.1-6.9 CPU s each with the primal,
+the second round 19.8 CPU s with the dual)."""
 JOB_BLOCK = 2048
 """Jobs priced at once (memory: ``JOB_BLOCK x 2K`` candidate starts)."""
 
@@ -238,6 +244,12 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     in_out : price the columns at the best point found (kept where their reduced cost at the master's duals is
         negative; else at the duals, so column generation still ends exactly): in-out column generation. It
         changes the master's path, not the bound's validity.
+
+    Returns
+    -------
+    BoundRecord
+        ``info["history"]``: per round, the wall and CPU seconds since the call, the master's value and the best
+        bound so far (both as mean waits, seconds).
     """
     wall0, cpu0 = time.perf_counter(), time.process_time()
     deadline = wall0 + float(time_limit)
@@ -304,7 +316,7 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
         vv = np.concatenate([-counts[ii, qq].astype(np.float64), np.ones(len(ks))])
         return sp.csc_matrix((vv, (rr, cc)), shape=(n_rows, len(ks)))
 
-    h = build_highs(rows_lp(row_lo, row_hi), options={"solver": "simplex"})
+    h = build_highs(rows_lp(row_lo, row_hi), options={"solver": "simplex", "simplex_strategy": PRIMAL_SIMPLEX})
 
     def add(cost: np.ndarray, m: sp.csc_matrix) -> None:
         add_columns(h, cost, m)
@@ -462,7 +474,8 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
             best, center = segment(center, prices, line_search, deadline, best)
         if ascent_steps and bound < best:                            # and beyond, when the master lags
             best, center = ascent(center, best, ascent_steps, master, deadline)
-        history.append((round(time.perf_counter() - wall0, 1), master / n, best / n))
+        history.append((round(time.perf_counter() - wall0, 1), round(time.process_time() - cpu0, 1), master / n,
+                        best / n))
 
         new_j, new_cfg = [], []
         if in_out and center is not prices:                          # priced at the best point (in-out) ...
