@@ -57,14 +57,13 @@ Every schedule's total wait is at least ``L``; divide by the number of admitted 
 non-preemption is exact on the job side (a job's start is one number), so the bound is also at least the
 preemptive configuration LP's.
 
-Measured (openb default, 20,000 stream jobs, seed 42, 64 intervals, 600 s on a shared 2-core machine): load 1.1
-14.3 s (``time_limit`` after 15 rounds, the master at 14.9 s; the pooled LP gives 1.6 s); load 1.0 0 s
-(``optimal``: with free re-packing nothing waits on this grid); load 1.2 0 s with the master's duals alone
-(``time_limit`` after 4 rounds, the master at 96.5 s). With the line search and in-out pricing from the searched
-point, load 1.2 gave 15.0 s (``time_limit`` after 11 rounds in 158 CPU s, the master at 80.0 s); on a machine
-giving the process 76 CPU s of the 600, two rounds were done and every variant stayed at 0. On small cases the
-search makes a stopped bound positive after one round where the duals alone give 0 (drain case: 2.0 s of the
-optimum's 4 s; ``time-n4-j30-l1.3-s4`` of the former ``small-time``: 12.8 s of the LP's 43.5 s).
+Measured (openb default, 20,000 stream jobs, seed 42, 64 intervals, the master by the primal simplex, the three
+loads side by side on a shared 2-core machine): every load reached this LP's optimum (``optimal``). Load 1.0: 0 s
+in 4 rounds, 41 CPU s (with free re-packing nothing waits on this grid); load 1.1: 14.93 s in 16 rounds, 121 CPU s
+(the pooled LP gives 1.6 s); load 1.2: 47.96 s in 13 rounds, 253 CPU s, the bound 0 until round 7 (207 CPU s).
+With HiGHS' default dual simplex the master's re-solves were 3x slower and load 1.2 stayed at 0 in 600 s. On small
+cases the line search makes a stopped bound positive after one round where the duals alone give 0 (drain case:
+2.0 s of the optimum's 4 s; ``time-n4-j30-l1.3-s4`` of the former ``small-time``: 12.8 s of the LP's 43.5 s).
 """
 
 from __future__ import annotations
