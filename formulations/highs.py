@@ -176,7 +176,7 @@ def linear_lp(model: LinearModel):
 
 
 def rows_lp(row_lower, row_upper):
-    """A ``highspy.HighsLp`` of rows ``row_lower <= . <= row_upper`` (m,) and no columns yet (minimized): the
+    """A ``highspy.HighsLp`` of rows ``row_lower <= A x <= row_upper`` (m,) and no columns yet (minimized): the
     master of a column generation, which :func:`add_columns` then grows."""
     m = len(row_lower)
     return highs_lp(np.zeros(0), np.zeros(0), np.zeros(0), row_lower, row_upper, sp.csc_matrix((m, 0)))
