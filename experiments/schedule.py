@@ -723,15 +723,18 @@ def write_full(results: list[dict], folder: Path, rejected: list[dict] | None = 
 
 LABEL_STEP = 0.03
 """Methods whose waits are within this many decades (7%) of each other share one label in ``interval.png``."""
+LABEL_NAMES = 3
+"""At most this many names in one label of ``interval.png`` (the rest counted: "N more")."""
 
 
 def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
     """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
-    (dot) and bound (triangle) marked and named (methods within :data:`LABEL_STEP` of each other share one label),
-    the ceilings (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
+    (dot) and bound (triangle) marked and named (methods within :data:`LABEL_STEP` of each other share one label of
+    at most :data:`LABEL_NAMES` names), the ceilings (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at
+    it."""
     import matplotlib.pyplot as plt
 
-    loads = list(dict.fromkeys(frame["load"].tolist()))
+    loads = list(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()))  # NaN: one key
     height = max(4.2, 1.6 + 1.3 * len(set(frame["seed"])) * len(loads))
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
@@ -743,9 +746,14 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
         groups: dict[int, list[str]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
             groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
-        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels
-            ax.annotate(", ".join(group), (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=30, va="bottom",
-                        xytext=(2, 5 + 11 * (k % 4)), textcoords="offset points")
+        middle = math.log10(max(xs) * min(xs)) / 2 / LABEL_STEP
+        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those on
+            right = key > middle                               # the right half end at their point, inside the axes
+            text = ", ".join(group if len(group) <= LABEL_NAMES else [*group[:LABEL_NAMES - 1],
+                                                                        f"{len(group) - LABEL_NAMES + 1} more"])
+            ax.annotate(text, (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=-30 if right else 30,
+                        rotation_mode="anchor", va="bottom", ha="right" if right else "left",
+                        xytext=(-2 if right else 2, 5 + 11 * (k % 4)), textcoords="offset points")
 
     for ax, load in zip(axes[:, 0], loads, strict=True):
         part = at(frame, load)
