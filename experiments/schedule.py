@@ -746,9 +746,9 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
         groups: dict[int, list[str]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
             groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
-        middle = math.log10(max(xs) * min(xs)) / 2 / LABEL_STEP
-        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those on
-            right = key > middle                               # the right half end at their point, inside the axes
+        lo, hi = math.log10(min(xs)), math.log10(max(xs))
+        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those in
+            right = key * LABEL_STEP > lo + 0.8 * (hi - lo)    # the right fifth end at their point, inside the axes
             text = ", ".join(group if len(group) <= LABEL_NAMES else [*group[:LABEL_NAMES - 1],
                                                                         f"{len(group) - LABEL_NAMES + 1} more"])
             ax.annotate(text, (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=-30 if right else 30,
