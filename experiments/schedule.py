@@ -725,28 +725,31 @@ LABEL_STEP = 0.03
 """Methods whose waits are within this many decades (7%) of each other share one label in ``interval.png``."""
 LABEL_NAMES = 3
 """At most this many names in one label of ``interval.png`` (the rest counted: "N more")."""
+LABEL_RUNS = 5
+"""``interval.png`` names this many runs per point, those with the lowest waits (every run a dot, every bound named)."""
 
 
 def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
     """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
-    (dot) and bound (triangle) marked and named (methods within :data:`LABEL_STEP` of each other share one label of
-    at most :data:`LABEL_NAMES` names), the ceilings (crosses) below; waits under :data:`PLOT_FLOOR_S` are drawn at
-    it."""
+    (dot) and bound (triangle) marked, the :data:`LABEL_RUNS` best runs and every bound named (methods within
+    :data:`LABEL_STEP` of each other share one label of at most :data:`LABEL_NAMES` names), the ceilings (crosses)
+    below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()))  # NaN: one key
-    height = max(4.2, 1.6 + 1.3 * len(set(frame["seed"])) * len(loads))
+    height = max(4.2, 1.6 + 2.6 * len(set(frame["seed"])) * len(loads))
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
         return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
 
-    def marks(ax, xs: list[float], names: list[str], y: float) -> None:
+    def marks(ax, xs: list[float], names: list[str], y: float, every: list[float]) -> None:
         xs = [max(x, PLOT_FLOOR_S) for x in xs]
+        every = [max(x, PLOT_FLOOR_S) for x in every]                  # the panel's range: every mark
         groups: dict[int, list[str]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
             groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
-        lo, hi = math.log10(min(xs)), math.log10(max(xs))
+        lo, hi = math.log10(min(every)), math.log10(max(every))
         for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those in
             right = key * LABEL_STEP > lo + 0.8 * (hi - lo)    # the right fifth end at their point, inside the axes
             text = ", ".join(group if len(group) <= LABEL_NAMES else [*group[:LABEL_NAMES - 1],
@@ -767,7 +770,8 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
             for rows, col, style in ((runs, "mean_wait_s", {"marker": "o", "color": "C0", "s": 25}),
                                      (bounds, "mean_wait_s", {"marker": "^", "color": "C3", "s": 30})):
                 ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
-            marks(ax, pts["mean_wait_s"].tolist(), pts["method"].tolist(), y)
+            named = pd.concat([runs.nsmallest(LABEL_RUNS, "mean_wait_s"), bounds])     # the best runs, every bound
+            marks(ax, named["mean_wait_s"].tolist(), named["method"].tolist(), y, pts["mean_wait_s"].tolist())
             d = at(diagnostics[diagnostics["seed"] == seed], load)
             ceil = d[d["quantity"].str.startswith("ceiling")]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
