@@ -420,7 +420,7 @@ def test_trace_study_runs_heuristics_whole_and_exact_on_slices(openb_dir, tmp_pa
 
     from experiments.defrag import main
 
-    argv = ["--data", str(openb_dir), "--seeds", "42", "--policies", "best-fit", "--budgets", "0,2",
+    argv = ["--data", str(openb_dir), "--seeds", "42", "--policies", "best-fit", "--budgets", "0,1",
             "--slice-nodes", "8", "--time-limit", "10", "--output", str(tmp_path)]
     assert main(argv) == 0
     frame = pd.read_csv(tmp_path / "defrag.csv")

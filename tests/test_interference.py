@@ -230,18 +230,18 @@ def test_study_writes_its_files(openb_dir, gavel_table, tmp_path, capsys):
     from experiments import interference as study
 
     out = tmp_path / "out"
-    assert study.main(["--n-jobs", "200", "--load", "0.8", "--policies", "fgd,best-fit,fgd-interference",
+    assert study.main(["--n-jobs", "200", "--load", "0.8", "--policies", "fgd,fgd-interference",
                        "--weights", "0", "--data-dir", str(openb_dir), "--gavel-dir",
                        str(gavel_table.source.parent), "--output", str(out)]) == 0
     frame = pd.read_csv(out / "interference.csv")
     assert tuple(frame.columns) == study.COLUMNS
-    assert len(frame) == 6 and set(frame["interference"]) == {"on", "off"}
+    assert len(frame) == 4 and set(frame["interference"]) == {"on", "off"}
     assert (out / "interference.png").stat().st_size > 0
     frame["weight"] = frame["weight"].fillna(-1.0)
     on = frame[frame["interference"] == "on"].set_index(["policy", "weight"])
     metrics = ["alloc_time_avg_pct", "mean_jct_s", "mean_slowdown", "jct_ratio"]
     assert on.loc[("fgd", -1.0), metrics].tolist() == on.loc[("fgd-interference", 0.0), metrics].tolist()  # w=0: FGD
     off = frame[frame["interference"] == "off"]
-    assert off["mean_slowdown"].tolist() == pytest.approx([1.0] * 3) and off["jct_ratio"].isna().all()
+    assert off["mean_slowdown"].tolist() == pytest.approx([1.0] * 2) and off["jct_ratio"].isna().all()
     assert (on["mean_slowdown"] > 1.0).all() and (on["jct_ratio"] > 1.0).all()
     assert "fgd-interference" in capsys.readouterr().out

@@ -141,12 +141,12 @@ def test_gap_runs_a_spec_on_dask_with_the_registered_rows(registered):
 @pytest.mark.trace
 def test_openb_runs_a_spec_with_the_registered_rows(registered, openb_dir, tmp_path, capsys):
     argv = ["--seeds", "42", "--data-dir", str(openb_dir)]
-    assert openb.main([*argv, "--policies", f"best-fit,{SPEC}", "--output", str(tmp_path / "spec")]) == 0
+    assert openb.main([*argv, "--policies", SPEC, "--output", str(tmp_path / "spec")]) == 0
     assert "| default | most-loaded | 1 |" in capsys.readouterr().out      # the spec's rows by its name attribute
-    assert openb.main([*argv, "--policies", f"best-fit,{registered}", "--output", str(tmp_path / "reg")]) == 0
+    assert openb.main([*argv, "--policies", registered, "--output", str(tmp_path / "reg")]) == 0
     for name in ("summary.csv", "curves.csv"):
         spec, reg = (pd.read_csv(tmp_path / run / name) for run in ("spec", "reg"))
-        assert spec["policy"].tolist()[-1] == "most-loaded"
+        assert set(spec["policy"]) == {"most-loaded"}
         pd.testing.assert_frame_equal(untimed(spec), untimed(reg))
 
 

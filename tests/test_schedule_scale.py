@@ -32,8 +32,10 @@ def _write(tmp_path, extra_rows=()):
     return work, cluster
 
 
-ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "8", "--lns-time-limit", "1",
+ARGS = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "8", "--lns-time-limit", "0.2",
         "--reserve-nodes", "0"]
+FAST = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limit", "1", "--lns-time-limit", "0.2",
+        "--reserve-nodes", "0"]                   # where no bound's status or value is read
 
 
 def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
@@ -87,7 +89,7 @@ def test_a_registered_bound_above_a_run_stops_the_study(tmp_path, monkeypatch):
     monkeypatch.setitem(schedule.BOUND_METHODS, "fine",
                         lambda point: BoundRecord("fine", PINNED_FAMILY_WAIT, math.nan, "optimal", "all", 0.0, 0.0, 43))
     with pytest.raises(AssertionError, match="bound-too-high .* above .* of the validated run best-fit/fifo"):
-        main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
+        main(["--workload", str(work), "--cluster", str(cluster), *FAST])
 
 
 def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
@@ -106,7 +108,7 @@ def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
 
     monkeypatch.setitem(schedule.RUN_METHODS, "copy", copy_best)
     out = tmp_path / "out"
-    assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
+    assert main(["--workload", str(work), "--cluster", str(cluster), *FAST, "--output", str(out)]) == 0
     assert set(seen) == {"best-fit/fifo", "best-fit/sjf", "lns(best-fit/fifo)"}
     assert "copy-of-best" in pd.read_csv(out / "schedule-bound.csv")["method"].tolist()
 
@@ -116,7 +118,7 @@ def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
 
     monkeypatch.setitem(schedule.RUN_METHODS, "copy", broken)
     with pytest.raises(InfeasiblePlacement):
-        main(["--workload", str(work), "--cluster", str(cluster), *ARGS])
+        main(["--workload", str(work), "--cluster", str(cluster), *FAST])
 
 
 def test_reservation_runs_are_named_by_their_bounds_and_validated(tmp_path, monkeypatch):
@@ -126,7 +128,7 @@ def test_reservation_runs_are_named_by_their_bounds_and_validated(tmp_path, monk
     monkeypatch.setitem(schedule.BOUND_METHODS, "config", lambda point: None)
     monkeypatch.setitem(schedule.BOUND_METHODS, "nodedecomp", lambda point: None)
     out = tmp_path / "out"
-    args = [a for a in ARGS if a not in ("--reserve-nodes", "0")]
+    args = [a for a in FAST if a not in ("--reserve-nodes", "0")]
     assert main(["--workload", str(work), "--cluster", str(cluster), *args, "--reserve-wait", "0,60",
                  "--reserve-nodes", "2", "--output", str(out)]) == 0
     methods = pd.read_csv(out / "schedule-bound.csv")["method"].tolist()
