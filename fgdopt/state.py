@@ -35,12 +35,21 @@ def gpu_fits(gpu_left: np.ndarray, num_gpu, gpu_milli) -> np.ndarray:
     demand needs ``num_gpu`` GPUs with ``gpu_left == 1000``; a CPU-only demand always fits. All three
     are ``count(gpu_left >= gpu_milli) >= num_gpu``, which broadcasts over shapes and nodes.
     """
+    if type(num_gpu) is int and num_gpu == 1:       # one GPU (a task's, not an array of them): some GPU fits
+        return (gpu_left >= gpu_milli).any(axis=-1)
     return (gpu_left >= gpu_milli).sum(axis=-1) >= num_gpu
 
 
 def fitting_gpus(gpu_left_row: np.ndarray, gpu_milli: int) -> np.ndarray:
     """Ids of the GPUs of one node that can take ``gpu_milli`` more (ascending)."""
     return np.flatnonzero(gpu_left_row >= gpu_milli)
+
+
+def _add_milli(row: np.ndarray, gpus: tuple[int, ...], milli: int) -> None:
+    """Add ``milli`` (milli-GPU; negative: take) to the GPUs ``gpus`` (distinct ids) of one node's row of
+    ``gpu_left``, in place: a loop, cheaper than a fancy index for the few GPUs of one task."""
+    for g in gpus:
+        row[g] += milli
 
 
 class InfeasiblePlacement(ValueError):
@@ -341,7 +350,7 @@ class ClusterState:
         self.cpu_left[node] -= task.cpu_milli
         self.mem_left[node] -= task.memory_mib
         if gpus:
-            self.gpu_left[node, list(gpus)] -= task.gpu_milli
+            _add_milli(self.gpu_left[node], gpus, -task.gpu_milli)
         self.node_of[i] = node
         self.gpus_of[i] = gpus
         if demand is not None:
@@ -389,7 +398,7 @@ class ClusterState:
         for (node, gpus), (cpu, mem) in zip(parts, held, strict=True):
             self.cpu_left[node] -= cpu
             self.mem_left[node] -= mem
-            self.gpu_left[node, list(gpus)] -= GPU_MILLI
+            _add_milli(self.gpu_left[node], gpus, -GPU_MILLI)
         self.node_of[i], self.gpus_of[i] = nodes[0], parts[0][1]
         self.parts_of[i] = parts
         if demands is not None:
@@ -432,7 +441,7 @@ class ClusterState:
         self.cpu_left[node] -= sign * part.cpu_milli
         self.mem_left[node] -= sign * part.memory_mib
         if gpus:
-            self.gpu_left[node, list(gpus)] -= sign * part.gpu_milli
+            _add_milli(self.gpu_left[node], gpus, -sign * part.gpu_milli)
 
     def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
@@ -552,7 +561,7 @@ class ClusterState:
                 self.last_node = parts[-1][0]
                 return
             for other, gpus in parts[1:]:
-                self.gpu_left[other, list(gpus)] += GPU_MILLI
+                _add_milli(self.gpu_left[other], gpus, GPU_MILLI)
         task = self.tasks[i]
         if (held := self.demand_of.pop(i, None)) is not None:      # chosen at placement: each part's back
             task = task._replace(cpu_milli=held[0][0], memory_mib=held[0][1])
@@ -562,7 +571,7 @@ class ClusterState:
         self.cpu_left[node] += task.cpu_milli
         self.mem_left[node] += task.memory_mib
         if self.gpus_of[i]:
-            self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
+            _add_milli(self.gpu_left[node], self.gpus_of[i], task.gpu_milli)
         for cap in self._givers:
             cap.give_back(self, i, task, node, self.gpus_of[i])
         self.node_of[i] = UNPLACED
