@@ -725,8 +725,8 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np
     :class:`ClusterState`).
 
     Every placed task is replayed through :meth:`ClusterState.place` on an empty cluster (with the CPU and memory
-    chosen at its placement, if ``placement.demands`` has them), so the placement is judged by the one feasibility rule whatever produced it. Since tasks never leave,
-    the order does not matter: capacities only add up.
+    chosen at its placement, if ``placement.demands`` has them), so the placement is judged by the one feasibility
+    rule whatever produced it. Since tasks never leave, the order does not matter: capacities only add up.
 
     Raises
     ------

@@ -102,8 +102,8 @@ class Placed(NamedTuple):
     ``types``: the ones that keep their GPUs, then the ones admitted, in the order placed, a job that found no room
     left out; by ``where``: in the decision's order, -1 on a node of no type of the policy),
     ``admits`` the placements of the admitted ones (:class:`~fgdopt.defrag.Move`, or
-    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes; by ``parts``, the moved ones' too), ``gangs``
-    the jobs of the round whose GPUs span several nodes."""
+    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes or with its CPU and memory; by ``parts``, the
+    moved ones' too), ``gangs`` the jobs of the round whose GPUs span several nodes."""
 
     runs: dict[int, int]
     admits: tuple
