@@ -42,7 +42,7 @@ def gpu_fits(gpu_left: np.ndarray, num_gpu, gpu_milli) -> np.ndarray:
 
 def fitting_gpus(gpu_left_row: np.ndarray, gpu_milli: int) -> np.ndarray:
     """Ids of the GPUs of one node that can take ``gpu_milli`` more (ascending)."""
-    return np.flatnonzero(gpu_left_row >= gpu_milli)
+    return (gpu_left_row >= gpu_milli).nonzero()[0]
 
 
 def _add_milli(row: np.ndarray, gpus: tuple[int, ...], milli: int) -> None:
@@ -332,7 +332,7 @@ class ClusterState:
         if task.workers != 1:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}) is a gang of {task.workers} workers: it is "
                                       "placed by place_workers")
-        gpus = tuple(int(g) for g in gpus)
+        gpus = tuple(map(int, gpus))
         if self._shapers and isinstance(task := self._shape(i, task, len(gpus)), str):   # e.g. elastic: count = len
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {task}")
         if demand is not None:

@@ -305,3 +305,15 @@ def test_a_round_of_many_admits_holds_each_jobs_share_on_the_engine(monkeypatch)
     assert [(now, cpu, mem) for now, cpu, mem, *_ in seen] == [
         (0.0, [24_000] * 2, [512_000] * 2), *[(t, [0, 21_000], [0, 448_000]) for t in (300.0, 600.0, 900.0)]]
     assert result.finish_s == pytest.approx([1200.0] * 9, abs=1e-3)
+
+
+def test_a_round_plan_resizes_only_gang_moves():
+    """``RoundPlan.resized`` holds :class:`GangMove` (a job, its parts, their demands); anything else is refused
+    with one line naming the field and the entry."""
+    from fgdopt.defrag import Move
+    from fgdopt.timeline.preemption import GangMove, RoundPlan
+    ok = RoundPlan(resized=(GangMove(0, 0, (1,), ((0, (1,)),), ((3_000, 64_000),)),))
+    assert ok.resized[0].demands == ((3_000, 64_000),)
+    with pytest.raises(ValueError, match=r"RoundPlan.resized\[0\]: Move\(task=0, node=0, gpus=\(1,\)\), not a "
+                                         "GangMove"):
+        RoundPlan(resized=(Move(0, 0, (1,)),))
