@@ -35,12 +35,21 @@ def gpu_fits(gpu_left: np.ndarray, num_gpu, gpu_milli) -> np.ndarray:
     demand needs ``num_gpu`` GPUs with ``gpu_left == 1000``; a CPU-only demand always fits. All three
     are ``count(gpu_left >= gpu_milli) >= num_gpu``, which broadcasts over shapes and nodes.
     """
+    if type(num_gpu) is int and num_gpu == 1:       # one GPU (a task's, not an array of them): some GPU fits
+        return (gpu_left >= gpu_milli).any(axis=-1)
     return (gpu_left >= gpu_milli).sum(axis=-1) >= num_gpu
 
 
 def fitting_gpus(gpu_left_row: np.ndarray, gpu_milli: int) -> np.ndarray:
     """Ids of the GPUs of one node that can take ``gpu_milli`` more (ascending)."""
-    return np.flatnonzero(gpu_left_row >= gpu_milli)
+    return (gpu_left_row >= gpu_milli).nonzero()[0]
+
+
+def _add_milli(row: np.ndarray, gpus: tuple[int, ...], milli: int) -> None:
+    """Add ``milli`` (milli-GPU; negative: take) to the GPUs ``gpus`` (distinct ids) of one node's row of
+    ``gpu_left``, in place: a loop, cheaper than a fancy index for the few GPUs of one task."""
+    for g in gpus:
+        row[g] += milli
 
 
 class InfeasiblePlacement(ValueError):
@@ -56,12 +65,15 @@ class Placement:
     take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
     placed over several nodes (:meth:`ClusterState.place_gang`), or of a gang's parts, one per worker
     (:meth:`ClusterState.place_workers`); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default)
-    when no task is."""
+    when no task is. ``demands[i]``, when not empty, holds the ``((cpu_milli, memory_mib), ...)`` the task holds on
+    each of its parts' nodes, chosen at its placement (:attr:`ClusterState.demand_of`); ``None`` (the default) when
+    no task has one (each holds its shape's)."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
     starts: tuple[tuple[int, ...], ...] | None = None
     spans: tuple | None = None
+    demands: tuple | None = None
 
     def __post_init__(self) -> None:
         node = np.array(self.node, dtype=np.int64)
@@ -76,6 +88,8 @@ class Placement:
             raise ValueError(f"placement has {len(node)} nodes but {len(self.gpus)} GPU lists")
         if self.spans is not None and len(self.spans) != len(node):
             raise ValueError(f"placement has {len(node)} nodes but {len(self.spans)} span lists")
+        if self.demands is not None and len(self.demands) != len(node):
+            raise ValueError(f"placement has {len(node)} nodes but {len(self.demands)} demand lists")
 
     @classmethod
     def empty(cls, n_tasks: int) -> Placement:
@@ -124,7 +138,7 @@ class ClusterState:
         holds those amounts of CPU (milli-cores) and memory (MiB) on its parts' nodes instead of its shape's (a
         scheduler that sizes each job's CPU and memory per round, Synergy's, :mod:`fgdopt.synergy.rounds`); each is
         judged by the one rule and :meth:`remove` gives them back. :meth:`held_demand` is what any task holds. A
-        :class:`Placement` records nodes and GPUs only (:func:`validate` replays the shapes' demands).
+        :class:`Placement` records them (``demands``), and :func:`validate` replays them.
     revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
         ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
         they looked.
@@ -318,7 +332,7 @@ class ClusterState:
         if task.workers != 1:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}) is a gang of {task.workers} workers: it is "
                                       "placed by place_workers")
-        gpus = tuple(int(g) for g in gpus)
+        gpus = tuple(map(int, gpus))
         if self._shapers and isinstance(task := self._shape(i, task, len(gpus)), str):   # e.g. elastic: count = len
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {task}")
         if demand is not None:
@@ -336,7 +350,7 @@ class ClusterState:
         self.cpu_left[node] -= task.cpu_milli
         self.mem_left[node] -= task.memory_mib
         if gpus:
-            self.gpu_left[node, list(gpus)] -= task.gpu_milli
+            _add_milli(self.gpu_left[node], gpus, -task.gpu_milli)
         self.node_of[i] = node
         self.gpus_of[i] = gpus
         if demand is not None:
@@ -384,7 +398,7 @@ class ClusterState:
         for (node, gpus), (cpu, mem) in zip(parts, held, strict=True):
             self.cpu_left[node] -= cpu
             self.mem_left[node] -= mem
-            self.gpu_left[node, list(gpus)] -= GPU_MILLI
+            _add_milli(self.gpu_left[node], gpus, -GPU_MILLI)
         self.node_of[i], self.gpus_of[i] = nodes[0], parts[0][1]
         self.parts_of[i] = parts
         if demands is not None:
@@ -427,7 +441,7 @@ class ClusterState:
         self.cpu_left[node] -= sign * part.cpu_milli
         self.mem_left[node] -= sign * part.memory_mib
         if gpus:
-            self.gpu_left[node, list(gpus)] -= sign * part.gpu_milli
+            _add_milli(self.gpu_left[node], gpus, -sign * part.gpu_milli)
 
     def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
@@ -547,7 +561,7 @@ class ClusterState:
                 self.last_node = parts[-1][0]
                 return
             for other, gpus in parts[1:]:
-                self.gpu_left[other, list(gpus)] += GPU_MILLI
+                _add_milli(self.gpu_left[other], gpus, GPU_MILLI)
         task = self.tasks[i]
         if (held := self.demand_of.pop(i, None)) is not None:      # chosen at placement: each part's back
             task = task._replace(cpu_milli=held[0][0], memory_mib=held[0][1])
@@ -557,7 +571,7 @@ class ClusterState:
         self.cpu_left[node] += task.cpu_milli
         self.mem_left[node] += task.memory_mib
         if self.gpus_of[i]:
-            self.gpu_left[node, list(self.gpus_of[i])] += task.gpu_milli
+            _add_milli(self.gpu_left[node], self.gpus_of[i], task.gpu_milli)
         for cap in self._givers:
             cap.give_back(self, i, task, node, self.gpus_of[i])
         self.node_of[i] = UNPLACED
@@ -565,17 +579,24 @@ class ClusterState:
         self.revision += 1
         self.last_node = node
 
-    def place_many(self, ids, nodes, gpus) -> None:
+    def place_many(self, ids, nodes, gpus, demands=None) -> None:
         """Place tasks ``ids`` on ``nodes`` using GPUs ``gpus`` (one tuple per task), as :meth:`place` one after
         the other would, in one vectorized pass: the same state, ``revision`` advanced by one per task and
-        ``last_node`` the last node. The whole batch is checked before anything changes; where a task of it does
-        not fit (or a capability is not ``vectorized``, as on a MIG cluster) the tasks are placed one by one, so the
-        error is :meth:`place`'s own."""
+        ``last_node`` the last node. ``demands``: one ``(cpu_milli, memory_mib)`` per task, held instead of its
+        shape's (``demand=`` of :meth:`place`), or None (every task its shape's). The whole batch is checked before
+        anything changes; where a task of it does not fit (or a capability is not ``vectorized``, as on a MIG
+        cluster) the tasks are placed one by one, so the error is :meth:`place`'s own."""
         ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
         if len(ids) == 0:
             return
         gpus = list(map(tuple, gpus))
         tasks = self.tasks
+        if demands is not None:
+            demands = [_chosen(i, d) for i, d in zip(ids.tolist(), demands, strict=True)]
+            cpu_of = np.fromiter((c for c, _ in demands), np.int64, len(demands))
+            mem_of = np.fromiter((m for _, m in demands), np.int64, len(demands))
+        else:
+            cpu_of, mem_of = tasks.cpu_milli[ids], tasks.memory_mib[ids]
         counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
         flat_node = np.repeat(nodes, counts)
         flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
@@ -590,13 +611,13 @@ class ClusterState:
                   and all(self.spec_mask(spec)[nodes[(tasks.gpu_spec[ids] == spec) & (counts > 0)]].all()
                           for spec in set(tasks.gpu_spec[ids[counts > 0]].tolist())))
         if ok:                                  # capacities only shrink: every prefix fits iff the whole batch does
-            np.subtract.at(cpu, nodes, tasks.cpu_milli[ids])
-            np.subtract.at(mem, nodes, tasks.memory_mib[ids])
+            np.subtract.at(cpu, nodes, cpu_of)
+            np.subtract.at(mem, nodes, mem_of)
             np.subtract.at(gpu, (flat_node, flat_gpu), np.repeat(tasks.gpu_milli[ids], counts))
             ok = (cpu >= 0).all() and (mem >= 0).all() and (gpu >= 0).all()
         if not ok:
-            for i, node, gs in zip(ids.tolist(), nodes.tolist(), gpus, strict=True):
-                self.place(i, node, gs)
+            for k, (i, node, gs) in enumerate(zip(ids.tolist(), nodes.tolist(), gpus, strict=True)):
+                self.place(i, node, gs, demand=None if demands is None else demands[k])
             return
         self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
         self.node_of[ids] = nodes
@@ -607,6 +628,8 @@ class ClusterState:
         else:
             for i, gs in zip(ids.tolist(), gpus, strict=True):
                 gpus_of[i] = tuple(map(int, gs))
+        if demands is not None:
+            self.demand_of.update(zip(ids.tolist(), ((d,) for d in demands), strict=True))
         self.revision += len(ids)
         self.last_node = int(nodes[-1])
 
@@ -616,8 +639,7 @@ class ClusterState:
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
         if (not self._vectorized or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
-                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))   # gangs: each part, one by one
-                or (self.demand_of and any(i in self.demand_of for i in ids.tolist()))):
+                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))):   # gangs: each part, one by one
             for i in ids.tolist():
                 self.remove(i)
             return nodes
@@ -626,14 +648,18 @@ class ClusterState:
         tasks = self.tasks
         gpus = [self.gpus_of[i] for i in ids.tolist()]
         counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
-        np.add.at(self.cpu_left, nodes, tasks.cpu_milli[ids])
-        np.add.at(self.mem_left, nodes, tasks.memory_mib[ids])
+        cpu, mem = self._held(ids)                                 # a demand chosen at placement, else the shape's
+        np.add.at(self.cpu_left, nodes, cpu)
+        np.add.at(self.mem_left, nodes, mem)
         np.add.at(self.gpu_left, (np.repeat(nodes, counts),
                                   np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))),
                   np.repeat(tasks.gpu_milli[ids], counts))
         self.node_of[ids] = UNPLACED
         for i in ids.tolist():
             self.gpus_of[i] = ()
+        if self.demand_of:
+            for i in ids.tolist():
+                self.demand_of.pop(i, None)
         self.revision += len(ids)
         self.last_node = int(nodes[-1])
         return nodes
@@ -651,7 +677,10 @@ class ClusterState:
 
     def placement(self) -> Placement:
         starts = None if self._gpu_rule is None else self._gpu_rule.starts(self)
-        return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(range(len(self.node_of))))
+        demands = tuple(map(self.demand_of.get, range(len(self.node_of)), itertools.repeat(()))) \
+            if self.demand_of else None
+        return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(range(len(self.node_of))),
+                         demands)
 
     def spans(self, rows) -> tuple | None:
         """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed over several nodes (``()`` for
@@ -695,9 +724,9 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np
     """Re-check a whole placement from scratch and return the state it produces (``elastic``: the elastic tasks,
     :class:`ClusterState`).
 
-    Every placed task is replayed through :meth:`ClusterState.place` on an empty cluster, so the
-    placement is judged by the one feasibility rule whatever produced it. Since tasks never leave,
-    the order does not matter: capacities only add up.
+    Every placed task is replayed through :meth:`ClusterState.place` on an empty cluster (with the CPU and memory
+    chosen at its placement, if ``placement.demands`` has them), so the placement is judged by the one feasibility
+    rule whatever produced it. Since tasks never leave, the order does not matter: capacities only add up.
 
     Raises
     ------
@@ -717,16 +746,20 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np
         raise InfeasiblePlacement(f"placement covers {len(placement.node)} tasks, the task set has {len(tasks)}")
     state = ClusterState(cluster, tasks, elastic)
     for i in np.flatnonzero(placement.node != UNPLACED):
+        demands = None if placement.demands is None else (placement.demands[i] or None)
         if placement.spans is not None and placement.spans[i]:
             if placement.spans[i][0] != (int(placement.node[i]), placement.gpus[i]):
                 raise InfeasiblePlacement(f"task {int(i)}: its first part is not its node and GPUs")
             if tasks.workers[i] > 1:
                 state.place_workers(int(i), placement.spans[i])
             else:
-                state.place_gang(int(i), placement.spans[i])
+                state.place_gang(int(i), placement.spans[i], demands=demands)
             continue
+        if demands is not None and len(demands) != 1:
+            raise InfeasiblePlacement(f"task {int(i)}: {len(demands)} demands for its one part")
         state.place(int(i), int(placement.node[i]), placement.gpus[i],
-                    None if placement.starts is None else placement.starts[i])
+                    None if placement.starts is None else placement.starts[i],
+                    demand=None if demands is None else demands[0])
     for i in np.flatnonzero(placement.node == UNPLACED):
         if placement.gpus[i]:
             raise InfeasiblePlacement(f"task {int(i)} is unallocated but lists GPUs {placement.gpus[i]}")

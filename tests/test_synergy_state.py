@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from fgdopt.model import TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement
+from fgdopt.synergy.profiles import load_profiles
 from fgdopt.synergy.rounds import FAIR_SHARE, Synergy, first_fit, peers_to_shrink, per_gpu_demand, synergy_cluster
 
 
@@ -186,3 +187,133 @@ def test_after_any_rounds_free_cpu_and_memory_are_capacity_minus_what_jobs_hold(
         assert (cpu >= 0).all() and (mem >= 0).all()
         syn._lease_end(now, alloc, 300.0)
     assert (syn.min_free >= 0).all()
+
+
+def test_place_many_and_remove_many_hold_the_demands_chosen_as_place_and_remove_do():
+    """Nine 1-GPU jobs on two servers with chosen demands (job k: 1,000 x (k + 1) milli-cores, 10,000 x (k + 1)
+    MiB), jobs 0-4 and 8 on server 0, jobs 5-7 on server 1, placed in one batch: server 0 holds 15,000 + 9,000 =
+    24,000 milli-cores (0 left) and 240,000 MiB (272,000 left), server 1 21,000 (3,000 left) and 210,000 (302,000
+    left), as :meth:`place` one by one gives (and the same ``demand_of`` and revision); removing them all in one
+    batch gives every milli-core and MiB back. With job 8 asking 9,001 milli-cores the batch does not fit and the
+    error is :meth:`place`'s (9,000 left on server 0 when job 8 comes)."""
+    ids, nodes = np.arange(9), np.array([0] * 5 + [1] * 3 + [0])
+    gpus = [(k,) for k in range(5)] + [(k,) for k in range(3)] + [(5,)]
+    demands = [(1_000 * (k + 1), 10_000 * (k + 1)) for k in range(9)]
+    one, many = _state(2, [1] * 9), _state(2, [1] * 9)
+    for i, node, gs, d in zip(ids.tolist(), nodes.tolist(), gpus, demands, strict=True):
+        one.place(i, node, gs, demand=d)
+    many.place_many(ids, nodes, gpus, demands)
+    assert many.cpu_left.tolist() == one.cpu_left.tolist() == [0, 3_000]
+    assert many.mem_left.tolist() == one.mem_left.tolist() == [272_000, 302_000]
+    assert many.demand_of == one.demand_of and many.revision == one.revision == 9
+    assert many.held_demand(8) == ((9_000, 90_000),)
+    many.remove_many(ids)
+    assert many.cpu_left.tolist() == [24_000] * 2 and many.mem_left.tolist() == [512_000] * 2
+    assert not many.demand_of and many.revision == 18
+    with pytest.raises(InfeasiblePlacement, match="CPU: 9001 milli-cores asked, 9000 left on node 0"):
+        many.place_many(ids, nodes, gpus, [*demands[:8], (9_001, 90_000)])
+
+# ------------------------------------------------------------------------------------------ the engine's own state
+
+def _watch_engine(monkeypatch) -> list:
+    """Check, at the start of every round (before :meth:`Synergy.decide`), the engine's own state against the round
+    Synergy decided last: every running job holds there exactly its parts and the CPU and memory of each part that
+    round gave it, the jobs of that round no longer placed are finished, and on every server free CPU and memory are
+    the capacity minus what the placed jobs hold, never negative (the one rule). Returns the list it appends, per
+    round, the engine's free CPU (milli-cores) and memory (MiB) per server, its placed jobs and the most parts one
+    holds."""
+    seen = []
+    decide = Synergy.decide
+
+    def checked(self, view):
+        state = view.engine.state
+        placed = np.flatnonzero(state.node_of >= 0).tolist()
+        cpu, mem = state.cluster.cpu_milli.copy(), state.cluster.memory_mib.copy()
+        for j in placed:
+            assert state.parts(j) == self.state.parts(j) and state.held_demand(j) == self.state.held_demand(j)
+            for (node, _), (c, m) in zip(state.parts(j), state.held_demand(j), strict=True):
+                cpu[node] -= c
+                mem[node] -= m
+        assert state.cpu_left.tolist() == cpu.tolist() and state.mem_left.tolist() == mem.tolist()
+        assert (cpu >= 0).all() and (mem >= 0).all() and (state.gpu_left >= 0).all()
+        if hasattr(self, "state"):
+            gone = set(np.flatnonzero(self.state.node_of >= 0).tolist()) - set(placed)
+            assert all(self.finished[j] for j in gone)
+        seen.append((view.now, state.cpu_left.tolist(), state.mem_left.tolist(), placed,
+                     max((len(state.parts(j)) for j in placed), default=0)))
+        return decide(self, view)
+
+    monkeypatch.setattr(Synergy, "decide", checked)
+    return seen
+
+
+def test_the_engines_state_holds_the_cpu_and_memory_of_each_round_by_hand(monkeypatch):
+    """The three 1-GPU jobs of ``test_three_jobs_on_one_server_by_hand`` (one server, 1,200 iterations of 1 s, 12
+    cores and 62.5 GB = 64,000 MiB each) under FIFO+tune. Round 0 s: jobs 0 and 1 take 12 cores each, then job 2
+    fits neither whole nor at its share, so job 0 is moved down to its share (3 cores) and job 2 takes 3: 18 cores
+    held. The engine's state after it (read at 300 s): 24,000 - 18,000 = 6,000 milli-cores and 512,000 - 3 x 64,000
+    = 320,000 MiB free; job 0 keeps its GPU, resized to 3 cores (not stopped). Round 300 s decides the same, so the
+    same at 600 s minus job 1, done at 600 s: 6,000 + 12,000 = 18,000 and 384,000 free. Round 600 s gives jobs 0 and
+    2 their 12 cores, job 0 on its GPU 0 (resized again), job 2 on the lowest free GPU, job 1's GPU 1 (moved from
+    GPU 2: stopped and placed again, its one preemption); both are done at 900 s and no round follows."""
+    from fgdopt.synergy.rounds import run_synergy
+    from tests.test_synergy import _frame
+    seen = _watch_engine(monkeypatch)
+    result, _ = run_synergy(_frame(3), "FIFO+tune", servers=1)
+    assert [(now, cpu, mem, placed) for now, cpu, mem, placed, _ in seen] == [
+        (0.0, [24_000], [512_000], []),
+        (300.0, [6_000], [320_000], [0, 1, 2]),
+        (600.0, [18_000], [384_000], [0, 2]),
+    ]
+    assert result.preemptions.tolist() == [0, 0, 1]           # job 0 resized in place: never stopped
+
+
+def test_every_policy_runs_on_an_engine_state_that_keeps_the_rule_every_round(monkeypatch):
+    """Synergy's twelve policies on 8 jobs of its models (1, 2, 4, 8 GPUs, 10 to 40 min, arriving in the first 10
+    min) on 2 servers, where the 8-GPU and some 4-GPU jobs are split over both: every round, the engine's state
+    holds what the round gave each job and keeps the rule (:func:`_watch_engine`); CPU is held in some round and
+    some job holds parts on both servers; every job finishes with exactly its work done."""
+    import pandas as pd
+
+    from fgdopt.synergy.jobs import _with_profile
+    from fgdopt.synergy.rounds import run_synergy
+    table = load_profiles()
+    jobs = [(0, 600, 1, "res18"), (0, 1200, 2, "transformer"), (0, 900, 4, "m5"), (60, 2400, 8, "alexnet"),
+            (120, 300, 1, "deepspeech"), (300, 1500, 2, "res50"), (420, 600, 4, "gnmt"), (600, 900, 1, "lstm")]
+    frame = pd.DataFrame([_with_profile(k, t, float(length), g, 0, model, table, (8, 24, 500.0, 500.0))
+                          for k, (t, length, g, model) in enumerate(jobs)])
+    seen = _watch_engine(monkeypatch)
+    split = []
+    for policy in (f"{base}+{mode}" for base in ("FIFO", "SRTF", "LAS", "FTF") for mode in ("fair", "greedy", "tune")):
+        seen.clear()
+        result, _ = run_synergy(frame, policy, servers=2)
+        assert len(seen) > 3 and any(min(cpu) < 24_000 for _, cpu, _, _, _ in seen), policy
+        assert result.work_s == pytest.approx((frame.iterations * frame.iter_time_s).to_numpy()), policy
+        split.append(max(parts for *_, parts in seen))
+    assert min(split) == 2
+
+
+def test_a_round_of_many_admits_holds_each_jobs_share_on_the_engine(monkeypatch):
+    """Nine such jobs under FIFO+fair on two servers: round 0 s admits all nine at once (the engine's one-pass
+    placement, ``place_many`` with their demands), each at the proportional share (3 cores, 64,000 MiB): eight fill
+    server 0 (0 milli-cores and 0 MiB left), the ninth goes to server 1 (21,000 and 448,000 left). The same rounds
+    follow until all are done at 1,200 s (300 iterations a round)."""
+    from fgdopt.synergy.rounds import run_synergy
+    from tests.test_synergy import _frame
+    seen = _watch_engine(monkeypatch)
+    result, _ = run_synergy(_frame(9), "FIFO+fair", servers=2)
+    assert [(now, cpu, mem) for now, cpu, mem, *_ in seen] == [
+        (0.0, [24_000] * 2, [512_000] * 2), *[(t, [0, 21_000], [0, 448_000]) for t in (300.0, 600.0, 900.0)]]
+    assert result.finish_s == pytest.approx([1200.0] * 9, abs=1e-3)
+
+
+def test_a_round_plan_resizes_only_gang_moves():
+    """``RoundPlan.resized`` holds :class:`GangMove` (a job, its parts, their demands); anything else is refused
+    with one line naming the field and the entry."""
+    from fgdopt.defrag import Move
+    from fgdopt.timeline.preemption import GangMove, RoundPlan
+    ok = RoundPlan(resized=(GangMove(0, 0, (1,), ((0, (1,)),), ((3_000, 64_000),)),))
+    assert ok.resized[0].demands == ((3_000, 64_000),)
+    with pytest.raises(ValueError, match=r"RoundPlan.resized\[0\]: Move\(task=0, node=0, gpus=\(1,\)\), not a "
+                                         "GangMove"):
+        RoundPlan(resized=(Move(0, 0, (1,)),))

@@ -33,11 +33,18 @@ the round are placed there with the demand chosen (``ClusterState.place(..., dem
 demands=)``: the whole demand, the proportional share, a peer moved down to it), so the state's one rule is what
 refuses an allocation that does not fit; Synergy's first fit, its underutilized servers and its peers to shrink
 (:func:`first_fit`, :func:`underutilized`, :func:`peers_to_shrink`) read the state. Storage is held as memory
-(equal in every Synergy profile) and network never binds (:func:`per_gpu_demand`). The engine's tasks ask for GPUs
-only; :meth:`check` verifies after a run that no server's CPU, memory or GPUs went negative in any round and that
-the engine did, for every job, exactly the work the rounds counted (progress conserved across every change of
-allocation). Multi-GPU jobs may be split over servers by Synergy (a task over several nodes of the rounds' state);
-with ``pooled=True`` the engine carries time and progress only (GPU-less tasks on one node).
+(equal in every Synergy profile) and network never binds (:func:`per_gpu_demand`).
+
+The decision (:class:`~fgdopt.timeline.rounds.Decision`: each job's parts and the CPU and memory of each part) is
+carried out on the engine's own state by the round loop, so the engine's tasks hold, round after round, exactly the
+GPUs, CPU and memory the round's state gave them, judged by the same rule: a job kept on its GPUs with another CPU
+and memory runs on, resized; one moved is stopped and placed again (transparently, at no cost, as in Synergy). A job
+Synergy splits over servers (multi-GPU) is a task over several nodes of both states. The round is decided on a
+state of its own because Synergy decides with every lease ended (all servers empty), while the engine's state holds
+the last round's jobs until the decision is carried out; after it, the two agree (the tests check it every round).
+:meth:`check` verifies after a run that no server's CPU, memory or GPUs went negative in any round and that the
+engine did, for every job, exactly the work the rounds counted (progress conserved across every change of
+allocation).
 """
 
 from __future__ import annotations
@@ -87,7 +94,6 @@ class Synergy:
     policy : ``FIFO|SRTF|LAS|FTF`` ``+fair|+greedy|+tune`` (Synergy's names).
     submit_s, gpus, cpus, mem_gb, sspeed, speedup, iter_time_s, iterations : per job (the workload's columns).
     servers : number of servers (16).
-    pooled : the engine holds no GPUs (multi-GPU jobs Synergy splits over servers).
     log_every : keep every this many rounds' allocation in ``round_log`` (0: none): (time, {job: (speed, (CPU
         cores, GB) held)}), for Synergy-OPT's bound (:mod:`formulations.synergy`).
 
@@ -103,14 +109,13 @@ class Synergy:
     iter_time_s: np.ndarray
     iterations: np.ndarray
     servers: int = 16
-    pooled: bool = False
     name: str = "synergy"
     gpu_types: tuple[str, ...] = ("V100",)       # the model of every node of :func:`synergy_cluster`
     min_free: np.ndarray | None = None           # lowest free GPUs, CPU cores, GB over servers and rounds
     round_log: list = field(default_factory=list)  # logged rounds: (time, {job: (speed, (cpus, GB))})
     log_every: int = 0
     _rate: dict = field(default_factory=dict)
-    _alloc: dict = field(default_factory=dict)    # the round decided last: job -> ((server, GPUs), speed)
+    _alloc: dict = field(default_factory=dict)    # the round decided last: job -> (its parts, speed)
     _last: tuple | None = None                    # (its jobs in order, state, speeds, speed_now of its jobs)
 
     def __post_init__(self) -> None:
@@ -135,10 +140,12 @@ class Synergy:
 
     # ----------------------------------------------------------------------------------------------- engine side
     def decide(self, view: RoundView) -> Decision:
-        """The round's jobs, each on its first server's GPUs (pooled: on the engine's one node, no GPUs)."""
-        self._alloc = self.allocate(view.now, view.rounds)
-        return Decision(where={j: (0, ()) if self.pooled else placement
-                               for j, (placement, _) in self._alloc.items()})
+        """The round's jobs, each on its servers' GPUs (one part, or its parts over several servers) holding the
+        CPU and memory the round gave each part (module docstring)."""
+        self._alloc = alloc = self.allocate(view.now, view.rounds)
+        state = self.state
+        return Decision(where={j: parts[0] if len(parts) == 1 else parts for j, (parts, _) in alloc.items()},
+                        demands={j: state.held_demand(j) for j in alloc})
 
     def pace(self, view: RoundView, placed: Placed) -> Pace:
         """Each run's rate for the round (the work of its iterations in the round), the round's progress booked."""
@@ -204,8 +211,8 @@ class Synergy:
         key = keys[self.base]
         return sorted(jobs, key=key)
 
-    def allocate(self, now: float, rounds: int) -> dict[int, tuple[tuple[int, tuple[int, ...]], float]]:
-        """One round at ``now`` (``rounds`` so far): job -> ((server, its GPUs on it) of its first server, speed) for
+    def allocate(self, now: float, rounds: int) -> dict[int, tuple[tuple[tuple[int, tuple[int, ...]], ...], float]]:
+        """One round at ``now`` (``rounds`` so far): job -> (its parts ``((server, its GPUs there), ...)``, speed) for
         every job that runs. The round is decided on an empty :class:`~fgdopt.state.ClusterState` of the servers
         (every job deallocated): each job's GPUs, CPU and memory are placed there, judged by its one rule."""
         jobs = self._sorted(self._present(now), now)
@@ -225,7 +232,7 @@ class Synergy:
         self.state = state
         if self.log_every and speed and rounds % self.log_every == 0:
             self.round_log.append((now, {j: (s, held(state, j)) for j, s in speed.items()}))
-        return {j: (state.parts(j)[0], s) for j, s in speed.items()}
+        return {j: (state.parts(j), s) for j, s in speed.items()}
 
     def _first_fits(self, jobs: list[int]) -> tuple[ClusterState, dict[int, float]]:
         """The round's state and speeds: each job of ``jobs`` in turn on the empty servers by the mode's rule. A
@@ -419,14 +426,11 @@ def per_gpu_demand(gpus: np.ndarray, demand: np.ndarray) -> list[tuple[int, int]
     return list(zip(cpu.astype(np.int64).tolist(), mem.astype(np.int64).tolist(), strict=True))
 
 
-def synergy_cluster(servers: int = 16, pooled: bool = False):
+def synergy_cluster(servers: int = 16):
     """The engine's cluster: ``servers`` nodes of 8 GPUs, 24 cores, 500 GB (the servers of :class:`Synergy`'s
-    rounds; the engine's tasks ask no CPU or memory), or with ``pooled`` one GPU-less node (the engine carries
-    time and progress only)."""
+    rounds; the engine's tasks hold the CPU and memory each round gives them)."""
     from fgdopt.model import Cluster
     cpu, mem = SERVER_CAPACITY[1] * CORE_MILLI, int(SERVER_CAPACITY[2] * GB_MIB)
-    if pooled:
-        return Cluster([cpu], [mem], [0], ["V100"])
     return Cluster([cpu] * servers, [mem] * servers, [SERVER_CAPACITY[0]] * servers, ["V100"] * servers)
 
 
@@ -448,27 +452,24 @@ def run_synergy(frame, policy: str, *, measured: np.ndarray | None = None, serve
     (TimelineResult, RoundLoop) : the engine's checked result and the round loop (its ``rounds`` and ``stopped_s``),
     whose ``policy`` is the :class:`Synergy` that decided (its ledger checked too).
     """
-    from fgdopt.model import TaskSet
     from fgdopt.timeline import simulate
     from fgdopt.timeline.jobs import JobSet
 
     n = len(frame)
     gpus = frame["gpus"].to_numpy(dtype=np.int64)
-    pooled = bool((gpus > 1).any())
-    tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64) if pooled else gpus,
-                    np.zeros(n, np.int64) if pooled else np.full(n, 1000, np.int64),
-                    names=tuple(str(x) for x in frame["name"]))
+    tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), gpus, np.full(n, GPU_MILLI, np.int64),
+                    names=tuple(str(x) for x in frame["name"]))     # CPU and memory: each round's (demands)
     work = frame["iterations"].to_numpy(dtype=np.float64) * frame["iter_time_s"].to_numpy(dtype=np.float64)
     measured = np.ones(n, dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
     jobs = JobSet(tasks, frame["submit_s"].to_numpy(dtype=np.float64), work, measured=measured)
     demand = np.column_stack([gpus, frame["cpus"], frame["mem_gb"], frame["sspeed"], np.zeros(n)]).astype(np.float64)
     synergy = Synergy(policy, jobs.submit_s, gpus, demand, frame["speedup"].to_numpy(dtype=np.float64),
                       frame["iter_time_s"].to_numpy(dtype=np.float64), frame["iterations"].to_numpy(np.int64),
-                      servers=servers, pooled=pooled, log_every=log_every)
+                      servers=servers, log_every=log_every)
     loop = RoundLoop(synergy, round_s=round_s, grid=True,
                      stop_after=np.flatnonzero(measured) if not measured.all() else None,
                      stop_by_s=float(jobs.submit_s.max()) if not measured.all() else math.inf)
-    result = simulate(synergy_cluster(servers, pooled), jobs, "best-fit", "fifo", mechanism=loop,
+    result = simulate(synergy_cluster(servers), jobs, "best-fit", "fifo", mechanism=loop,
                       restart_s=lambda g: 0.0, frag=False)
     synergy.check(result)
     return result, loop

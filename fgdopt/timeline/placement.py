@@ -111,10 +111,11 @@ class Placer:
             raise PolicyError(f"policy {self.label!r} raised {type(exc).__name__} on job {j} "
                               f"({self.tasks.names[j]}) at {self.clock.now} s: {exc}") from exc
 
-    def start(self, j: int, choice, parts=None) -> None:
+    def start(self, j: int, choice, parts=None, demands=None) -> None:
         """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now; or, with
         ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_gang`; ``choice`` is then
-        its first part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_workers`)."""
+        its first part), each part holding its ``(cpu_milli, memory_mib)`` of ``demands`` if given (then ``parts``
+        may be one part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_workers`)."""
         now = self.clock.now
         if self.gangs and self.tasks.workers[j] > 1:
             parts = choice
@@ -128,8 +129,8 @@ class Placer:
         try:
             node, gpus, *starts = choice                           # MIG policies add the start slices
             choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
-            if parts is not None and len(parts) > 1:
-                self.state.place_gang(j, parts)
+            if parts is not None and (len(parts) > 1 or demands is not None):
+                self.state.place_gang(j, parts, demands=demands)
                 choice = self.state.parts(j)[0]
             else:
                 self.state.place(j, *choice)
@@ -273,22 +274,29 @@ class Placer:
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
     def start_many(self, moves) -> None:
-        """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; distinct jobs), in
-        order, in one vectorized pass: the same state, job table, clock and counters (the finish events pushed in
-        the same order). Fewer than :data:`BULK_MIN` moves, gangs and elastic jobs (:attr:`ClusterState.elastic`)
+        """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; or a
+        :class:`~fgdopt.timeline.preemption.GangMove` of one part and its demand; distinct jobs), in order, in one
+        vectorized pass: the same state, job table, clock and counters (the finish events pushed in the same order).
+        Fewer than :data:`BULK_MIN` moves, gangs over several nodes and elastic jobs (:attr:`ClusterState.elastic`)
         go one by one."""
+        gang = [isinstance(m, GangMove) for m in moves]
         if (len(moves) < BULK_MIN or not moves or not self.bulk()
-                or any(isinstance(m, GangMove) and m.parts for m in moves)
+                or any(g and (len(m.parts) > 1 or m.demands is None) for g, m in zip(gang, moves, strict=True))
                 or self.state.elastic[[m.task for m in moves]].any()):
-            for m in moves:
-                self.start(m.task, (m.node, m.gpus), m.parts if isinstance(m, GangMove) else None)
+            for g, m in zip(gang, moves, strict=True):
+                self.start(m.task, (m.node, m.gpus), m.parts if g else None, m.demands if g else None)
             return
-        tasks, where, gpus = zip(*moves, strict=True)
-        js, nodes = np.array(tasks, dtype=np.int64), np.array(where, dtype=np.int64)
+        tasks, where, gpus = (m[0] for m in moves), (m[1] for m in moves), [m[2] for m in moves]
+        js, nodes = np.fromiter(tasks, np.int64, len(moves)), np.fromiter(where, np.int64, len(moves))
+        demands = None
+        if any(gang):                                               # one part each: its demand, else the shape's
+            shapes = self.tasks
+            demands = [m.demands[0] if g else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
+                       for g, m in zip(gang, moves, strict=True)]
         now, state, jobs = self.clock.now, self.state, self.jobs
         rev0 = state.revision
         try:
-            state.place_many(js, nodes, gpus)
+            state.place_many(js, nodes, gpus, demands)
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
         np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
@@ -303,6 +311,28 @@ class Placer:
         ends = now + walls
         timed = np.isfinite(ends)
         self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
+
+    def resize(self, moves) -> None:
+        """Running jobs keep their parts and run on holding new CPU and memory: each
+        :class:`~fgdopt.timeline.preemption.GangMove` of ``moves`` names a job, its parts as placed and the
+        ``(cpu_milli, memory_mib)`` each part holds from now on. Every job's old demand is given back before any new
+        one is taken (:meth:`ClusterState.remove`, then :meth:`ClusterState.place_gang`, the one rule); the job
+        table and the clock are untouched (no stop, no progress lost)."""
+        state = self.state
+        for m in moves:
+            if tuple(state.parts(m.task)) != tuple(m.parts):
+                raise RuntimeError(f"job {m.task} resized on {m.parts}, but it holds {state.parts(m.task)}")
+            state.remove(m.task)
+        for m in moves:
+            try:
+                state.place_gang(m.task, m.parts, demands=m.demands)
+            except InfeasiblePlacement as exc:
+                raise PolicyError(f"policy {self.label!r}: job {m.task} resized at {self.clock.now} s does not "
+                                  f"fit: {exc}") from None
+            for node, _ in m.parts:
+                self.node_revision[node] = state.revision
+                self.touched.add(node)
+                self.freed.add(node)
 
     def take_out(self, outages) -> None:
         """Take ``outages`` (:class:`~fgdopt.timeline.preemption.Outage`, free now) out of service: their demand is held

@@ -153,12 +153,15 @@ class Checkpointing:
 class GangMove(NamedTuple):
     """An admit of a :class:`RoundPlan` or :class:`MigratePlan` over several nodes: job ``task`` on ``parts``,
     ``((node, gpus), ...)`` (:meth:`fgdopt.state.ClusterState.place_gang`); ``node`` and ``gpus`` are its first part,
-    so it reads as a :class:`fgdopt.defrag.Move` wherever one is read."""
+    so it reads as a :class:`fgdopt.defrag.Move` wherever one is read. ``demands``: the ``(cpu_milli, memory_mib)``
+    each part holds on its node (:attr:`fgdopt.state.ClusterState.demand_of`; a round policy that sizes each job's
+    CPU and memory, Synergy's), or None: the job's shape's. With ``demands``, ``parts`` may be one part."""
 
     task: int
     node: int
     gpus: tuple[int, ...]
     parts: tuple[tuple[int, tuple[int, ...]], ...]
+    demands: tuple[tuple[int, int], ...] | None = None
 
 
 _MOVES = (Move, GangMove)
@@ -319,20 +322,24 @@ class MigratePlan(Plan):
 class RoundPlan(Plan):
     """A round (:class:`fgdopt.timeline.rounds.RoundLoop`): ``moves`` of running jobs (migrated), ``victims``
     (preempted, with the mechanism's checkpointing) and ``admits`` of pending ones, placed as given
-    (:class:`Plan`); then ``rates``, (job, speed) pairs: each of these running jobs keeps the progress of its run so
-    far and runs on at that speed (progress per second, finite and >= 0; 0 holds it without progress and without a
-    finish until a later plan re-rates it)."""
+    (:class:`Plan`); ``resized``, :class:`GangMove` of running jobs that keep their parts and run on, without a stop,
+    holding the CPU and memory of the move's ``demands`` (each judged by the one rule once the moved and preempted
+    jobs have left, before the admits are placed); then ``rates``, (job, speed) pairs: each of these running jobs
+    keeps the progress of its run so far and runs on at that speed (progress per second, finite and >= 0; 0 holds
+    it without progress and without a finish until a later plan re-rates it)."""
 
     victims: tuple[int, ...] = ()
     admits: tuple = ()
     moves: tuple = ()
     rates: tuple[tuple[int, float], ...] = ()
+    resized: tuple = ()
 
     def __post_init__(self) -> None:
         _check_jobs(self, "victims", self.victims)
         _check_items(self, "admits", self.admits, _MOVES)
         _check_items(self, "moves", self.moves, _MOVES)
         _check_rates(self, "rates", self.rates)
+        _check_items(self, "resized", self.resized, (GangMove,))
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ that owns the starts (the engine's own pass is off):
   checkpointing), and the new ones are placed on nodes of their type, largest first, each on the node of that type
   with the fewest free GPUs that holds it whole (ties: the lowest node index; on that node's lowest free GPUs), else,
   with ``span``, over several nodes by Gavel's walk (:func:`spread_parts`). Given per job its node and GPUs (Synergy,
-  :class:`fgdopt.synergy.rounds.Synergy`): a job on exactly those keeps them, every other running job is preempted
-  and the others are placed there. Given per job its GPU count per node (elastic jobs, the loop's ``elastic``:
+  :class:`fgdopt.synergy.rounds.Synergy`, with the CPU and memory each part holds): a job on exactly those keeps
+  them (and runs on holding its new CPU and memory, if they changed), every other running job is preempted and the
+  others are placed there. Given per job its GPU count per node (elastic jobs, the loop's ``elastic``:
   Pollux's planners, :class:`fgdopt.elastic.rounds.ElasticRounds`): a running job holding exactly those counts
   keeps its GPUs, a running job given other counts is moved (a re-size: released, then placed), a running job given
   none is preempted, the others are admitted; each moved or admitted job, in the decision's order, takes the lowest
@@ -41,7 +42,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import NamedTuple, Protocol
 
@@ -84,11 +85,16 @@ class Decision:
     policy that returns the same object again, its choice unchanged, lets the loop reuse its placement while nothing
     moved in the cluster); or ``where`` job -> (node, its GPUs there), or, for a job over several nodes, its parts
     ``((node, gpus), ...)``, placed as given (the one rule decides); or ``parts`` job -> ((node, GPU count), ...) in
-    node order, for elastic jobs (the loop's ``elastic``), the loop choosing the GPUs (module docstring)."""
+    node order, for elastic jobs (the loop's ``elastic``), the loop choosing the GPUs (module docstring). With
+    ``where``, ``demands`` job -> ``((cpu_milli, memory_mib), ...)``, one per part, the CPU and memory each part
+    holds on its node (:attr:`fgdopt.state.ClusterState.demand_of`; a job absent, or None: its shape's): a running
+    job on the same parts with other demands runs on, resized (:attr:`~fgdopt.timeline.preemption.RoundPlan.
+    resized`)."""
 
     types: Mapping[int, int] | None = None
     where: Mapping[int, tuple] | None = None
     parts: Mapping[int, tuple[tuple[int, int], ...]] | None = None
+    demands: Mapping[int, tuple[tuple[int, int], ...]] | None = None
 
 
 class Placed(NamedTuple):
@@ -96,8 +102,8 @@ class Placed(NamedTuple):
     ``types``: the ones that keep their GPUs, then the ones admitted, in the order placed, a job that found no room
     left out; by ``where``: in the decision's order, -1 on a node of no type of the policy),
     ``admits`` the placements of the admitted ones (:class:`~fgdopt.defrag.Move`, or
-    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes; by ``parts``, the moved ones' too), ``gangs``
-    the jobs of the round whose GPUs span several nodes."""
+    :class:`~fgdopt.timeline.preemption.GangMove` over several nodes or with its CPU and memory; by ``parts``, the
+    moved ones' too), ``gangs`` the jobs of the round whose GPUs span several nodes."""
 
     runs: dict[int, int]
     admits: tuple
@@ -246,7 +252,7 @@ class RoundLoop(MechanismBase):
         decision = self.policy.decide(rview)
         cached = self._cached
         if decision.where is not None:
-            plan, placed = self._as_given(state, running, decision.where, node_type)
+            plan, placed = self._as_given(state, running, decision.where, node_type, decision.demands)
         elif decision.parts is not None:
             plan, placed = self._by_count(state, running, decision.parts, node_type)
         elif cached is not None and cached[0] is decision and cached[1] == state.revision:
@@ -262,7 +268,7 @@ class RoundLoop(MechanismBase):
         self._open = self.every_instant and len(present) > 0
         self._later = sorted(pace.later, reverse=True)     # the next one last
         if pace.rates:
-            return RoundPlan(moves=plan.moves, victims=plan.victims, admits=plan.admits, rates=pace.rates)
+            return replace(plan, rates=pace.rates)
         return plan
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
@@ -280,15 +286,27 @@ class RoundLoop(MechanismBase):
                                  f"{self.policy.gpu_types[g]!r}, which has {has}")
 
     @staticmethod
-    def _as_given(state, running: np.ndarray, where: Mapping[int, tuple],
-                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
-        """The diff of a decision by node and GPUs: a job already on exactly those keeps them, every other running
-        job is preempted, the others are placed as given (in the decision's order; parts over several nodes as a
+    def _as_given(state, running: np.ndarray, where: Mapping[int, tuple], node_type: np.ndarray,
+                  demands: Mapping[int, tuple] | None = None) -> tuple[RoundPlan, Placed]:
+        """The diff of a decision by node and GPUs: a job already on exactly those keeps them (resized if its
+        ``demands`` changed), every other running job is preempted, the others are placed as given (in the
+        decision's order; parts over several nodes, or with ``demands``, as a
         :class:`~fgdopt.timeline.preemption.GangMove`)."""
         node_of, gpus_of = state.node_of, state.gpus_of
-        stay, admits, runs, gangs = set(), [], {}, set()
+        stay, admits, runs, gangs, resized = set(), [], {}, set(), []
         for j, at in where.items():
-            if isinstance(at[0], tuple):                    # ((node, gpus), ...): over several nodes
+            if demands is not None and (want := demands.get(j)) is not None:    # its CPU and memory chosen
+                parts = at if isinstance(at[0], tuple) else (at,)
+                node = parts[0][0]
+                if len(parts) > 1:
+                    gangs.add(j)
+                if state.parts(j) != parts:
+                    admits.append(GangMove(j, *parts[0], parts, want))
+                else:
+                    stay.add(j)
+                    if state.held_demand(j) != want:
+                        resized.append(GangMove(j, *parts[0], parts, want))
+            elif isinstance(at[0], tuple):                  # ((node, gpus), ...): over several nodes
                 node = at[0][0]
                 gangs.add(j)
                 if state.parts(j) == at:
@@ -304,7 +322,8 @@ class RoundLoop(MechanismBase):
             runs[j] = int(node_type[node])
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
-        return RoundPlan(victims=victims, admits=admits), Placed(runs, admits, frozenset(gangs))
+        return (RoundPlan(victims=victims, admits=admits, resized=tuple(resized)),
+                Placed(runs, admits, frozenset(gangs)))
 
     @staticmethod
     def _by_count(state, running: np.ndarray, parts: Mapping[int, tuple[tuple[int, int], ...]],
