@@ -769,7 +769,8 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()))  # NaN: one key
-    height = max(4.2, 1.6 + 2.6 * len(set(zip(frame["trace"], frame["seed"], strict=True))) * len(loads))
+    rows = len(set(zip(frame["trace"], frame["seed"], frame["load"].fillna(-1.0), strict=True)))  # over the panels
+    height = max(4.2, 1.6 + 2.6 * rows)
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
