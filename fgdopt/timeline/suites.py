@@ -15,8 +15,9 @@
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 6-16
   nodes, 24-48 jobs, loads 1.6, 1.8 and 2.0, 30% whole-node jobs and one long pin per four nodes, where the
   schedule matters and the optimum is mostly proven; and the traps) and ``medium-time`` (:data:`MEDIUM_SPECS`:
-  8 instances of 16-64 nodes of every openb type and 300-1,000 jobs at loads 1.1-1.3, 30% whole-node jobs and one
-  long pin per eight nodes, so that jobs wait in every schedule: certified by bounds, not proven by CP-SAT).
+  8 instances of 16-64 nodes of every openb type and 300-1,000 jobs at loads 1.2 and 1.3, 30% whole-node jobs and
+  one long pin per eight nodes, so that jobs wait in every schedule: run and bounded by the full-scale methods,
+  ``python -m experiments.schedule --instances medium-time --scale``; CP-SAT alone proves nothing at this size).
 """
 
 from __future__ import annotations
