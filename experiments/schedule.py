@@ -8,6 +8,7 @@ Usage::
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json ...
     python -m experiments.schedule --trace default --load 0.7,0.9,1.1 --n-jobs 20000 [--seeds 42] ...
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json --scale ...
+    python -m experiments.schedule --instances medium-time --scale --time-limit 60 --lns-time-limit 30 ...
 
 Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` of
 :mod:`fgdopt.timeline.suites`, or one ``--workload`` on the nodes of ``--cluster``): every (policy, queue) runs
@@ -28,8 +29,9 @@ identical nodes and GPUs are renumbered to match the run's where they can,
 :func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
-Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
-:func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
+Full scale (``--trace``, or ``--scale`` on a ``--workload`` or an ``--instances`` suite): per point (load and seed of
+the openb stream, :func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster; or each instance of the suite,
+``trace`` its name and ``load`` its generator's), every *run method* of :data:`RUN_METHODS`
 (the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; the same
 under bounded reservations for whole-node jobs, :class:`fgdopt.policies.reserve.Reserving`, for every
 ``--reserve-wait`` x ``--reserve-nodes`` of the grid, ``policy+reserve(Ws,R)/queue``; then the
@@ -45,12 +47,13 @@ is valid for. Writes ``schedule-bound.csv`` (one row per method: ``trace, seed, 
 mean_wait_s, mean_jct_s, stream_wait_s, stream_jct_s, background_on_time, wall_s, cpu_s``; runs have ``status``
 ``run``; a bound's values are its bounds, in the columns of the jobs it counts), ``interval.csv`` (one row per
 point: ``best_run_method, best_run_wait_s, best_bound_method, best_bound_wait_s, ratio``, over every job's mean
-wait), ``diagnostics.csv`` (``quantity, value_s, method, wall_s``: the ceilings, the best run and bound, the split,
-the diagnostics' wall time), ``profile.csv`` (the zero-wait profile per group of node types and resource),
-``schedule-bound.md`` and ``interval.png`` (per load, the interval from the best bound to the best run on a log
-axis, every method marked); with ``--scale``, ``rejected.csv`` (``job, name, reason``: the jobs that fit no empty
-node, which every run and bound leaves out, each also printed). ``--quick``: the traps, or 3,000 stream jobs at
-load 0.9. ``--resume`` keeps the finished cells of ``DIR/.runs/``.
+wait; ``schedule-bound.md`` also gives the gap ``100 (best run - best bound) / best run``), ``diagnostics.csv``
+(``quantity, value_s, method, wall_s``: the ceilings, the best run and bound, the split, the diagnostics' wall time,
+and the whole point's wall and CPU seconds, ``point_wall_s`` and ``point_cpu_s``), ``profile.csv`` (the zero-wait
+profile per group of node types and resource), ``schedule-bound.md`` and ``interval.png`` (per load, the interval
+from the best bound to the best run on a log axis, every method marked); with ``--scale``, ``rejected.csv`` (``job,
+name, reason``: the jobs that fit no empty node, which every run and bound leaves out, each also printed).
+``--quick``: the traps, or 3,000 stream jobs at load 0.9. ``--resume`` keeps the finished cells of ``DIR/.runs/``.
 """
 
 from __future__ import annotations
@@ -131,8 +134,8 @@ def parser() -> argparse.ArgumentParser:
                    help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
     p.add_argument("--queue", type=parse_queues, default=["fifo", "backfill", "sjf", "smallest"],
                    help="queue disciplines (default: fifo,backfill,sjf,smallest)")
-    p.add_argument("--scale", action="store_true", help="with --workload: the full-scale methods (every engine run, "
-                   "every bound, the diagnostics) whatever the workload's size")
+    p.add_argument("--scale", action="store_true", help="with --workload or --instances: the full-scale methods "
+                   "(every engine run, every bound, the diagnostics) whatever the size, one point per instance")
     p.add_argument("--time-limit", type=positive, default=60.0, help="wall seconds of the model per instance "
                    "and objective (build, CP-SAT search and LP bound); with --trace or --scale, of each bound "
                    "(default: 60)")
@@ -173,8 +176,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     check_paths(p, args.output, OUTPUTS, {"--workload": args.workload, "--cluster": args.cluster})
     if (args.workload is None) != (args.cluster is None):
         p.error("--workload and --cluster go together")
-    if args.scale and args.workload is None:
-        p.error("--scale runs the full-scale methods on --workload (with --cluster)")
+    if args.scale and args.workload is None and args.instances is None:
+        p.error("--scale runs the full-scale methods on --workload (with --cluster) or on the --instances suite")
     args.rejected = None
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     try:
@@ -488,6 +491,7 @@ def run_point(point: Point) -> dict:
     and ``profile.csv``."""
     from fgdopt.timeline.schedule import validate_schedule
 
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     key = {"trace": point.trace, "seed": point.seed, "load": point.load}
     jobs, stream = point.jobs, ~point.background
     runs: dict[str, RunRecord] = {}
@@ -527,6 +531,8 @@ def run_point(point: Point) -> dict:
             raise AssertionError(f"{r['method']} ({r['mean_wait_s']:.6g} s) above a pooled list schedule's "
                                  f"{ceiling:.6g} s (ceiling a or b, load {point.load}, seed {point.seed}): the "
                                  "bound is wrong")
+    diag += [{"quantity": "point_wall_s", "value_s": time.perf_counter() - wall0, "method": "", "wall_s": math.nan},
+             {"quantity": "point_cpu_s", "value_s": time.process_time() - cpu0, "method": "", "wall_s": math.nan}]
     return {"rows": rows, "interval": [{**key, **interval}], "diagnostics": [{**key, **d} for d in diag],
             "profile": [{**key, **r} for r in profile]}
 
@@ -577,6 +583,12 @@ def interval_ratio(run_s: float, bound_s: float) -> float:
     if run_s <= bound_s + BOUND_TOLERANCE_S:
         return 1.0
     return run_s / bound_s if bound_s > 0 else math.inf
+
+
+def certified_gap_pct(ratio: float) -> float:
+    """``100 (best run - best bound) / best run`` from :func:`interval_ratio`'s ratio: at most how far (percent of
+    its own wait) the best run is above the optimum; 0 when proven, 100 when the bound is 0, NaN when missing."""
+    return 100.0 * (1.0 - 1.0 / ratio) if not math.isnan(ratio) else math.nan
 
 
 def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict], list[dict]]:
@@ -635,6 +647,17 @@ def scale_point(workload: str, cluster_file: str, seed: int, policies: list[str]
     return run_point(point)
 
 
+def suite_point(suite: str, name: str, seed: int, policies: list[str], queues: list[str], time_limit: float,
+                lns_s: float = LNS_TIME_LIMIT_S, reserve: tuple[tuple[float, int], ...] = Point.reserve) -> dict:
+    """``--instances SUITE --scale``: :func:`run_point` on the suite's instance ``name`` (``trace`` its name,
+    ``load`` its generator's load, NaN for a hand-made one; no background)."""
+    inst = _instance(suite, name, None, None)
+    load = float(inst.definition.get("load", math.nan))
+    point = Point(name, seed, load, inst.cluster, inst.jobs, np.zeros(len(inst.jobs), dtype=bool), policies, queues,
+                  time_limit, lns_s, tuple(reserve))
+    return run_point(point)
+
+
 def bound_tables(frame: pd.DataFrame, diagnostics: pd.DataFrame | None = None,
                  profile: pd.DataFrame | None = None) -> str:
     """Per point: every run's mean wait beside the bounds, the interval, and (when given) the diagnostics: the
@@ -648,7 +671,7 @@ def bound_tables(frame: pd.DataFrame, diagnostics: pd.DataFrame | None = None,
         out += [f"### {where}", "",
                 f"Interval over the mean wait of every job: [{iv['best_bound_wait_s']:.1f} s "
                 f"({iv['best_bound_method']}), {iv['best_run_wait_s']:.1f} s ({iv['best_run_method']})], "
-                f"ratio {iv['ratio']:.1f}.", "",
+                f"ratio {iv['ratio']:.1f}, gap {certified_gap_pct(iv['ratio']):.1f}% of the best run.", "",
                 runs[["method", "mean_wait_s", "mean_jct_s", "stream_wait_s", "background_on_time", "wall_s"]]
                 .round(1).to_markdown(index=False), "",
                 bounds[["method", "status", "valid_for", "mean_wait_s", "stream_wait_s", "wall_s", "cpu_s"]]
@@ -677,7 +700,16 @@ def run_full(args: argparse.Namespace) -> int:
     from fgdopt.traces import trace_files
 
     reserve = tuple((w, r) for w in args.reserve_wait for r in args.reserve_nodes)
-    if args.scale:
+    if args.scale and args.instances is not None:
+        from fgdopt.timeline.suites import time_suite
+
+        cells = [(args.instances, inst.name, args.seed, args.policies, args.queue, args.time_limit,
+                  args.lns_time_limit, reserve) for inst in time_suite(args.instances)]
+        keys = [("suite-v1", *c[:3], [policy_digest(p) for p in args.policies], [policy_digest(q) for q in args.queue],
+                 args.time_limit, args.lns_time_limit, sorted(RUN_METHODS), sorted(BOUND_METHODS), reserve)
+                for c in cells]
+        fn = suite_point
+    elif args.scale:
         cells = [(args.workload, args.cluster, args.seed, args.policies, args.queue, args.time_limit,
                   args.lns_time_limit, reserve)]
         keys = [("scale-v2", content_digest(args.workload), content_digest(args.cluster), args.seed,
@@ -730,14 +762,15 @@ LABEL_RUNS = 5
 
 
 def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
-    """One panel per load: per seed, a bar from the best bound to the best run on a log wait axis, every run
+    """One panel per load: per trace and seed, a bar from the best bound to the best run on a log wait axis, every run
     (dot) and bound (triangle) marked, the :data:`LABEL_RUNS` best runs and every bound named (methods within
     :data:`LABEL_STEP` of each other share one label of at most :data:`LABEL_NAMES` names), the ceilings (crosses)
     below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
     import matplotlib.pyplot as plt
 
     loads = list(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()))  # NaN: one key
-    height = max(4.2, 1.6 + 2.6 * len(set(frame["seed"])) * len(loads))
+    rows = len(set(zip(frame["trace"], frame["seed"], frame["load"].fillna(-1.0), strict=True)))  # over the panels
+    height = max(4.2, 1.6 + 2.6 * rows)
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
@@ -760,9 +793,10 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
 
     for ax, load in zip(axes[:, 0], loads, strict=True):
         part = at(frame, load)
-        seeds = list(dict.fromkeys(part["seed"].tolist()))
-        for y, seed in enumerate(seeds):
-            pts = part[(part["seed"] == seed) & ((part["status"] == "run") | (part["valid_for"] == "all"))]
+        keys = list(dict.fromkeys(zip(part["trace"], part["seed"], strict=True)))    # one row per trace and seed
+        for y, (trace, seed) in enumerate(keys):
+            mine = (part["trace"] == trace) & (part["seed"] == seed)
+            pts = part[mine & ((part["status"] == "run") | (part["valid_for"] == "all"))]
             iv = interval_row(pts)
             ax.plot([max(iv["best_bound_wait_s"], PLOT_FLOOR_S), max(iv["best_run_wait_s"], PLOT_FLOOR_S)], [y, y],
                     color="0.75", lw=6, solid_capstyle="butt", zorder=1)
@@ -772,7 +806,7 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                 ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
             named = pd.concat([runs.nsmallest(LABEL_RUNS, "mean_wait_s"), bounds])     # the best runs, every bound
             marks(ax, named["mean_wait_s"].tolist(), named["method"].tolist(), y, pts["mean_wait_s"].tolist())
-            d = at(diagnostics[diagnostics["seed"] == seed], load)
+            d = at(diagnostics[(diagnostics["trace"] == trace) & (diagnostics["seed"] == seed)], load)
             ceil = d[d["quantity"].str.startswith("ceiling")]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
                        s=20, zorder=3)
@@ -785,8 +819,9 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                             va="top", xytext=(0, -6), textcoords="offset points")
             ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         ax.set_xscale("log")
-        ax.set_yticks(range(len(seeds)), [f"seed {s}" for s in seeds])
-        ax.set_ylim(-0.9, len(seeds) + 0.2)
+        one_trace = len({t for t, _ in keys}) == 1
+        ax.set_yticks(range(len(keys)), [f"seed {s}" if one_trace else f"{t}, seed {s}" for t, s in keys])
+        ax.set_ylim(-0.9, len(keys) + 0.2)
         title = "workload" if pd.isna(load) else f"load {load:g}"
         ax.set_title(f"{title}: from the best bound to the best run (mean wait of every job; triangles: bounds, "
                      f"dots: runs, crosses: ceilings)", fontsize=8)

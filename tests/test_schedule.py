@@ -17,6 +17,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, rejected_jobs, validate_schedule
 from fgdopt.timeline.suites import (
     KNOWN_OPTIMA,
+    MEDIUM_SPECS,
     SMALL_PIN_EVERY,
     random_time_instance,
     time_suite,
@@ -249,11 +250,34 @@ def test_suites_are_seeded_and_sized():
                     & (t.memory_mib == 1024))[max(1, inst.cluster.n_nodes // SMALL_PIN_EVERY):].sum())
 
     assert 0.25 <= sum(map(whole, generated)) / sum(len(i.jobs) for i in generated) <= 0.35
+
+
+def test_medium_suite_is_in_its_ranges_seeded_and_makes_jobs_wait():
+    """``medium-time``: 8-16 instances of 16-64 nodes (8-GPU nodes among them), 100-1,000 jobs, loads 0.9-1.3,
+    each regenerated from its recorded definition; one long pin per eight nodes first, about 30% whole-node jobs;
+    and on the smallest instance the engine's best queue (best-fit, shortest first) makes jobs wait: 48.2 s
+    mean (14,460 s of wait over 300 jobs, measured; 85% of it on the 8-GPU whole-node jobs waiting for a node to
+    drain)."""
     medium = time_suite("medium-time")
-    assert 8 <= len(medium) <= 16
+    assert 8 <= len(medium) <= 16 and len(medium) == len(MEDIUM_SPECS)
     assert all(16 <= i.cluster.n_nodes <= 64 and 100 <= len(i.jobs) <= 1000 for i in medium)
-    assert {float(i.name.split("-l")[1].split("-")[0]) for i in medium} <= {0.9, 1.1, 1.3}
-    assert any((i.cluster.gpu == 8).any() for i in medium)
+    assert all(0.9 <= i.definition["load"] <= 1.3 for i in medium)
+    assert [(i.cluster.n_nodes, len(i.jobs), i.definition["load"]) for i in medium] == list(MEDIUM_SPECS)
+    assert all((i.cluster.gpu == 8).any() for i in medium)
+    again = random_time_instance(**medium[3].definition)
+    assert again.name == medium[3].name and np.array_equal(again.jobs.submit_s, medium[3].jobs.submit_s)
+    assert np.array_equal(again.jobs.duration_s, medium[3].jobs.duration_s)
+    assert np.array_equal(again.jobs.tasks.num_gpu, medium[3].jobs.tasks.num_gpu)
+    for inst in medium:
+        pins, t = inst.definition["pins"], inst.jobs.tasks
+        assert pins == max(1, inst.cluster.n_nodes // 8)
+        assert (inst.jobs.duration_s[:pins] == 3600).all() and (t.num_gpu[:pins] == 1).all()
+    whole = sum(int((np.isin(t.num_gpu, i.cluster.gpu) & (t.gpu_milli == 1000) & (t.cpu_milli == 1000)
+                     & (t.memory_mib == 1024))[i.definition["pins"]:].sum()) for i in medium for t in [i.jobs.tasks])
+    assert 0.25 <= whole / sum(len(i.jobs) for i in medium) <= 0.35
+    small = min(medium, key=lambda i: len(i.jobs) * i.cluster.n_nodes)
+    _, sched = recorded_run(small.cluster, small.jobs, "best-fit", "sjf")
+    assert objective_value(small.jobs, sched, "mean-wait") == pytest.approx(48.2, abs=0.05)
 
 
 def test_cli_jobs_1_equals_jobs_2_and_keeps_other_files(tmp_path):

@@ -166,3 +166,31 @@ def test_interval_ratio():
     assert interval_ratio(101.5, 1.6) == pytest.approx(63.4375)
     assert interval_ratio(5.0, 5.0) == 1.0 and interval_ratio(0.0, 7e-6) == 1.0
     assert interval_ratio(3.0, 0.0) == math.inf and math.isnan(interval_ratio(math.nan, 1.0))
+
+
+def test_scale_on_a_suite_certifies_the_shortest_first_trap():
+    """``--instances traps --scale``, one point: trap-shortest-first (one GPU; jobs of 3, 1 and 2 s submitted at
+    0). FIFO waits 0, 3, 4 (mean 7/3 s); shortest first 0, 1, 3 (mean 4/3 s), the optimum (on one machine SPT
+    minimizes the total completion time). The configuration LP and the node decomposition see one node of one
+    GPU, so they meet 4/3 (less their safety margin): certified, gap 0. The pooled LP is below it (0.944 s
+    measured: it lets the jobs share the GPU within a grid interval). The point is named after the instance,
+    its load NaN (a hand-made instance has no generator load), its wall and CPU seconds recorded."""
+    res = schedule.suite_point("traps", "trap-shortest-first", 0, ["best-fit"], ["fifo", "sjf"], 5.0, 1.0,
+                               ((0.0, 0),))
+    waits = {r["method"]: r["mean_wait_s"] for r in res["rows"]}
+    assert waits["best-fit/fifo"] == pytest.approx(7 / 3) and waits["best-fit/sjf"] == pytest.approx(4 / 3)
+    assert waits["bound-config"] == pytest.approx(4 / 3, abs=1e-5)
+    assert waits["bound-nodedecomp"] == pytest.approx(4 / 3, abs=1e-5)
+    assert 0 < waits["bound-all"] < 4 / 3 - 0.1
+    (iv,) = res["interval"]
+    assert (iv["trace"], iv["best_run_method"], iv["ratio"]) == ("trap-shortest-first", "best-fit/sjf", 1.0)
+    assert math.isnan(iv["load"]) and schedule.certified_gap_pct(iv["ratio"]) == 0.0
+    diag = {d["quantity"]: d["value_s"] for d in res["diagnostics"]}
+    assert diag["point_wall_s"] > 0 and diag["point_cpu_s"] > 0
+    assert schedule.certified_gap_pct(2.0) == 50.0 and schedule.certified_gap_pct(math.inf) == 100.0
+
+
+def test_scale_needs_a_workload_or_a_suite(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--scale", "--trace", "default"])
+    assert exc.value.code == 2

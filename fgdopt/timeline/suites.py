@@ -14,8 +14,10 @@
   on time) in closed form, every pooled relaxation's optimum 0.
 * :func:`time_suite` -- the named suites :data:`TIME_SUITES`: ``small-time`` (24 generated instances, 6-16
   nodes, 24-48 jobs, loads 1.6, 1.8 and 2.0, 30% whole-node jobs and one long pin per four nodes, where the
-  schedule matters and the optimum is mostly proven; and the traps) and ``medium-time`` (15 instances of 16-64
-  nodes of every openb type and 100-1,000 jobs at loads 0.9, 1.1 and 1.3: bounded, not all proven).
+  schedule matters and the optimum is mostly proven; and the traps) and ``medium-time`` (:data:`MEDIUM_SPECS`:
+  8 instances of 16-64 nodes of every openb type and 300-1,000 jobs at loads 1.2 and 1.3, 30% whole-node jobs and
+  one long pin per eight nodes, so that jobs wait in every schedule: run and bounded by the full-scale methods,
+  ``python -m experiments.schedule --instances medium-time --scale``; CP-SAT alone proves nothing at this size).
 """
 
 from __future__ import annotations
@@ -36,24 +38,32 @@ SMALL_WHOLE_SHARE = 0.3
 """The share of whole-node jobs in the generated ``small-time`` instances."""
 SMALL_PIN_EVERY = 4
 """The generated ``small-time`` instances have one long pin per this many nodes."""
-MEDIUM_LOADS = (0.9, 1.1, 1.3)
 SMALL_NODE_TYPES = ("T4x2-104c", "P100x2-16c", "V100M16x4-32c", "P100x2-64c", "V100M16x1-8c", "T4x4-96c")
 """The openb node types of the generated clusters (weighted by their node counts in openb)."""
 SMALL_SIZES = ((6, 24), (8, 24), (8, 30), (10, 30), (12, 36), (12, 40), (16, 40), (16, 48))
 """(nodes, jobs) of the generated ``small-time`` instances (each at every load of :data:`SMALL_LOADS`)."""
-MEDIUM_SIZES = ((16, 100), (24, 200), (32, 400), (48, 600), (64, 1000))
-"""(nodes, jobs) of the ``medium-time`` instances (each at every load of :data:`MEDIUM_LOADS`): 15 instances."""
+MEDIUM_SPECS = ((16, 300, 1.3), (16, 500, 1.2), (24, 400, 1.3), (24, 700, 1.2), (32, 600, 1.3), (32, 1000, 1.2),
+                (48, 1000, 1.3), (64, 1000, 1.2))
+"""(nodes, jobs, load) of the ``medium-time`` instances, seeded 0, 1, ... in this order: at least 9 jobs per node
+(a job lasts minutes, so the arrivals span several lifetimes and the load is not only that of one batch) and loads
+near the top of 0.9-1.3, where every schedule makes jobs wait."""
+MEDIUM_WHOLE_SHARE = 0.3
+"""The share of whole-node jobs in the ``medium-time`` instances."""
+MEDIUM_PIN_EVERY = 8
+"""The ``medium-time`` instances have one long pin per this many nodes."""
 TIME_SUITES = ("small-time", "medium-time", "traps")
 
 
 @dataclass(frozen=True, eq=False)
 class TimeInstance:
-    """A named cluster and job set; ``optimum`` maps objectives to their hand-derived optimum (traps only)."""
+    """A named cluster and job set; ``optimum`` maps objectives to their hand-derived optimum (traps only);
+    ``definition`` holds the arguments that regenerate a generated instance (:func:`random_time_instance`'s)."""
 
     name: str
     cluster: Cluster
     jobs: JobSet
     optimum: dict = field(default_factory=dict)
+    definition: dict = field(default_factory=dict)
 
 
 def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name: str | None = None, *,
@@ -96,8 +106,10 @@ def random_time_instance(n_nodes: int, n_jobs: int, load: float, seed: int, name
     submit = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n_jobs)))
     submit -= submit[0]
     submit[:pins] = 0.0
+    definition = {"n_nodes": n_nodes, "n_jobs": n_jobs, "load": load, "seed": seed, "node_types": node_types,
+                  "whole_share": whole_share, "pins": pins}
     return TimeInstance(name or f"time-n{n_nodes}-j{n_jobs}-l{load:g}-s{seed}", cluster,
-                        JobSet(tasks, submit, life))
+                        JobSet(tasks, submit, life), definition=definition)
 
 
 def _one_node(gpus: int, n_nodes: int = 1) -> Cluster:
@@ -239,8 +251,9 @@ def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
 
     ``small-time``: every (nodes, jobs) of :data:`SMALL_SIZES` at every load of :data:`SMALL_LOADS`, with
     :data:`SMALL_WHOLE_SHARE` whole-node jobs and one pin per :data:`SMALL_PIN_EVERY` nodes
-    (:func:`random_time_instance`), then the traps. ``medium-time``: every (nodes, jobs) of :data:`MEDIUM_SIZES`
-    at every load of :data:`MEDIUM_LOADS`, on every openb node type (8-GPU nodes included), openb shapes only."""
+    (:func:`random_time_instance`), then the traps. ``medium-time``: every (nodes, jobs, load) of
+    :data:`MEDIUM_SPECS`, on every openb node type (8-GPU nodes included), with :data:`MEDIUM_WHOLE_SHARE`
+    whole-node jobs and one pin per :data:`MEDIUM_PIN_EVERY` nodes."""
     if name == "traps":
         return trap_instances()
     if name == "small-time":
@@ -250,6 +263,7 @@ def time_suite(name: str, seed: int = 0) -> list[TimeInstance]:
                 ] + trap_instances()
     if name == "medium-time":
         types = tuple(openb_node_types().index)
-        return [random_time_instance(n, j, load, seed + k, node_types=types)
-                for k, ((n, j), load) in enumerate((s, load) for s in MEDIUM_SIZES for load in MEDIUM_LOADS)]
+        return [random_time_instance(n, j, load, seed + k, node_types=types, whole_share=MEDIUM_WHOLE_SHARE,
+                                     pins=max(1, n // MEDIUM_PIN_EVERY))
+                for k, (n, j, load) in enumerate(MEDIUM_SPECS)]
     raise ValueError(f"unknown time suite {name!r}; choose one of {', '.join(TIME_SUITES)}")
