@@ -64,6 +64,8 @@ BUSY_SHARE = 0.75
 """Share of the intervals spread over the busy moments by default (the rest evenly over ``[t0, T)``)."""
 PATIENCE = 10
 """Steps without a gain after which the target's margin is halved."""
+LONG_BLOCK = 2048
+"""Jobs running past the last edge priced at once (memory: this many rows of the grid's edges)."""
 CANDIDATE_BLOCK = 2_000_000
 """Candidate starts evaluated at once (memory: a few arrays of this many float64 per resource)."""
 SLACK_TOLERANCE = 1e-9
@@ -126,40 +128,60 @@ class _Prices:
 
 def cheapest_starts(r: np.ndarray, p: np.ndarray, a: np.ndarray, prices: _Prices) -> tuple[np.ndarray, np.ndarray]:
     """Every job's ``min_{S >= r_j} g_j(S)`` and a start reaching it (module docstring: ``r_j`` or a breakpoint
-    before ``r_j + g_j(r_j)``). Units: seconds; ``a`` the scaled demands (n, Q)."""
-    e = prices.edges
+    before ``r_j + g_j(r_j)``). Units: seconds; ``a`` the scaled demands (n, Q).
+
+    A job that runs past the last edge ``T`` from any start (``r_j + p_j >= T``) has ``g_j(S) = S - r_j +
+    a_j (Phi(T) - Phi(S))``: its breakpoints are the edges, priced at once as a matrix product. The others' candidates
+    are laid out job after job (the edges in the window, then the edges minus ``p_j``) and reduced per job."""
+    e, cum = prices.edges, prices.cum
     at_r = np.einsum("jq,qj->j", a, prices.integral(r + p) - prices.integral(r))
     low, start = at_r.copy(), r.copy()
-    busy = np.flatnonzero(at_r > 0)
+    long = np.flatnonzero((at_r > 0) & (r + p >= e[-1]))
+    for b in range(0, len(long), LONG_BLOCK):
+        js = long[b:b + LONG_BLOCK]
+        cost = e[None, :] - r[js, None] + (a[js] @ cum[:, -1])[:, None] - a[js] @ cum
+        cost[e[None, :] < r[js, None]] = np.inf                 # starts before the submission
+        k = np.argmin(cost, axis=1)
+        c = cost[np.arange(len(js)), k]
+        better = c < low[js]
+        low[js[better]], start[js[better]] = c[better], e[k[better]]
+    busy = np.flatnonzero((at_r > 0) & (r + p < e[-1]))
     if not len(busy):
         return low, start
     rb, pb, hb = r[busy], p[busy], at_r[busy]
     lo1, hi1 = np.searchsorted(e, rb, side="right"), np.searchsorted(e, rb + hb, side="left")
     lo2, hi2 = np.searchsorted(e, rb + pb, side="right"), np.searchsorted(e, rb + pb + hb, side="left")
     n1, n2 = np.maximum(hi1 - lo1, 0), np.maximum(hi2 - lo2, 0)
-    count = n1 + n2
-    ends = np.cumsum(count)
+    ends = np.cumsum(n1 + n2)
     first = 0
     while first < len(busy):                                   # blocks of jobs, at most CANDIDATE_BLOCK starts
         base = ends[first - 1] if first else 0
         last = max(int(np.searchsorted(ends, base + CANDIDATE_BLOCK, side="right")), first + 1)
         js = np.arange(first, last)
         first = last
-        m1, m2 = n1[js], n2[js]
-        if not (m1.sum() + m2.sum()):
+        js = js[(n1[js] + n2[js]) > 0]
+        if not len(js):
             continue
-        owner = np.concatenate([np.repeat(js, m1), np.repeat(js, m2)])
-        off1 = np.arange(int(m1.sum())) - np.repeat(np.cumsum(m1) - m1, m1)
-        off2 = np.arange(int(m2.sum())) - np.repeat(np.cumsum(m2) - m2, m2)
-        s = np.concatenate([e[np.repeat(lo1[js], m1) + off1], e[np.repeat(lo2[js], m2) + off2] - pb[np.repeat(js, m2)]])
-        cost = s - rb[owner] + np.einsum("mq,qm->m", a[busy[owner]],
-                                         prices.integral(s + pb[owner]) - prices.integral(s))
-        order = np.lexsort((cost, owner))
-        owner, s, cost = owner[order], s[order], cost[order]
-        head = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        j, c = busy[owner[head]], cost[head]
-        better = c < low[j]
-        low[j[better]], start[j[better]] = c[better], s[head][better]
+        m1, m2 = n1[js], n2[js]
+        m = m1 + m2
+        head = np.cumsum(m) - m                                # each job's first candidate
+        owner = np.repeat(np.arange(len(js)), m)
+        rank = np.arange(int(m.sum())) - head[owner]           # 0.. m - 1 within the job
+        second = rank >= m1[owner]                             # an edge minus p_j
+        k = np.where(second, lo2[js][owner] + rank - m1[owner], lo1[js][owner] + rank)
+        jb = js[owner]
+        s = np.where(second, e[k] - pb[jb], e[k])
+        phi_at_edge = cum[:, k]                                # Phi at e_k: S (first kind) or S + p_j (second)
+        other = prices.integral(np.where(second, s, s + pb[jb]))
+        aq = a[busy[jb]].T
+        diff = np.where(second[None, :], phi_at_edge - other, other - phi_at_edge)
+        cost = s - rb[jb] + (aq * diff).sum(axis=0)
+        best = np.minimum.reduceat(cost, head)
+        where = np.flatnonzero(cost <= best[owner])
+        pick = where[np.r_[True, owner[where][1:] != owner[where][:-1]]]
+        j = busy[js]
+        better = best < low[j]
+        low[j[better]], start[j[better]] = best[better], s[pick][better]
     return low, start
 
 
@@ -178,7 +200,7 @@ def usage(starts: np.ndarray, p: np.ndarray, a: np.ndarray, edges: np.ndarray) -
 
 def rigid_bound(cluster: Cluster, jobs: JobSet, intervals: int = INTERVALS, horizon_s: float | None = None,
                 busy_share: float = BUSY_SHARE, dff: tuple[int, ...] = DFF, time_limit: float = 60.0,
-                max_iter: int = 100_000) -> BoundRecord:
+                max_iter: int = 100_000, all_resources: bool = False) -> BoundRecord:
     """The Lagrangian bound of the module docstring on the mean wait of all admitted jobs.
 
     Parameters
@@ -188,6 +210,9 @@ def rigid_bound(cluster: Cluster, jobs: JobSet, intervals: int = INTERVALS, hori
         the busy moments (:func:`~formulations.schedule.configlp.busy_edges`, on the pooled resource whose zero-wait
         profile peaks highest against its capacity). dff : the ``k`` of the pooled GPU counts ``u_k``.
     time_limit : wall seconds of the ascent (status ``time_limit`` when reached). max_iter : ascent steps.
+    all_resources : keep the rows of every pooled resource; by default only those whose zero-wait profile (every
+        job at its submission) exceeds the capacity somewhere, or else the one that comes closest (leaving rows out
+        keeps a relaxation; a resource never above capacity at zero wait seldom binds, and each costs time).
 
     Returns
     -------
@@ -208,8 +233,12 @@ def rigid_bound(cluster: Cluster, jobs: JobSet, intervals: int = INTERVALS, hori
     if horizon_s is None:
         horizon_s = float(r.max()) + 0.1 * float(r.max() - t0) + 2 * float(np.median(p))
     horizon_s = max(float(horizon_s), t0 + 1e-3 * intervals)
-    peak = [float(_peak(r, p, a[:, q])) for q in range(a.shape[1])]
-    q_busy = int(np.argmax(peak)) if max(peak) > 0 else 0
+    peak = np.array([_peak(r, p, a[:, q]) for q in range(a.shape[1])])
+    q_busy = int(np.argmax(peak))
+    if not all_resources:                                       # the rows of resources over capacity at zero wait
+        keep = (peak > 1.0) | (np.arange(len(peak)) == q_busy)
+        names, a, peak = [m for m, k in zip(names, keep, strict=True) if k], a[:, keep], peak[keep]
+        q_busy = int(np.argmax(peak))
     edges = busy_edges(t0, horizon_s, int(intervals), r, r + p, a[:, q_busy], 1.0, busy_share)
     n_rows = (a.shape[1], len(edges) - 1)
     y, direction = np.zeros(n_rows), np.zeros(n_rows)
