@@ -37,8 +37,8 @@ The ascent. ``L`` is concave; projected subgradient steps (a subgradient: per ro
 minus the capacity, 1) with Polyak's step towards a target above the best value so far, the target's margin halved
 after :data:`PATIENCE` steps without a gain, and the direction deflected by the previous one (Camerini, Fratta and
 Maffioli) to damp zig-zags. Status ``optimal`` when the cheapest starts keep every row and no row with a positive
-price is slack (then ``L`` is the relaxation's optimum), else ``time_limit`` or ``iteration_limit``; the value is
-valid in every case.
+price is slack (then ``L`` is the relaxation's optimum), else ``time_limit`` or ``iteration_limit`` (the steps ran
+out, or the margin fell below :data:`MIN_MARGIN`); the value is valid in every case.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ BUSY_SHARE = 0.75
 """Share of the intervals spread over the busy moments by default (the rest evenly over ``[t0, T)``)."""
 PATIENCE = 10
 """Steps without a gain after which the target's margin is halved."""
+MIN_MARGIN = 1e-6
+"""The ascent stops (status ``iteration_limit``) when the target's margin falls below this: it has stalled."""
 LONG_BLOCK = 2048
 """Jobs running past the last edge priced at once (memory: this many rows of the grid's edges)."""
 CANDIDATE_BLOCK = 2_000_000
@@ -255,6 +257,8 @@ def rigid_bound(cluster: Cluster, jobs: JobSet, intervals: int = INTERVALS, hori
             stall += 1
             if stall >= PATIENCE:
                 margin, stall = margin / 2, 0
+                if margin < MIN_MARGIN:
+                    break
         if (grad <= SLACK_TOLERANCE).all() and float((y * -grad).sum()) <= SLACK_TOLERANCE * max(1.0, abs(value)):
             status = "optimal"                                  # the starts keep every row: L is the optimum
             break
