@@ -45,8 +45,9 @@ stays valid; ``optimal`` then speaks of the rows kept).
 Measured (openb default, 20,000 stream jobs plus the background, seed 42, 1,024 intervals of which 3/4 on the busy
 moments (the finest 7.6 s), a 600 s wall limit on a shared 2-core machine at load average 7-10, the rows of
 milli-GPU and ``u_1``-``u_3``): load 1.0: 0 s, ``optimal`` at the first step (every pooled row holds at zero wait),
-1.1 CPU s; load 1.1: 15.06 s after 870 steps and 211 CPU s (13.0 s after 31 steps, 15.0 s after about 250, flat
-after), against the configuration LP's 14.93 s; load 1.2: 48.21 s after 118 steps and 110 CPU s (still rising),
+1.1 CPU s; load 1.1: 15.06 s, stalled (``iteration_limit``) after 401 steps, 92 CPU s (13.0 s after 31 steps,
+15.0 s after about 250; without the stall test, 870 steps in 211 CPU s gave the same 15.06 s), against the
+configuration LP's 14.93 s; load 1.2: 48.21 s after 118 steps and 110 CPU s (still rising),
 against 47.96 s. 4,096 intervals (the finest 1.85 s) gave 14.99 s at load 1.1 after 144 steps, as 1,024 did after
 as many: the grid is not what holds a pooled bound near 15 s there; the nodes are (the best run waits 71.9 s, free
 re-packing 42.1 s).
