@@ -39,7 +39,9 @@ large-neighbourhood search from the best of them, :func:`formulations.schedule.l
 ``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds), every
 *bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
 ``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
-start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival), and the
+start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival; the configuration
+LP, ``bound-config``; rigid starts against pooled capacities and dual-feasible GPU counts on a fine grid,
+``bound-rigid``; the node-schedule decomposition on small points, ``bound-nodedecomp``), and the
 diagnostics (:mod:`fgdopt.timeline.diagnostics`: the zero-wait demand profile, the ceilings (a) pooled, (b) per
 node type, (c) free re-packing under the best engine run's policy and queue, and the best run's wait split into
 capacity, non-migration and order-and-placement). The study stops with the bound's name if a bound exceeds a run it
@@ -450,6 +452,14 @@ def config_lp(point: Point) -> BoundRecord:
                         line_search=LINE_SEARCH, ascent_steps=CONFIG_ASCENT)
 
 
+def rigid_starts(point: Point) -> BoundRecord:
+    """The rigid-start Lagrangian bound on pooled capacities and dual-feasible GPU counts on a fine grid
+    (:func:`formulations.schedule.rigid.rigid_bound`) over every admitted job, valid at every step of its ascent."""
+    from formulations.schedule.rigid import rigid_bound
+
+    return rigid_bound(point.cluster, point.jobs, time_limit=point.time_limit)
+
+
 def node_schedules(point: Point) -> BoundRecord | None:
     """The node-schedule decomposition on disjoint job subsets (:func:`formulations.schedule.nodedecomp_bound`);
     None above :data:`NODEDECOMP_MAX_JOBS` admitted jobs."""
@@ -480,7 +490,8 @@ RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]]
 """The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
 runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
 BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {
-    "all": pooled_all, "pinned": pooled_pinned, "config": config_lp, "nodedecomp": node_schedules}
+    "all": pooled_all, "pinned": pooled_pinned, "config": config_lp, "rigid": rigid_starts,
+    "nodedecomp": node_schedules}
 """The full-scale bounds: ``name -> fn(point)``, reported as ``bound-<name>`` (None: not applicable to the point).
 Register one with ``BOUND_METHODS["name"] = fn``."""
 

@@ -55,7 +55,7 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
                                             "reason": "cpu: no node with the GPUs has cpu_milli milli-cores"}]
     frame = pd.read_csv(out / "schedule-bound.csv")
     assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "lns(best-fit/fifo)", "bound-all",
-                                        "bound-config", "bound-nodedecomp"]
+                                        "bound-config", "bound-rigid", "bound-nodedecomp"]
     runs = frame[frame["status"] == "run"]                       # the runs are optimal: the search keeps its input
     assert runs["mean_wait_s"].tolist() == pytest.approx([PINNED_FAMILY_WAIT] * 3)
     bound = frame[frame["method"] == "bound-all"].iloc[0]
@@ -65,6 +65,8 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     config = frame[frame["method"] == "bound-config"].iloc[0]
     assert config["status"] == "optimal" and 1 < config["mean_wait_s"] <= PINNED_FAMILY_WAIT
     assert frame["mean_wait_s"][frame["method"] == "bound-nodedecomp"].iloc[0] <= PINNED_FAMILY_WAIT
+    rigid = frame[frame["method"] == "bound-rigid"].iloc[0]           # pooled too: every job at once fits
+    assert (rigid["status"], rigid["valid_for"], rigid["mean_wait_s"]) == ("optimal", "all", 0.0)
     interval = pd.read_csv(out / "interval.csv")
     assert len(interval) == 1 and interval["trace"].iloc[0] == "pinned" and math.isnan(interval["load"].iloc[0])
     assert interval["best_run_wait_s"].iloc[0] == pytest.approx(PINNED_FAMILY_WAIT)

@@ -8,6 +8,9 @@
 :mod:`formulations.schedule.configlp`    the time x node-type configuration LP (column generation, a Lagrangian
                                          bound valid at every iteration): sees that jobs fit nodes, not that
                                          they never move
+:mod:`formulations.schedule.rigid`       rigid starts against pooled capacities and dual-feasible GPU counts on a
+                                         fine grid (Lagrangian ascent, a bound valid at every step): sees that
+                                         jobs keep their full demand from start to end, not the nodes
 :mod:`formulations.schedule.nodedecomp`  node schedules on disjoint job subsets (column generation with CP-SAT
                                          pricing): sees that jobs never move, on subsets of a few dozen jobs
 :mod:`formulations.schedule.record`      :class:`BoundRecord`, the one result of every bound
@@ -32,6 +35,7 @@ from formulations.schedule.configlp import config_bound
 from formulations.schedule.exact import MODEL_OBJECTIVES, solve_exact
 from formulations.schedule.nodedecomp import nodedecomp_bound
 from formulations.schedule.record import BoundRecord, pooled_record
+from formulations.schedule.rigid import rigid_bound
 
 STATUSES = ("optimal", "time_limit", "infeasible")
 LP_SHARE = 0.25
@@ -43,7 +47,7 @@ BOUND_TOLERANCE = 1e-6
 integers in the model's unit; the LP's are lowered by :data:`formulations.schedule.bound.SAFETY`)."""
 
 __all__ = ["MODEL_OBJECTIVES", "STATUSES", "BoundRecord", "PooledBound", "ScheduleResult", "config_bound",
-           "nodedecomp_bound", "pooled_bound", "pooled_record", "solve_schedule"]
+           "nodedecomp_bound", "pooled_bound", "pooled_record", "rigid_bound", "solve_schedule"]
 
 
 @dataclass(frozen=True, eq=False)

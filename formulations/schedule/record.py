@@ -27,8 +27,9 @@ class BoundRecord:
         bound does not apply, e.g. status ``infeasible``).
     jct_s : lower bound on their mean JCT (seconds): ``wait_s`` plus their mean duration.
     status : ``optimal`` (the relaxation was solved to its optimum), ``time_limit`` (stopped early: the value is
-        still a valid bound, weaker), ``iteration_limit`` (likewise), ``infeasible``, ``error`` (the value is the
-        trivial bound, wait >= 0).
+        still a valid bound, weaker), ``iteration_limit`` (likewise), ``imprecise`` (the LP solver ended short of
+        its tolerances: the value is the bound its duals certify, valid), ``infeasible``, ``error`` (the value is
+        the trivial bound, wait >= 0).
     valid_for : one of :data:`VALID_FOR`.
     wall_s, cpu_s : wall and CPU seconds (CPU: this process).
     jobs : the number of counted jobs.
@@ -52,8 +53,8 @@ class BoundRecord:
 
 def pooled_record(bound: PooledBound, valid_for: str = "all") -> BoundRecord:
     """The pooled LP's result (:func:`formulations.schedule.bound.pooled_bound`) as a :class:`BoundRecord`;
-    ``valid_for`` ``background-on-time`` when it was computed with pinned jobs. A stopped or failed LP gives the
-    trivial bound (wait 0)."""
+    ``valid_for`` ``background-on-time`` when it was computed with pinned jobs. A stopped or imprecise LP gives the
+    bound its duals certify, a failed one the trivial bound (wait 0)."""
     wait = bound.mean_wait_s if bound.status != "infeasible" else math.nan
     return BoundRecord("pooled", wait, bound.mean_jct_s, bound.status, valid_for, bound.wall_s, bound.cpu_s,
                        bound.jobs, {"columns": bound.columns, "step_s": bound.step_s, "slack_s": bound.slack_s})
