@@ -7,6 +7,7 @@ Usage::
         [--dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json ...
     python -m experiments.schedule --trace default --load 0.7,0.9,1.1 --n-jobs 20000 [--seeds 42] ...
+    python -m experiments.schedule --trace default --points 43:1.1,42:1.0 --n-jobs 20000 ...
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json --scale ...
 
 Small instances (``--instances``: ``small-time``, ``medium-time`` or ``traps`` of
@@ -29,7 +30,8 @@ identical nodes and GPUs are renumbered to match the run's where they can,
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``, or ``--scale`` on a ``--workload``): per point (load and seed of the openb stream,
-:func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster), every *run method* of :data:`RUN_METHODS`
+:func:`fgdopt.timeline.openb_jobs`: every ``--seeds`` x ``--load``, or the ``--points`` named; or the workload on
+its cluster), every *run method* of :data:`RUN_METHODS`
 (the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; the same
 under bounded reservations for whole-node jobs, :class:`fgdopt.policies.reserve.Reserving`, for every
 ``--reserve-wait`` x ``--reserve-nodes`` of the grid, ``policy+reserve(Ws,R)/queue``; then the
@@ -145,10 +147,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reserve-nodes", type=int_list(0), default=[RESERVE_NODES], metavar="R",
                    help="with --trace or --scale: nodes reserved at once at most in the policy+reserve runs "
                    f"(comma-separated grid, 0: none; default: {RESERVE_NODES})")
-    p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
+    p.add_argument("--load", type=real_list(0.0), default=None,
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
-    p.add_argument("--seeds", type=parse_seeds, default=[42], help="with --trace: seeds, A-B or a,b (default: 42)")
+    p.add_argument("--seeds", type=parse_seeds, default=None, help="with --trace: seeds, A-B or a,b (default: 42)")
+    p.add_argument("--points", type=_points, default=None, metavar="SEED:LOAD,...",
+                   help="with --trace: the (seed, load) points to run, in this order, instead of every --seeds x "
+                   "--load (e.g. 43:1.1,42:1.0)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="policy and CP-SAT seed (default: 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9")
@@ -157,6 +162,29 @@ def parser() -> argparse.ArgumentParser:
     add_dask_option(p)
     add_resume_option(p)
     return p
+
+
+LOADS = (0.7, 0.9, 1.1)
+"""``--load``'s default: the offered loads of the full-scale study."""
+SEEDS = (42,)
+"""``--seeds``' default."""
+
+
+def _points(text: str) -> list[tuple[int, float]]:
+    """``--points``: ``"43:1.1,42:1"`` -> ``[(43, 1.1), (42, 1.0)]`` (seed >= 0, load > 0; repeats dropped)."""
+    out = []
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        seed, sep, load = part.partition(":")
+        try:
+            out.append((non_negative_int(seed), positive(load)))
+        except argparse.ArgumentTypeError:
+            sep = ""
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected SEED:LOAD pairs (an integer >= 0, a finite number > 0) "
+                                             f"separated by commas, got {part!r}")
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected SEED:LOAD pairs separated by commas, got {text!r}")
+    return list(dict.fromkeys(out))
 
 
 def _suite(text: str) -> str:
@@ -175,6 +203,13 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--workload and --cluster go together")
     if args.scale and args.workload is None:
         p.error("--scale runs the full-scale methods on --workload (with --cluster)")
+    if args.points is not None:
+        if args.trace is None:
+            p.error("--points names points of the openb stream: give it with --trace")
+        if args.load is not None or args.seeds is not None:
+            p.error("--points names every (seed, load): give it without --load and --seeds")
+        if args.quick:
+            p.error("--quick runs load 0.9: give it --seeds, not --points")
     args.rejected = None
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     try:
@@ -183,6 +218,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             check_timed(args.trace)                         # a stream needs the pods' times
             if args.quick:
                 args.load, args.n_jobs = [0.9], 3000
+            if args.points is None:
+                args.points = [(s, load) for load in args.load or LOADS for s in args.seeds or SEEDS]
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
@@ -687,7 +724,7 @@ def run_full(args: argparse.Namespace) -> int:
     else:
         cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir,
                   args.lns_time_limit, reserve)
-                 for load in args.load for s in args.seeds]
+                 for s, load in args.points]
         keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6], c[8],
                  content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS),
                  reserve)

@@ -3,6 +3,7 @@ that every bound is at or below every run, the interval and the diagnostics writ
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
@@ -164,3 +165,38 @@ def test_interval_ratio():
     assert interval_ratio(101.5, 1.6) == pytest.approx(63.4375)
     assert interval_ratio(5.0, 5.0) == 1.0 and interval_ratio(0.0, 7e-6) == 1.0
     assert interval_ratio(3.0, 0.0) == math.inf and math.isnan(interval_ratio(math.nan, 1.0))
+
+
+def test_points_parse_in_order_once_each():
+    """``--points``: SEED:LOAD pairs in the order written, a repeat dropped; a bare seed, a load of 0 or a negative
+    seed is refused."""
+    assert schedule._points("43:1.1, 42:1,43:1.1") == [(43, 1.1), (42, 1.0)]
+    for bad in ("43", "43:0", "-1:1.1", "a:1", ","):
+        with pytest.raises(argparse.ArgumentTypeError, match="SEED:LOAD"):
+            schedule._points(bad)
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--points", "43:1.1", "--load", "1.1"], "--points names every (seed, load): give it without --load"),
+    (["--points", "43:1.1", "--seeds", "43"], "--points names every (seed, load): give it without --load"),
+    (["--points", "43:1.1", "--quick"], "--quick runs load 0.9: give it --seeds, not --points"),
+    (["--points", "43"], "argument --points: expected SEED:LOAD pairs")])
+def test_points_refused_with_the_options_they_replace(extra, said, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--trace", "default", *extra, "--output", str(tmp_path / "o")])
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize(("extra", "points"), [
+    (["--points", "44:1.2,42:1"], [(44, 1.2), (42, 1.0)]),
+    (["--seeds", "43,44", "--load", "1,1.2"], [(43, 1.0), (44, 1.0), (43, 1.2), (44, 1.2)]),
+    ([], [(42, 0.7), (42, 0.9), (42, 1.1)])])
+def test_the_points_a_trace_runs(extra, points, openb_dir, monkeypatch):
+    """The (seed, load) of each full-scale cell: the ``--points`` named, in their order; else every ``--seeds`` x
+    ``--load`` (load-major), by default seed 42 at loads 0.7, 0.9 and 1.1."""
+    cells = []
+    monkeypatch.setattr(schedule, "run_and_write", lambda study, fn, c, *rest: (cells.extend(c), (None, 0))[1])
+    assert main(["--trace", "default", "--data-dir", str(openb_dir), *extra]) == 0
+    assert [(c[1], c[2]) for c in cells] == points
