@@ -838,6 +838,49 @@ PLOT_FLOOR_S = 0.1
 """Waits below this many seconds are drawn at it on the interval figure's log axis."""
 
 
+def plot_interval_points(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
+    """Every point of ``schedule-bound.csv`` in one panel, one row each (by load, then seed): a bar from the best
+    bound to the best run (:func:`interval_row`) on a log wait axis, every run (dot) and ``valid_for`` ``all`` bound
+    (triangle) marked, the ceilings (crosses) just below, the best run and bound named and the ratio at the right;
+    the compact companion of :func:`plot_interval`, whose labelled rows suit a few points only."""
+    import matplotlib.pyplot as plt
+
+    points = frame[["load", "seed"]].drop_duplicates().sort_values(["load", "seed"]).itertuples(index=False)
+    points = list(points)
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.6 * len(points)))
+    for y, (load, seed) in enumerate(points):
+        at = (frame["load"] == load) & (frame["seed"] == seed)
+        pts = frame[at & ((frame["status"] == "run") | (frame["valid_for"] == "all"))]
+        iv = interval_row(pts)
+        lo, hi = max(iv["best_bound_wait_s"], PLOT_FLOOR_S), max(iv["best_run_wait_s"], PLOT_FLOOR_S)
+        ax.plot([lo, hi], [y, y], color="0.75", lw=6, solid_capstyle="butt", zorder=1)
+        runs, bounds = pts[pts["status"] == "run"], pts[pts["status"] != "run"]
+        ax.scatter(runs["mean_wait_s"].clip(lower=PLOT_FLOOR_S), [y] * len(runs), marker="o", color="C0", s=18,
+                   zorder=3)
+        ax.scatter(bounds["mean_wait_s"].clip(lower=PLOT_FLOOR_S), [y] * len(bounds), marker="^", color="C3", s=24,
+                   zorder=3)
+        d = diagnostics[(diagnostics["load"] == load) & (diagnostics["seed"] == seed)]
+        ceil = d[d["quantity"].str.startswith("ceiling")]["value_s"].clip(lower=PLOT_FLOOR_S)
+        ax.scatter(ceil, [y - 0.25] * len(ceil), marker="x", color="C2", s=16, zorder=3)
+        ax.annotate(iv["best_bound_method"], (lo, y), fontsize=6, ha="right", va="center", xytext=(-6, 0),
+                    textcoords="offset points")
+        ax.annotate(iv["best_run_method"], (hi, y), fontsize=6, ha="left", va="bottom", xytext=(2, 3),
+                    textcoords="offset points")
+        ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(points)), [f"load {load:g}, seed {seed}" for load, seed in points])
+    ax.set_ylim(len(points) - 0.5, -0.7)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo / 4, hi * 4)                                     # room for the names beside the bar
+    ax.set_title("Every point: from the best bound to the best run (mean wait of every job; triangles: bounds, "
+                 "dots: runs, crosses: ceilings)", fontsize=8)
+    ax.set_xlabel(f"mean wait (s, log; below {PLOT_FLOOR_S:g} s drawn at {PLOT_FLOOR_S:g} s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)

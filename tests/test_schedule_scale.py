@@ -200,3 +200,51 @@ def test_the_points_a_trace_runs(extra, points, openb_dir, monkeypatch):
     monkeypatch.setattr(schedule, "run_and_write", lambda study, fn, c, *rest: (cells.extend(c), (None, 0))[1])
     assert main(["--trace", "default", "--data-dir", str(openb_dir), *extra]) == 0
     assert [(c[1], c[2]) for c in cells] == points
+
+
+DIAGNOSED = ("best_run_s", "best_bound_s", "ceiling_pooled_s", "ceiling_per_type_s", "ceiling_repack_s", "capacity_s",
+             "non_migration_s", "order_and_placement_s", "diagnostics_wall_s")
+"""The quantities of ``diagnostics.csv`` the report tabulates."""
+
+
+def _point_rows(seed, load, run_s, bound_s):
+    """Two runs (``run_s`` and twice it) and one ``all`` bound of one point, as rows of ``schedule-bound.csv``."""
+    base = {"trace": "default", "seed": seed, "load": load, "mean_jct_s": 0.0, "stream_wait_s": math.nan,
+            "stream_jct_s": math.nan, "background_on_time": False, "wall_s": 1.0, "cpu_s": 1.0}
+    return [{**base, "method": "a/b", "status": "run", "valid_for": "", "mean_wait_s": run_s},
+            {**base, "method": "c/d", "status": "run", "valid_for": "", "mean_wait_s": 2 * run_s},
+            {**base, "method": "bound-x", "status": "optimal", "valid_for": "all", "mean_wait_s": bound_s}]
+
+
+def test_the_report_joins_both_schedule_studies_by_load_and_seed(tmp_path):
+    """``schedule-bound`` (seed 42 at 1.1) and ``schedule-bound-seeds`` (seed 43 at 1.0 and 1.1): the interval table
+    has the three points by load then seed, with their run counts and ratios (80/20 = 4, 30/10 = 3, 90/15 = 6), and
+    the compact figure one row per point (1.4 + 0.6 x 3 inches at 130 dpi)."""
+    import matplotlib.image
+
+    from experiments import report
+
+    studies = {"schedule-bound": [(42, 1.1, 80.0, 20.0)], "schedule-bound-seeds": [(43, 1.1, 90.0, 15.0),
+                                                                                   (43, 1.0, 30.0, 10.0)]}
+    for study, points in studies.items():
+        out = tmp_path / study
+        out.mkdir()
+        frame = pd.DataFrame([r for p in points for r in _point_rows(*p)], columns=schedule.BOUND_COLUMNS)
+        frame.to_csv(out / "schedule-bound.csv", index=False)
+        pd.DataFrame([{"trace": "default", "seed": s, "load": x, **schedule.interval_row(
+            frame[(frame["seed"] == s) & (frame["load"] == x)])} for s, x, *_ in points]).to_csv(
+            out / "interval.csv", index=False)
+        pd.DataFrame([{"trace": "default", "seed": s, "load": x, "quantity": q, "value_s": 5.0, "method": "m",
+                       "wall_s": 0.0} for s, x, *_ in points for q in DIAGNOSED]).to_csv(out / "diagnostics.csv",
+                                                                                         index=False)
+    items = report.schedule_tables(tmp_path)
+    table = items["schedule_interval"].splitlines()
+    assert [[c.strip() for c in row.strip("|").split("|")] for row in table[2:]] == [
+        ["43", "1", "a/b", "30", "bound-x", "10", "3", "2"], ["42", "1.1", "a/b", "80", "bound-x", "20", "4", "2"],
+        ["43", "1.1", "a/b", "90", "bound-x", "15", "6", "2"]]
+    assert (items["schedule_interval_points"], items["schedule_ratio_max"], items["schedule_ratio_min"]) == (
+        "3", "6", "3.0")
+    assert "schedule_bound_seeds" in items and "load 1, seed 43" in items["schedule_bound_seeds"]
+    drawn = schedule.plot_interval_points(report._schedule_bound(tmp_path, "schedule-bound.csv"),
+                                          report._schedule_bound(tmp_path, "diagnostics.csv"), tmp_path / "p.png")
+    assert matplotlib.image.imread(drawn).shape[0] == round((1.4 + 0.6 * 3) * 130)
