@@ -60,6 +60,16 @@ earlier (at 3 jobs/hour Gavel's own runs keep its GPUs 90% and 94% busy)."""
 FAIR_MULTI_ARGS = ("--multi-gpu", "--cluster", "16:0:16", "--jobs-per-user", "10")
 """Gandiva-Fair with gangs of 1 to 8 GPUs on 4-GPU nodes (8-GPU jobs go to the central scheduler)."""
 
+SEED_POINTS = "43:1.1,44:1.1,42:1.0,43:1.2,44:1.2,43:1.0,44:1.0"
+"""The (seed, load) points of the full-scale schedule study beyond seed 42 at loads 1.1 and 1.2, most wanted first:
+the other seeds at the headline load 1.1, seed 42 at 1.0 (its loads 1.0-1.2 complete), the other seeds at 1.2,
+then at 1.0."""
+SEED_GRID = ("--n-jobs", "20000", "--policies", "fgd,best-fit,drain-fit", "--queue", "area,area-aged", "--time-limit",
+             "600", "--jobs", "1")
+"""The grid at those points, chosen from seed 42's (3 policies x 6 queues cost about 1,900 CPU s a point): the two
+queues of every best run there (area, area-aged), each policy with and without reservations, the search, every
+bound and the diagnostics."""
+
 
 @dataclass(frozen=True)
 class Study:
@@ -189,6 +199,9 @@ STUDIES: tuple[Study, ...] = (
           ("--trace", "default", "--load", "1.0,1.1,1.2", "--n-jobs", "20000", "--seeds", "42-44", "--policies",
            "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area,area-aged", "--time-limit", "600",
            "--jobs", "2"),
+          ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
+    Study("schedule-bound-seeds", "schedule", ("--trace", "default", "--points", "43:1.1", *SEED_GRID),
+          ("--trace", "default", "--points", SEED_POINTS, *SEED_GRID),
           ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
 )
 """The studies of the paper, in the order they run."""

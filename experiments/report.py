@@ -815,19 +815,26 @@ def schedule_tables(results: Path) -> dict[str, str]:
             run = json.loads(cost.read_text())
             items["schedule_suite_wall"] = f"{run['wall_s'] / 60:.1f}"
             items["schedule_suite_cpu"] = f"{run['cpu_s'] / 60:.1f}"
-    bound = _csv(results, "schedule-bound", "schedule-bound.csv")
+    for study, key in (("schedule-bound", "schedule_bound"), ("schedule-bound-seeds", "schedule_bound_seeds")):
+        one = _csv(results, study, "schedule-bound.csv")
+        if one is not None:
+            items[key] = bound_tables(one, _csv(results, study, "diagnostics.csv"),
+                                      _csv(results, study, "profile.csv")).strip()
+    bound = _schedule_bound(results, "schedule-bound.csv")
     if bound is not None:
-        diag = _csv(results, "schedule-bound", "diagnostics.csv")
-        items["schedule_bound"] = bound_tables(bound, diag, _csv(results, "schedule-bound", "profile.csv")).strip()
+        diag = _schedule_bound(results, "diagnostics.csv")
         rows = bound[bound["status"] != "run"]
         items["schedule_bound_max_wall"] = f"{rows['wall_s'].max():.0f}"
         items["schedule_bound_max_cpu"] = f"{rows['cpu_s'].max():.0f}"
-        interval = _csv(results, "schedule-bound", "interval.csv")
+        interval = _schedule_bound(results, "interval.csv")
         if interval is not None:
-            shown = interval.drop(columns="trace").round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "ratio": 1})
+            runs = bound[bound["status"] == "run"].groupby(["load", "seed"]).size().rename("runs")
+            shown = interval.drop(columns="trace").join(runs, on=["load", "seed"])
+            shown = shown.round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "ratio": 1})
             items["schedule_interval"] = shown.to_markdown(index=False)
             items["schedule_interval_points"] = f"{len(interval)}"
             items["schedule_ratio_max"] = f"{interval['ratio'].max():.0f}"
+            items["schedule_ratio_min"] = f"{interval['ratio'].min():.1f}"
         if diag is not None:
             wide = diag.pivot_table(index=["load", "seed"], columns="quantity", values="value_s")
             split = wide[["best_run_s", "best_bound_s", "ceiling_pooled_s", "ceiling_per_type_s", "ceiling_repack_s",
@@ -835,6 +842,21 @@ def schedule_tables(results: Path) -> dict[str, str]:
             items["schedule_split"] = split.reset_index().to_markdown(index=False)
             items["schedule_diag_max_wall"] = f"{wide['diagnostics_wall_s'].max():.0f}"
     return items
+
+
+SCHEDULE_BOUND_STUDIES = ("schedule-bound", "schedule-bound-seeds")
+"""The full-scale schedule studies (``experiments.schedule --trace``): seed 42 at loads 1.1 and 1.2 with every
+policy and queue, and the other points with the queues that came closest there; the interval table and figure show
+every point of both."""
+
+
+def _schedule_bound(results: Path, name: str) -> pd.DataFrame | None:
+    """``name`` of every study of :data:`SCHEDULE_BOUND_STUDIES` that has it, as one frame sorted by load and seed
+    (each point's rows in their written order)."""
+    parts = [f for study in SCHEDULE_BOUND_STUDIES if (f := _csv(results, study, name)) is not None]
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True).sort_values(["load", "seed"], kind="stable", ignore_index=True)
 
 
 def pollux_tables(results: Path) -> dict[str, str]:
@@ -1173,6 +1195,11 @@ def draw_figures(results: Path, figures: Path) -> list[Path]:
         from experiments.schedule import plot_interval
 
         drawn.append(plot_interval(bound, diag, figures / "interval.png"))
+    bound, diag = _schedule_bound(results, "schedule-bound.csv"), _schedule_bound(results, "diagnostics.csv")
+    if bound is not None and diag is not None:
+        from experiments.schedule import plot_interval_points
+
+        drawn.append(plot_interval_points(bound, diag, figures / "interval-points.png"))
     starts = _csv(results, "schedule", "starts.csv")
     if starts is not None:
         drawn.append(_schedule_gantt(_csv(results, "schedule", "schedule.csv"), starts, figures / "gantt.png"))

@@ -7,6 +7,7 @@ Usage::
         [--dask ADDRESS] [--resume] [--quick] --output DIR
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json ...
     python -m experiments.schedule --trace default --load 0.7,0.9,1.1 --n-jobs 20000 [--seeds 42] ...
+    python -m experiments.schedule --trace default --points 43:1.1,42:1.0 --n-jobs 20000 ...
     python -m experiments.schedule --workload FILE.csv --cluster FILE.json --scale ...
     python -m experiments.schedule --instances medium-time --scale --time-limit 60 --lns-time-limit 30 ...
 
@@ -30,8 +31,9 @@ identical nodes and GPUs are renumbered to match the run's where they can,
 Every schedule is replayed on the ``ClusterState`` before it is written.
 
 Full scale (``--trace``, or ``--scale`` on a ``--workload`` or an ``--instances`` suite): per point (load and seed of
-the openb stream, :func:`fgdopt.timeline.openb_jobs`; or the workload on its cluster; or each instance of the suite,
-``trace`` its name and ``load`` its generator's), every *run method* of :data:`RUN_METHODS`
+the openb stream, :func:`fgdopt.timeline.openb_jobs`: every ``--seeds`` x ``--load``, or the ``--points`` named; or
+the workload on its cluster; or each instance of the suite, ``trace`` its name and ``load`` its generator's), every
+*run method* of :data:`RUN_METHODS`
 (the engine under every (policy, queue), each recorded as a schedule and replayed on the ``ClusterState``; the same
 under bounded reservations for whole-node jobs, :class:`fgdopt.policies.reserve.Reserving`, for every
 ``--reserve-wait`` x ``--reserve-nodes`` of the grid, ``policy+reserve(Ws,R)/queue``; then the
@@ -150,10 +152,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reserve-nodes", type=int_list(0), default=[RESERVE_NODES], metavar="R",
                    help="with --trace or --scale: nodes reserved at once at most in the policy+reserve runs "
                    f"(comma-separated grid, 0: none; default: {RESERVE_NODES})")
-    p.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9, 1.1],
+    p.add_argument("--load", type=real_list(0.0), default=None,
                    help="with --trace: offered loads (default: 0.7,0.9,1.1)")
     p.add_argument("--n-jobs", type=positive_int, default=20_000, help="with --trace: stream jobs (default: 20000)")
-    p.add_argument("--seeds", type=parse_seeds, default=[42], help="with --trace: seeds, A-B or a,b (default: 42)")
+    p.add_argument("--seeds", type=parse_seeds, default=None, help="with --trace: seeds, A-B or a,b (default: 42)")
+    p.add_argument("--points", type=_points, default=None, metavar="SEED:LOAD,...",
+                   help="with --trace: the (seed, load) points to run, in this order, instead of every --seeds x "
+                   "--load (e.g. 43:1.1,42:1.0)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="policy and CP-SAT seed (default: 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9")
@@ -162,6 +167,29 @@ def parser() -> argparse.ArgumentParser:
     add_dask_option(p)
     add_resume_option(p)
     return p
+
+
+LOADS = (0.7, 0.9, 1.1)
+"""``--load``'s default: the offered loads of the full-scale study."""
+SEEDS = (42,)
+"""``--seeds``' default."""
+
+
+def _points(text: str) -> list[tuple[int, float]]:
+    """``--points``: ``"43:1.1,42:1"`` -> ``[(43, 1.1), (42, 1.0)]`` (seed >= 0, load > 0; repeats dropped)."""
+    out = []
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        seed, sep, load = part.partition(":")
+        try:
+            out.append((non_negative_int(seed), positive(load)))
+        except argparse.ArgumentTypeError:
+            sep = ""
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected SEED:LOAD pairs (an integer >= 0, a finite number > 0) "
+                                             f"separated by commas, got {part!r}")
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected SEED:LOAD pairs separated by commas, got {text!r}")
+    return list(dict.fromkeys(out))
 
 
 def _suite(text: str) -> str:
@@ -180,6 +208,13 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--workload and --cluster go together")
     if args.scale and args.workload is None and args.instances is None:
         p.error("--scale runs the full-scale methods on --workload (with --cluster) or on the --instances suite")
+    if args.points is not None:
+        if args.trace is None:
+            p.error("--points names points of the openb stream: give it with --trace")
+        if args.load is not None or args.seeds is not None:
+            p.error("--points names every (seed, load): give it without --load and --seeds")
+        if args.quick:
+            p.error("--quick runs load 0.9: give it --seeds, not --points")
     args.rejected = None
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     try:
@@ -188,6 +223,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             check_timed(args.trace)                         # a stream needs the pods' times
             if args.quick:
                 args.load, args.n_jobs = [0.9], 3000
+            if args.points is None:
+                args.points = [(s, load) for load in args.load or LOADS for s in args.seeds or SEEDS]
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
@@ -730,7 +767,7 @@ def run_full(args: argparse.Namespace) -> int:
     else:
         cells = [(args.trace, s, load, args.n_jobs, args.policies, args.queue, args.time_limit, args.data_dir,
                   args.lns_time_limit, reserve)
-                 for load in args.load for s in args.seeds]
+                 for s, load in args.points]
         keys = [("v2", *c[:4], [policy_digest(p) for p in c[4]], [policy_digest(q) for q in c[5]], c[6], c[8],
                  content_digest(*trace_files(args.trace, args.data_dir)), sorted(RUN_METHODS), sorted(BOUND_METHODS),
                  reserve)
@@ -845,6 +882,49 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
 
 PLOT_FLOOR_S = 0.1
 """Waits below this many seconds are drawn at it on the interval figure's log axis."""
+
+
+def plot_interval_points(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
+    """Every point of ``schedule-bound.csv`` in one panel, one row each (by load, then seed): a bar from the best
+    bound to the best run (:func:`interval_row`) on a log wait axis, every run (dot) and ``valid_for`` ``all`` bound
+    (triangle) marked, the ceilings (crosses) just below, the best run and bound named and the ratio at the right;
+    the compact companion of :func:`plot_interval`, whose labelled rows suit a few points only."""
+    import matplotlib.pyplot as plt
+
+    points = frame[["load", "seed"]].drop_duplicates().sort_values(["load", "seed"]).itertuples(index=False)
+    points = list(points)
+    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.6 * len(points)))
+    for y, (load, seed) in enumerate(points):
+        at = (frame["load"] == load) & (frame["seed"] == seed)
+        pts = frame[at & ((frame["status"] == "run") | (frame["valid_for"] == "all"))]
+        iv = interval_row(pts)
+        lo, hi = max(iv["best_bound_wait_s"], PLOT_FLOOR_S), max(iv["best_run_wait_s"], PLOT_FLOOR_S)
+        ax.plot([lo, hi], [y, y], color="0.75", lw=6, solid_capstyle="butt", zorder=1)
+        runs, bounds = pts[pts["status"] == "run"], pts[pts["status"] != "run"]
+        ax.scatter(runs["mean_wait_s"].clip(lower=PLOT_FLOOR_S), [y] * len(runs), marker="o", color="C0", s=18,
+                   zorder=3)
+        ax.scatter(bounds["mean_wait_s"].clip(lower=PLOT_FLOOR_S), [y] * len(bounds), marker="^", color="C3", s=24,
+                   zorder=3)
+        d = diagnostics[(diagnostics["load"] == load) & (diagnostics["seed"] == seed)]
+        ceil = d[d["quantity"].str.startswith("ceiling")]["value_s"].clip(lower=PLOT_FLOOR_S)
+        ax.scatter(ceil, [y - 0.25] * len(ceil), marker="x", color="C2", s=16, zorder=3)
+        ax.annotate(iv["best_bound_method"], (lo, y), fontsize=6, ha="right", va="center", xytext=(-6, 0),
+                    textcoords="offset points")
+        ax.annotate(iv["best_run_method"], (hi, y), fontsize=6, ha="left", va="bottom", xytext=(2, 3),
+                    textcoords="offset points")
+        ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(points)), [f"load {load:g}, seed {seed}" for load, seed in points])
+    ax.set_ylim(len(points) - 0.5, -0.7)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo / 4, hi * 4)                                     # room for the names beside the bar
+    ax.set_title("Every point: from the best bound to the best run (mean wait of every job; triangles: bounds, "
+                 "dots: runs, crosses: ceilings)", fontsize=8)
+    ax.set_xlabel(f"mean wait (s, log; below {PLOT_FLOOR_S:g} s drawn at {PLOT_FLOOR_S:g} s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

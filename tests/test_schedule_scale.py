@@ -3,6 +3,7 @@ that every bound is at or below every run, the interval and the diagnostics writ
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
@@ -196,3 +197,86 @@ def test_scale_needs_a_workload_or_a_suite(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--scale", "--trace", "default"])
     assert exc.value.code == 2
+
+
+def test_points_parse_in_order_once_each():
+    """``--points``: SEED:LOAD pairs in the order written, a repeat dropped; a bare seed, a load of 0 or a negative
+    seed is refused."""
+    assert schedule._points("43:1.1, 42:1,43:1.1") == [(43, 1.1), (42, 1.0)]
+    for bad in ("43", "43:0", "-1:1.1", "a:1", ","):
+        with pytest.raises(argparse.ArgumentTypeError, match="SEED:LOAD"):
+            schedule._points(bad)
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--points", "43:1.1", "--load", "1.1"], "--points names every (seed, load): give it without --load"),
+    (["--points", "43:1.1", "--seeds", "43"], "--points names every (seed, load): give it without --load"),
+    (["--points", "43:1.1", "--quick"], "--quick runs load 0.9: give it --seeds, not --points"),
+    (["--points", "43"], "argument --points: expected SEED:LOAD pairs")])
+def test_points_refused_with_the_options_they_replace(extra, said, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--trace", "default", *extra, "--output", str(tmp_path / "o")])
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize(("extra", "points"), [
+    (["--points", "44:1.2,42:1"], [(44, 1.2), (42, 1.0)]),
+    (["--seeds", "43,44", "--load", "1,1.2"], [(43, 1.0), (44, 1.0), (43, 1.2), (44, 1.2)]),
+    ([], [(42, 0.7), (42, 0.9), (42, 1.1)])])
+def test_the_points_a_trace_runs(extra, points, openb_dir, monkeypatch):
+    """The (seed, load) of each full-scale cell: the ``--points`` named, in their order; else every ``--seeds`` x
+    ``--load`` (load-major), by default seed 42 at loads 0.7, 0.9 and 1.1."""
+    cells = []
+    monkeypatch.setattr(schedule, "run_and_write", lambda study, fn, c, *rest: (cells.extend(c), (None, 0))[1])
+    assert main(["--trace", "default", "--data-dir", str(openb_dir), *extra]) == 0
+    assert [(c[1], c[2]) for c in cells] == points
+
+
+DIAGNOSED = ("best_run_s", "best_bound_s", "ceiling_pooled_s", "ceiling_per_type_s", "ceiling_repack_s", "capacity_s",
+             "non_migration_s", "order_and_placement_s", "diagnostics_wall_s")
+"""The quantities of ``diagnostics.csv`` the report tabulates."""
+
+
+def _point_rows(seed, load, run_s, bound_s):
+    """Two runs (``run_s`` and twice it) and one ``all`` bound of one point, as rows of ``schedule-bound.csv``."""
+    base = {"trace": "default", "seed": seed, "load": load, "mean_jct_s": 0.0, "stream_wait_s": math.nan,
+            "stream_jct_s": math.nan, "background_on_time": False, "wall_s": 1.0, "cpu_s": 1.0}
+    return [{**base, "method": "a/b", "status": "run", "valid_for": "", "mean_wait_s": run_s},
+            {**base, "method": "c/d", "status": "run", "valid_for": "", "mean_wait_s": 2 * run_s},
+            {**base, "method": "bound-x", "status": "optimal", "valid_for": "all", "mean_wait_s": bound_s}]
+
+
+def test_the_report_joins_both_schedule_studies_by_load_and_seed(tmp_path):
+    """``schedule-bound`` (seed 42 at 1.1) and ``schedule-bound-seeds`` (seed 43 at 1.0 and 1.1): the interval table
+    has the three points by load then seed, with their run counts and ratios (80/20 = 4, 30/10 = 3, 90/15 = 6), and
+    the compact figure one row per point (1.4 + 0.6 x 3 inches at 130 dpi)."""
+    import matplotlib.image
+
+    from experiments import report
+
+    studies = {"schedule-bound": [(42, 1.1, 80.0, 20.0)], "schedule-bound-seeds": [(43, 1.1, 90.0, 15.0),
+                                                                                   (43, 1.0, 30.0, 10.0)]}
+    for study, points in studies.items():
+        out = tmp_path / study
+        out.mkdir()
+        frame = pd.DataFrame([r for p in points for r in _point_rows(*p)], columns=schedule.BOUND_COLUMNS)
+        frame.to_csv(out / "schedule-bound.csv", index=False)
+        pd.DataFrame([{"trace": "default", "seed": s, "load": x, **schedule.interval_row(
+            frame[(frame["seed"] == s) & (frame["load"] == x)])} for s, x, *_ in points]).to_csv(
+            out / "interval.csv", index=False)
+        pd.DataFrame([{"trace": "default", "seed": s, "load": x, "quantity": q, "value_s": 5.0, "method": "m",
+                       "wall_s": 0.0} for s, x, *_ in points for q in DIAGNOSED]).to_csv(out / "diagnostics.csv",
+                                                                                         index=False)
+    items = report.schedule_tables(tmp_path)
+    table = items["schedule_interval"].splitlines()
+    assert [[c.strip() for c in row.strip("|").split("|")] for row in table[2:]] == [
+        ["43", "1", "a/b", "30", "bound-x", "10", "3", "2"], ["42", "1.1", "a/b", "80", "bound-x", "20", "4", "2"],
+        ["43", "1.1", "a/b", "90", "bound-x", "15", "6", "2"]]
+    assert (items["schedule_interval_points"], items["schedule_ratio_max"], items["schedule_ratio_min"]) == (
+        "3", "6", "3.0")
+    assert "schedule_bound_seeds" in items and "load 1, seed 43" in items["schedule_bound_seeds"]
+    drawn = schedule.plot_interval_points(report._schedule_bound(tmp_path, "schedule-bound.csv"),
+                                          report._schedule_bound(tmp_path, "diagnostics.csv"), tmp_path / "p.png")
+    assert matplotlib.image.imread(drawn).shape[0] == round((1.4 + 0.6 * 3) * 130)
