@@ -77,11 +77,10 @@ import scipy.sparse as sp
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
-from fgdopt.timeline.schedule import rejected_jobs
 from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.exact import node_types
-from formulations.schedule.record import BoundRecord
+from formulations.schedule.record import BoundRecord, counted_jobs
 
 GM_UNIT = 125
 """Milli-GPU per unit of the configurations' second dimension (a job's total is rounded down: a relaxation)."""
@@ -252,18 +251,12 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
     """
     wall0, cpu0 = time.perf_counter(), time.process_time()
     deadline = wall0 + float(time_limit)
-    rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
-    n = len(rows)
-    if n == 0:
+    counted = counted_jobs(cluster, jobs, horizon_s, intervals)
+    if counted is None:
         return BoundRecord("config", math.nan, math.nan, "optimal", "all", 0.0, 0.0, 0)
-    r, p = jobs.submit_s[rows].astype(np.float64), jobs.duration_s[rows].astype(np.float64)
-    if not np.isfinite(p).all():
-        raise ValueError("a job never finishes (duration inf): no schedule has a finite mean wait")
+    rows, r, p, t0, horizon_s = counted
+    n = len(rows)
     mean_p = float(p.mean())
-    t0 = float(r.min())
-    if horizon_s is None:
-        horizon_s = float(r.max()) + 0.1 * float(r.max() - t0) + 2 * float(np.median(p))
-    horizon_s = max(float(horizon_s), t0 + 1e-3 * intervals)
     groups = node_types(cluster)
     gpu_types = [i for i, g in enumerate(groups) if cluster.gpu[g[0]] > 0]
     cls, weights, masks = job_classes(cluster, jobs, rows, groups)

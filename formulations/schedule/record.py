@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+import numpy as np
+
+from fgdopt.model import Cluster
+from fgdopt.timeline import JobSet
+from fgdopt.timeline.schedule import rejected_jobs
 from formulations.schedule.bound import PooledBound
 
 VALID_FOR = ("all", "background-on-time")
@@ -58,3 +64,35 @@ def pooled_record(bound: PooledBound, valid_for: str = "all") -> BoundRecord:
     wait = bound.mean_wait_s if bound.status != "infeasible" else math.nan
     return BoundRecord("pooled", wait, bound.mean_jct_s, bound.status, valid_for, bound.wall_s, bound.cpu_s,
                        bound.jobs, {"columns": bound.columns, "step_s": bound.step_s, "slack_s": bound.slack_s})
+
+
+class Counted(NamedTuple):
+    """The jobs a bound counts (those some empty node holds): their ``rows`` (job indices), submissions ``r`` and
+    durations ``p`` (seconds, float64), the first submission ``t0`` and the grid's ``horizon_s`` (seconds)."""
+
+    rows: np.ndarray
+    r: np.ndarray
+    p: np.ndarray
+    t0: float
+    horizon_s: float
+
+
+def counted_jobs(cluster: Cluster, jobs: JobSet, horizon_s: float | None, intervals: int) -> Counted | None:
+    """The jobs a time-grid bound counts and its horizon: ``horizon_s`` if given, else the last submission plus a
+    tenth of the submission span and twice the median duration; at least ``t0 + 1e-3 * intervals``. None when no
+    job is counted.
+
+    Raises
+    ------
+    ValueError : a counted job never finishes (duration inf): no schedule has a finite mean wait.
+    """
+    rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
+    if len(rows) == 0:
+        return None
+    r, p = jobs.submit_s[rows].astype(np.float64), jobs.duration_s[rows].astype(np.float64)
+    if not np.isfinite(p).all():
+        raise ValueError("a job never finishes (duration inf): no schedule has a finite mean wait")
+    t0 = float(r.min())
+    if horizon_s is None:
+        horizon_s = float(r.max()) + 0.1 * float(r.max() - t0) + 2 * float(np.median(p))
+    return Counted(rows, r, p, t0, max(float(horizon_s), t0 + 1e-3 * intervals))

@@ -63,10 +63,9 @@ import numpy as np
 
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.timeline import JobSet
-from fgdopt.timeline.schedule import rejected_jobs
 from formulations.schedule.bound import SAFETY
 from formulations.schedule.configlp import busy_edges
-from formulations.schedule.record import BoundRecord
+from formulations.schedule.record import BoundRecord, counted_jobs
 
 DFF = (1, 2, 3)
 """The ``k`` of the dual-feasible GPU counts pooled by default (module docstring)."""
@@ -235,18 +234,12 @@ def rigid_bound(cluster: Cluster, jobs: JobSet, intervals: int = INTERVALS, hori
     """
     wall0, cpu0 = time.perf_counter(), time.process_time()
     deadline = wall0 + float(time_limit)
-    rows = np.flatnonzero(~rejected_jobs(cluster, jobs))
-    n = len(rows)
-    if n == 0:
+    counted = counted_jobs(cluster, jobs, horizon_s, intervals)
+    if counted is None:
         return BoundRecord("rigid", math.nan, math.nan, "optimal", "all", 0.0, 0.0, 0)
-    r, p = jobs.submit_s[rows].astype(np.float64), jobs.duration_s[rows].astype(np.float64)
-    if not np.isfinite(p).all():
-        raise ValueError("a job never finishes (duration inf): no schedule has a finite mean wait")
+    rows, r, p, t0, horizon_s = counted
+    n = len(rows)
     names, a = pooled_demands(cluster, jobs, rows, dff)
-    t0 = float(r.min())
-    if horizon_s is None:
-        horizon_s = float(r.max()) + 0.1 * float(r.max() - t0) + 2 * float(np.median(p))
-    horizon_s = max(float(horizon_s), t0 + 1e-3 * intervals)
     peak = np.array([_peak(r, p, a[:, q]) for q in range(a.shape[1])])
     q_busy = int(np.argmax(peak))
     if not all_resources:                                       # the rows of resources over capacity at zero wait
