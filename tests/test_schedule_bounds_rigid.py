@@ -19,6 +19,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, rejected_jobs, validate_schedule
 from fgdopt.timeline.suites import time_suite, trap_instances
 from formulations.schedule import pooled_bound, pooled_record
+from formulations.schedule.configlp import config_bound
 from formulations.schedule.rigid import _Prices, cheapest_starts, dff_count, dff_is_feasible, rigid_bound, usage
 
 SMALL_TIME_JCT = {
@@ -163,3 +164,20 @@ def test_below_every_engine_run(instance):
         _, run = recorded_run(cluster, jobs, policy, queue)
         validate_schedule(cluster, jobs, run)
         assert b.wait_s <= float(np.nanmean(run.start_s - jobs.submit_s)) + 1e-9
+
+
+def test_grid_bounds_share_the_counted_jobs_and_horizon():
+    """Both time-grid bounds count the jobs some empty node holds: a 16-GPU job on 8-GPU nodes is left out, and the
+    default horizon is the last submission plus a tenth of the submission span plus twice the median duration
+    (10 + 1 + 2 * 20 = 51 s); a counted job that never ends is refused in one line by both."""
+    from formulations.schedule.record import counted_jobs
+
+    cluster = Cluster([64_000] * 2, [262_144] * 2, [8] * 2, ["V100"] * 2)
+    jobs = JobSet(TaskSet([1000] * 3, [1024] * 3, [8, 16, 8], [1000] * 3), [0.0, 5.0, 10.0], [20.0, 20.0, 20.0])
+    counted = counted_jobs(cluster, jobs, None, 8)
+    assert counted.rows.tolist() == [0, 2] and (counted.t0, counted.horizon_s) == (0.0, 51.0)
+    assert counted_jobs(cluster, jobs, 1e-6, 8).horizon_s == pytest.approx(8e-3)    # at least 1 ms per interval
+    endless = JobSet(jobs.tasks, jobs.submit_s, [20.0, 20.0, np.inf])
+    for bound in (config_bound, rigid_bound):
+        with pytest.raises(ValueError, match="never finishes"):
+            bound(cluster, endless)
