@@ -200,7 +200,7 @@ STUDIES: tuple[Study, ...] = (
            "fgd,best-fit,drain-fit", "--queue", "fifo,backfill,sjf,smallest,area,area-aged", "--time-limit", "600",
            "--jobs", "2"),
           ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
-    Study("schedule-bound-seeds", "schedule", ("--trace", "default", "--points", "43:1.1", *SEED_GRID),
+    Study("schedule-bound-seeds", "schedule", ("--trace", "default", "--points", SEED_POINTS, *SEED_GRID),
           ("--trace", "default", "--points", SEED_POINTS, *SEED_GRID),
           ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
 )
