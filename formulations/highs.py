@@ -248,6 +248,14 @@ def read_result(highs, duals: bool = False) -> HighsResult:
     return HighsResult(status, objective, bound, values, row_duals)
 
 
+def last_row_duals(highs) -> np.ndarray | None:
+    """The row duals of the last run of ``highs`` (m,), whatever HiGHS says of them (an interior-point run stopped
+    early or short of its tolerances leaves them dual infeasible), or None when it left none or a non-finite one:
+    for a bound that repairs them (:func:`formulations.schedule.bound.dual_bound`), never to be read as optimal."""
+    duals = np.asarray(highs.getSolution().row_dual, dtype=np.float64)
+    return duals if len(duals) == highs.getNumRow() and np.isfinite(duals).all() else None
+
+
 def solve(highs, time_limit: float | None = None, duals: bool = False) -> HighsResult:
     """Run ``highs`` and read its :class:`HighsResult`.
 

@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import rejected_jobs
-from formulations.highs import build_highs, highs_lp, solve
+from formulations.highs import build_highs, highs_lp, last_row_duals, solve
 
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
@@ -284,8 +284,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         total = res.objective
         state = "optimal"
     else:                                                           # stopped, or short of its tolerances
-        duals = np.asarray(h.getSolution().row_dual, dtype=np.float64)
-        if len(duals) == n_rows and np.isfinite(duals).all():
+        duals = last_row_duals(h)
+        if duals is not None:
             total = dual_bound(*arrays, duals)
             state = "time_limit" if status == "time_limit" else "imprecise"
         elif status == "time_limit":
