@@ -137,6 +137,15 @@ def test_reaches_the_optimum_on_a_trap():
     assert b.status == "optimal" and b.wait_s == pytest.approx(4 / 3, rel=1e-5)
 
 
+def test_a_forced_time_limit_gives_a_valid_bound():
+    """Stopped at once (``time_limit=0``: after the first step, at zero prices, whose starts overlap on the one GPU),
+    the shortest-first trap's bound has status ``time_limit`` and stays within [0, 4/3] s, the optimum."""
+    inst = trap_instances()[0]
+    b = rigid_bound(inst.cluster, inst.jobs, intervals=64, time_limit=0.0)
+    assert b.status == "time_limit" and b.info["iterations"] <= 1
+    assert 0.0 <= b.wait_s <= 4 / 3
+
+
 @st.composite
 def _instances(draw):
     n_nodes = draw(st.integers(1, 3))
