@@ -824,15 +824,19 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
         return part[part["load"].isna()] if pd.isna(load) else part[part["load"] == load]
 
+    def past(x: float, every: list[float], share: float) -> bool:
+        """Whether ``x`` lies past ``share`` of the row's range (log scale, every mark at least the floor): a label
+        there ends at its point, inside the axes."""
+        lo, hi = (math.log10(max(v, PLOT_FLOOR_S)) for v in (min(every), max(every)))
+        return math.log10(max(x, PLOT_FLOOR_S)) > lo + share * (hi - lo)
+
     def marks(ax, xs: list[float], names: list[str], y: float, every: list[float]) -> None:
         xs = [max(x, PLOT_FLOOR_S) for x in xs]
-        every = [max(x, PLOT_FLOOR_S) for x in every]                  # the panel's range: every mark
         groups: dict[int, list[str]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
             groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
-        lo, hi = math.log10(min(every)), math.log10(max(every))
         for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those in
-            right = key * LABEL_STEP > lo + 0.8 * (hi - lo)    # the right fifth end at their point, inside the axes
+            right = past(10 ** (key * LABEL_STEP), every, 0.8)  # the right fifth end at their point
             text = ", ".join(group if len(group) <= LABEL_NAMES else [*group[:LABEL_NAMES - 1],
                                                                         f"{len(group) - LABEL_NAMES + 1} more"])
             ax.annotate(text, (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=-30 if right else 30,
@@ -863,8 +867,10 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                 text = "ceilings: " + ", ".join(f"{q.removeprefix('ceiling_').removesuffix('_s').replace('_', ' ')}"
                                                 f" {v:.3g} s" for q, v in zip(ceil["quantity"], ceil["value_s"],
                                                                              strict=True))
-                ax.annotate(text, (max(float(ceil["value_s"].iloc[0]), PLOT_FLOOR_S), y - 0.25), fontsize=6,
-                            va="top", xytext=(0, -6), textcoords="offset points")
+                first = float(ceil["value_s"].iloc[0])            # a long label: past half the row, it ends there
+                right = past(first, [*pts["mean_wait_s"].tolist(), *ceil["value_s"].tolist()], 0.5)
+                ax.annotate(text, (max(first, PLOT_FLOOR_S), y - 0.25), fontsize=6, va="top",
+                            ha="right" if right else "left", xytext=(0, -6), textcoords="offset points")
             ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         ax.set_xscale("log")
         one_trace = len({t for t, _ in keys}) == 1
