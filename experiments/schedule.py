@@ -805,7 +805,7 @@ LABEL_STEP = 0.03
 """Methods whose waits are within this many decades (7%) of each other share one label in ``interval.png``."""
 LABEL_NAMES = 3
 """At most this many names in one label of ``interval.png`` (the rest counted: "N more")."""
-LABEL_RUNS = 5
+LABEL_RUNS = 1
 """``interval.png`` names this many runs per point, those with the lowest waits (every run a dot, every bound named)."""
 
 
@@ -816,9 +816,10 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
     below; waits under :data:`PLOT_FLOOR_S` are drawn at it."""
     import matplotlib.pyplot as plt
 
-    loads = list(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()))  # NaN: one key
+    loads = sorted(dict.fromkeys(math.nan if pd.isna(x) else x for x in frame["load"].tolist()),  # NaN: one key,
+                   key=lambda x: (pd.isna(x), x))                                             # last
     rows = len(set(zip(frame["trace"], frame["seed"], frame["load"].fillna(-1.0), strict=True)))  # over the panels
-    height = max(4.2, 1.6 + 2.6 * rows)
+    height = max(3.4, 1.4 + 2.0 * rows)
     fig, axes = plt.subplots(len(loads), 1, figsize=(10, height), squeeze=False)
 
     def at(part: pd.DataFrame, load: float) -> pd.DataFrame:
@@ -831,17 +832,18 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
         return math.log10(max(x, PLOT_FLOOR_S)) > lo + share * (hi - lo)
 
     def marks(ax, xs: list[float], names: list[str], y: float, every: list[float]) -> None:
-        xs = [max(x, PLOT_FLOOR_S) for x in xs]
-        groups: dict[int, list[str]] = {}
+        """Horizontal labels above the row, one level each (lowest wait lowest), with the wait: methods within
+        :data:`LABEL_STEP` share one; a label past half the row ends at its point."""
+        groups: dict[int, list[tuple[float, str]]] = {}
         for x, name in sorted(zip(xs, names, strict=True)):
-            groups.setdefault(round(math.log10(x) / LABEL_STEP), []).append(name)
-        for k, (key, group) in enumerate(groups.items()):      # neighbours' labels on alternate levels; those in
-            right = past(10 ** (key * LABEL_STEP), every, 0.8)  # the right fifth end at their point
-            text = ", ".join(group if len(group) <= LABEL_NAMES else [*group[:LABEL_NAMES - 1],
-                                                                        f"{len(group) - LABEL_NAMES + 1} more"])
-            ax.annotate(text, (10 ** (key * LABEL_STEP), y), fontsize=6, rotation=-30 if right else 30,
-                        rotation_mode="anchor", va="bottom", ha="right" if right else "left",
-                        xytext=(-2 if right else 2, 5 + 11 * (k % 4)), textcoords="offset points")
+            groups.setdefault(round(math.log10(max(x, PLOT_FLOOR_S)) / LABEL_STEP), []).append((x, name))
+        for k, group in enumerate(groups.values()):                   # the label gives the wait, the mark its floor
+            x, shown = group[0][0], [name for _, name in group]
+            if len(shown) > LABEL_NAMES:
+                shown = [*shown[:LABEL_NAMES - 1], f"{len(shown) - LABEL_NAMES + 1} more"]
+            right = past(x, every, 0.5)
+            ax.annotate(f"{', '.join(shown)}: {x:.3g} s", (max(x, PLOT_FLOOR_S), y), fontsize=6, va="bottom",
+                        ha="right" if right else "left", xytext=(0, 5 + 9 * k), textcoords="offset points")
 
     for ax, load in zip(axes[:, 0], loads, strict=True):
         part = at(frame, load)
@@ -856,8 +858,9 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
             for rows, col, style in ((runs, "mean_wait_s", {"marker": "o", "color": "C0", "s": 25}),
                                      (bounds, "mean_wait_s", {"marker": "^", "color": "C3", "s": 30})):
                 ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
-            named = pd.concat([runs.nsmallest(LABEL_RUNS, "mean_wait_s"), bounds])     # the best runs, every bound
-            marks(ax, named["mean_wait_s"].tolist(), named["method"].tolist(), y, pts["mean_wait_s"].tolist())
+            best = runs.nsmallest(LABEL_RUNS, "mean_wait_s")                             # the best runs, every bound
+            marks(ax, [*best["mean_wait_s"], *bounds["mean_wait_s"]],
+                  [*("best run " + best["method"]), *bounds["method"]], y, pts["mean_wait_s"].tolist())
             d = at(diagnostics[(diagnostics["trace"] == trace) & (diagnostics["seed"] == seed)], load)
             ceil = d[d["quantity"].str.startswith("ceiling")]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",

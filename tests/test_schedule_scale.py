@@ -139,8 +139,8 @@ def test_reservation_runs_are_named_by_their_bounds_and_validated(tmp_path, monk
         "best-fit+reserve(0s,2)/fifo", "best-fit+reserve(60s,2)/fifo", "best-fit+reserve(0s,2)/sjf",
         "best-fit+reserve(60s,2)/sjf"]
     import matplotlib.image
-    height = matplotlib.image.imread(out / "interval.png").shape[0]   # a workload (load NaN) is one panel: 4.2 in
-    assert height == round(4.2 * 130)                                  # at 130 dpi, whatever its number of rows
+    height = matplotlib.image.imread(out / "interval.png").shape[0]   # a workload (load NaN) is one panel: 3.4 in
+    assert height == round(3.4 * 130)                                  # at 130 dpi, whatever its number of rows
 
 
 def test_check_bounds_by_validity():
