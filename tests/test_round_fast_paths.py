@@ -12,10 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgdopt.timeline.placement as placement
+from fgdopt.defrag import Move
 from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.model import TaskSet
 from fgdopt.timeline import JobSet, simulate
+from fgdopt.timeline.clock import Clock
+from fgdopt.timeline.preemption import Checkpointing, MechanismBase, RoundPlan
 from fgdopt.timeline.rounds import RoundLoop
 from formulations.hetero import round_allocator
 
@@ -80,3 +83,44 @@ def test_a_round_of_one_job_by_hand():
                          speed=speed, restart_s=lambda g: 0.0)
         assert r.finish_s.tolist() == [500.0]
         assert float(gavel._t[0, 0]) == ROUND_S / 2 + 360.0 + 140.0   # half a round, then each round's steps' time
+
+
+class _HalfRerated(MechanismBase):
+    """At the first instant, start every job on its own node (job ``j`` on node ``j``, GPU 0) and re-rate the
+    first half of them to speed 0.5 in the same plan."""
+
+    name, owns_starts = "half-rerated", True
+    checkpointing = Checkpointing(transparent=True)
+
+    def __init__(self, n: int):
+        self.n, self.done = n, False
+
+    def plan(self, view):
+        if self.done:
+            return None
+        self.done = True
+        return RoundPlan(admits=tuple(Move(j, j, (0,)) for j in range(self.n)),
+                         rates=tuple((j, 0.5) for j in range(self.n // 2)))
+
+
+@pytest.mark.parametrize("bulk_min", [0, 10**9])
+def test_a_start_rerated_in_the_same_plan_by_hand(bulk_min):
+    """10 jobs of 100 s of work, each on its own 1-GPU node at time 0, jobs 0-4 re-rated to speed 0.5 by the plan
+    that starts them: jobs 5-9 finish at 100 s, jobs 0-4 at 100 / 0.5 = 200 s, on the vectorized path as on the
+    one-by-one path. On the vectorized path the re-rated jobs' start pushes no finish event (the re-rate's is
+    theirs): 10 events pushed in all, one per job."""
+    n = 10
+    jobs = JobSet(TaskSet([0] * n, [0] * n, [1] * n, [1000] * n), [0.0] * n, [100.0] * n)
+    pushed, at_many = [], Clock.at_many
+
+    def counted(clock, times, owners):
+        pushed.extend(owners)
+        at_many(clock, times, owners)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(placement, "BULK_MIN", bulk_min)
+        mp.setattr(Clock, "at_many", counted)
+        r = simulate(gavel_cluster({"a": n}, 1), jobs, "best-fit", "fifo", mechanism=_HalfRerated(n))
+    assert r.finish_s.tolist() == [200.0] * 5 + [100.0] * 5
+    if bulk_min == 0:
+        assert sorted(pushed) == list(range(n))

@@ -213,6 +213,25 @@ def test_a_decision_granting_more_gpus_than_exist_is_one_line():
         simulate(gavel_cluster({"a": 1}), jobs, "best-fit", "fifo", mechanism=RoundLoop(Greedy(), round_s=60.0))
 
 
+@pytest.mark.parametrize("bad", [1, -1])
+def test_a_decision_naming_an_unknown_gpu_type_is_one_line(bad):
+    """Jobs 0 and 1 given type 0, job 2 type ``bad``, of a policy with one type: job 2 named (the first bad one)."""
+
+    class Astray:
+        name, gpu_types = "astray", ("a",)
+
+        def decide(self, view):
+            return Decision({0: 0, 1: 0, 2: bad})
+
+        def pace(self, view, placed):
+            return Pace(view.now + view.round_s)
+
+    jobs = JobSet(TaskSet([0] * 3, [0] * 3, [1] * 3, [1000] * 3), [0.0] * 3, [10.0] * 3)
+    with pytest.raises(ValueError, match=rf"^round policy 'astray': job 2 given GPU type {bad}, not one of the 1 "
+                                         r"types$"):
+        simulate(gavel_cluster({"a": 3}), jobs, "best-fit", "fifo", mechanism=RoundLoop(Astray(), round_s=60.0))
+
+
 def test_an_unknown_round_policy_is_one_line():
     jobs, speed = tiny(2)
     with pytest.raises(ValueError, match=r"^unknown round policy 'lax'; choose one of las, las-aware"):

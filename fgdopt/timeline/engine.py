@@ -653,11 +653,13 @@ def _carry_out(plan: Plan, placer: Placer, pending: PendingQueue, restart_s: Cal
 
 
 def _reallocate(moves: tuple, victims: tuple, admits: tuple, placer: Placer, pending: PendingQueue,
-                restart_s: Callable[[int], float], mech: Mechanism, resized: tuple = ()) -> None:
+                restart_s: Callable[[int], float], mech: Mechanism, resized: tuple = (),
+                rerated: frozenset[int] = frozenset()) -> None:
     """Evictions, then placements, as planned (:class:`~fgdopt.timeline.preemption.MigratePlan`, ``RoundPlan``): the
     moved jobs leave (migrated), the victims leave (preempted), the ``resized`` running jobs take their new demands
     (:meth:`Placer.resize`), then every moved and admitted job is placed, in one pass each
-    (:meth:`Placer.evict_many`, :meth:`Placer.start_many`)."""
+    (:meth:`Placer.evict_many`, :meth:`Placer.start_many`; the jobs of ``rerated``, re-rated next in the same
+    instant, get their finish event from that re-rate only)."""
     placed = (*moves, *admits)
     again = {m.task for m in placed} & {*(m.task for m in moves), *victims}    # out and back in: no trip through
     placer.evict_many([m.task for m in moves], "migrate", restart_s, mech, again)  # the queue
@@ -665,7 +667,7 @@ def _reallocate(moves: tuple, victims: tuple, admits: tuple, placer: Placer, pen
     if resized:
         placer.resize(resized)
     pending.withdraw_many([m.task for m in placed if m.task not in again])
-    placer.start_many(placed)
+    placer.start_many(placed, rerated)
 
 
 def _carry_out_round(plan: RoundPlan, placer: Placer, pending: PendingQueue, restart_s: Callable[[int], float],
@@ -673,7 +675,8 @@ def _carry_out_round(plan: RoundPlan, placer: Placer, pending: PendingQueue, res
     """A :class:`~fgdopt.timeline.preemption.RoundPlan`: its reallocation, then the speeds it sets."""
     if not (plan.moves or plan.admits or plan.victims or plan.rates or plan.resized):
         return                                                      # a round that keeps every job where it is
-    _reallocate(plan.moves, plan.victims, plan.admits, placer, pending, restart_s, mech, plan.resized)
+    _reallocate(plan.moves, plan.victims, plan.admits, placer, pending, restart_s, mech, plan.resized,
+                frozenset(j for j, _ in plan.rates))
     if plan.rates:
         js = np.fromiter((j for j, _ in plan.rates), np.int64, len(plan.rates))
         rates = np.fromiter((r for _, r in plan.rates), np.float64, len(plan.rates))

@@ -273,10 +273,12 @@ class Placer:
         self.jobs.status[js] = PENDING
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
-    def start_many(self, moves) -> None:
+    def start_many(self, moves, rerated: frozenset[int] | set[int] = frozenset()) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; or a
         :class:`~fgdopt.timeline.preemption.GangMove` of one part and its demand; distinct jobs), in order, in one
         vectorized pass: the same state, job table, clock and counters (the finish events pushed in the same order).
+        The jobs of ``rerated`` are re-rated next, in the same instant (:meth:`rerate_many`): their finish event,
+        which that re-rate replaces, is not pushed (the events that stay live keep their order).
         Fewer than :data:`BULK_MIN` moves, gangs over several nodes and elastic jobs (:attr:`ClusterState.elastic`)
         go one by one."""
         gang = [isinstance(m, GangMove) for m in moves]
@@ -310,6 +312,8 @@ class Placer:
         self.touched.update(nodes.tolist())
         ends = now + walls
         timed = np.isfinite(ends)
+        if rerated:
+            timed &= np.fromiter((j not in rerated for j in js.tolist()), bool, len(js))
         self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
 
     def resize(self, moves) -> None:

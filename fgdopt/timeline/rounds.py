@@ -274,13 +274,14 @@ class RoundLoop(MechanismBase):
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
         """ValueError, one line, unless every job of ``decision`` has a known GPU type and no type is granted more
         GPUs than it has."""
-        granted = [0] * len(type_gpus)
-        for j, g in decision.types.items():
-            if not 0 <= g < len(granted):
-                raise ValueError(f"round policy {self.name!r}: job {j} given GPU type {g}, not one of the "
-                                 f"{len(type_gpus)} types")
-            granted[g] += num_gpu[j]
-        for g, (took, has) in enumerate(zip(granted, type_gpus, strict=True)):
+        types, k = decision.types, len(type_gpus)
+        js = np.fromiter(types.keys(), np.int64, len(types))
+        gs = np.fromiter(types.values(), np.int64, len(types))
+        if (bad := np.flatnonzero((gs < 0) | (gs >= k))).size:
+            raise ValueError(f"round policy {self.name!r}: job {js[bad[0]]} given GPU type {gs[bad[0]]}, not one of "
+                             f"the {k} types")
+        granted = np.bincount(gs, weights=num_gpu[js], minlength=k)
+        for g, (took, has) in enumerate(zip(granted.tolist(), type_gpus, strict=True)):
             if took > has:
                 raise ValueError(f"round policy {self.name!r} grants {int(took)} GPUs of type "
                                  f"{self.policy.gpu_types[g]!r}, which has {has}")
