@@ -256,7 +256,7 @@ def nodedecomp_bound(cluster: Cluster, jobs: JobSet, subsets: list[np.ndarray] |
         if ceilings[i] <= 0:                                         # a run waits 0: OPT(J_i) = 0, proven
             statuses.append("optimal")
             continue
-        share = (wall0 + time_limit - time.perf_counter()) / int((ceilings[i:] > 0).sum())
+        share = (wall0 + time_limit - time.perf_counter()) / (len(subsets) - i)
         value, status, it = _subset_bound(cluster, jobs, sub, runs[i], groups, fits, unit,
                                           time.perf_counter() + share, pricing_limit, max_iter)
         value = max(0.0, value - SAFETY * max(1.0, abs(value)))
