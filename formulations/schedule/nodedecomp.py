@@ -21,8 +21,8 @@ jobs; a job with ``pi_j <= 0`` is never worth including, nor a start later than 
 space is finite); prices are rounded *up* to integers of the model's scale and CP-SAT's proven bound is used, so a
 time-limited pricing still under-estimates ``rc_t`` and keeps the bound valid. ``pi`` comes from the master's
 duals; column generation adds the priced node schedules while their reduced cost is negative and stops
-(``optimal``) when pricing proves none is. The master starts from one engine run of the subset
-(``best-fit/sjf``, its nodes' schedules) and, per job, a column "alone at its submission".
+(``optimal``) when pricing proves none is. The master starts from the node schedules of the subset's ceiling run
+(below) and, per job, a column "alone at its submission".
 
 Ceiling. Each subset's least wait over a few engine runs of it alone (:data:`CEILING_QUEUES` under
 :data:`CEILING_POLICY`, validated by replay, :func:`subset_ceilings`) is at least ``OPT(J_i)``, so their sum is the
@@ -32,8 +32,8 @@ admitted jobs). A subset whose ceiling is 0 has ``OPT(J_i) = 0``: it is proven a
 What it sees. Jobs never move (a node schedule keeps its jobs for their whole run), whole-GPU jobs need whole
 free GPUs of one node, draining. What it cannot see: the jobs of other subsets (they are removed). When the
 wait is a collective effect of many jobs, removing any of them removes most of it: on the ``medium-time``
-instances (:mod:`fgdopt.timeline.suites`) the subsets of 40 jobs have ceilings of at most 0.1 s (0 on 6 of 8
-instances, whose best engine runs wait 14.8-79.2 s); two halves in submission order at most 55% of the best
+instances (:mod:`fgdopt.timeline.suites`) the subsets of 40 jobs have ceilings of at most 0.1 s of mean wait over all
+jobs (0 on 6 of 8 instances, whose best engine runs wait 14.8-79.2 s); two halves in submission order at most 55% of the best
 engine run, and the jobs that never share a node (more than half of a resource of every node they fit) against
 the rest at most 7%. It certifies where the subsets are the contention windows (the traps, hand cases where a
 whole-node job waits for a node to drain).
