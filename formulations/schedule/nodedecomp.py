@@ -31,12 +31,12 @@ admitted jobs). A subset whose ceiling is 0 has ``OPT(J_i) = 0``: it is proven a
 
 What it sees. Jobs never move (a node schedule keeps its jobs for their whole run), whole-GPU jobs need whole
 free GPUs of one node, draining. What it cannot see: the jobs of other subsets (they are removed). When the
-wait is a collective effect of many jobs, removing any of them removes most of it: on the ``medium-time``
-instances (:mod:`fgdopt.timeline.suites`) the subsets of 40 jobs have ceilings of at most 0.1 s of mean wait over all
-jobs (0 on 6 of 8 instances, whose best engine runs wait 14.8-79.2 s); two halves in submission order at most 55% of the best
-engine run, and the jobs that never share a node (more than half of a resource of every node they fit) against
-the rest at most 7%. It certifies where the subsets are the contention windows (the traps, hand cases where a
-whole-node job waits for a node to drain).
+wait is a collective effect of many jobs, splitting them removes most of it: on the ``medium-time``
+instances (:mod:`fgdopt.timeline.suites`) the subsets of 40 jobs have ceilings of at most 0.1 s of mean wait
+over all jobs (0 on 6 of 8 instances, whose best engine runs wait 14.8-79.2 s); two halves in submission order
+at most 55% of the best engine run, and the jobs that never share a node (more than half of a resource of every
+node they fit) against the rest at most 7%. It certifies where the subsets are the contention windows (the
+traps, hand cases where a whole-node job waits for a node to drain).
 """
 
 from __future__ import annotations
