@@ -70,6 +70,10 @@ SEED_GRID = ("--n-jobs", "20000", "--policies", "fgd,best-fit,drain-fit", "--que
 queues of every best run there (area, area-aged), each policy with and without reservations, the search, every
 bound and the diagnostics."""
 
+MEDIUM_ARGS = ("--instances", "medium-time", "--scale", "--time-limit", "60", "--lns-time-limit", "30", "--jobs", "2")
+"""The ``medium-time`` suite (8 instances of 16-64 nodes and 300-1,000 jobs) run and bounded by the full-scale
+methods, every bound at most 60 s a point, the search 30 CP-SAT seconds."""
+
 
 @dataclass(frozen=True)
 class Study:
@@ -203,6 +207,8 @@ STUDIES: tuple[Study, ...] = (
     Study("schedule-bound-seeds", "schedule", ("--trace", "default", "--points", SEED_POINTS, *SEED_GRID),
           ("--trace", "default", "--points", SEED_POINTS, *SEED_GRID),
           ("schedule-bound.csv", "interval.csv", "diagnostics.csv", "profile.csv")),
+    Study("schedule-medium", "schedule", MEDIUM_ARGS, MEDIUM_ARGS,
+          ("schedule-bound.csv", "interval.csv", "diagnostics.csv")),
 )
 """The studies of the paper, in the order they run."""
 
