@@ -820,6 +820,21 @@ def schedule_tables(results: Path) -> dict[str, str]:
         if one is not None:
             items[key] = bound_tables(one, _csv(results, study, "diagnostics.csv"),
                                       _csv(results, study, "profile.csv")).strip()
+    medium = _csv(results, "schedule-medium", "interval.csv")
+    if medium is not None:
+        from experiments.schedule import certified_gap_pct
+        gap = medium["ratio"].map(certified_gap_pct)
+        shown = medium[["trace", "best_run_method", "best_run_wait_s", "best_bound_method", "best_bound_wait_s"]]
+        shown = shown.rename(columns={"trace": "instance"}).assign(gap_pct=gap)
+        items["schedule_medium"] = shown.round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "gap_pct": 1}
+                                               ).to_markdown(index=False)
+        items["schedule_medium_certified"] = f"{int((gap <= 10).sum())} of {len(gap)}"
+        items["schedule_medium_gap"] = f"{gap.min():.0f}-{gap.max():.0f}"
+        cost = results / "schedule-medium" / "run.json"
+        if cost.is_file():
+            import json
+
+            items["schedule_medium_wall"] = f"{json.loads(cost.read_text())['wall_s']:.0f}"
     bound = _schedule_bound(results, "schedule-bound.csv")
     if bound is not None:
         diag = _schedule_bound(results, "diagnostics.csv")

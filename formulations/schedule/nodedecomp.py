@@ -34,7 +34,7 @@ free GPUs of one node, draining. What it cannot see: the jobs of other subsets (
 wait is a collective effect of many jobs, splitting them removes most of it: on the ``medium-time``
 instances (:mod:`fgdopt.timeline.suites`) the subsets of 40 jobs have ceilings of at most 0.1 s of mean wait
 over all jobs (0 on 6 of 8 instances, whose best engine runs wait 14.8-79.2 s); two halves in submission order
-at most 55% of the best engine run, and the jobs that never share a node (more than half of a resource of every
+at most 44% of the best engine run, and the jobs that never share a node (more than half of a resource of every
 node they fit) against the rest at most 7%. It certifies where the subsets are the contention windows (the
 traps, hand cases where a whole-node job waits for a node to drain).
 """
