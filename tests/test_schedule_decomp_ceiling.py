@@ -9,18 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fgdopt import Cluster, TaskSet
+from fgdopt import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.suites import time_suite, trap_instances
 from formulations.schedule.nodedecomp import nodedecomp_bound, subset_ceilings
-
-
-def _gpu_jobs(n_nodes: int, gpus: int, rows: list[tuple[int, float, float]]) -> tuple[Cluster, JobSet]:
-    """``n_nodes`` nodes of ``gpus`` whole GPUs; jobs ``(num_gpu, submit_s, duration_s)`` of whole GPUs."""
-    cluster = Cluster([64_000] * n_nodes, [262_144] * n_nodes, [gpus] * n_nodes, ["V100"] * n_nodes)
-    n = len(rows)
-    tasks = TaskSet([1000] * n, [1024] * n, [g for g, _, _ in rows], [1000] * n)
-    return cluster, JobSet(tasks, [s for _, s, _ in rows], [d for _, _, d in rows])
+from tests.test_schedule_bounds_nodes import _gpu_jobs
 
 
 def two_pairs() -> tuple[Cluster, JobSet]:
