@@ -60,6 +60,7 @@ def test_the_gap_command_runs_on_dask(address, tmp_path, capsys):
 
 
 @pytest.mark.trace
+@pytest.mark.extended
 def test_the_openb_command_on_dask_equals_the_local_run(address, openb_dir, tmp_path, capsys):
     argv = ["--policies", "random,best-fit", "--seeds", "42", "--data-dir", str(openb_dir)]
     assert openb.main([*argv, "--output", str(tmp_path / "local")]) == 0

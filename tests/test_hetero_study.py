@@ -35,6 +35,7 @@ def test_every_policy_runs_and_batch_makespans_respect_the_bound(gavel_table, tm
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     args = [*SMALL, "--batch", "0", "--policies", "fifo,las-aware"]
     assert study.main([*args, "--output", str(tmp_path / "a")]) == 0
@@ -118,8 +119,10 @@ GAVEL_RUNS = Path(__file__).resolve().parents[1] / "paper" / "results" / "gavel-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config, seed, rate, tolerance, steps", [
-    ("quick", 0, 0.5, 0.01, "continuous"), ("quick", 1, 0.5, 0.01, "continuous"),
-    ("saturated", 0, 1.8, 0.02, "continuous"), ("saturated", 0, 1.8, 0.005, "whole")])
+    pytest.param("quick", 0, 0.5, 0.01, "continuous", marks=pytest.mark.extended),
+    pytest.param("quick", 1, 0.5, 0.01, "continuous", marks=pytest.mark.extended),
+    pytest.param("saturated", 0, 1.8, 0.02, "continuous", marks=pytest.mark.extended),
+    ("saturated", 0, 1.8, 0.005, "whole")])
 def test_average_jct_agrees_with_gavels_own_simulator(gavel_table, config, seed, rate, tolerance, steps):
     """Gavel's simulator (its repository, run outside fgdopt: paper/README.md) on its generated trace, 12:12:12,
     jobs 300-499 measured; fgdopt's engine and round mechanism on the same trace agree to 1% at 0.5 jobs/h, and to 2%

@@ -240,6 +240,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "paper" / "results"
 CROSS = RESULTS / "synergy-crosscheck"
 
 
+@pytest.mark.extended
 def test_readme_default_run_within_three_percent():
     """Synergy's README default (FIFO+tune, 9 jobs/h, split 20/70/10, jobs 4000-4999 measured, seed 42) prints
     mean JCT 21.876600555555555 h and p99 156.93307777777775 h; the same run on the engine gives both (the target is

@@ -157,7 +157,8 @@ GPUSPEC_SLICE_OPTIMA = {
 }
 
 
-@pytest.mark.parametrize("trace", sorted(GPUSPEC_SLICE_OPTIMA))
+@pytest.mark.parametrize("trace", [pytest.param(t, marks=pytest.mark.extended) if t != "gpuspec10" else t
+                                   for t in sorted(GPUSPEC_SLICE_OPTIMA)])
 def test_gpuspec_slices_bracket_the_proven_optimum(trace, openb_dir):
     from experiments.frontier import replay_cell
 
