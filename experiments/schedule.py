@@ -228,8 +228,15 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
+            rejected = rejections(cluster, jobs)
+            if len(rejected) == len(jobs):
+                raise ValueError(f"--workload: none of its {len(jobs)} jobs fits an empty node of --cluster (job 0 "
+                                 f"({rejected[0]['name']}): {rejected[0]['reason']}); nothing to schedule")
             if args.scale:
-                args.rejected = rejections(cluster, jobs)
+                args.rejected = rejected
+                for row in rejected:
+                    print(f"job {row['job']} ({row['name']}): rejected ({row['reason']}); every run and bound leaves "
+                          "it out")
         else:
             args.instances = "traps" if args.quick and args.instances is None else (args.instances or "small-time")
     except (OSError, ValueError) as exc:
@@ -237,16 +244,14 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def rejections(cluster: Cluster, jobs: JobSet) -> list[dict]:
-    """The jobs that fit no empty node (``job, name, reason``), each printed in one line: every method leaves
-    them out (the engine rejects them, the bounds do not count them)."""
+    """The jobs that fit no empty node (``job, name, reason``): every method leaves them out (the engine rejects
+    them, the bounds do not count them)."""
     from fgdopt.timeline.admission import REJECT_REASONS, rejection_reasons
 
     out = []
     why = rejection_reasons(cluster, jobs.tasks)
     for j in np.flatnonzero(why != "").tolist():
-        reason = f"{why[j]}: {REJECT_REASONS[why[j]]}"
-        print(f"job {j} ({jobs.tasks.names[j]}): rejected ({reason}); every run and bound leaves it out")
-        out.append({"job": j, "name": jobs.tasks.names[j], "reason": reason})
+        out.append({"job": j, "name": jobs.tasks.names[j], "reason": f"{why[j]}: {REJECT_REASONS[why[j]]}"})
     return out
 
 

@@ -280,3 +280,40 @@ def test_the_report_joins_both_schedule_studies_by_load_and_seed(tmp_path):
     drawn = schedule.plot_interval_points(report._schedule_bound(tmp_path, "schedule-bound.csv"),
                                           report._schedule_bound(tmp_path, "diagnostics.csv"), tmp_path / "p.png")
     assert matplotlib.image.imread(drawn).shape[0] == round((1.4 + 0.6 * 3) * 130)
+
+
+def test_a_workload_no_job_of_which_fits_stops_in_one_line(tmp_path, capsys):
+    """Nodes of 32 cores and every job asking 64: nothing to schedule, in one line naming the option and the first
+    job's reason, before any work and with what the output folder held kept (with or without ``--scale``)."""
+    work, cluster = _write(tmp_path)
+    lines = work.read_text().splitlines()
+    work.write_text("\n".join([lines[0], *(",".join(["64000" if i == 1 else v for i, v in enumerate(row.split(","))])
+                                           for row in lines[1:])]) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "schedule-bound.csv").write_text("kept\n")
+    for scale in (["--scale"], []):
+        with pytest.raises(SystemExit) as exc:
+            main(["--workload", str(work), "--cluster", str(cluster), *scale, "--output", str(out)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.endswith("error: --workload: none of its 43 jobs fits an empty node of --cluster (job 0 (P0): cpu: "
+                            "no node with the GPUs has cpu_milli milli-cores); nothing to schedule"), err
+    assert (out / "schedule-bound.csv").read_text() == "kept\n" and len(list(out.iterdir())) == 1
+
+
+def test_the_pooled_bound_leaves_out_a_resource_the_cluster_has_none_of():
+    """A trace that records no CPU or memory (Philly: nodes and jobs at 0): the pooled LP's rows for them would
+    divide by a capacity of 0. Left out, the bound is the one of the same jobs on a node with CPU and memory to spare
+    (there the rows hold with room: 0 <= capacity). Four 8-GPU jobs of 10 s submitted at 0 on one 8-GPU node: the
+    optimum waits 0, 10, 20 and 30 s (mean 15); the pooled bound is positive and at most that."""
+    from fgdopt.model import Cluster, TaskSet
+    from fgdopt.timeline import JobSet
+    from formulations.schedule.bound import pooled_bound
+
+    jobs = JobSet(TaskSet([0] * 4, [0] * 4, [8] * 4, [1000] * 4), [0.0] * 4, [10.0] * 4)
+    bare = pooled_bound(Cluster([0], [0], [8], ["V100"]), jobs)
+    roomy = pooled_bound(Cluster([32000], [65536], [8], ["V100"]), jobs)
+    assert bare.status == roomy.status == "optimal"
+    assert bare.mean_wait_s == pytest.approx(roomy.mean_wait_s, abs=1e-6)
+    assert 1.0 < bare.mean_wait_s <= 15.0 + 1e-6

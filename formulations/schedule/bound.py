@@ -209,6 +209,9 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
               "memory": jobs.tasks.memory_mib * jobs.tasks.workers}
     capacity = {"gpu": cluster.gpu_capacity_milli, "cpu": int(cluster.cpu_milli.sum()),
                 "memory": int(cluster.memory_mib.sum())}
+    # a resource the cluster has none of (a trace that records no CPU or memory): every admitted job asks none of it
+    # (a job that does fits no node and is rejected), so its rows would be 0 <= 0; they are left out
+    resources = tuple(res for res in resources if capacity[res] > 0)
     edges = np.arange(n_int + 1) * step_s
     # columns: f_jk (job-major), then z_j, then C_j
     counts = k1 - k0
