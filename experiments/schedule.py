@@ -98,7 +98,7 @@ from experiments.executors import (
     policy_digest,
     run_and_write,
 )
-from experiments.timeline import load_cluster, parse_queues
+from experiments.timeline import check_some_job_fits, load_cluster, parse_queues
 from fgdopt.policies.reserve import RESERVE_NODES, RESERVE_WAIT_S
 from fgdopt.timeline.diagnostics import PROFILE_COLUMNS
 from fgdopt.timeline.suites import TIME_SUITES
@@ -228,13 +228,10 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
-            rejected = rejections(cluster, jobs)
-            if len(rejected) == len(jobs):
-                raise ValueError(f"--workload: none of its {len(jobs)} jobs fits an empty node of --cluster (job 0 "
-                                 f"({rejected[0]['name']}): {rejected[0]['reason']}); nothing to schedule")
+            check_some_job_fits(cluster, jobs)
             if args.scale:
-                args.rejected = rejected
-                for row in rejected:
+                args.rejected = rejections(cluster, jobs)
+                for row in args.rejected:
                     print(f"job {row['job']} ({row['name']}): rejected ({row['reason']}); every run and bound leaves "
                           "it out")
         else:

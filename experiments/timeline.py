@@ -90,8 +90,8 @@ from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.plot import plot_timeline
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
-from fgdopt.timeline import QUEUE_NAMES, make_discipline, openb_jobs, read_workload, run_stats, simulate
-from fgdopt.timeline.admission import reason_lines
+from fgdopt.timeline import QUEUE_NAMES, JobSet, make_discipline, openb_jobs, read_workload, run_stats, simulate
+from fgdopt.timeline.admission import REJECT_REASONS, reason_lines, rejection_reasons
 from fgdopt.timeline.mechanisms import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
 from fgdopt.traces import load_openb, trace_files
@@ -134,6 +134,15 @@ def load_cluster(path: str | Path) -> Cluster:
     if cluster.n_nodes == 0:
         raise ValueError(f"{path}: no nodes (the cluster needs at least one)")
     return cluster
+
+
+def check_some_job_fits(cluster: Cluster, jobs: JobSet) -> None:
+    """Raise ValueError, in one line naming ``--workload``, when no job of ``jobs`` fits an empty node of
+    ``cluster`` (even over several nodes, as a mechanism that spans may place it): nothing would run."""
+    why = rejection_reasons(cluster, jobs.tasks, spans=True)
+    if len(why) and (why != "").all():
+        raise ValueError(f"--workload: none of its {len(jobs)} jobs fits an empty node of --cluster (job 0 "
+                         f"({jobs.tasks.names[0]}): {why[0]}: {REJECT_REASONS[why[0]]}); nothing to run")
 
 
 def parse_layouts(text: str) -> list[str]:
@@ -337,8 +346,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--layout goes with --mig")
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
-            load_cluster(args.cluster)
-            gangs = read_workload(args.workload).tasks.has_gangs
+            jobs = read_workload(args.workload)
+            check_some_job_fits(load_cluster(args.cluster), jobs)
+            gangs = jobs.tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
         if gangs:                                        # the optimum models of an instant hold no gangs

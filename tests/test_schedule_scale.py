@@ -298,7 +298,7 @@ def test_a_workload_no_job_of_which_fits_stops_in_one_line(tmp_path, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert err.endswith("error: --workload: none of its 43 jobs fits an empty node of --cluster (job 0 (P0): cpu: "
-                            "no node with the GPUs has cpu_milli milli-cores); nothing to schedule"), err
+                            "no node with the GPUs has cpu_milli milli-cores); nothing to run"), err
     assert (out / "schedule-bound.csv").read_text() == "kept\n" and len(list(out.iterdir())) == 1
 
 

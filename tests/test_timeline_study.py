@@ -102,8 +102,12 @@ def test_study_bad_input_is_one_line(tmp_path, capsys):
         bad, index=False)
     nodes = tmp_path / "nodes.json"
     nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 1000, "memory_mib": 1, "gpu": 17, "model": "T4"}]}))
+    small = tmp_path / "small.json"                  # every job asks 1,000 or 4,000 milli-cores: none fits
+    small.write_text(json.dumps({"nodes": [{"cpu_milli": 500, "memory_mib": 65536, "gpu": 2, "model": "T4"}]}))
     for args, message in (([str(bad), str(cluster)], "bad.csv: job row 3: field 'duration_s' must be a number >= 0"),
-                          ([str(workload), str(nodes)], "nodes.json: not a valid node list (node row 0: field 'gpu'")):
+                          ([str(workload), str(nodes)], "nodes.json: not a valid node list (node row 0: field 'gpu'"),
+                          ([str(workload), str(small)], "error: --workload: none of its 40 jobs fits an empty node of "
+                                                        "--cluster (job 0 (j0): cpu: ")):
         with pytest.raises(SystemExit) as exit_:
             study.main(["--workload", args[0], "--cluster", args[1], "--output", str(tmp_path / "o")])
         assert exit_.value.code == 2
