@@ -10,8 +10,8 @@ holders, so a new kind of resource is one new class here, not one more branch in
   (memory slices, :mod:`fgdopt.mig.slices`) on each of its GPUs instead of milli-GPU left;
 - :class:`ElasticCount`: elastic tasks, whose GPU count is the placement's (at least one), not the shape's.
 
-Placements of several parts -- a whole-GPU task over several nodes (:meth:`~fgdopt.state.ClusterState.place_gang`,
-form ``"span"``), a gang of ``workers > 1`` parts (:meth:`~fgdopt.state.ClusterState.place_workers`, ``"workers"``),
+Placements of several parts -- a whole-GPU task over several nodes (:meth:`~fgdopt.state.ClusterState.place_parts`,
+form ``"span"``), a gang of ``workers > 1`` parts (:meth:`~fgdopt.state.ClusterState.place_parts`, ``"workers"``),
 an ownerless part (:meth:`~fgdopt.state.ClusterState.hold`, ``"hold"``) -- are judged part by part by the same rule;
 a capability that cannot judge a form refuses it (:meth:`Capability.allows`): MIG refuses all three, an elastic task
 refuses ``"workers"``.

@@ -75,8 +75,10 @@ def test_mig_hooks_hand_worked():
     assert not any(cap.allows(form, 0) for form in ("span", "workers", "hold"))
     whole = ClusterState(MIG, TaskSet([1000], [0], [2], [1000]))
     with pytest.raises(InfeasiblePlacement, match="may span nodes"):
-        whole.place_gang(0, ((0, (0,)), (1, (0,))))
-    assert not whole.gang_fits(whole.tasks[0]) and whole.node_of[0] == UNPLACED
+        whole.place_parts(0, ((0, (0,)), (1, (0,))))
+    assert whole.node_of[0] == UNPLACED
+    two = ClusterState(Cluster([64000] * 2, [1 << 20] * 2, [2, 2], ["A100-40GB"] * 2), TaskSet([0], [0], [3], [1000]))
+    assert not two.parts_fit(two.tasks[0])               # 3 GPUs: on no one node, and MIG refuses a span
     with pytest.raises(ValueError, match="gangs are not supported on a MIG cluster"):
         whole.part_counts(whole.tasks[0])
 
@@ -115,7 +117,7 @@ def test_elastic_hooks_hand_worked():
     with pytest.raises(InfeasiblePlacement, match="needs 1 distinct GPU"):
         state.place(0, 1, (0, 1))
     state.remove(1)
-    state.place_gang(1, ((0, (0, 1, 2, 3)), (1, (0,))))
+    state.place_parts(1, ((0, (0, 1, 2, 3)), (1, (0,))))
     assert state.held_milli(1) == 5000 and state.cpu_left.tolist() == [30000, 32000, 16000]
 
 
@@ -132,9 +134,9 @@ def test_every_capability_must_allow_a_form():
     state = ClusterState(GANGS, tasks, np.array([True]))
     state._use((*state.capabilities, _NoSpans()))
     with pytest.raises(InfeasiblePlacement, match="may span nodes"):
-        state.place_gang(0, ((0, (0,)), (1, (0,))))
+        state.place_parts(0, ((0, (0,)), (1, (0,))))
     state._use(state.capabilities[:1])
-    state.place_gang(0, ((0, (0,)), (1, (0,))))
+    state.place_parts(0, ((0, (0,)), (1, (0,))))
     assert state.held_milli(0) == 2000
 
 
@@ -169,8 +171,8 @@ def test_a_new_capability_is_consulted_by_every_method_without_a_branch_for_it()
     with pytest.raises(InfeasiblePlacement, match="hold takes one part"):
         state.hold(tasks[0], 0, (0,))
     with pytest.raises(InfeasiblePlacement, match="a gang cannot be placed"):
-        state.place_workers(1, [(0, (0,)), (1, (0,))])
-    assert not state.gang_fits(TaskSet([0], [0], [2], [1000])[0])
+        state.place_parts(1, [(0, (0,)), (1, (0,))])
+    assert not state.parts_fit(TaskSet([0], [0], [5], [1000])[0])        # 5 of the 10 GPUs: a span, refused
     assert ledger.calls == [("take", 0, 0, (1,)), ("give_back", 0, 0, (1,)), ("take", 0, 2, (0,)), ("copy",)]
     assert not state._vectorized and state._takers == (ledger,) and state._shapers == ()
 
@@ -213,7 +215,7 @@ def _assert_equal_to_rebuilt(state: ClusterState, elastic) -> None:
     assert state.gpu_left.tolist() == want["gpu"].tolist()
     if state.mig is not None:
         assert state.slices.tolist() == want["slices"].tolist()
-    replay = validate(state.cluster, state.tasks, state.placement(), elastic)      # place / place_gang / workers
+    replay = validate(state.cluster, state.tasks, state.placement(), elastic)      # place / place_parts / workers
     assert _snapshot(replay) == _snapshot(state)
     assert [replay.held_milli(i) for i in range(len(state.tasks))] == [state.held_milli(i)
                                                                        for i in range(len(state.tasks))]
@@ -254,7 +256,7 @@ def _step(draw, state: ClusterState, i: int) -> None:
     try:
         if t.workers[i] > 1 or (t.gpu_milli[i] == GPU_MILLI and draw(st.booleans()) and draw(st.booleans())):
             parts = _random_parts(draw, state, i)
-            (state.place_workers if t.workers[i] > 1 else state.place_gang)(i, parts)
+            (state.place_parts if t.workers[i] > 1 else state.place_parts)(i, parts)
             return
         k = int(t.num_gpu[i]) if not state.elastic[i] else draw(st.integers(0, max(1, int(c.gpu[node]))))
         gpus = _gpus(draw, state, node, k)

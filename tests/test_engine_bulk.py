@@ -201,10 +201,10 @@ def test_bulk_steps_take_every_part_of_a_gang():
     tasks = TaskSet([1000, 1000], [512, 512], [2, 1], [1000, 1000])
     gang = ((0, (1,)), (2, (0,)))
     state = ClusterState(CLUSTER, tasks)
-    state.place_gang(0, gang)
+    state.place_parts(0, gang)
     state.place(1, 1, (3,))
     assert state.remove_many([0, 1]).tolist() == [0, 1]
-    assert _state_of(state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5] and not state.parts_of
+    assert _state_of(state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5] and state.spans(range(2)) is None
     placer = _placer(CLUSTER, tasks)
     placer.start_many([GangMove(0, *gang[0], gang), Move(1, 1, (3,))])
     assert placer.state.parts(0) == gang and int(placer.state.gpu_left[2, 0]) == 0
