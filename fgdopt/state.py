@@ -169,6 +169,7 @@ class ClusterState:
         self.parts_of: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()] * len(tasks)
         self.demand_of: list[tuple[tuple[int, int], ...]] = [()] * len(tasks)
         self._split_of = [split_of(w) for w in tasks.workers.tolist()]
+        self._per_part = np.array([s.each_part_revises for s in self._split_of], dtype=bool)
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
@@ -381,11 +382,14 @@ class ClusterState:
         self._record(i, parts, tuple((piece.cpu_milli, piece.memory_mib) for piece in pieces))
 
     def _take_part(self, i: int, piece: Task, node: int, gpus: tuple[int, ...], starts) -> None:
-        """Take one part of task ``i``, of demand ``piece``, on ``node`` and ``gpus`` (checked already), then the
+        """Take one part of task ``i``, of demand ``piece``, on ``node`` and ``gpus`` (checked already), after the
         capabilities' :meth:`~fgdopt.capabilities.Capability.take`."""
         for cap in self._takers:
             cap.take(self, i, piece, node, gpus, starts)
-        self._take(piece, node, gpus, 1)
+        self.cpu_left[node] -= piece.cpu_milli
+        self.mem_left[node] -= piece.memory_mib
+        if gpus:
+            _add_milli(self.gpu_left[node], gpus, -piece.gpu_milli)
 
     def _give_part(self, i: int, milli: int, node: int, gpus: tuple[int, ...], held: tuple[int, int]) -> None:
         """Give back one part of task ``i``: ``held`` CPU and memory on ``node``, ``milli`` on each of ``gpus``, then
@@ -403,12 +407,18 @@ class ClusterState:
         self.node_of[i], self.gpus_of[i] = parts[0]
         self.parts_of[i] = parts
         self.demand_of[i] = held
-        self._advance(i, parts)
+        steps = parts if self._split_of[i].each_part_revises else parts[:1]        # _advance, inline: hot path
+        self.revision += len(steps)
+        self.last_node = steps[-1][0]
 
     def revision_steps(self, i: int) -> int:
         """How far ``revision`` advances when placed task ``i`` is removed (as it did at its placement): one step per
         part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`)."""
-        return len(self.parts_of[i]) if self._split_of[i].each_part_revises else 1
+        return int(self._steps(i, len(self.parts_of[i])))
+
+    def _steps(self, ids, n_parts):
+        """:meth:`revision_steps` of tasks ``ids`` placed in ``n_parts`` parts each (vectorized)."""
+        return np.where(self._per_part[ids], n_parts, 1)
 
     def _advance(self, i: int, parts: tuple) -> None:
         """``revision`` and ``last_node`` after task ``i`` in ``parts`` was placed or removed: one step per part its
@@ -416,13 +426,6 @@ class ClusterState:
         steps = parts if self._split_of[i].each_part_revises else parts[:1]
         self.revision += len(steps)
         self.last_node = steps[-1][0]
-
-    def _take(self, part: Task, node: int, gpus: tuple[int, ...], sign: int) -> None:
-        """Subtract (``sign`` 1) or give back (-1) one part's demand on ``node`` and ``gpus`` (no check)."""
-        self.cpu_left[node] -= sign * part.cpu_milli
-        self.mem_left[node] -= sign * part.memory_mib
-        if gpus:
-            _add_milli(self.gpu_left[node], gpus, -sign * part.gpu_milli)
 
     def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
@@ -435,13 +438,13 @@ class ClusterState:
             raise InfeasiblePlacement("hold takes one part (workers == 1) on a non-MIG cluster")
         if (reason := self.check(part, node, gpus)) is not None:
             raise InfeasiblePlacement(f"part on node {node}: {reason}")
-        self._take(part, node, gpus, 1)
+        self._take_part(-1, part, node, gpus, None)             # owned by no task (-1): no capability takes
         self.revision += 1
         self.last_node = node
 
     def release(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Give back a :meth:`hold` (the same ``part``, ``node`` and ``gpus``)."""
-        self._take(part, node, tuple(int(g) for g in gpus), -1)
+        self._give_part(-1, part.gpu_milli, node, tuple(int(g) for g in gpus), (part.cpu_milli, part.memory_mib))
         self.revision += 1
         self.last_node = node
 
@@ -518,63 +521,85 @@ class ClusterState:
         All parts of all tasks are judged at once, each by the one rule on the state with the earlier parts placed,
         before anything changes; where a part of the batch does not fit (or a capability is not ``vectorized``, as
         on a MIG cluster) the tasks are placed one by one, so the error is :meth:`place_parts`'s own."""
-        ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
+        ids, first = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
         if len(ids) == 0:
             return
-        order = ids.tolist()
-        if spans is None:
-            spans = [()] * len(order)
-        parts = [span or ((node, gs),) for span, node, gs in zip(spans, nodes.tolist(), gpus, strict=True)]
-        parts = [tuple((int(node), tuple(map(int, gs))) for node, gs in ps) for ps in parts]
+        order, gpus, tasks = ids.tolist(), list(map(tuple, gpus)), self.tasks
+        spans = [()] * len(order) if spans is None else list(spans)
         if demands is not None:
             demands = [tuple(_chosen(i, d) for d in ds) if span else (_chosen(i, ds),)
                        for i, ds, span in zip(order, demands, spans, strict=True)]
-        pieces = [self._split_of[i].pieces(self, i, ps, None if demands is None else demands[k])
-                  for k, (i, ps) in enumerate(zip(order, parts, strict=True))]
+        parts = [((node, gs),) for node, gs in zip(first.tolist(), gpus, strict=True)]
+        spread = [k for k, span in enumerate(spans) if span]      # in several parts: each part's demand by its split
+        for k in spread:
+            parts[k] = tuple((int(node), tuple(map(int, gs))) for node, gs in spans[k])
+        pieces = {k: self._split_of[order[k]].pieces(self, order[k], parts[k], None if demands is None
+                                                     else demands[k]) for k in spread}
+        single = np.ones(len(order), dtype=bool)
+        single[spread] = False
+        rows = ids[single]
         ok = (self._vectorized and len(set(order)) == len(order) and (self.node_of[ids] == UNPLACED).all()
-              and not any(isinstance(p, str) for p in pieces))
-        if ok:
-            ok = self._take_many(parts, pieces)
+              and (tasks.workers[rows] == 1).all() and not any(isinstance(p, str) for p in pieces.values()))
+        if ok:                                      # per part: its task, node, GPUs, CPU, memory, GPU count
+            if demands is not None:
+                cpu = np.fromiter((demands[k][0][0] for k in np.flatnonzero(single).tolist()), np.int64, len(rows))
+                mem = np.fromiter((demands[k][0][1] for k in np.flatnonzero(single).tolist()), np.int64, len(rows))
+            else:
+                cpu, mem = tasks.cpu_milli[rows], tasks.memory_mib[rows]
+            owner, nodes, want = rows, first[single], tasks.num_gpu[rows]
+            if spread:
+                many = [p for k in spread for p in pieces[k]]
+                owner = np.concatenate([owner, np.repeat(ids[spread], [len(parts[k]) for k in spread])])
+                nodes = np.concatenate([nodes, [node for k in spread for node, _ in parts[k]]]).astype(np.int64)
+                cpu = np.concatenate([cpu, [p.cpu_milli for p in many]]).astype(np.int64)
+                mem = np.concatenate([mem, [p.memory_mib for p in many]]).astype(np.int64)
+                want = np.concatenate([want, [p.num_gpu for p in many]]).astype(np.int64)
+                gpus = [gs for k, gs in enumerate(gpus) if single[k]] + [gs for k in spread for _, gs in parts[k]]
+            ok = self._take_many(owner, nodes, gpus, cpu, mem, want)
         if not ok:
-            for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
-                if spans[k]:
-                    self.place_parts(i, ps, demands=None if demands is None else demands[k])
+            for k, (i, span) in enumerate(zip(order, spans, strict=True)):
+                held = None if demands is None else demands[k]
+                if span:
+                    self.place_parts(i, span, demands=held)
                 else:
-                    self.place(i, *ps[0], demand=None if demands is None else demands[k][0])
+                    self.place(i, *parts[k][0], demand=None if held is None else held[0])
             return
-        for i, ps, pcs in zip(order, parts, pieces, strict=True):
-            self._record(i, ps, tuple((p.cpu_milli, p.memory_mib) for p in pcs))
+        held = iter(zip(cpu.tolist(), mem.tolist(), strict=True))  # the single tasks' first (in order), then parts
+        for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
+            self.parts_of[i], self.gpus_of[i] = ps, ps[0][1]
+            self.demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces \
+                else (next(held),)
+        self.node_of[ids] = first
+        n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
+        self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
+        self._advance(order[-1], parts[-1])
 
-    def _take_many(self, parts: list, pieces: list) -> bool:
-        """Take every part of ``parts`` (per task, its ``((node, gpus), ...)``), of demand ``pieces`` (per task, one
-        :class:`~fgdopt.model.Task` per part), if each fits by the one rule on the state with the earlier parts taken
+    def _take_many(self, owner: np.ndarray, nodes: np.ndarray, gpus: list, cpu: np.ndarray, mem: np.ndarray,
+                   want: np.ndarray) -> bool:
+        """Take parts, one per row (their task ``owner``, on ``nodes``, GPUs ``gpus``, ``cpu`` milli-cores, ``mem``
+        MiB, ``want`` GPUs asked), if each fits by the one rule on the state with the earlier rows taken
         (capacities only shrink: every prefix fits iff the whole batch does); returns whether they were taken (else
         the state is unchanged)."""
-        flat = list(itertools.chain.from_iterable(parts))
-        demand = list(itertools.chain.from_iterable(pieces))
-        node = np.fromiter((n for n, _ in flat), np.int64, len(flat))
-        counts = np.fromiter((len(gs) for _, gs in flat), np.int64, len(flat))
-        if not ((node >= 0) & (node < self.cluster.n_nodes)).all():
+        tasks = self.tasks
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        if not (((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == want).all()):
             return False
-        if not (counts == np.fromiter((p.num_gpu for p in demand), np.int64, len(demand))).all():
-            return False
-        flat_node = np.repeat(node, counts)
-        flat_gpu = np.fromiter(itertools.chain.from_iterable(gs for _, gs in flat), np.int64, int(counts.sum()))
+        flat_node = np.repeat(nodes, counts)
+        flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
         if len(flat_gpu):
             has = counts > 0
-            spec = np.array([p.gpu_spec for p in demand], dtype=object)
+            spec = tasks.gpu_spec[owner]
             if not (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
-                    and ((counts <= 1).all() or all(len(set(gs)) == len(gs) for _, gs in flat if len(gs) > 1))
-                    and all(self.spec_mask(s)[node[(spec == s) & has]].all() for s in set(spec[has].tolist()))):
+                    and ((counts <= 1).all() or all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1))
+                    and all(self.spec_mask(s)[nodes[(spec == s) & has]].all() for s in set(spec[has].tolist()))):
                 return False
-        cpu, mem, gpu = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
-        np.subtract.at(cpu, node, np.fromiter((p.cpu_milli for p in demand), np.int64, len(demand)))
-        np.subtract.at(mem, node, np.fromiter((p.memory_mib for p in demand), np.int64, len(demand)))
-        np.subtract.at(gpu, (flat_node, flat_gpu),
-                       np.repeat(np.fromiter((p.gpu_milli for p in demand), np.int64, len(demand)), counts))
-        if not ((cpu >= 0).all() and (mem >= 0).all() and (gpu >= 0).all()):
+        cpu_left, mem_left, gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
+        np.subtract.at(cpu_left, nodes, cpu)
+        np.subtract.at(mem_left, nodes, mem)
+        np.subtract.at(gpu_left, (flat_node, flat_gpu), np.repeat(tasks.gpu_milli[owner], counts))
+        if not ((cpu_left >= 0).all() and (mem_left >= 0).all() and (gpu_left >= 0).all()):
             return False
-        self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
+        self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu_left, mem_left, gpu_left
         return True
 
     def remove_many(self, ids) -> np.ndarray:
@@ -590,21 +615,24 @@ class ClusterState:
         if len(ids) == 0:
             return nodes
         parts = [self.parts_of[i] for i in order]
-        flat = list(itertools.chain.from_iterable(parts))
-        held = list(itertools.chain.from_iterable(self.demand_of[i] for i in order))
         n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
+        flat = [p for ps in parts for p in ps]
+        held = np.fromiter(itertools.chain.from_iterable(itertools.chain.from_iterable(map(self.demand_of.__getitem__,
+                                                                                          order))),
+                           np.int64, 2 * len(flat)).reshape(len(flat), 2)
         node = np.fromiter((n for n, _ in flat), np.int64, len(flat))
-        counts = np.fromiter((len(gs) for _, gs in flat), np.int64, len(flat))
-        np.add.at(self.cpu_left, node, np.fromiter((c for c, _ in held), np.int64, len(held)))
-        np.add.at(self.mem_left, node, np.fromiter((m for _, m in held), np.int64, len(held)))
+        gpus = [gs for _, gs in flat]
+        counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        np.add.at(self.cpu_left, node, held[:, 0])
+        np.add.at(self.mem_left, node, held[:, 1])
         np.add.at(self.gpu_left, (np.repeat(node, counts),
-                                  np.fromiter(itertools.chain.from_iterable(gs for _, gs in flat), np.int64,
-                                              int(counts.sum()))),
+                                  np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))),
                   np.repeat(np.repeat(self.tasks.gpu_milli[ids], n_parts), counts))
         self.node_of[ids] = UNPLACED
-        for i, ps in zip(order, parts, strict=True):
+        for i in order:
             self.gpus_of[i] = self.parts_of[i] = self.demand_of[i] = ()
-            self._advance(i, ps)
+        self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
+        self._advance(order[-1], parts[-1])
         return nodes
 
     # -- views -------------------------------------------------------------------------------
@@ -646,7 +674,7 @@ class ClusterState:
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
         new.parts_of, new.demand_of = list(self.parts_of), list(self.demand_of)
-        new._split_of = self._split_of
+        new._split_of, new._per_part = self._split_of, self._per_part
         new.elastic = self.elastic
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
