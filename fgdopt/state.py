@@ -349,9 +349,13 @@ class ClusterState:
         reason = self.check(task, node, gpus, starts)
         if reason is not None:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {reason}")
-        node = int(node)
         self._take_part(i, task, node, gpus, starts)
-        self._record(i, ((node, gpus),), ((task.cpu_milli, task.memory_mib),))
+        self.node_of[i] = node                      # _record of one part, inline (the hot path): one revision step
+        self.gpus_of[i] = gpus
+        self.parts_of[i] = ((int(node), gpus),)
+        self.demand_of[i] = ((task.cpu_milli, task.memory_mib),)
+        self.revision += 1
+        self.last_node = node
 
     def place_parts(self, i: int, parts, *, demands=None) -> None:
         """Place task ``i`` in the parts ``((node, gpus), ...)``, as its split says (module docstring): a gang
