@@ -36,6 +36,11 @@ class Split:
     form: str
     each_part_revises: bool
 
+    def held(self, cpu_milli: int, memory_mib: int, n_parts: int) -> tuple[tuple[int, int], ...]:
+        """The ``(cpu_milli, memory_mib)`` each of ``n_parts`` parts holds, of a task whose shape asks ``cpu_milli``
+        and ``memory_mib``, unless chosen at its placement."""
+        raise NotImplementedError
+
     def pieces(self, state, i: int, parts: tuple, demands: tuple | None) -> tuple[Task, ...] | str:
         """The demand of each part of task ``i`` placed in ``parts`` ``((node, gpus), ...)`` (``demands``: one
         ``(cpu_milli, memory_mib)`` per part chosen at placement, or None), each to be judged by the one rule on its
@@ -52,6 +57,10 @@ class Span(Split):
 
     form = "span"
     each_part_revises = False
+
+    def held(self, cpu_milli: int, memory_mib: int, n_parts: int) -> tuple[tuple[int, int], ...]:
+        """All on the first part."""
+        return ((cpu_milli, memory_mib),) + ((0, 0),) * (n_parts - 1)
 
     def pieces(self, state, i: int, parts: tuple, demands: tuple | None) -> tuple[Task, ...] | str:
         task = state.tasks[i]
@@ -72,7 +81,7 @@ class Span(Split):
             return task
         if total != task.num_gpu:
             return f"the parts hold {total} GPUs, {task.num_gpu} asked"
-        held = demands or ((task.cpu_milli, task.memory_mib),) + ((0, 0),) * (len(parts) - 1)
+        held = demands or self.held(task.cpu_milli, task.memory_mib, len(parts))
         return tuple(task._replace(num_gpu=len(gpus), cpu_milli=cpu, memory_mib=mem)
                      for (_, gpus), (cpu, mem) in zip(parts, held, strict=True))
 
@@ -99,6 +108,10 @@ class Workers(Split):
     form = "workers"
     each_part_revises = True
 
+    def held(self, cpu_milli: int, memory_mib: int, n_parts: int) -> tuple[tuple[int, int], ...]:
+        """The shape's on every part."""
+        return ((cpu_milli, memory_mib),) * n_parts
+
     def pieces(self, state, i: int, parts: tuple, demands: tuple | None) -> tuple[Task, ...] | str:
         task = state.tasks[i]
         if not state._allows(self.form, i):
@@ -106,8 +119,8 @@ class Workers(Split):
         if len(parts) != task.workers:
             return f"{len(parts)} part(s) for a gang of {task.workers} workers"
         part = task.part
-        return tuple(part._replace(cpu_milli=cpu, memory_mib=mem) for cpu, mem in demands) if demands \
-            else (part,) * len(parts)
+        held = demands or self.held(part.cpu_milli, part.memory_mib, len(parts))
+        return tuple(part._replace(cpu_milli=cpu, memory_mib=mem) for cpu, mem in held)
 
     def fits(self, state, task: Task) -> bool:
         """All ``workers`` parts together (:meth:`~fgdopt.state.ClusterState.part_counts`)."""

@@ -653,18 +653,13 @@ class ClusterState:
     def placement(self) -> Placement:
         starts = None if self._gpu_rule is None else self._gpu_rule.starts(self)
         rows = range(len(self.node_of))
-        chosen = [self.demand_of[i] if self.demand_of[i] != self._split_demand(i) else () for i in rows]
+        chosen = [()] * len(rows)                   # the demands that are not the split's: chosen at placement
+        cpu, mem = self.tasks.cpu_milli.tolist(), self.tasks.memory_mib.tolist()
+        for i in np.flatnonzero(self.node_of != UNPLACED).tolist():
+            if self.demand_of[i] != self._split_of[i].held(cpu[i], mem[i], len(self.parts_of[i])):
+                chosen[i] = self.demand_of[i]
         return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(rows),
                          tuple(chosen) if any(chosen) else None)
-
-    def _split_demand(self, i: int) -> tuple[tuple[int, int], ...]:
-        """The ``(cpu_milli, memory_mib)`` each part of placed task ``i`` holds by its split (one part: its shape's;
-        a gang: its shape's on every part; over several nodes: its shape's on the first, none on the others)."""
-        n = len(self.parts_of[i])
-        if not n:
-            return ()
-        first = (int(self.tasks.cpu_milli[i]), int(self.tasks.memory_mib[i]))
-        return (first,) * n if self._split_of[i].each_part_revises else (first,) + ((0, 0),) * (n - 1)
 
     def spans(self, rows) -> tuple | None:
         """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed in several parts (``()`` for
