@@ -2,16 +2,27 @@
 
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
-changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove` (or, for one whole-GPU task over
-several nodes, :meth:`ClusterState.place_parts`, each of its parts judged by the same rule; for a *gang* of
-``workers > 1`` identical parts, :meth:`ClusterState.place_parts`, all parts or none, each judged by the same rule
-on the state with the earlier parts placed; an *elastic* task, whose GPU count a scheduler chooses at each
-placement, is judged as its shape with that count);
+changes the state calls :meth:`ClusterState.place` (one part) / :meth:`ClusterState.place_parts` (several) /
+:meth:`ClusterState.remove`, or their bulk forms :meth:`ClusterState.place_many` / :meth:`ClusterState.remove_many`;
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
 
+**Parts.** A placed task is a tuple of parts ``((node, gpus), ...)`` (``parts_of[i]``), each holding
+``(cpu_milli, memory_mib)`` on its node (``demand_of[i]``, one pair per part) and the task's ``gpu_milli`` on each of
+its GPUs; a task on one node is a one-part tuple. ``node_of[i]`` and ``gpus_of[i]`` are its first part (the arrays
+the hot paths and the policies read). Placing, removing, the bulk moves, :meth:`ClusterState.held_demand` and
+:meth:`ClusterState.held_milli` have one code path over parts: each part is judged by the one rule on the state with
+the earlier parts placed, then takes (gives back) its CPU, memory and GPUs on its node, then the capabilities'
+``take`` (``give_back``) hooks. What is specific to a form of task is its *split* (:mod:`fgdopt.splits`): how many
+parts, which demand each holds, whether they may share a node, how far ``revision`` advances -- ``SPAN`` (one part,
+or a whole-GPU task over distinct nodes of one GPU model, its CPU and memory on the first part: one step) and
+``WORKERS`` (a *gang* of ``workers > 1`` identical parts, nodes may repeat: one step per part).
+:meth:`ClusterState.parts_fit` asks a split whether a task fits now in some parts.
+
 The rule here is the plain one (CPU milli-cores and memory MiB per node, milli-GPU per GPU); what changes it -- MIG
-slices, elastic GPU counts -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
-small hook interface, so a new kind of resource is a new capability, not a branch in each method.
+slices, elastic GPU counts (an *elastic* task, whose GPU count a scheduler chooses at each placement, is judged as
+its shape with that count) -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
+small hook interface, so a new kind of resource is a new capability, not a branch in each method; a capability may
+refuse a split's form (MIG refuses both multi-part forms).
 """
 
 from __future__ import annotations
@@ -64,11 +75,11 @@ class Placement:
     On a MIG cluster (:mod:`fgdopt.mig.slices`) ``starts[i]`` holds the start memory slice of the task's instance on
     each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
     take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
-    placed over several nodes (:meth:`ClusterState.place_parts`), or of a gang's parts, one per worker
-    (:meth:`ClusterState.place_parts`); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default)
-    when no task is. ``demands[i]``, when not empty, holds the ``((cpu_milli, memory_mib), ...)`` the task holds on
-    each of its parts' nodes, chosen at its placement (:attr:`ClusterState.demand_of`); ``None`` (the default) when
-    no task has one (each holds its shape's)."""
+    placed in several parts (:meth:`ClusterState.place_parts`: over several nodes, or a gang's parts, one per
+    worker); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default) when no task is. ``demands[i]``,
+    when not empty, holds the ``((cpu_milli, memory_mib), ...)`` the task holds on each of its parts' nodes where
+    that is not its split's (chosen at its placement, :attr:`ClusterState.demand_of`); ``None`` (the default) when
+    no task has one (each holds its split's)."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
@@ -118,11 +129,10 @@ class ClusterState:
     mem_left : int64 (n_nodes,), free memory in MiB.
     gpu_left : int64 (n_nodes, max_gpus), free milli-GPU per GPU; absent GPUs are padded with 0,
         so they never fit a demand and add nothing to a sum.
-    node_of : int64 (n_tasks,), node of each task or -1.
-    gpus_of : list of tuples, GPU ids of each task.
-    parts_of : dict, task -> its ``((node, gpus), ...)`` for the tasks placed over several nodes
-        (:meth:`place_parts`) and for the gangs (:meth:`place_parts`: one part per worker, nodes may repeat);
-        ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+    node_of : int64 (n_tasks,), node of each task's first part or -1.
+    gpus_of : list of tuples, GPU ids of each task's first part.
+    parts_of : list, each task's ``((node, gpus), ...)``, one per part (``()``: not placed; module docstring).
+        :meth:`parts` reads it.
 
     **Gangs.** A task of ``workers > 1`` (:class:`~fgdopt.model.Task`) is placed by :meth:`place_parts`: each part
     takes the task's CPU, memory and GPUs on its node, exactly as a task of that shape placed there would, so every
@@ -134,14 +144,16 @@ class ClusterState:
         number of GPUs given (at least one; its CPU and memory once, on the first node), judged by the one rule as
         its shape with that count (an elastic job's allocation, which a scheduler changes by removing the task and
         placing it again). :meth:`held_milli` is what a task holds.
-    demand_of : dict, task -> its ``((cpu_milli, memory_mib), ...)``, one per part, for the tasks placed with a
-        demand chosen at placement (``demand=`` of :meth:`place`, ``demands=`` of :meth:`place_parts`): such a task
-        holds those amounts of CPU (milli-cores) and memory (MiB) on its parts' nodes instead of its shape's (a
+    demand_of : list, each task's ``((cpu_milli, memory_mib), ...)``, one per part (``()``: not placed): its
+        split's (:meth:`fgdopt.splits.Split.held`), or the demand chosen at placement (``demand=`` of
+        :meth:`place`, ``demands=`` of :meth:`place_parts`): such a task holds those amounts of CPU (milli-cores) and
+        memory (MiB) on its parts' nodes instead of its shape's (a
         scheduler that sizes each job's CPU and memory per round, Synergy's, :mod:`fgdopt.synergy.rounds`); each is
         judged by the one rule and :meth:`remove` gives them back. :meth:`held_demand` is what any task holds. A
         :class:`Placement` records them (``demands``), and :func:`validate` replays them.
-    revision : how many times :meth:`place` / :meth:`place_parts` / :meth:`remove` changed the state;
-        ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
+    revision : how many steps :meth:`place` / :meth:`place_parts` / :meth:`remove` changed the state by (one per
+        placement or removal, one per part for a gang: :meth:`revision_steps`); ``last_node`` the node the latest
+        change touched (-1 before any; a gang's last part, a span's first). Caches use them to see what changed since
         they looked.
     capabilities : tuple of :class:`~fgdopt.capabilities.Capability`, the changes to the base rule this state
         makes (:func:`~fgdopt.capabilities.capabilities_for`; empty for the plain rule). Every method consults
