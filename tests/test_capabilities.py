@@ -341,7 +341,8 @@ def test_bulk_moves_equal_the_same_moves_one_by_one(kind, data):
     (``remove_many``, then one ``place_many`` of all parts of all moves) leaves the state -- free CPU, memory and
     milli-GPU per GPU, every task's parts and held demand, ``revision`` and ``last_node``, MIG slices -- exactly as
     the same removals and placements one by one; a last move that does not fit raises the same error in both,
-    after the same earlier moves."""
+    after the same earlier moves. The placement replayed (:func:`validate`, with the demands it reports as chosen)
+    gives the same state."""
     draw = data.draw
     cluster = {"plain": PLAIN, "mig": MIG, "elastic": GANGS, "gangs": GANGS}[kind]
     tasks = _tasks(draw, kind == "mig")
@@ -387,3 +388,7 @@ def test_bulk_moves_equal_the_same_moves_one_by_one(kind, data):
                             spans=spans)
         assert str(caught.value) == error
     assert _stores(many) == _stores(one)
+    placement = many.placement()                    # the demands chosen at placement, and only those, replayed
+    assert chosen or placement.demands is None
+    replay = validate(cluster, tasks, placement, elastic)
+    assert _stores(replay)[:7] == _stores(many)[:7]
