@@ -10,11 +10,11 @@ holders, so a new kind of resource is one new class here, not one more branch in
   (memory slices, :mod:`fgdopt.mig.slices`) on each of its GPUs instead of milli-GPU left;
 - :class:`ElasticCount`: elastic tasks, whose GPU count is the placement's (at least one), not the shape's.
 
-Placements of several parts -- a whole-GPU task over several nodes (:meth:`~fgdopt.state.ClusterState.place_gang`,
-form ``"span"``), a gang of ``workers > 1`` parts (:meth:`~fgdopt.state.ClusterState.place_workers`, ``"workers"``),
-an ownerless part (:meth:`~fgdopt.state.ClusterState.hold`, ``"hold"``) -- are judged part by part by the same rule;
-a capability that cannot judge a form refuses it (:meth:`Capability.allows`): MIG refuses all three, an elastic task
-refuses ``"workers"``.
+Placements of several parts (:meth:`~fgdopt.state.ClusterState.place_parts`, by the task's split,
+:mod:`fgdopt.splits`) -- a whole-GPU task over several nodes (form ``"span"``), a gang of ``workers > 1`` parts
+(``"workers"``), an ownerless part (:meth:`~fgdopt.state.ClusterState.hold`, ``"hold"``) -- are judged part by
+part by the same rule; a capability that cannot judge a form refuses it (:meth:`Capability.allows`): MIG refuses all
+three, an elastic task refuses ``"workers"``.
 
 A capability is an immutable rule shared by a state and its copies; the per-state data it needs (``slices``,
 ``starts_of``) it keeps on the state (:meth:`Capability.attach`, :meth:`Capability.copy_into`), as public
@@ -82,8 +82,9 @@ class Capability:
              starts: tuple[int, ...] | None) -> None:
         """Record that task ``i``, of demand ``task``, was placed on ``node`` and ``gpus`` (checked already).
 
-        Called by :meth:`~fgdopt.state.ClusterState.place` (one node) only: a capability with this hook or
-        :meth:`give_back` refuses the forms of several parts (:meth:`allows`), as :class:`MigSlices` does."""
+        Called for every part of every task placed (:meth:`~fgdopt.state.ClusterState.place`,
+        ``place_parts``); a capability with this hook or :meth:`give_back` keeps what it records per task, so it
+        refuses the forms of several parts (:meth:`allows`), as :class:`MigSlices` does."""
 
     def give_back(self, state, i: int, task: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Undo :meth:`take` of task ``i`` (before the state forgets its node and GPUs)."""

@@ -147,7 +147,7 @@ def _place_all(state: ClusterState, policy: Policy, on_task=None, label: str | N
         if choice is not None:
             try:
                 if gang:
-                    state.place_workers(i, choice)
+                    state.place_parts(i, choice)
                 else:
                     state.place(i, *choice)   # (node, gpus), or (node, gpus, starts) on MIG clusters
             except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:

@@ -2,16 +2,27 @@
 
 Everything that asks "does this task fit there?" calls :func:`gpu_fits` (the GPU part, vectorized)
 or :meth:`ClusterState.feasible_nodes` / :meth:`ClusterState.check` (the whole rule); everything that
-changes the state calls :meth:`ClusterState.place` / :meth:`ClusterState.remove` (or, for one whole-GPU task over
-several nodes, :meth:`ClusterState.place_gang`, each of its parts judged by the same rule; for a *gang* of
-``workers > 1`` identical parts, :meth:`ClusterState.place_workers`, all parts or none, each judged by the same rule
-on the state with the earlier parts placed; an *elastic* task, whose GPU count a scheduler chooses at each
-placement, is judged as its shape with that count);
+changes the state calls :meth:`ClusterState.place` (one part) / :meth:`ClusterState.place_parts` (several) /
+:meth:`ClusterState.remove`, or their bulk forms :meth:`ClusterState.place_many` / :meth:`ClusterState.remove_many`;
 :func:`validate` re-checks a finished placement from scratch by replaying it through them.
 
+**Parts.** A placed task is a tuple of parts ``((node, gpus), ...)`` (``parts_of[i]``), each holding
+``(cpu_milli, memory_mib)`` on its node (``demand_of[i]``, one pair per part) and the task's ``gpu_milli`` on each of
+its GPUs; a task on one node is a one-part tuple. ``node_of[i]`` and ``gpus_of[i]`` are its first part (the arrays
+the hot paths and the policies read). Placing, removing, the bulk moves, :meth:`ClusterState.held_demand` and
+:meth:`ClusterState.held_milli` have one code path over parts: each part is judged by the one rule on the state with
+the earlier parts placed, then takes (gives back) its CPU, memory and GPUs on its node, then the capabilities'
+``take`` (``give_back``) hooks. What is specific to a form of task is its *split* (:mod:`fgdopt.splits`): how many
+parts, which demand each holds, whether they may share a node, how far ``revision`` advances -- ``SPAN`` (one part,
+or a whole-GPU task over distinct nodes of one GPU model, its CPU and memory on the first part: one step) and
+``WORKERS`` (a *gang* of ``workers > 1`` identical parts, nodes may repeat: one step per part).
+:meth:`ClusterState.parts_fit` asks a split whether a task fits now in some parts.
+
 The rule here is the plain one (CPU milli-cores and memory MiB per node, milli-GPU per GPU); what changes it -- MIG
-slices, elastic GPU counts -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
-small hook interface, so a new kind of resource is a new capability, not a branch in each method.
+slices, elastic GPU counts (an *elastic* task, whose GPU count a scheduler chooses at each placement, is judged as
+its shape with that count) -- is a *capability* (:mod:`fgdopt.capabilities`) that every method consults through one
+small hook interface, so a new kind of resource is a new capability, not a branch in each method; a capability may
+refuse a split's form (MIG refuses both multi-part forms).
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ import numpy as np
 
 from fgdopt.capabilities import Capability, MigSlices, capabilities_for, elastic_mask
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet, spec_allows
+from fgdopt.splits import split_of
 
 UNPLACED = -1
 
@@ -63,11 +75,11 @@ class Placement:
     On a MIG cluster (:mod:`fgdopt.mig.slices`) ``starts[i]`` holds the start memory slice of the task's instance on
     each of ``gpus[i]``; ``None`` (the default, and always on other clusters) lets :meth:`ClusterState.place`
     take the lowest free allowed start. ``spans[i]``, when not empty, holds the ``((node, gpus), ...)`` of a task
-    placed over several nodes (:meth:`ClusterState.place_gang`), or of a gang's parts, one per worker
-    (:meth:`ClusterState.place_workers`); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default)
-    when no task is. ``demands[i]``, when not empty, holds the ``((cpu_milli, memory_mib), ...)`` the task holds on
-    each of its parts' nodes, chosen at its placement (:attr:`ClusterState.demand_of`); ``None`` (the default) when
-    no task has one (each holds its shape's)."""
+    placed in several parts (:meth:`ClusterState.place_parts`: over several nodes, or a gang's parts, one per
+    worker); ``node[i]`` and ``gpus[i]`` are its first part; ``None`` (the default) when no task is. ``demands[i]``,
+    when not empty, holds the ``((cpu_milli, memory_mib), ...)`` the task holds on each of its parts' nodes where
+    that is not its split's (chosen at its placement, :attr:`ClusterState.demand_of`); ``None`` (the default) when
+    no task has one (each holds its split's)."""
 
     node: np.ndarray
     gpus: tuple[tuple[int, ...], ...]
@@ -117,30 +129,31 @@ class ClusterState:
     mem_left : int64 (n_nodes,), free memory in MiB.
     gpu_left : int64 (n_nodes, max_gpus), free milli-GPU per GPU; absent GPUs are padded with 0,
         so they never fit a demand and add nothing to a sum.
-    node_of : int64 (n_tasks,), node of each task or -1.
-    gpus_of : list of tuples, GPU ids of each task.
-    parts_of : dict, task -> its ``((node, gpus), ...)`` for the tasks placed over several nodes
-        (:meth:`place_gang`) and for the gangs (:meth:`place_workers`: one part per worker, nodes may repeat);
-        ``node_of`` and ``gpus_of`` hold their first part. :meth:`parts` gives any task's.
+    node_of : int64 (n_tasks,), node of each task's first part or -1.
+    gpus_of : list of tuples, GPU ids of each task's first part.
+    parts_of : list, each task's ``((node, gpus), ...)``, one per part (``()``: not placed; module docstring).
+        :meth:`parts` reads it.
 
-    **Gangs.** A task of ``workers > 1`` (:class:`~fgdopt.model.Task`) is placed by :meth:`place_workers`: each part
+    **Gangs.** A task of ``workers > 1`` (:class:`~fgdopt.model.Task`) is placed by :meth:`place_parts`: each part
     takes the task's CPU, memory and GPUs on its node, exactly as a task of that shape placed there would, so every
     view of the state (free capacity per node and GPU, and the fragmentation evaluator :mod:`fgdopt.frag`, which
     reads only those) sees each part as one task on its node. :meth:`remove` frees all parts at once.
-    :meth:`part_counts` counts the parts each node could take now, :meth:`workers_fit` whether the gang fits.
+    :meth:`part_counts` counts the parts each node could take now, :meth:`parts_fit` whether the gang fits.
     elastic : bool (n_tasks,), read-only: the *elastic* tasks (default none). An elastic task is whole-GPU; its
-        shape's ``num_gpu`` is not a count it must hold: each :meth:`place` / :meth:`place_gang` places it on the
+        shape's ``num_gpu`` is not a count it must hold: each :meth:`place` / :meth:`place_parts` places it on the
         number of GPUs given (at least one; its CPU and memory once, on the first node), judged by the one rule as
         its shape with that count (an elastic job's allocation, which a scheduler changes by removing the task and
         placing it again). :meth:`held_milli` is what a task holds.
-    demand_of : dict, task -> its ``((cpu_milli, memory_mib), ...)``, one per part, for the tasks placed with a
-        demand chosen at placement (``demand=`` of :meth:`place`, ``demands=`` of :meth:`place_gang`): such a task
-        holds those amounts of CPU (milli-cores) and memory (MiB) on its parts' nodes instead of its shape's (a
+    demand_of : list, each task's ``((cpu_milli, memory_mib), ...)``, one per part (``()``: not placed): its
+        split's (:meth:`fgdopt.splits.Split.held`), or the demand chosen at placement (``demand=`` of
+        :meth:`place`, ``demands=`` of :meth:`place_parts`): such a task holds those amounts of CPU (milli-cores) and
+        memory (MiB) on its parts' nodes instead of its shape's (a
         scheduler that sizes each job's CPU and memory per round, Synergy's, :mod:`fgdopt.synergy.rounds`); each is
         judged by the one rule and :meth:`remove` gives them back. :meth:`held_demand` is what any task holds. A
         :class:`Placement` records them (``demands``), and :func:`validate` replays them.
-    revision : how many times :meth:`place` / :meth:`place_gang` / :meth:`remove` changed the state;
-        ``last_node`` the node the latest change touched (-1 before any). Caches use them to see what changed since
+    revision : how many steps :meth:`place` / :meth:`place_parts` / :meth:`remove` changed the state by (one per
+        placement or removal, one per part for a gang: :meth:`revision_steps`); ``last_node`` the node the latest
+        change touched (-1 before any; a gang's last part, a span's first). Caches use them to see what changed since
         they looked.
     capabilities : tuple of :class:`~fgdopt.capabilities.Capability`, the changes to the base rule this state
         makes (:func:`~fgdopt.capabilities.capabilities_for`; empty for the plain rule). Every method consults
@@ -165,8 +178,10 @@ class ClusterState:
         self.gpu_left = np.where(gpu_ids[None, :] < cluster.gpu[:, None], GPU_MILLI, 0).astype(np.int64)
         self.node_of = np.full(len(tasks), UNPLACED, dtype=np.int64)
         self.gpus_of: list[tuple[int, ...]] = [()] * len(tasks)
-        self.parts_of: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
-        self.demand_of: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.parts_of: list[tuple[tuple[int, tuple[int, ...]], ...]] = [()] * len(tasks)
+        self.demand_of: list[tuple[tuple[int, int], ...]] = [()] * len(tasks)
+        self._split_of = [split_of(w) for w in tasks.workers.tolist()]
+        self._per_part = np.array([s.each_part_revises for s in self._split_of], dtype=bool)
         self.revision = 0
         self.last_node = UNPLACED
         self._spec_masks: dict[str, np.ndarray] = {}
@@ -323,15 +338,16 @@ class ClusterState:
     # -- mutation ----------------------------------------------------------------------------
     def place(self, i: int, node: int, gpus: tuple[int, ...], starts: tuple[int, ...] | None = None, *,
               demand: tuple[int, int] | None = None) -> None:
-        """Place task ``i`` on ``node`` using GPUs ``gpus`` (MIG: at ``starts``, default the lowest free allowed
-        start on each GPU); raises :class:`InfeasiblePlacement`. ``demand``: the ``(cpu_milli, memory_mib)`` it
-        holds instead of its shape's (``demand_of``), judged by the same rule."""
+        """Place task ``i`` in one part, on ``node`` using GPUs ``gpus`` (MIG: at ``starts``, default the lowest free
+        allowed start on each GPU); raises :class:`InfeasiblePlacement`. ``demand``: the ``(cpu_milli, memory_mib)``
+        it holds instead of its shape's, judged by the same rule. The one-part case of :meth:`place_parts`, without
+        its split (the hot path of every run)."""
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
         task = self.tasks[i]
         if task.workers != 1:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}) is a gang of {task.workers} workers: it is "
-                                      "placed by place_workers")
+                                      "placed by place_parts")
         gpus = tuple(map(int, gpus))
         if self._shapers and isinstance(task := self._shape(i, task, len(gpus)), str):   # e.g. elastic: count = len
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {task}")
@@ -345,103 +361,87 @@ class ClusterState:
         reason = self.check(task, node, gpus, starts)
         if reason is not None:
             raise InfeasiblePlacement(f"task {i} ({self.tasks.names[i]}): {reason}")
-        for cap in self._takers:
-            cap.take(self, i, task, node, gpus, starts)
-        self.cpu_left[node] -= task.cpu_milli
-        self.mem_left[node] -= task.memory_mib
-        if gpus:
-            _add_milli(self.gpu_left[node], gpus, -task.gpu_milli)
-        self.node_of[i] = node
+        self._take_part(i, task, node, gpus, starts)
+        self.node_of[i] = node                      # _record of one part, inline (the hot path): one revision step
         self.gpus_of[i] = gpus
-        if demand is not None:
-            self.demand_of[i] = (demand,)
+        self.parts_of[i] = ((int(node), gpus),)
+        self.demand_of[i] = ((task.cpu_milli, task.memory_mib),)
         self.revision += 1
         self.last_node = node
 
-    def place_gang(self, i: int, parts, *, demands=None) -> None:
-        """Place whole-GPU task ``i`` over several nodes at once: ``parts`` is ``((node, gpus), ...)``, one part per
-        node, all of one GPU model, ``num_gpu`` GPUs in all (a gang: a multi-GPU job whose GPUs span servers).
+    def place_parts(self, i: int, parts, *, demands=None) -> None:
+        """Place task ``i`` in the parts ``((node, gpus), ...)``, as its split says (module docstring): a gang
+        (``workers > 1``) one part per worker, nodes may repeat, each the task's :attr:`~fgdopt.model.Task.part`; any
+        other task over distinct nodes of one GPU model, whole GPUs only, ``num_gpu`` GPUs in all, its CPU and memory
+        on the first part's node. ``demands``: one ``(cpu_milli, memory_mib)`` per part, held instead of the split's.
 
-        Each part is judged by the one rule (:meth:`check`) as the task with ``len(gpus)`` of its GPUs; its CPU and
-        memory go to the first part's node, or, with ``demands`` (one ``(cpu_milli, memory_mib)`` per part), each part
-        holds its own on its node (``demand_of``). All parts are placed, or none (raises
-        :class:`InfeasiblePlacement`); :meth:`remove` takes them all away. A single part is :meth:`place`.
-        """
+        Each part is judged by the one rule (:meth:`check`) on the state with the earlier parts placed. All parts are
+        placed, or none (raises :class:`InfeasiblePlacement` naming the part and the reason, the state unchanged);
+        :meth:`remove` takes them all away. ``revision`` and ``last_node`` advance as the split says."""
         parts = tuple((int(node), tuple(int(g) for g in gpus)) for node, gpus in parts)
+        name = f"task {i} ({self.tasks.names[i]})"
         if demands is not None:
             demands = tuple(_chosen(i, d) for d in demands)
             if len(demands) != len(parts):
-                raise InfeasiblePlacement(f"task {i}: {len(demands)} demand(s) for {len(parts)} part(s)")
-        if len(parts) == 1:
-            self.place(i, *parts[0], demand=None if demands is None else demands[0])
-            return
-        task = self.tasks[i]
-        name = f"task {i} ({self.tasks.names[i]})"
+                raise InfeasiblePlacement(f"{name}: {len(demands)} demand(s) for {len(parts)} part(s)")
         if self.node_of[i] != UNPLACED:
             raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
-        if task.gpu_milli != GPU_MILLI or task.workers != 1 or not self._allows("span", i):
-            raise InfeasiblePlacement(f"{name}: only a whole-GPU task (not a gang) on a non-MIG cluster may span nodes")
-        nodes = [node for node, _ in parts]
-        if not parts or len(set(nodes)) != len(nodes) or any(not gpus for _, gpus in parts):
-            raise InfeasiblePlacement(f"{name}: a gang needs parts on distinct nodes, each with GPUs, got {parts}")
-        task = self._shape(i, task, sum(len(gpus) for _, gpus in parts))     # each part has a GPU: not refused
-        if sum(len(gpus) for _, gpus in parts) != task.num_gpu:
-            raise InfeasiblePlacement(f"{name}: the parts hold {sum(len(g) for _, g in parts)} GPUs, "
-                                      f"{task.num_gpu} asked")
-        held = demands or ((task.cpu_milli, task.memory_mib),) + ((0, 0),) * (len(parts) - 1)
-        for k, (node, gpus) in enumerate(parts):
-            part = task._replace(num_gpu=len(gpus), cpu_milli=held[k][0], memory_mib=held[k][1])
-            if (reason := self.check(part, node, gpus)) is not None:
+        pieces = self._split_of[i].pieces(self, i, parts, demands)
+        if isinstance(pieces, str):
+            raise InfeasiblePlacement(f"{name}: {pieces}")
+        for k, ((node, gpus), piece) in enumerate(zip(parts, pieces, strict=True)):
+            if (reason := self.check(piece, node, gpus)) is not None:
+                for (back, gpus_back), held in zip(parts[:k], pieces[:k], strict=True):
+                    self._give_part(i, held.gpu_milli, back, gpus_back, (held.cpu_milli, held.memory_mib))
                 raise InfeasiblePlacement(f"{name}, part {k}: {reason}")
-        if len({self.cluster.model[node] for node in nodes}) != 1:
-            raise InfeasiblePlacement(f"{name}: a gang's nodes must have one GPU model")
-        for (node, gpus), (cpu, mem) in zip(parts, held, strict=True):
-            self.cpu_left[node] -= cpu
-            self.mem_left[node] -= mem
-            _add_milli(self.gpu_left[node], gpus, -GPU_MILLI)
-        self.node_of[i], self.gpus_of[i] = nodes[0], parts[0][1]
-        self.parts_of[i] = parts
-        if demands is not None:
-            self.demand_of[i] = demands
-        self.revision += 1
-        self.last_node = nodes[0]
+            self._take_part(i, piece, node, gpus, None)
+        self._record(i, parts, tuple((piece.cpu_milli, piece.memory_mib) for piece in pieces))
 
-    def place_workers(self, i: int, parts) -> None:
-        """Place gang task ``i`` (``workers > 1``): ``parts`` is ``((node, gpus), ...)``, one part per worker (nodes
-        may repeat), each taking the task's CPU, memory and ``gpus`` (``num_gpu`` of them, ``gpu_milli`` each).
+    def _take_part(self, i: int, piece: Task, node: int, gpus: tuple[int, ...], starts) -> None:
+        """Take one part of task ``i``, of demand ``piece``, on ``node`` and ``gpus`` (checked already), after the
+        capabilities' :meth:`~fgdopt.capabilities.Capability.take`."""
+        for cap in self._takers:
+            cap.take(self, i, piece, node, gpus, starts)
+        self.cpu_left[node] -= piece.cpu_milli
+        self.mem_left[node] -= piece.memory_mib
+        if gpus:
+            _add_milli(self.gpu_left[node], gpus, -piece.gpu_milli)
 
-        Each part is judged by the one rule (:meth:`check`, as the task :attr:`~fgdopt.model.Task.part`) on the state
-        with the earlier parts placed. All parts are placed, or none (raises :class:`InfeasiblePlacement` naming the
-        part and the reason, the state unchanged); :meth:`remove` takes them all away. ``revision`` advances by one
-        per part and ``last_node`` is the last part's node.
-        """
-        parts = tuple((int(node), tuple(int(g) for g in gpus)) for node, gpus in parts)
-        task = self.tasks[i]
-        name = f"task {i} ({self.tasks.names[i]})"
-        if self.node_of[i] != UNPLACED:
-            raise InfeasiblePlacement(f"task {i} is already placed on node {int(self.node_of[i])}")
-        if not self._allows("workers", i):
-            raise InfeasiblePlacement(f"{name}: a gang cannot be placed on a MIG cluster or be elastic")
-        if len(parts) != task.workers:
-            raise InfeasiblePlacement(f"{name}: {len(parts)} part(s) for a gang of {task.workers} workers")
-        part = task.part
-        for k, (node, gpus) in enumerate(parts):
-            if (reason := self.check(part, node, gpus)) is not None:
-                for node_back, gpus_back in reversed(parts[:k]):
-                    self._take(part, node_back, gpus_back, -1)
-                raise InfeasiblePlacement(f"{name}, part {k}: {reason}")
-            self._take(part, node, gpus, 1)
+    def _give_part(self, i: int, milli: int, node: int, gpus: tuple[int, ...], held: tuple[int, int]) -> None:
+        """Give back one part of task ``i``: ``held`` CPU and memory on ``node``, ``milli`` on each of ``gpus``, then
+        the capabilities' :meth:`~fgdopt.capabilities.Capability.give_back`."""
+        self.cpu_left[node] += held[0]
+        self.mem_left[node] += held[1]
+        if gpus:
+            _add_milli(self.gpu_left[node], gpus, milli)
+        for cap in self._givers:
+            cap.give_back(self, i, self.tasks[i], node, gpus)
+
+    def _record(self, i: int, parts: tuple, held: tuple) -> None:
+        """Task ``i`` now holds ``parts`` with ``held`` CPU and memory each; ``revision`` and ``last_node`` advance
+        (:meth:`_advance`)."""
         self.node_of[i], self.gpus_of[i] = parts[0]
         self.parts_of[i] = parts
-        self.revision += len(parts)             # one per part: a cache that sees one revision pass sees one node
-        self.last_node = parts[-1][0]
+        self.demand_of[i] = held
+        steps = parts if self._split_of[i].each_part_revises else parts[:1]        # _advance, inline: hot path
+        self.revision += len(steps)
+        self.last_node = steps[-1][0]
 
-    def _take(self, part: Task, node: int, gpus: tuple[int, ...], sign: int) -> None:
-        """Subtract (``sign`` 1) or give back (-1) one part's demand on ``node`` and ``gpus`` (no check)."""
-        self.cpu_left[node] -= sign * part.cpu_milli
-        self.mem_left[node] -= sign * part.memory_mib
-        if gpus:
-            _add_milli(self.gpu_left[node], gpus, -sign * part.gpu_milli)
+    def revision_steps(self, i: int) -> int:
+        """How far ``revision`` advances when placed task ``i`` is removed (as it did at its placement): one step per
+        part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`)."""
+        return int(self._steps(i, len(self.parts_of[i])))
+
+    def _steps(self, ids, n_parts):
+        """:meth:`revision_steps` of tasks ``ids`` placed in ``n_parts`` parts each (vectorized)."""
+        return np.where(self._per_part[ids], n_parts, 1)
+
+    def _advance(self, i: int, parts: tuple) -> None:
+        """``revision`` and ``last_node`` after task ``i`` in ``parts`` was placed or removed: one step per part its
+        split counts (:attr:`Split.each_part_revises`; the first part only, else)."""
+        steps = parts if self._split_of[i].each_part_revises else parts[:1]
+        self.revision += len(steps)
+        self.last_node = steps[-1][0]
 
     def hold(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Take the demand of ``part`` (a task with ``workers == 1``) on ``node`` and ``gpus``, owned by no task:
@@ -454,13 +454,13 @@ class ClusterState:
             raise InfeasiblePlacement("hold takes one part (workers == 1) on a non-MIG cluster")
         if (reason := self.check(part, node, gpus)) is not None:
             raise InfeasiblePlacement(f"part on node {node}: {reason}")
-        self._take(part, node, gpus, 1)
+        self._take_part(-1, part, node, gpus, None)             # owned by no task (-1): no capability takes
         self.revision += 1
         self.last_node = node
 
     def release(self, part: Task, node: int, gpus: tuple[int, ...]) -> None:
         """Give back a :meth:`hold` (the same ``part``, ``node`` and ``gpus``)."""
-        self._take(part, node, tuple(int(g) for g in gpus), -1)
+        self._give_part(-1, part.gpu_milli, node, tuple(int(g) for g in gpus), (part.cpu_milli, part.memory_mib))
         self.revision += 1
         self.last_node = node
 
@@ -473,7 +473,7 @@ class ClusterState:
         ``gpu_milli`` of one GPU, so GPU ``g`` holds ``floor(gpu_left[g] / gpu_milli)`` of them. The count is the
         least of these, 0 where ``gpu_spec`` excludes the node's model. Placing one part on a node lowers its count by
         exactly one, so the parts can be placed one by one (any feasible node each time) iff the counts sum to at
-        least ``workers`` (:meth:`workers_fit`)."""
+        least ``workers`` (:meth:`parts_fit` of a gang)."""
         if not self._allows("workers", None):
             raise ValueError("gangs are not supported on a MIG cluster")
         count = np.full(self.cluster.n_nodes, task.workers, dtype=np.int64)
@@ -486,182 +486,169 @@ class ClusterState:
             count[~self.spec_mask(task.gpu_spec)] = 0
         return count
 
-    def workers_fit(self, task: Task) -> bool:
-        """Whether all ``task.workers`` parts of ``task`` fit now together (:meth:`part_counts`)."""
-        return int(self.part_counts(task).sum()) >= task.workers
-
-    def gang_fits(self, task: Task) -> bool:
-        """Whether whole-GPU ``task`` fits now over several nodes of one GPU model (:meth:`place_gang`): its CPU and
-        memory on one of them, and ``num_gpu`` free GPUs on them in all."""
-        if task.num_gpu < 2 or task.gpu_milli != GPU_MILLI or not self._allows("span", None):
-            return False
-        free = (self.gpu_left == GPU_MILLI).sum(axis=1)
-        host = (self.cpu_left >= task.cpu_milli) & (self.mem_left >= task.memory_mib)
-        models = self.cluster.model
-        for model in set(models[self.spec_mask(task.gpu_spec)].tolist()):
-            nodes = models == model
-            if (host & nodes).any() and int(free[nodes].sum()) >= task.num_gpu:
-                return True
-        return False
+    def parts_fit(self, task: Task) -> bool:
+        """Whether ``task`` fits now in the parts its split allows (:meth:`place_parts`): a gang's ``workers`` parts
+        together (:meth:`part_counts`); any other task on one node, or, whole-GPU, over several nodes of one GPU
+        model (its CPU and memory on one of them, ``num_gpu`` free GPUs on them in all)."""
+        return split_of(task.workers).fits(self, task)
 
     def held_milli(self, i: int) -> int:
-        """Milli-GPU task ``i`` holds now (0: not placed): its shape's GPU demand, or, for an elastic task, its
-        GPUs' (:meth:`parts`)."""
-        if self.node_of[i] == UNPLACED:
-            return 0
-        if not self._shapers:
-            tasks = self.tasks
-            return int(tasks.workers[i] * tasks.num_gpu[i] * tasks.gpu_milli[i])
-        task = self._shape(i, self.tasks[i], sum(len(gpus) for _, gpus in self.parts(i)))
-        return int(task.workers * task.num_gpu * task.gpu_milli)
+        """Milli-GPU task ``i`` holds now (0: not placed): ``gpu_milli`` on each GPU of each of its parts (its shape's
+        GPU demand, or, for an elastic task, its GPUs')."""
+        return int(self.tasks.gpu_milli[i]) * sum(len(gpus) for _, gpus in self.parts_of[i])
 
     def parts(self, i: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """Where task ``i`` is: ``((node, gpus), ...)``, one part per node (empty: not placed)."""
-        if i in self.parts_of:
-            return self.parts_of[i]
-        node = int(self.node_of[i])
-        return () if node == UNPLACED else ((node, self.gpus_of[i]),)
+        """Where task ``i`` is: ``((node, gpus), ...)``, one per part (empty: not placed)."""
+        return self.parts_of[i]
 
     def held_demand(self, i: int) -> tuple[tuple[int, int], ...]:
         """The ``(cpu_milli, memory_mib)`` task ``i`` holds on each of its parts' nodes (:meth:`parts`; empty: not
-        placed): the demand chosen at its placement (``demand_of``), else its shape's (on its first node, for a task
-        over several nodes; on every part, for a gang)."""
-        if (held := self.demand_of.get(i)) is not None:
-            return held
-        parts = self.parts(i)
-        if not parts:
-            return ()
-        task = self.tasks[i]
-        first = (task.cpu_milli, task.memory_mib)
-        return (first,) * len(parts) if task.workers > 1 else (first,) + ((0, 0),) * (len(parts) - 1)
+        placed): the demand chosen at its placement, else its split's (module docstring)."""
+        return self.demand_of[i]
 
     def _held(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """CPU (milli-cores) and memory (MiB) each placed task of ``ids`` holds on its first node (int64 arrays)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        cpu, mem = self.tasks.cpu_milli[ids], self.tasks.memory_mib[ids]   # copies (fancy indexing)
-        if self.demand_of:
-            for k, i in enumerate(ids.tolist()):
-                if (held := self.demand_of.get(i)) is not None:
-                    cpu[k], mem[k] = held[0]
-        return cpu, mem
+        demand_of = self.demand_of
+        first = [demand_of[i][0] for i in ids]
+        return (np.fromiter((c for c, _ in first), np.int64, len(first)),
+                np.fromiter((m for _, m in first), np.int64, len(first)))
 
     def remove(self, i: int) -> None:
-        """Undo the placement of task ``i``."""
-        node = int(self.node_of[i])
-        if node == UNPLACED:
+        """Undo the placement of task ``i``: every part given back, ``revision`` and ``last_node`` as its placement
+        advanced them."""
+        parts = self.parts_of[i]
+        if not parts:
             raise ValueError(f"task {i} is not placed")
-        if (parts := self.parts_of.pop(i, None)) is not None:        # over several nodes: every part
-            if self.tasks.workers[i] > 1:                            # a gang: each part a whole task's demand
-                part = self.tasks[i].part
-                for other, gpus in parts:
-                    self._take(part, other, gpus, -1)
-                self.node_of[i] = UNPLACED
-                self.gpus_of[i] = ()
-                self.revision += len(parts)
-                self.last_node = parts[-1][0]
-                return
-            for other, gpus in parts[1:]:
-                _add_milli(self.gpu_left[other], gpus, GPU_MILLI)
-        task = self.tasks[i]
-        if (held := self.demand_of.pop(i, None)) is not None:      # chosen at placement: each part's back
-            task = task._replace(cpu_milli=held[0][0], memory_mib=held[0][1])
-            for (other, _), (cpu, mem) in zip((parts or ())[1:], held[1:], strict=True):
-                self.cpu_left[other] += cpu
-                self.mem_left[other] += mem
-        self.cpu_left[node] += task.cpu_milli
-        self.mem_left[node] += task.memory_mib
-        if self.gpus_of[i]:
-            _add_milli(self.gpu_left[node], self.gpus_of[i], task.gpu_milli)
-        for cap in self._givers:
-            cap.give_back(self, i, task, node, self.gpus_of[i])
+        milli = self.tasks.gpu_milli[i]
+        for (node, gpus), held in zip(parts, self.demand_of[i], strict=True):
+            self._give_part(i, milli, node, gpus, held)
         self.node_of[i] = UNPLACED
-        self.gpus_of[i] = ()
-        self.revision += 1
-        self.last_node = node
+        self.gpus_of[i] = self.parts_of[i] = self.demand_of[i] = ()
+        self._advance(i, parts)
 
-    def place_many(self, ids, nodes, gpus, demands=None) -> None:
+    def place_many(self, ids, nodes, gpus, demands=None, *, spans=None) -> None:
         """Place tasks ``ids`` on ``nodes`` using GPUs ``gpus`` (one tuple per task), as :meth:`place` one after
-        the other would, in one vectorized pass: the same state, ``revision`` advanced by one per task and
-        ``last_node`` the last node. ``demands``: one ``(cpu_milli, memory_mib)`` per task, held instead of its
-        shape's (``demand=`` of :meth:`place`), or None (every task its shape's). The whole batch is checked before
-        anything changes; where a task of it does not fit (or a capability is not ``vectorized``, as on a MIG
-        cluster) the tasks are placed one by one, so the error is :meth:`place`'s own."""
-        ids, nodes = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
+        the other would, in one vectorized pass: the same state, ``revision`` and ``last_node``. ``demands``: one
+        ``(cpu_milli, memory_mib)`` per task, held instead of its shape's (``demand=`` of :meth:`place`), or None
+        (every task its shape's). ``spans``: one entry per task, ``()`` for a task in one part (``nodes`` and
+        ``gpus``), else its parts as :meth:`place_parts` takes them (its entry of ``nodes`` and ``gpus`` its first
+        part's, of ``demands`` one pair per part or None), or None (every task in one part).
+
+        All parts of all tasks are judged at once, each by the one rule on the state with the earlier parts placed,
+        before anything changes; where a part of the batch does not fit (or a capability is not ``vectorized``, as
+        on a MIG cluster) the tasks are placed one by one, so the error is :meth:`place_parts`'s own."""
+        ids, first = np.asarray(ids, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
         if len(ids) == 0:
             return
-        gpus = list(map(tuple, gpus))
-        tasks = self.tasks
+        order, gpus, tasks = ids.tolist(), list(map(tuple, gpus)), self.tasks
+        spans = [()] * len(order) if spans is None else list(spans)
         if demands is not None:
-            demands = [_chosen(i, d) for i, d in zip(ids.tolist(), demands, strict=True)]
-            cpu_of = np.fromiter((c for c, _ in demands), np.int64, len(demands))
-            mem_of = np.fromiter((m for _, m in demands), np.int64, len(demands))
-        else:
-            cpu_of, mem_of = tasks.cpu_milli[ids], tasks.memory_mib[ids]
+            demands = [tuple(_chosen(i, d) for d in ds) if span else (_chosen(i, ds),)
+                       for i, ds, span in zip(order, demands, spans, strict=True)]
+        parts = [((node, gs),) for node, gs in zip(first.tolist(), gpus, strict=True)]
+        spread = [k for k, span in enumerate(spans) if span]      # in several parts: each part's demand by its split
+        for k in spread:
+            parts[k] = tuple((int(node), tuple(map(int, gs))) for node, gs in spans[k])
+        pieces = {k: self._split_of[order[k]].pieces(self, order[k], parts[k], None if demands is None
+                                                     else demands[k]) for k in spread}
+        single = np.ones(len(order), dtype=bool)
+        single[spread] = False
+        rows = ids[single]
+        ok = (self._vectorized and len(set(order)) == len(order) and (self.node_of[ids] == UNPLACED).all()
+              and (tasks.workers[rows] == 1).all() and not any(isinstance(p, str) for p in pieces.values()))
+        if ok:                                      # per part: its task, node, GPUs, CPU, memory, GPU count
+            if demands is not None:
+                cpu = np.fromiter((demands[k][0][0] for k in np.flatnonzero(single).tolist()), np.int64, len(rows))
+                mem = np.fromiter((demands[k][0][1] for k in np.flatnonzero(single).tolist()), np.int64, len(rows))
+            else:
+                cpu, mem = tasks.cpu_milli[rows], tasks.memory_mib[rows]
+            owner, nodes, want = rows, first[single], tasks.num_gpu[rows]
+            if spread:
+                many = [p for k in spread for p in pieces[k]]
+                owner = np.concatenate([owner, np.repeat(ids[spread], [len(parts[k]) for k in spread])])
+                nodes = np.concatenate([nodes, [node for k in spread for node, _ in parts[k]]]).astype(np.int64)
+                cpu = np.concatenate([cpu, [p.cpu_milli for p in many]]).astype(np.int64)
+                mem = np.concatenate([mem, [p.memory_mib for p in many]]).astype(np.int64)
+                want = np.concatenate([want, [p.num_gpu for p in many]]).astype(np.int64)
+                gpus = [gs for k, gs in enumerate(gpus) if single[k]] + [gs for k in spread for _, gs in parts[k]]
+            ok = self._take_many(owner, nodes, gpus, cpu, mem, want)
+        if not ok:
+            for k, (i, span) in enumerate(zip(order, spans, strict=True)):
+                held = None if demands is None else demands[k]
+                if span:
+                    self.place_parts(i, span, demands=held)
+                else:
+                    self.place(i, *parts[k][0], demand=None if held is None else held[0])
+            return
+        held = iter(zip(cpu.tolist(), mem.tolist(), strict=True))  # the single tasks' first (in order), then parts
+        for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
+            self.parts_of[i], self.gpus_of[i] = ps, ps[0][1]
+            self.demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces \
+                else (next(held),)
+        self.node_of[ids] = first
+        n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
+        self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
+        self._advance(order[-1], parts[-1])
+
+    def _take_many(self, owner: np.ndarray, nodes: np.ndarray, gpus: list, cpu: np.ndarray, mem: np.ndarray,
+                   want: np.ndarray) -> bool:
+        """Take parts, one per row (their task ``owner``, on ``nodes``, GPUs ``gpus``, ``cpu`` milli-cores, ``mem``
+        MiB, ``want`` GPUs asked), if each fits by the one rule on the state with the earlier rows taken
+        (capacities only shrink: every prefix fits iff the whole batch does); returns whether they were taken (else
+        the state is unchanged)."""
+        tasks = self.tasks
         counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
+        if not (((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == want).all()):
+            return False
         flat_node = np.repeat(nodes, counts)
         flat_gpu = np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))
-        cpu, mem = self.cpu_left.copy(), self.mem_left.copy()
-        gpu = self.gpu_left.copy()
-        ok = (self._vectorized and len(set(ids.tolist())) == len(ids) and (self.node_of[ids] == UNPLACED).all()
-              and not (tasks.has_gangs and (tasks.workers[ids] > 1).any())
-              and ((nodes >= 0) & (nodes < self.cluster.n_nodes)).all() and (counts == tasks.num_gpu[ids]).all())
-        if ok and len(flat_gpu):
-            ok = (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
-                  and ((counts <= 1).all() or all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1))
-                  and all(self.spec_mask(spec)[nodes[(tasks.gpu_spec[ids] == spec) & (counts > 0)]].all()
-                          for spec in set(tasks.gpu_spec[ids[counts > 0]].tolist())))
-        if ok:                                  # capacities only shrink: every prefix fits iff the whole batch does
-            np.subtract.at(cpu, nodes, cpu_of)
-            np.subtract.at(mem, nodes, mem_of)
-            np.subtract.at(gpu, (flat_node, flat_gpu), np.repeat(tasks.gpu_milli[ids], counts))
-            ok = (cpu >= 0).all() and (mem >= 0).all() and (gpu >= 0).all()
-        if not ok:
-            for k, (i, node, gs) in enumerate(zip(ids.tolist(), nodes.tolist(), gpus, strict=True)):
-                self.place(i, node, gs, demand=None if demands is None else demands[k])
-            return
-        self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu, mem, gpu
-        self.node_of[ids] = nodes
-        gpus_of = self.gpus_of
-        if (counts == 1).all():                 # one GPU each: its id as read into flat_gpu
-            for i, g in zip(ids.tolist(), flat_gpu.tolist(), strict=True):
-                gpus_of[i] = (g,)
-        else:
-            for i, gs in zip(ids.tolist(), gpus, strict=True):
-                gpus_of[i] = tuple(map(int, gs))
-        if demands is not None:
-            self.demand_of.update(zip(ids.tolist(), ((d,) for d in demands), strict=True))
-        self.revision += len(ids)
-        self.last_node = int(nodes[-1])
+        if len(flat_gpu):
+            has = counts > 0
+            spec = tasks.gpu_spec[owner]
+            if not (((flat_gpu >= 0) & (flat_gpu < self.cluster.gpu[flat_node])).all()
+                    and ((counts <= 1).all() or all(len(set(gs)) == len(gs) for gs in gpus if len(gs) > 1))
+                    and all(self.spec_mask(s)[nodes[(spec == s) & has]].all() for s in set(spec[has].tolist()))):
+                return False
+        cpu_left, mem_left, gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
+        np.subtract.at(cpu_left, nodes, cpu)
+        np.subtract.at(mem_left, nodes, mem)
+        np.subtract.at(gpu_left, (flat_node, flat_gpu), np.repeat(tasks.gpu_milli[owner], counts))
+        if not ((cpu_left >= 0).all() and (mem_left >= 0).all() and (gpu_left >= 0).all()):
+            return False
+        self.cpu_left[:], self.mem_left[:], self.gpu_left[:] = cpu_left, mem_left, gpu_left
+        return True
 
     def remove_many(self, ids) -> np.ndarray:
-        """Undo the placements of tasks ``ids`` as :meth:`remove` one after the other would (``revision`` advanced
-        by one per task, ``last_node`` the last one's node), in one vectorized pass; returns their nodes."""
+        """Undo the placements of tasks ``ids`` as :meth:`remove` one after the other would (every part given back,
+        ``revision`` and ``last_node`` the same), in one vectorized pass; returns their first parts' nodes."""
         ids = np.asarray(ids, dtype=np.int64)
         nodes = self.node_of[ids].copy()
-        if (not self._vectorized or len(set(ids.tolist())) != len(ids) or (nodes == UNPLACED).any()
-                or (self.parts_of and any(i in self.parts_of for i in ids.tolist()))):   # gangs: each part, one by one
-            for i in ids.tolist():
+        order = ids.tolist()
+        if not self._vectorized or len(set(order)) != len(order) or (nodes == UNPLACED).any():
+            for i in order:
                 self.remove(i)
             return nodes
         if len(ids) == 0:
             return nodes
-        tasks = self.tasks
-        gpus = [self.gpus_of[i] for i in ids.tolist()]
+        parts = [self.parts_of[i] for i in order]
+        n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
+        flat = [p for ps in parts for p in ps]
+        held = np.fromiter(itertools.chain.from_iterable(itertools.chain.from_iterable(map(self.demand_of.__getitem__,
+                                                                                          order))),
+                           np.int64, 2 * len(flat)).reshape(len(flat), 2)
+        node = np.fromiter((n for n, _ in flat), np.int64, len(flat))
+        gpus = [gs for _, gs in flat]
         counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
-        cpu, mem = self._held(ids)                                 # a demand chosen at placement, else the shape's
-        np.add.at(self.cpu_left, nodes, cpu)
-        np.add.at(self.mem_left, nodes, mem)
-        np.add.at(self.gpu_left, (np.repeat(nodes, counts),
+        np.add.at(self.cpu_left, node, held[:, 0])
+        np.add.at(self.mem_left, node, held[:, 1])
+        np.add.at(self.gpu_left, (np.repeat(node, counts),
                                   np.fromiter(itertools.chain.from_iterable(gpus), np.int64, int(counts.sum()))),
-                  np.repeat(tasks.gpu_milli[ids], counts))
+                  np.repeat(np.repeat(self.tasks.gpu_milli[ids], n_parts), counts))
         self.node_of[ids] = UNPLACED
-        for i in ids.tolist():
-            self.gpus_of[i] = ()
-        if self.demand_of:
-            for i in ids.tolist():
-                self.demand_of.pop(i, None)
-        self.revision += len(ids)
-        self.last_node = int(nodes[-1])
+        for i in order:
+            self.gpus_of[i] = self.parts_of[i] = self.demand_of[i] = ()
+        self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
+        self._advance(order[-1], parts[-1])
         return nodes
 
     # -- views -------------------------------------------------------------------------------
@@ -677,25 +664,28 @@ class ClusterState:
 
     def placement(self) -> Placement:
         starts = None if self._gpu_rule is None else self._gpu_rule.starts(self)
-        demands = tuple(map(self.demand_of.get, range(len(self.node_of)), itertools.repeat(()))) \
-            if self.demand_of else None
-        return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(range(len(self.node_of))),
-                         demands)
+        rows = range(len(self.node_of))
+        chosen = [()] * len(rows)                   # the demands that are not the split's: chosen at placement
+        cpu, mem = self.tasks.cpu_milli.tolist(), self.tasks.memory_mib.tolist()
+        for i in np.flatnonzero(self.node_of != UNPLACED).tolist():
+            if self.demand_of[i] != self._split_of[i].held(cpu[i], mem[i], len(self.parts_of[i])):
+                chosen[i] = self.demand_of[i]
+        return Placement(self.node_of.copy(), tuple(self.gpus_of), starts, self.spans(rows),
+                         tuple(chosen) if any(chosen) else None)
 
     def spans(self, rows) -> tuple | None:
-        """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed over several nodes (``()`` for
+        """For :class:`Placement` ``spans``: the parts of each task of ``rows`` placed in several parts (``()`` for
         the others), or None when none is."""
-        if not self.parts_of:
-            return None
-        return tuple(self.parts_of.get(int(i), ()) for i in rows)
+        spans = tuple(ps if len(ps) > 1 else () for ps in map(self.parts_of.__getitem__, map(int, rows)))
+        return spans if any(spans) else None
 
     def copy(self) -> ClusterState:
         new = ClusterState.__new__(ClusterState)
         new.cluster, new.tasks = self.cluster, self.tasks
         new.cpu_left, new.mem_left, new.gpu_left = self.cpu_left.copy(), self.mem_left.copy(), self.gpu_left.copy()
         new.node_of, new.gpus_of = self.node_of.copy(), list(self.gpus_of)
-        new.parts_of = dict(self.parts_of)
-        new.demand_of = dict(self.demand_of)
+        new.parts_of, new.demand_of = list(self.parts_of), list(self.demand_of)
+        new._split_of, new._per_part = self._split_of, self._per_part
         new.elastic = self.elastic
         new.revision, new.last_node = self.revision, self.last_node
         new._spec_masks = self._spec_masks
@@ -750,10 +740,7 @@ def validate(cluster: Cluster, tasks: TaskSet, placement: Placement, elastic: np
         if placement.spans is not None and placement.spans[i]:
             if placement.spans[i][0] != (int(placement.node[i]), placement.gpus[i]):
                 raise InfeasiblePlacement(f"task {int(i)}: its first part is not its node and GPUs")
-            if tasks.workers[i] > 1:
-                state.place_workers(int(i), placement.spans[i])
-            else:
-                state.place_gang(int(i), placement.spans[i], demands=demands)
+            state.place_parts(int(i), placement.spans[i], demands=demands)
             continue
         if demands is not None and len(demands) != 1:
             raise InfeasiblePlacement(f"task {int(i)}: {len(demands)} demands for its one part")

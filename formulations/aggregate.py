@@ -277,7 +277,7 @@ def fill_greedy(instance: Instance, placement: Placement) -> Placement:
     state = ClusterState(instance.cluster, tasks)
     for i in np.flatnonzero(placement.placed):
         if tasks.workers[i] > 1:
-            state.place_workers(int(i), placement.spans[i])
+            state.place_parts(int(i), placement.spans[i])
         else:
             state.place(int(i), int(placement.node[i]), placement.gpus[i])
 
@@ -296,7 +296,7 @@ def fill_greedy(instance: Instance, placement: Placement) -> Placement:
         task = tasks[i]
         if task.workers > 1:
             if (parts := choose_parts(first_fit, state, task)) is not None:
-                state.place_workers(i, parts)
+                state.place_parts(i, parts)
         elif (choice := first_fit(state, task)) is not None:
             state.place(i, *choice)
     return state.placement()

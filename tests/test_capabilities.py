@@ -75,8 +75,10 @@ def test_mig_hooks_hand_worked():
     assert not any(cap.allows(form, 0) for form in ("span", "workers", "hold"))
     whole = ClusterState(MIG, TaskSet([1000], [0], [2], [1000]))
     with pytest.raises(InfeasiblePlacement, match="may span nodes"):
-        whole.place_gang(0, ((0, (0,)), (1, (0,))))
-    assert not whole.gang_fits(whole.tasks[0]) and whole.node_of[0] == UNPLACED
+        whole.place_parts(0, ((0, (0,)), (1, (0,))))
+    assert whole.node_of[0] == UNPLACED
+    two = ClusterState(Cluster([64000] * 2, [1 << 20] * 2, [2, 2], ["A100-40GB"] * 2), TaskSet([0], [0], [3], [1000]))
+    assert not two.parts_fit(two.tasks[0])               # 3 GPUs: on no one node, and MIG refuses a span
     with pytest.raises(ValueError, match="gangs are not supported on a MIG cluster"):
         whole.part_counts(whole.tasks[0])
 
@@ -115,7 +117,7 @@ def test_elastic_hooks_hand_worked():
     with pytest.raises(InfeasiblePlacement, match="needs 1 distinct GPU"):
         state.place(0, 1, (0, 1))
     state.remove(1)
-    state.place_gang(1, ((0, (0, 1, 2, 3)), (1, (0,))))
+    state.place_parts(1, ((0, (0, 1, 2, 3)), (1, (0,))))
     assert state.held_milli(1) == 5000 and state.cpu_left.tolist() == [30000, 32000, 16000]
 
 
@@ -132,9 +134,9 @@ def test_every_capability_must_allow_a_form():
     state = ClusterState(GANGS, tasks, np.array([True]))
     state._use((*state.capabilities, _NoSpans()))
     with pytest.raises(InfeasiblePlacement, match="may span nodes"):
-        state.place_gang(0, ((0, (0,)), (1, (0,))))
+        state.place_parts(0, ((0, (0,)), (1, (0,))))
     state._use(state.capabilities[:1])
-    state.place_gang(0, ((0, (0,)), (1, (0,))))
+    state.place_parts(0, ((0, (0,)), (1, (0,))))
     assert state.held_milli(0) == 2000
 
 
@@ -169,8 +171,8 @@ def test_a_new_capability_is_consulted_by_every_method_without_a_branch_for_it()
     with pytest.raises(InfeasiblePlacement, match="hold takes one part"):
         state.hold(tasks[0], 0, (0,))
     with pytest.raises(InfeasiblePlacement, match="a gang cannot be placed"):
-        state.place_workers(1, [(0, (0,)), (1, (0,))])
-    assert not state.gang_fits(TaskSet([0], [0], [2], [1000])[0])
+        state.place_parts(1, [(0, (0,)), (1, (0,))])
+    assert not state.parts_fit(TaskSet([0], [0], [5], [1000])[0])        # 5 of the 10 GPUs: a span, refused
     assert ledger.calls == [("take", 0, 0, (1,)), ("give_back", 0, 0, (1,)), ("take", 0, 2, (0,)), ("copy",)]
     assert not state._vectorized and state._takers == (ledger,) and state._shapers == ()
 
@@ -213,7 +215,7 @@ def _assert_equal_to_rebuilt(state: ClusterState, elastic) -> None:
     assert state.gpu_left.tolist() == want["gpu"].tolist()
     if state.mig is not None:
         assert state.slices.tolist() == want["slices"].tolist()
-    replay = validate(state.cluster, state.tasks, state.placement(), elastic)      # place / place_gang / workers
+    replay = validate(state.cluster, state.tasks, state.placement(), elastic)      # place / place_parts / workers
     assert _snapshot(replay) == _snapshot(state)
     assert [replay.held_milli(i) for i in range(len(state.tasks))] == [state.held_milli(i)
                                                                        for i in range(len(state.tasks))]
@@ -254,7 +256,7 @@ def _step(draw, state: ClusterState, i: int) -> None:
     try:
         if t.workers[i] > 1 or (t.gpu_milli[i] == GPU_MILLI and draw(st.booleans()) and draw(st.booleans())):
             parts = _random_parts(draw, state, i)
-            (state.place_workers if t.workers[i] > 1 else state.place_gang)(i, parts)
+            state.place_parts(i, parts)
             return
         k = int(t.num_gpu[i]) if not state.elastic[i] else draw(st.integers(0, max(1, int(c.gpu[node]))))
         gpus = _gpus(draw, state, node, k)
@@ -300,3 +302,93 @@ def test_place_remove_sequences_equal_the_state_rebuilt_from_the_survivors(kind,
         copy.remove(i)
     assert copy.allocated_milli == 0 and (copy.cpu_left == cluster.cpu_milli).all()
     _assert_equal_to_rebuilt(state, elastic)                                  # the copy's removals left it intact
+
+
+def _stores(state: ClusterState) -> tuple:
+    """Everything a placement or removal changes: free capacity, every task's parts and held demand, revision."""
+    return (state.cpu_left.tolist(), state.mem_left.tolist(), state.gpu_left.tolist(), state.node_of.tolist(),
+            state.gpus_of, state.parts_of, state.demand_of, state.revision, state.last_node,
+            None if state.mig is None else (state.slices.tolist(), state.starts_of))
+
+
+def _move(draw, state: ClusterState, i: int, chosen: bool) -> tuple:
+    """A random move of unplaced task ``i``: ``(i, parts, demands)``, in one part or (a gang, or a whole-GPU task
+    sometimes) several; ``demands`` one random ``(cpu_milli, memory_mib)`` per part if ``chosen`` (it may not fit)."""
+    t, c = state.tasks, state.cluster
+    if t.workers[i] > 1 or (state.mig is None and t.gpu_milli[i] == GPU_MILLI and draw(st.booleans())):
+        parts = _random_parts(draw, state, i)
+    else:
+        node = draw(st.integers(0, c.n_nodes - 1))
+        k = int(t.num_gpu[i]) if not state.elastic[i] else draw(st.integers(1, max(1, int(c.gpu[node]))))
+        parts = ((node, _gpus(draw, state, node, k)),)
+    demands = tuple((draw(st.integers(0, 8000)), draw(st.integers(0, 1 << 15))) for _ in parts) if chosen else None
+    return i, parts, demands
+
+
+def _place_one(state: ClusterState, move: tuple) -> None:
+    i, parts, demands = move
+    if len(parts) > 1:
+        state.place_parts(i, parts, demands=demands)
+    else:
+        state.place(i, *parts[0], demand=None if demands is None else demands[0])
+
+
+@pytest.mark.parametrize("kind", ["plain", "mig", "elastic", "gangs"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_bulk_moves_equal_the_same_moves_one_by_one(kind, data):
+    """A reallocation of random single- and multi-part tasks (some placed tasks out, then moves in) in bulk
+    (``remove_many``, then one ``place_many`` of all parts of all moves) leaves the state -- free CPU, memory and
+    milli-GPU per GPU, every task's parts and held demand, ``revision`` and ``last_node``, MIG slices -- exactly as
+    the same removals and placements one by one; a last move that does not fit raises the same error in both,
+    after the same earlier moves. The placement replayed (:func:`validate`, with the demands it reports as chosen)
+    gives the same state."""
+    draw = data.draw
+    cluster = {"plain": PLAIN, "mig": MIG, "elastic": GANGS, "gangs": GANGS}[kind]
+    tasks = _tasks(draw, kind == "mig")
+    if kind != "gangs":
+        tasks = TaskSet(tasks.cpu_milli, tasks.memory_mib, tasks.num_gpu, tasks.gpu_milli)   # no gangs
+    elastic = None
+    if kind == "elastic":
+        elastic = (tasks.gpu_milli == GPU_MILLI) & np.array(draw(st.lists(st.booleans(), min_size=len(tasks),
+                                                                         max_size=len(tasks))))
+    state = ClusterState(cluster, tasks, elastic)
+    for i in draw(st.lists(st.integers(0, len(tasks) - 1), max_size=12)):
+        _step(draw, state, i)
+    one, many = state.copy(), state.copy()
+    out = draw(st.permutations(np.flatnonzero(state.node_of != UNPLACED).tolist()))
+    out = out[:draw(st.integers(0, len(out)))]
+    for i in out:
+        one.remove(i)
+    assert many.remove_many(out).tolist() == state.node_of[out].tolist()
+    assert _stores(many) == _stores(one)
+    chosen = draw(st.booleans())
+    moves = []
+    for i in draw(st.permutations(np.flatnonzero(one.node_of == UNPLACED).tolist())):
+        move = _move(draw, one, i, chosen)
+        try:
+            _place_one(one, move)
+        except InfeasiblePlacement as exc:
+            error = str(exc)                                      # the last move: it does not fit
+            moves.append(move)
+            break
+        moves.append(move)
+    else:
+        error = None
+    if not moves:
+        return
+    ids = [i for i, _, _ in moves]
+    spans = [parts if len(parts) > 1 else () for _, parts, _ in moves]
+    demands = [ds if len(ds) > 1 else ds[0] for _, _, ds in moves] if chosen else None
+    if error is None:
+        many.place_many(ids, [p[0][0] for _, p, _ in moves], [p[0][1] for _, p, _ in moves], demands, spans=spans)
+    else:
+        with pytest.raises(InfeasiblePlacement) as caught:
+            many.place_many(ids, [p[0][0] for _, p, _ in moves], [p[0][1] for _, p, _ in moves], demands,
+                            spans=spans)
+        assert str(caught.value) == error
+    assert _stores(many) == _stores(one)
+    placement = many.placement()                    # the demands chosen at placement, and only those, replayed
+    assert chosen or placement.demands is None
+    replay = validate(cluster, tasks, placement, elastic)
+    assert _stores(replay)[:7] == _stores(many)[:7]

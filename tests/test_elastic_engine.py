@@ -176,14 +176,14 @@ def test_the_check_catches_gpus_other_than_the_allocation(toy):
     state = ClusterState(pollux_cluster((2, 2)), TaskSet([0, 0], [0, 0], [1, 1], [1000, 1000]), np.ones(2, bool))
     with pytest.raises(AssertionError, match="allocated 3 GPUs at 60.0 s but holds none"):
         mech.verify(state, 60.0)
-    state.place_gang(0, ((0, (1,)), (1, (0, 1))))
+    state.place_parts(0, ((0, (1,)), (1, (0, 1))))
     mech.verify(state, 60.0)
     state.remove(0)
-    state.place_gang(0, ((0, (0, 1)), (1, (0,))))                      # the count per node swapped
+    state.place_parts(0, ((0, (0, 1)), (1, (0,))))                      # the count per node swapped
     with pytest.raises(AssertionError, match=r"holds \{0: 2, 1: 1\}"):
         mech.verify(state, 60.0)
     state.remove(0)
-    state.place_gang(0, ((0, (1,)), (1, (0, 1))))
+    state.place_parts(0, ((0, (1,)), (1, (0, 1))))
     state.place(1, 0, (0,))                                            # b holds a GPU it was not given
     with pytest.raises(AssertionError, match="elastic job b holds"):
         mech.verify(state, 60.0)
@@ -199,7 +199,7 @@ def test_elastic_tasks_in_the_one_rule():
     state.place(0, 0, (0, 1, 2))
     assert state.held_milli(0) == 3000 and int(state.cpu_left[0]) == 48_000 - 1000
     state.remove(0)
-    state.place_gang(0, ((0, (0, 1, 2, 3)), (1, (0, 1, 2))))                  # 7 GPUs over two nodes
+    state.place_parts(0, ((0, (0, 1, 2, 3)), (1, (0, 1, 2))))                  # 7 GPUs over two nodes
     assert state.held_milli(0) == 7000 and int(state.gpu_left.sum()) == 1000
     with pytest.raises(InfeasiblePlacement, match="GPU"):                      # one GPU left, two asked
         state.place(1, 1, (3, 3))

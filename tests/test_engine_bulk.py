@@ -201,10 +201,10 @@ def test_bulk_steps_take_every_part_of_a_gang():
     tasks = TaskSet([1000, 1000], [512, 512], [2, 1], [1000, 1000])
     gang = ((0, (1,)), (2, (0,)))
     state = ClusterState(CLUSTER, tasks)
-    state.place_gang(0, gang)
+    state.place_parts(0, gang)
     state.place(1, 1, (3,))
     assert state.remove_many([0, 1]).tolist() == [0, 1]
-    assert _state_of(state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5] and not state.parts_of
+    assert _state_of(state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5] and state.spans(range(2)) is None
     placer = _placer(CLUSTER, tasks)
     placer.start_many([GangMove(0, *gang[0], gang), Move(1, 1, (3,))])
     assert placer.state.parts(0) == gang and int(placer.state.gpu_left[2, 0]) == 0
@@ -212,3 +212,43 @@ def test_bulk_steps_take_every_part_of_a_gang():
     placer.evict_many([0, 1], "preempt", lambda g: 0.0, NoMechanism())
     assert placer.freed == {0, 1, 2} and (placer.node_revision[[0, 1, 2]] > 0).all()
     assert _state_of(placer.state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5]
+
+
+def test_bulk_moves_of_jobs_in_several_parts_match_one_by_one():
+    """Job 0, a gang of two 1-GPU workers, both on V100 node 3 (GPUs 1, 2), started alone; then nine jobs in one
+    pass -- job 1 (3 GPUs) over the V100 nodes 1 (GPUs 0, 1) and 3 (GPU 0), its CPU and memory on node 1, and jobs
+    2-9 (1 GPU each) on node 1 (GPUs 2, 3), node 3 (GPUs 3-7) and node 0 (GPU 0) -- and all ten evicted in one pass:
+    state, parts, demands, revisions per node, nodes touched and freed, counters and job table as job by job.
+    ``revision``: 2 steps for the gang (one per part), 1 for job 1 (a span), 1 for each other: 11 after the starts,
+    22 after the evictions."""
+    tasks = TaskSet([1000] * 10, [512] * 10, [1, 3] + [1] * 8, [1000] * 10, workers=[2] + [1] * 9)
+    gang = ((3, (1,)), (3, (2,)))
+    span = ((1, (0, 1)), (3, (0,)))
+    where = [(1, (2,)), (1, (3,)), *((3, (g,)) for g in range(3, 8)), (0, (0,))]
+    moves = [GangMove(1, *span[0], span, ((1000, 512), (0, 0))),
+             *(Move(j, *w) for j, w in zip(range(2, 10), where, strict=True))]
+    one, many = _placer(CLUSTER, tasks), _placer(CLUSTER, tasks)
+    for placer in (one, many):
+        placer.start(0, gang)
+    for m in moves:
+        one.start(m.task, (m.node, m.gpus), getattr(m, "parts", None), getattr(m, "demands", None))
+    many.start_many(moves)
+
+    def same(a, b):
+        sa, sb = a.state, b.state
+        assert _state_of(sa) == _state_of(sb) and sa.parts_of == sb.parts_of and sa.demand_of == sb.demand_of
+        assert a.node_revision.tolist() == b.node_revision.tolist() and (a.touched, a.freed) == (b.touched, b.freed)
+        assert (a.alloc, a.running) == (b.alloc, b.running) and a.clock.live.tolist() == b.clock.live.tolist()
+        for name, arr in vars(a.jobs).items():
+            if isinstance(arr, np.ndarray):
+                np.testing.assert_array_equal(getattr(b.jobs, name), arr, err_msg=name)
+
+    same(one, many)
+    assert one.state.revision == 11 and one.state.parts(1) == span and one.state.held_demand(0) == ((1000, 512),) * 2
+    assert one.node_revision.tolist() == [11, 5, 0, 10]      # gang 1-2, job 1 3, 2 4, 3 5 (node 1), 4-8 6-10, 9 11
+    for j in range(10):
+        one.evict(j, "preempt", lambda g: 0.0, NoMechanism())
+    many.evict_many(np.arange(10), "preempt", lambda g: 0.0, NoMechanism())
+    same(one, many)
+    assert one.state.revision == 22 and one.freed == {0, 1, 3}
+    assert _state_of(one.state)[:5] == _state_of(ClusterState(CLUSTER, tasks))[:5]

@@ -53,15 +53,15 @@ def test_place_workers_all_or_none():
     before = (state.cpu_left.copy(), state.gpu_left.copy(), state.revision)
     # part 1 of task 1 on node 0 again: GPUs 0-3 are held by part 0 -> the whole gang is refused, nothing changed
     with pytest.raises(InfeasiblePlacement, match=r"task 1 \(task-1\), part 1: GPU 0 of node 0 has 0 milli left"):
-        state.place_workers(1, [(0, (0, 1, 2, 3)), (0, (0, 1, 2, 3)), (1, (0, 1, 2, 3))])
+        state.place_parts(1, [(0, (0, 1, 2, 3)), (0, (0, 1, 2, 3)), (1, (0, 1, 2, 3))])
     assert (state.cpu_left == before[0]).all() and (state.gpu_left == before[1]).all()
     assert state.revision == before[2] and state.node_of[1] == UNPLACED
     with pytest.raises(InfeasiblePlacement, match="2 part"):
-        state.place_workers(1, [(0, (0, 1, 2, 3)), (1, (0, 1, 2, 3))])
-    with pytest.raises(InfeasiblePlacement, match="is a gang of 2 workers: it is placed by place_workers"):
+        state.place_parts(1, [(0, (0, 1, 2, 3)), (1, (0, 1, 2, 3))])
+    with pytest.raises(InfeasiblePlacement, match="is a gang of 2 workers: it is placed by place_parts"):
         state.place(0, 0, tuple(range(8)))
     # parts may share a node: two parts on node 0, one on node 1
-    state.place_workers(1, [(0, (0, 1, 2, 3)), (0, (4, 5, 6, 7)), (1, (0, 1, 2, 3))])
+    state.place_parts(1, [(0, (0, 1, 2, 3)), (0, (4, 5, 6, 7)), (1, (0, 1, 2, 3))])
     assert state.cpu_left.tolist() == [62000, 63000]                 # each part takes its own CPU
     assert state.held_milli(1) == 12000 and state.allocated_milli == 12000
     assert state.revision == before[2] + 3 and state.last_node == 1
@@ -82,7 +82,7 @@ def test_part_counts_hand_worked():
     state.place(2, 1, (2,))
     assert state.part_counts(state.tasks[0]).tolist() == [3, 0]      # node 1: 1 free GPU < 2
     assert state.part_counts(state.tasks[3]).tolist() == [9, 6]      # node 0: min(320 by CPU, 8 x 3 = 24), capped at 9
-    assert state.workers_fit(state.tasks[3]) and not state.workers_fit(state.tasks[0])   # 15 >= 9; 3 < 5
+    assert state.parts_fit(state.tasks[3]) and not state.parts_fit(state.tasks[0])   # 15 >= 9; 3 < 5
 
 
 @st.composite
@@ -118,8 +118,8 @@ def _prefilled(cluster, gang, pre) -> ClusterState:
 @settings(max_examples=300, deadline=None)
 @given(_instances(), st.sampled_from(["fgd", "best-fit", "random", "gpu-packing", "gpu-clustering", "dot-product"]))
 def test_every_policy_places_a_gang_part_by_part_iff_it_fits(instance, policy):
-    """workers_fit (the count) agrees with the parts placed one by one by any policy, the state is left as it
-    was, and the chosen parts are accepted by place_workers (the one rule)."""
+    """parts_fit (the count) agrees with the parts placed one by one by any policy, the state is left as it
+    was, and the chosen parts are accepted by place_parts (the one rule)."""
     cluster, gang, pre = instance
     state = _prefilled(cluster, gang, pre)
     g = len(pre)
@@ -135,12 +135,12 @@ def test_every_policy_places_a_gang_part_by_part_iff_it_fits(instance, policy):
         choice = make_policy("best-fit", ranks=np.arange(cluster.n_nodes))(probe, task.part)
         probe.hold(task.part, *choice)
         placed += 1
-    assert state.workers_fit(task) == (placed == task.workers)
+    assert state.parts_fit(task) == (placed == task.workers)
     parts = choose_parts(pol, state, task)
     assert (state.cpu_left == before[0]).all() and (state.gpu_left == before[2]).all()
-    assert (parts is not None) == state.workers_fit(task)
+    assert (parts is not None) == state.parts_fit(task)
     if parts is not None:
-        state.place_workers(g, parts)
+        state.place_parts(g, parts)
         assert len(state.parts(g)) == task.workers
         assert (state.gpu_left >= 0).all() and (state.cpu_left >= 0).all()
         state.remove(g)
@@ -302,5 +302,5 @@ def test_conservation_with_gangs(seed, policy, queue, reserve, mechanism):
         if until == float("inf"):
             too_big = r.status == REJECTED
             empty = ClusterState(cluster, tasks)
-            assert all(not empty.workers_fit(tasks[j]) for j in np.flatnonzero(too_big))
+            assert all(not empty.parts_fit(tasks[j]) for j in np.flatnonzero(too_big))
             assert not (r.status == RUNNING).any()

@@ -135,7 +135,7 @@ def test_static_exact_model_with_gangs_matches_brute_force(seed):
                     [1000] * n, workers=rng.choice([1, 2, 3], n))
     sol = run_exact(Instance("gangs", cluster, tasks), "milp-highs", "highs", time_limit=30)
     assert sol.status == "optimal"
-    validate(cluster, tasks, sol.placement)                          # every gang whole (place_workers) or absent
+    validate(cluster, tasks, sol.placement)                          # every gang whole (place_parts) or absent
     assert sol.objective == sol.bound == brute_force_allocation(cluster, tasks)
 
 

@@ -26,8 +26,8 @@ def test_a_gang_is_placed_and_removed_whole_by_the_one_rule():
     # task 0: 3 whole GPUs, 1000 milli-cores; task 1: one GPU
     state = ClusterState(CLUSTER, TaskSet([1000, 0], [10, 0], [3, 1], [1000, 1000]))
     state.place(1, 0, (0,))
-    assert not state.feasible_nodes(state.tasks[0]).any() and state.gang_fits(state.tasks[0])
-    state.place_gang(0, [(0, (1,)), (1, (0, 1))])
+    assert not state.feasible_nodes(state.tasks[0]).any() and state.parts_fit(state.tasks[0])
+    state.place_parts(0, [(0, (1,)), (1, (0, 1))])
     # CPU and memory on the first part's node; one GPU of node 0 and both of node 1 taken
     assert state.gpu_left.tolist() == [[0, 0], [0, 0], [1000, 1000]]
     assert state.cpu_left.tolist() == [7000, 8000, 8000] and state.mem_left.tolist() == [1014, 1024, 1024]
@@ -41,7 +41,7 @@ def test_a_gang_is_placed_and_removed_whole_by_the_one_rule():
         validate(CLUSTER, state.tasks, Placement(placement.node, ((0,), (0,)), spans=placement.spans))
     state.remove(0)
     assert state.gpu_left.tolist() == [[0, 1000], [1000, 1000], [1000, 1000]]
-    assert state.cpu_left.tolist() == [8000] * 3 and state.parts(0) == () and not state.parts_of
+    assert state.cpu_left.tolist() == [8000] * 3 and state.parts(0) == () and state.spans(range(2)) is None
 
 
 @pytest.mark.parametrize(("parts", "reason"), [
@@ -56,17 +56,16 @@ def test_a_gang_that_breaks_the_rule_is_refused_and_leaves_no_trace(parts, reaso
     state.place(1, 0, (0,))
     before = state.gpu_left.copy()
     with pytest.raises(InfeasiblePlacement, match=reason):
-        state.place_gang(0, parts)
+        state.place_parts(0, parts)
     assert np.array_equal(state.gpu_left, before) and state.node_of[0] == -1 and state.revision == 1
 
 
 def test_only_whole_gpu_tasks_span_nodes():
     state = ClusterState(CLUSTER, TaskSet([0], [0], [1], [500]))
     with pytest.raises(InfeasiblePlacement, match="whole-GPU"):
-        state.place_gang(0, [(0, (0,)), (1, (0,))])
-    assert not state.gang_fits(state.tasks[0])
+        state.place_parts(0, [(0, (0,)), (1, (0,))])
     eight = ClusterState(CLUSTER, TaskSet([0], [0], [5], [1000]))
-    assert not eight.gang_fits(eight.tasks[0])               # 4 V100s and 2 K80s: no model holds 5
+    assert not eight.parts_fit(eight.tasks[0])               # 4 V100s and 2 K80s: no model holds 5
 
 
 def test_spread_takes_the_first_free_gpus_in_node_order():

@@ -170,12 +170,12 @@ def test_a_bulk_reallocation_is_the_same_moves_one_by_one(case, span):
     bulk.place_many([m.task for m in plain], [m.node for m in plain], [m.gpus for m in plain])
     for m in plan.admits:
         if getattr(m, "parts", None):
-            bulk.place_gang(m.task, m.parts)
+            bulk.place_parts(m.task, m.parts)
     for v in plan.victims:
         single.remove(v)
     for m in plan.admits:
         if getattr(m, "parts", None):
-            single.place_gang(m.task, m.parts)
+            single.place_parts(m.task, m.parts)
         else:
             single.place(m.task, m.node, m.gpus)
     assert (bulk.gpu_left == single.gpu_left).all() and bulk.node_of.tolist() == single.node_of.tolist()

@@ -1,5 +1,5 @@
 """Synergy's rounds on the one feasibility rule: a job's CPU and memory, chosen per round, held by
-:class:`~fgdopt.state.ClusterState` (``place(..., demand=)``, ``place_gang(..., demands=)``), which refuses what does
+:class:`~fgdopt.state.ClusterState` (``place(..., demand=)``, ``place_parts(..., demands=)``), which refuses what does
 not fit. Servers as Synergy's: 8 GPUs, 24 cores = 24,000 milli-cores, 500 GB = 512,000 MiB."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_state_refuses_an_allocation_beyond_a_servers_cpu():
     schedule = [[]]
     assert not first_fit(state, 2, FAIR_SHARE, 1, schedule) and schedule == [[]] and state.node_of[2] == -1
     state.remove(0)
-    assert int(state.cpu_left[0]) == 12_000 and 0 not in state.demand_of
+    assert int(state.cpu_left[0]) == 12_000 and state.demand_of[0] == ()
     assert first_fit(state, 2, FAIR_SHARE, 1, schedule) and schedule == [[2]]
     assert state.gpus_of[2] == (0,) and state.held_demand(2) == (FAIR_SHARE,)
 
@@ -65,16 +65,16 @@ def test_a_job_over_two_servers_holds_each_parts_share_and_gives_it_back():
     assert state.held_demand(1) == ((18_000, 128_000), (18_000, 128_000)) and schedule == [[1], [1]]
     assert (state.cpu_left.tolist(), state.mem_left.tolist()) == ([2_000, 6_000], [284_000, 384_000])
     with pytest.raises(InfeasiblePlacement, match=r"2 demand\(s\) for 1 part"):
-        state.place_gang(2, ((0, (7,)),), demands=[(1_000, 0), (7_000, 0)])
+        state.place_parts(2, ((0, (7,)),), demands=[(1_000, 0), (7_000, 0)])
     with pytest.raises(InfeasiblePlacement, match="part 1: CPU: 7000 milli-cores asked, 6000 left on node 1"):
-        state.place_gang(2, ((0, (7,)), (1, (2,))), demands=[(1_000, 0), (7_000, 0)])
+        state.place_parts(2, ((0, (7,)), (1, (2,))), demands=[(1_000, 0), (7_000, 0)])
     assert state.node_of[2] == -1 and state.cpu_left.tolist() == [2_000, 6_000]
     copy = state.copy()
     state.remove(1)
     assert (state.cpu_left.tolist(), state.mem_left.tolist()) == ([20_000, 24_000], [412_000, 512_000])
     assert copy.held_demand(1) == ((18_000, 128_000), (18_000, 128_000))     # the copy keeps its own
     copy.remove_many([1, 0])
-    assert (copy.cpu_left.tolist(), copy.mem_left.tolist()) == ([24_000] * 2, [512_000] * 2) and not copy.demand_of
+    assert (copy.cpu_left.tolist(), copy.mem_left.tolist()) == ([24_000] * 2, [512_000] * 2) and not any(copy.demand_of)
 
 
 def test_fits_without_reads_the_demand_chosen_at_placement():
@@ -90,7 +90,7 @@ def test_fits_without_reads_the_demand_chosen_at_placement():
     assert state.fits_without_each(tasks[2], [0, 1]).tolist() == [True, False]
     assert state.held_demand(1) == ((2_000, 0),)
     state.remove_many([0, 1])                                      # both back: 2 + 20 + 2 = 24 cores
-    assert int(state.cpu_left[0]) == 24_000 and not state.demand_of
+    assert int(state.cpu_left[0]) == 24_000 and not any(state.demand_of)
 
 
 def test_peers_to_shrink_by_their_excess_over_the_share_by_hand():
@@ -209,7 +209,7 @@ def test_place_many_and_remove_many_hold_the_demands_chosen_as_place_and_remove_
     assert many.held_demand(8) == ((9_000, 90_000),)
     many.remove_many(ids)
     assert many.cpu_left.tolist() == [24_000] * 2 and many.mem_left.tolist() == [512_000] * 2
-    assert not many.demand_of and many.revision == 18
+    assert not any(many.demand_of) and many.revision == 18
     with pytest.raises(InfeasiblePlacement, match="CPU: 9001 milli-cores asked, 9000 left on node 0"):
         many.place_many(ids, nodes, gpus, [*demands[:8], (9_001, 90_000)])
 

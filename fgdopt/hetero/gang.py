@@ -15,7 +15,7 @@ there every multi-GPU job spans servers and runs at the consolidated throughput.
 
 fgdopt's round loop (:class:`fgdopt.timeline.rounds.RoundLoop`) places a job on the one node of its type with the
 fewest free GPUs that holds it whole (consolidated) and, only when none does, over several nodes by Gavel's walk
-(:func:`fgdopt.timeline.rounds.spread_parts`, one gang placement: :meth:`fgdopt.state.ClusterState.place_gang`); a
+(:func:`fgdopt.timeline.rounds.spread_parts`, one gang placement: :meth:`fgdopt.state.ClusterState.place_parts`); a
 job over several nodes runs at its unconsolidated speed (:func:`spread_speeds`) unless the policy is told to run it
 as Gavel's simulator does (``spread_speed=None``, :class:`fgdopt.hetero.rounds.Gavel`).
 """

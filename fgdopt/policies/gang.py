@@ -1,7 +1,7 @@
 """Gang placement with any policy: a gang's parts placed one by one, each by the policy (the one gang rule).
 
 A *gang* is a task of ``workers > 1`` identical parts (:class:`~fgdopt.model.Task`), each on one node, placed all
-together or not at all (:meth:`~fgdopt.state.ClusterState.place_workers`). A policy places one task; a gang is
+together or not at all (:meth:`~fgdopt.state.ClusterState.place_parts`). A policy places one task; a gang is
 placed **part by part**: the policy is asked for the first part on the current state, that part is held there
 (:meth:`~fgdopt.state.ClusterState.hold`), the policy is asked for the second part on the state with the first one
 held, and so on. Every hold is given back before :func:`choose_parts` returns, so the state is as it was; the caller
@@ -10,7 +10,7 @@ makes every policy a gang policy with no code of its own: FGD puts each part whe
 least given the earlier parts (a greedy, not the best joint placement of the whole gang; scoring whole gangs would
 weigh ``n_nodes ** workers`` joint choices), best-fit packs each part tightest, and so on.
 
-The parts fit together iff :meth:`~fgdopt.state.ClusterState.workers_fit` (exact for identical parts: each part
+The parts fit together iff :meth:`~fgdopt.state.ClusterState.parts_fit` (exact for identical parts: each part
 placed lowers its node's part count by one). So when it holds, a policy that returns a choice wherever the task fits
 places every part; :func:`choose_parts` checks it first and returns ``None`` at once when the gang does not fit.
 """
@@ -36,7 +36,7 @@ def choose_parts(ask: Callable[[ClusterState, Task], tuple | None], state: Clust
         fits).
     fgdopt.state.InfeasiblePlacement : ``ask`` chose a node or GPUs where the part does not fit.
     """
-    if not state.workers_fit(task):
+    if not state.parts_fit(task):
         return None
     part = task.part
     held: list[tuple[int, tuple[int, ...]]] = []

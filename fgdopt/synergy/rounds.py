@@ -29,7 +29,7 @@ follows Synergy's simulator (``msr-fiddle/synergy`` at commit 1bb2bed6, ``simula
 
 Each round is decided on a :class:`~fgdopt.state.ClusterState` of the servers (the engine's nodes, 24 cores and
 500 GB each), empty at the round's start: every job's GPUs and the CPU (milli-cores) and memory (MiB) it gets in
-the round are placed there with the demand chosen (``ClusterState.place(..., demand=)``, ``place_gang(...,
+the round are placed there with the demand chosen (``ClusterState.place(..., demand=)``, ``place_parts(...,
 demands=)``: the whole demand, the proportional share, a peer moved down to it), so the state's one rule is what
 refuses an allocation that does not fit; Synergy's first fit, its underutilized servers and its peers to shrink
 (:func:`first_fit`, :func:`underutilized`, :func:`peers_to_shrink`) read the state. Storage is held as memory
@@ -282,7 +282,7 @@ class Synergy:
                 parts = state.parts(peer)                  # moved to its share with no test in Synergy; in no
                 state.remove(peer)                         # profile is a share above what the job held
                 cpu, mem = self._share(peer)
-                state.place_gang(peer, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
+                state.place_parts(peer, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
                 speed[peer] = 1.0
         if not first_fit(state, j, per, g, schedule):
             raise RuntimeError(f"Synergy-Tune: job {j} does not fit after freeing a server (Synergy exits here)")
@@ -331,7 +331,7 @@ def first_fit(state: ClusterState, j: int, per: tuple[int, int], g: int, schedul
         left -= k
         if not left:
             break
-    state.place_gang(j, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
+    state.place_parts(j, parts, demands=[(cpu * len(gpus), mem * len(gpus)) for _, gpus in parts])
     for s, _ in parts:
         schedule[s].append(j)
     return True

@@ -49,13 +49,13 @@ def rejection_reasons(cluster: Cluster, tasks: TaskSet, *, spans: bool = False) 
     """Why each task fits no empty node of ``cluster``: a key of :data:`REJECT_REASONS`, or ``""`` where it fits.
 
     A gang (``task.workers > 1``) whose single part fits is rejected with ``workers`` when its parts do not fit the
-    empty cluster together (:meth:`~fgdopt.state.ClusterState.workers_fit`, the state's one rule).
+    empty cluster together (:meth:`~fgdopt.state.ClusterState.parts_fit`, the state's one rule).
 
     Parameters
     ----------
     cluster, tasks : the nodes and the job shapes (one per job, or the distinct shapes).
     spans : the mechanism may place a whole-GPU job over several nodes of one model
-        (:meth:`~fgdopt.state.ClusterState.gang_fits`): such a job is admitted when it fits that way.
+        (:meth:`~fgdopt.state.ClusterState.parts_fit`): such a job is admitted when it fits that way.
 
     Returns
     -------
@@ -64,8 +64,8 @@ def rejection_reasons(cluster: Cluster, tasks: TaskSet, *, spans: bool = False) 
     empty = ClusterState(cluster, tasks)                       # a MIG cluster brings its MIG layout
     reasons = np.full(len(tasks), "", dtype=object)
     for i, t in enumerate(tasks):
-        if empty.feasible_nodes(t).any() or (spans and empty.gang_fits(t)):
-            if t.workers > 1 and not empty.workers_fit(t):
+        if empty.feasible_nodes(t).any() or (spans and empty.parts_fit(t)):
+            if not empty.parts_fit(t):                      # a gang whose parts do not fit together
                 reasons[i] = "workers"
             continue
         nodes = np.ones(cluster.n_nodes, dtype=bool)

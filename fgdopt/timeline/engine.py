@@ -36,7 +36,7 @@ and the mechanism's wake-up. **One instant t**, as docs/semantics.md fixes it (e
    (``PendingQueue.unblock``);
 2. every job submitted at t arrives, in input order: a job whose shape fits no *empty* node of the cluster is
    **rejected** (never queued; its reason: :func:`~fgdopt.timeline.admission.rejection_reasons`), and so is a
-   gang whose parts do not fit the empty cluster together (:meth:`~fgdopt.state.ClusterState.workers_fit`);
+   gang whose parts do not fit the empty cluster together (:meth:`~fgdopt.state.ClusterState.parts_fit`);
    the others join the pending queue (``PendingQueue.enqueue``);
 3. one scheduling pass offers pending jobs to the policy in the discipline's order (``PendingQueue.backfill_pass``
    or ``fifo_pass`` -> ``Placer.try_start``); a started job takes the policy's node and GPUs
@@ -54,7 +54,7 @@ a further instant at the same time (finishes, then a pass). A job with ``duratio
 
 **Gangs** (jobs of ``workers > 1`` identical parts, :class:`~fgdopt.model.Task`): the policy places the parts one
 by one on the state with the earlier parts held (:func:`fgdopt.policies.gang.choose_parts`); the gang starts when
-all its parts are placed, at once (:meth:`~fgdopt.state.ClusterState.place_workers`), and its finish or eviction
+all its parts are placed, at once (:meth:`~fgdopt.state.ClusterState.place_parts`), and its finish or eviction
 frees every part at once; a job's ``node`` is its first part's. ``gang_slowdown`` multiplies the run time of a gang
 whose parts span several nodes. Under a backfilling discipline, ``gang_reserve_s`` keeps a blocked gang from
 starving: once the first pending gang in queue order has waited that long, no job behind it starts before it (so

@@ -312,11 +312,9 @@ class FailuresAndDrift(MechanismBase):
 def _jobs_on(state, out: Outage) -> tuple[int, ...]:
     """The running jobs with a part on ``out``'s node (whole node) or GPU, in index order."""
     node, gpu = out.node, (None if out.whole_node else out.gpus[0])
-    spans = state.parts_of
-    found = [j for j in np.flatnonzero(state.node_of == node).tolist()
-             if j not in spans and (gpu is None or gpu in state.gpus_of[j])]
-    found += [j for j, parts in spans.items() if any(n == node and (gpu is None or gpu in gs) for n, gs in parts)]
-    return tuple(sorted(found))
+    spread = [j for j, parts in enumerate(state.parts_of) if len(parts) > 1]     # a part maybe off the first node
+    return tuple(j for j in sorted({*np.flatnonzero(state.node_of == node).tolist(), *spread})
+                 if any(n == node and (gpu is None or gpu in gs) for n, gs in state.parts(j)))
 
 
 def failures(*, checkpoint_s: float = 1800.0, checkpoint_cost_s: float = 0.0, **_) -> FailuresAndDrift:

@@ -10,7 +10,7 @@ where it fits (its *witness*), re-checked only when that node changed. A backfil
 pending shape unfit, and the next pass costs nothing until something leaves or arrives.
 
 A *gang* shape (``workers > 1``) fits when all its parts fit together
-(:meth:`~fgdopt.state.ClusterState.workers_fit`); an unfit gang can only fit again once a part fits a freed node, so
+(:meth:`~fgdopt.state.ClusterState.parts_fit`); an unfit gang can only fit again once a part fits a freed node, so
 :meth:`PendingQueue.unblock` tests one part on the freed nodes, as for any shape. The *reservation* of a waiting gang
 (:meth:`PendingQueue.reserved`, the engine's ``gang_reserve_s``): once the first pending gang in queue order has
 waited ``gang_reserve_s`` seconds, a backfilling pass starts no job behind it in queue order until it starts.
@@ -230,7 +230,7 @@ class PendingQueue:
         fit, witness, task, gangs = self.fit, self.witness, self.shapes.task, self.shapes.gangs
         for s in list(self.cands):
             if gangs and s in gangs:                                # a gang: all its parts together, no witness
-                if state.workers_fit(task[s]):
+                if state.parts_fit(task[s]):
                     fit[s] = FIT
                 else:
                     self.set_unfit(s)

@@ -8,7 +8,7 @@ job's run are its methods: each updates the state, the job's row of the :class:`
 and its event on the :class:`~fgdopt.timeline.clock.Clock` together.
 
 A *gang* job (``workers > 1``) is asked of the policy part by part (:func:`fgdopt.policies.gang.choose_parts`) and
-started with all its parts at once (:meth:`~fgdopt.state.ClusterState.place_workers`); it leaves with all of them
+started with all its parts at once (:meth:`~fgdopt.state.ClusterState.place_parts`); it leaves with all of them
 (:meth:`~fgdopt.state.ClusterState.remove`). Whose parts span more than one node runs at ``1 / gang_slowdown`` of
 its speed (its run time multiplied by ``gang_slowdown``).
 
@@ -113,14 +113,14 @@ class Placer:
 
     def start(self, j: int, choice, parts=None, demands=None) -> None:
         """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now; or, with
-        ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_gang`; ``choice`` is then
+        ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_parts`; ``choice`` is then
         its first part), each part holding its ``(cpu_milli, memory_mib)`` of ``demands`` if given (then ``parts``
-        may be one part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_workers`)."""
+        may be one part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_parts`)."""
         now = self.clock.now
         if self.gangs and self.tasks.workers[j] > 1:
             parts = choice
             try:
-                self.state.place_workers(j, parts)
+                self.state.place_parts(j, parts)
             except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
                 raise PolicyError(f"policy {self.label!r} chose {parts!r} for gang job {j} ({self.tasks.names[j]}) "
                                   f"at {now} s, where it does not fit: {exc}") from None
@@ -130,7 +130,7 @@ class Placer:
             node, gpus, *starts = choice                           # MIG policies add the start slices
             choice = (int(node), tuple(int(g) for g in gpus), *(tuple(int(s) for s in st) for st in starts))
             if parts is not None and (len(parts) > 1 or demands is not None):
-                self.state.place_gang(j, parts, demands=demands)
+                self.state.place_parts(j, parts, demands=demands)
                 choice = self.state.parts(j)[0]
             else:
                 self.state.place(j, *choice)
@@ -250,9 +250,7 @@ class Placer:
         js = np.asarray(js, dtype=np.int64)
         if len(js) == 0:
             return
-        gangs = self.state.parts_of
-        if (len(js) < BULK_MIN or not self.bulk() or (gangs and any(j in gangs for j in js.tolist()))
-                or self.state.elastic[js].any()):                   # a few, gangs and elastic jobs: one by one
+        if len(js) < BULK_MIN or not self.bulk() or self.state.elastic[js].any():   # a few, elastic: one by one
             for j in js.tolist():
                 self.jobs.evict(j, self.clock.now, kind, restart_s, mechanism.migrate_s,
                                 mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
@@ -263,27 +261,33 @@ class Placer:
             return
         self.jobs.evict_many(js, self.clock.now, kind, restart_s, mechanism.migrate_s,
                              mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
-        rev0 = self.state.revision
-        nodes = self.state.remove_many(js)
-        np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
+        state = self.state
+        parts = [state.parts(j) for j in js.tolist()]              # every part of every job: its node changes
+        after = state.revision + np.cumsum([state.revision_steps(j) for j in js.tolist()])
+        state.remove_many(js)
+        nodes = [node for ps in parts for node, _ in ps]
+        np.maximum.at(self.node_revision, nodes, np.repeat(after, [len(ps) for ps in parts]))
         self.alloc -= int(self.demand[js].sum())
         self.running -= len(js)
         self.clock.live[js] = -1
-        self.freed.update(nodes.tolist())
+        self.freed.update(nodes)
         self.jobs.status[js] = PENDING
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
     def start_many(self, moves, rerated: frozenset[int] | set[int] = frozenset()) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; or a
-        :class:`~fgdopt.timeline.preemption.GangMove` of one part and its demand; distinct jobs), in order, in one
-        vectorized pass: the same state, job table, clock and counters (the finish events pushed in the same order).
-        The jobs of ``rerated`` are re-rated next, in the same instant (:meth:`rerate_many`): their finish event,
-        which that re-rate replaces, is not pushed (the events that stay live keep their order).
-        Fewer than :data:`BULK_MIN` moves, gangs over several nodes and elastic jobs (:attr:`ClusterState.elastic`)
-        go one by one."""
+        :class:`~fgdopt.timeline.preemption.GangMove` of its parts and their demands; distinct jobs), in order, in
+        one vectorized pass (every part of every job in one :meth:`ClusterState.place_many`): the same state, job
+        table, clock and counters (the finish events pushed in the same order). The jobs of ``rerated`` are re-rated
+        next, in the same instant (:meth:`rerate_many`): their finish event, which that re-rate replaces, is not
+        pushed (the events that stay live keep their order). Fewer than :data:`BULK_MIN` moves, moves of no demand,
+        jobs over several nodes slowed by ``gang_slowdown`` and elastic jobs (:attr:`ClusterState.elastic`) go one
+        by one."""
         gang = [isinstance(m, GangMove) for m in moves]
+        spread = [g and len(m.parts) > 1 for g, m in zip(gang, moves, strict=True)]
         if (len(moves) < BULK_MIN or not moves or not self.bulk()
-                or any(g and (len(m.parts) > 1 or m.demands is None) for g, m in zip(gang, moves, strict=True))
+                or any(g and m.demands is None for g, m in zip(gang, moves, strict=True))
+                or (self.gangs and self.gang_slowdown != 1 and any(spread))
                 or self.state.elastic[[m.task for m in moves]].any()):
             for g, m in zip(gang, moves, strict=True):
                 self.start(m.task, (m.node, m.gpus), m.parts if g else None, m.demands if g else None)
@@ -291,17 +295,22 @@ class Placer:
         tasks, where, gpus = (m[0] for m in moves), (m[1] for m in moves), [m[2] for m in moves]
         js, nodes = np.fromiter(tasks, np.int64, len(moves)), np.fromiter(where, np.int64, len(moves))
         demands = None
-        if any(gang):                                               # one part each: its demand, else the shape's
+        if any(gang):                                               # each part its demand, else the shape's
             shapes = self.tasks
-            demands = [m.demands[0] if g else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
-                       for g, m in zip(gang, moves, strict=True)]
+            demands = [(m.demands if s else m.demands[0]) if g
+                       else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
+                       for g, s, m in zip(gang, spread, moves, strict=True)]
         now, state, jobs = self.clock.now, self.state, self.jobs
         rev0 = state.revision
         try:
-            state.place_many(js, nodes, gpus, demands)
+            state.place_many(js, nodes, gpus, demands,
+                             spans=[m.parts if s else () for s, m in zip(spread, moves, strict=True)])
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
-        np.maximum.at(self.node_revision, nodes, rev0 + np.arange(1, len(js) + 1))
+        parts = [state.parts(j) for j in js.tolist()]              # every part of every job: its node changes
+        part_nodes = [node for ps in parts for node, _ in ps]
+        after = rev0 + np.cumsum([state.revision_steps(j) for j in js.tolist()])
+        np.maximum.at(self.node_revision, part_nodes, np.repeat(after, [len(ps) for ps in parts]))
         walls = jobs.start_many(js, now, nodes, np.array([gs[0] if gs else -1 for gs in gpus], dtype=np.int64))
         if (bad := np.flatnonzero(jobs.rate[js] <= 0)).size:
             j, node = int(js[bad[0]]), int(nodes[bad[0]])
@@ -309,7 +318,7 @@ class Placer:
                               f"{self.cluster.model[node]}, where its speed is 0")
         self.alloc += int(self.demand[js].sum())
         self.running += len(js)
-        self.touched.update(nodes.tolist())
+        self.touched.update(part_nodes)
         ends = now + walls
         timed = np.isfinite(ends)
         if rerated:
@@ -320,7 +329,7 @@ class Placer:
         """Running jobs keep their parts and run on holding new CPU and memory: each
         :class:`~fgdopt.timeline.preemption.GangMove` of ``moves`` names a job, its parts as placed and the
         ``(cpu_milli, memory_mib)`` each part holds from now on. Every job's old demand is given back before any new
-        one is taken (:meth:`ClusterState.remove`, then :meth:`ClusterState.place_gang`, the one rule); the job
+        one is taken (:meth:`ClusterState.remove`, then :meth:`ClusterState.place_parts`, the one rule); the job
         table and the clock are untouched (no stop, no progress lost)."""
         state = self.state
         for m in moves:
@@ -329,7 +338,7 @@ class Placer:
             state.remove(m.task)
         for m in moves:
             try:
-                state.place_gang(m.task, m.parts, demands=m.demands)
+                state.place_parts(m.task, m.parts, demands=m.demands)
             except InfeasiblePlacement as exc:
                 raise PolicyError(f"policy {self.label!r}: job {m.task} resized at {self.clock.now} s does not "
                                   f"fit: {exc}") from None

@@ -152,7 +152,7 @@ class Checkpointing:
 
 class GangMove(NamedTuple):
     """An admit of a :class:`RoundPlan` or :class:`MigratePlan` over several nodes: job ``task`` on ``parts``,
-    ``((node, gpus), ...)`` (:meth:`fgdopt.state.ClusterState.place_gang`); ``node`` and ``gpus`` are its first part,
+    ``((node, gpus), ...)`` (:meth:`fgdopt.state.ClusterState.place_parts`); ``node`` and ``gpus`` are its first part,
     so it reads as a :class:`fgdopt.defrag.Move` wherever one is read. ``demands``: the ``(cpu_milli, memory_mib)``
     each part holds on its node (:attr:`fgdopt.state.ClusterState.demand_of`; a round policy that sizes each job's
     CPU and memory, Synergy's), or None: the job's shape's. With ``demands``, ``parts`` may be one part."""

@@ -109,7 +109,7 @@ class Recorder:
                               (*(state.gpus_of[j] for j in run_ids), *((),) * len(pend_ids)),
                               None if state.mig is None else (*(state.starts_of[j] for j in run_ids),
                                                                *((),) * len(pend_ids)),
-                              None if not state.parts_of else (*state.spans(run_ids), *((),) * len(pend_ids)))
+                              None if (spans := state.spans(run_ids)) is None else (*spans, *((),) * len(pend_ids)))
         snap = Snapshot(at, state.cluster, state.tasks.take(ids), placement, ids, len(run_ids))
         same_capacity(validate(state.cluster, snap.tasks, placement), state, f"snapshot at {at} s")
         if snap.allocated_milli != alloc:

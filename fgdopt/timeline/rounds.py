@@ -365,14 +365,14 @@ class RoundLoop(MechanismBase):
         node_of, num_gpu = state.node_of, state.tasks.num_gpu
         listed = running.tolist()
         stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
-        gangs = {j for j in stay if j in state.parts_of}
+        gangs = {j for j in stay if len(state.parts(j)) > 1}
         victims = tuple(j for j in listed if j not in stay)
         new = np.fromiter((j for j in runs if j not in stay), np.int64)
         new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
             free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-            if victims and any(v in state.parts_of for v in victims):
+            if victims and any(len(state.parts(v)) > 1 for v in victims):
                 held = [part for v in victims for part in state.parts(v)]     # every part of a gang
                 free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
                      np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True

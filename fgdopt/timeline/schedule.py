@@ -195,7 +195,7 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
         if kind == 1:
             try:
                 if jobs.tasks.workers[j] > 1:
-                    state.place_workers(j, schedule.parts[j] if schedule.parts is not None else ())
+                    state.place_parts(j, schedule.parts[j] if schedule.parts is not None else ())
                 else:
                     state.place(j, int(schedule.node[j]), schedule.gpus[j])
             except InfeasiblePlacement as exc:
