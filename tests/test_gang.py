@@ -47,7 +47,7 @@ def test_sixteen_gpu_nodes_and_parts():
 
 # -- ClusterState ----------------------------------------------------------------------------------------------
 
-def test_place_workers_all_or_none():
+def test_a_gangs_parts_are_placed_all_or_none():
     # 2 x 8-GPU nodes; task 0 a gang of 2 x 8 GPUs, task 1 a gang of 3 x 4 GPUs.
     state = _state(TWO_BY_8, cpu_milli=[1000, 1000], num_gpu=[8, 4], gpu_milli=[1000, 1000], workers=[2, 3])
     before = (state.cpu_left.copy(), state.gpu_left.copy(), state.revision)
