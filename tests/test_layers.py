@@ -12,9 +12,9 @@ import fgdopt
 
 ROOT = Path(fgdopt.__file__).parent
 SPEC = re.compile(r"^(fgdopt(?:\.\w+)+):\w+$")
-STATE_MAY_IMPORT = {"fgdopt.model", "fgdopt.capabilities", "fgdopt.mig", "fgdopt.mig.slices"}
-"""What ``fgdopt.state`` may import, directly or not: the data model, its capabilities and the MIG slice rule (whose
-package ``__init__`` imports nothing)."""
+STATE_MAY_IMPORT = {"fgdopt.model", "fgdopt.capabilities", "fgdopt.splits", "fgdopt.mig", "fgdopt.mig.slices"}
+"""What ``fgdopt.state`` may import, directly or not: the data model, its capabilities, the splits of a task in
+several parts and the MIG slice rule (whose package ``__init__`` imports nothing)."""
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgdopt.frag import Workload, node_fragmentation
+from fgdopt.frag import Workload, fragmentation_delta, node_fragmentation
 from fgdopt.model import Cluster, Task, TaskSet
 from fgdopt.policies import POLICY_NAMES, make_policy
 from fgdopt.policies.base import pick, truncate_score
@@ -349,11 +349,22 @@ def test_fgd_exact_choice_minimizes_the_reference_delta(instance, seed):
         state.place(i, *choice)
 
 
+def _rounded_delta(state: ClusterState, task: Task, workload: Workload, node: int, gpus: tuple) -> float:
+    """F_n'(M) - F_n(M) of ``task`` on ``node``'s ``gpus``, each summed as the reference simulator sums it."""
+    mask = np.zeros((1, state.gpu_left.shape[1]), dtype=bool)
+    mask[0, list(gpus)] = True
+    return float(fragmentation_delta(state, workload, task.cpu_milli, task.gpu_milli, np.array([node]), mask)[0])
+
+
 @settings(max_examples=40, deadline=None)
 @given(instances(), st.integers(0, 3))
 def test_fgd_follows_the_plugin_scores_and_ranks(instance, seed):
     # Brute force of the reference plugin: score int(100 sigmoid(-delta / 1000)) per option; a node's score
-    # is its best option's, on the lowest-indexed GPU reaching it; the top node of lowest rank wins.
+    # is its best option's, on the lowest-indexed GPU reaching it; the top node of lowest rank wins. The score is
+    # truncated, so it takes the delta as the reference rounds it: F_n'(M) - F_n(M) each summed in its order
+    # (fragmentation_delta). A delta of 0 in exact arithmetic can come out as -4.5e-13 there (a CPU-only task
+    # moving a node's idle GPUs from one category to another), truncating 50 to 49; the brute force's own sum
+    # gives exactly 0 (found by hypothesis: 3 nodes of 3, 4 and 1 GPUs, a 2,000-milli-core task).
     c, tasks = instance
     workload = Workload.from_tasks(tasks)
     ranks = np.random.default_rng(seed).permutation(c.n_nodes)
@@ -366,6 +377,8 @@ def test_fgd_follows_the_plugin_scores_and_ranks(instance, seed):
             continue
         best: dict[int, tuple[int, tuple]] = {}
         for n, gpus, delta in _brute_force_options(state, task, workload):
+            assert _rounded_delta(state, task, workload, n, gpus) == pytest.approx(delta, abs=1e-6)
+            delta = _rounded_delta(state, task, workload, n, gpus)
             score = int(truncate_score(1.0 / (1.0 + np.exp(delta / 1000.0))))
             if n not in best or score > best[n][0]:
                 best[n] = (score, gpus)
