@@ -21,10 +21,16 @@ most three units of wait per free job (the window's optimum is the grid's).
 
 Choice of windows (seeded :class:`numpy.random.Generator`): a *focus* job drawn among the waiting jobs with
 probability proportional to its wait; the interval from its submission to its start; the nodes: the focus job's
-node and, among the nodes that can hold it when empty, those on which the most jobs start within the interval
-(where the capacity the focus job waited for went; ties at random), up to ``nodes`` in all; the free jobs: the
-``max_jobs`` jobs starting on these nodes in the interval whose starts are nearest the focus job's (the focus job
-among them). Gangs are never free; a schedule with gangs is returned unchanged.
+node and, among the nodes that can hold it when empty, those on which the most candidate jobs start (where the
+capacity the focus job waited for went; ties at random), up to ``nodes`` in all. The free jobs, by neighbourhood:
+``starts`` (the default): the ``max_jobs`` jobs starting on these nodes in the interval whose starts are nearest
+the focus job's (the focus job among them); ``holds``: among the jobs that *run* on these nodes during the interval
+(those started before the focus job's submission included), the focus job and the ``max_jobs - 1`` that overlap
+the interval longest. ``starts`` never moves a job that already held a node when the focus job arrived; ``holds``
+does: a long whole-node job started at once can be delayed so that the whole-node jobs behind it run first, and a
+small job moved off the node the focus job waits for (measured on 24 jobs of 4 nodes, ``medium-time`` family:
+76.88 -> 59.13 s of mean wait, where ``starts`` kept 76.88; the proven optimum is 46.83). Gangs are never free; a
+schedule with gangs is returned unchanged.
 
 Acceptance: a window's schedule is kept if it lowers the total wait by more than :data:`MIN_GAIN_S` seconds and
 the jobs of its nodes pass :func:`~fgdopt.timeline.schedule.validate_schedule` with their real times (the other
@@ -58,6 +64,8 @@ MIN_GAIN_S = 1e-6
 WINDOW_CHARGE_S = 0.1
 """The least a window counts against the budget (deterministic seconds): about the wall time of building and
 checking one window's model, so that windows CP-SAT settles at once still use the budget up."""
+NEIGHBOURHOODS = ("starts", "holds")
+"""The window kinds of :func:`improve` (module docstring, choice of windows)."""
 NO_WALL_LIMIT_S = 1e9
 """The exact model's wall limit per window: none in practice (its deterministic time binds)."""
 
@@ -86,7 +94,7 @@ class LnsResult:
 
 def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: float, seed: int = 0,
             windows: int | None = None, nodes: int = 3, max_jobs: int = 12, window_s: float = 0.5,
-            wall_s: float | None = None) -> LnsResult:
+            wall_s: float | None = None, neighbourhood: str = "starts") -> LnsResult:
     """Improve ``schedule`` (feasible, validated here) by re-optimizing windows (module docstring).
 
     Parameters
@@ -98,12 +106,16 @@ def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: flo
     window_s : CP-SAT deterministic seconds per window.
     wall_s : stop starting windows after this many wall seconds (None: no wall stop; determinism only holds if it
         does not bind).
+    neighbourhood : ``"starts"`` (the jobs that start while the focus job waits) or ``"holds"`` (the jobs that run
+        while it waits, those that started before its submission included), :data:`NEIGHBOURHOODS`.
 
     Raises
     ------
     ValueError : ``budget_s`` or ``window_s`` not positive, ``nodes`` or ``max_jobs`` below 1.
     fgdopt.state.InfeasiblePlacement : ``schedule`` is not feasible.
     """
+    if neighbourhood not in NEIGHBOURHOODS:
+        raise ValueError(f"unknown neighbourhood {neighbourhood!r}; choose one of {', '.join(NEIGHBOURHOODS)}")
     if not (budget_s > 0 and window_s > 0 and nodes >= 1 and max_jobs >= 1):
         raise ValueError(f"LNS needs budget_s > 0 and window_s > 0 (got {budget_s}, {window_s}), nodes and "
                          f"max_jobs >= 1 (got {nodes}, {max_jobs})")
@@ -124,7 +136,7 @@ def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: flo
         if not (wait > MIN_GAIN_S).any():
             break
         focus = int(rng.choice(len(jobs), p=wait / wait.sum()))
-        window = _window(empty, jobs, start, node, focus, nodes, max_jobs, rng)
+        window = _window(empty, jobs, start, node, focus, nodes, max_jobs, rng, neighbourhood == "holds")
         run = _solve(cluster, jobs, start, node, gpus, window, seed, min(window_s, budget_s - used))
         solved += 1
         used += max(run.info["deterministic_s"], WINDOW_CHARGE_S)
@@ -153,20 +165,26 @@ class _Window:
 
 
 def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarray, focus: int, size: int,
-            max_jobs: int, rng: np.random.Generator) -> _Window:
-    """The window around waiting job ``focus`` (module docstring)."""
+            max_jobs: int, rng: np.random.Generator, holds: bool = False) -> _Window:
+    """The window around waiting job ``focus`` (module docstring); ``holds``: the candidates are the jobs running
+    while it waits, not only those starting then."""
     lo, hi = float(jobs.submit_s[focus]), float(start[focus])
     single = node >= 0
     if jobs.tasks.has_gangs:
         single &= jobs.tasks.workers == 1
-    inside = single & (start >= lo) & (start <= hi)
+    inside = single & (start <= hi) & ((start + jobs.duration_s > lo) if holds else (start >= lo))
     starts = np.bincount(node[inside], minlength=empty.cluster.n_nodes).astype(np.float64)
     holders = np.flatnonzero(empty.feasible_nodes(jobs.tasks[focus]))
     holders = holders[holders != node[focus]]
     ranked = holders[np.lexsort((rng.random(len(holders)), -starts[holders]))]
     chosen = np.sort(np.concatenate([[node[focus]], ranked[:size - 1]])).astype(np.int64)
     cand = np.flatnonzero(inside & np.isin(node, chosen))
-    cand = cand[np.lexsort((cand, np.abs(start[cand] - hi)))][:max_jobs]
+    if holds:                          # the jobs holding the most of the wait first, the focus job before all
+        cover = np.minimum(start[cand] + jobs.duration_s[cand], hi) - np.maximum(start[cand], lo)
+        key = np.where(cand == focus, -np.inf, -cover)
+    else:
+        key = np.abs(start[cand] - hi)
+    cand = cand[np.lexsort((cand, key))][:max_jobs]
     free = np.sort(cand)
     earliest = float(jobs.submit_s[free].min())
     others = np.isin(node, chosen) & (start + jobs.duration_s > earliest)
@@ -240,7 +258,8 @@ def _accept(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray,
     return start, node, gpus
 
 
-def lns_recipe(method: str) -> str:
-    """The name of an LNS run started from the run ``method``: ``lns(method)``."""
-    return f"lns({method})"
+def lns_recipe(method: str, neighbourhood: str = "starts") -> str:
+    """The name of an LNS run started from the run ``method``: ``lns(method)``, or ``lns-holds(method)`` with the
+    ``holds`` windows."""
+    return f"lns({method})" if neighbourhood == "starts" else f"lns-{neighbourhood}({method})"
 
