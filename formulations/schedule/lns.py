@@ -9,7 +9,12 @@ job). Jobs on other nodes are untouched, and a job runs on one node, so the feas
 before. The model minimizes the sum of ends, i.e. the free jobs' total wait (the fixed jobs' ends are constants),
 and the rest of the schedule does not change: the whole schedule's total wait falls by what the window gains.
 
-Time grid. The model counts whole units ``u`` of :data:`GRID_S` seconds, and the window is stated on that grid so
+Time grid. When the free jobs' submissions, the window's durations and the current starts of its jobs are all whole
+multiples of one of the exact model's units (:func:`formulations.schedule.exact.time_unit`: 1, 0.1, 0.01 or
+0.001 s; whole seconds for generated instances and the engine's runs on them), the model counts that unit and
+states every time exactly (no padding: a grid schedule is the real one, and by the exact model's left-shift
+argument nothing is lost by starting on the grid). Otherwise the model counts whole units ``u`` of
+:data:`GRID_S` seconds, and the window is stated on that grid so
 that a grid schedule gives a feasible real one. A fixed job occupies ``[a, b) = [round(start / u), round(end /
 u))``: rounding is monotone, so fixed jobs that do not overlap in real time do not overlap on the grid, and its
 real interval lies in ``[(a - 1/2) u, (b + 1/2) u)``. A free job gets the grid submission ``ceil(submit / u) - 1``
@@ -55,7 +60,7 @@ from fgdopt.model import Cluster
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, validate_schedule
-from formulations.schedule.exact import solve_exact
+from formulations.schedule.exact import solve_exact, time_unit
 
 GRID_S = 0.001
 """The window model's time unit (seconds): a millisecond, the finest the exact model counts."""
@@ -157,11 +162,14 @@ def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: flo
 
 @dataclass(frozen=True)
 class _Window:
-    """A window: its nodes (cluster indices), free and fixed jobs (job indices, sorted)."""
+    """A window: its nodes (cluster indices), free and fixed jobs (job indices, sorted), its grid unit (seconds)
+    and padding (units; module docstring, time grid)."""
 
     nodes: np.ndarray
     free: np.ndarray
     fixed: np.ndarray
+    unit: float = GRID_S
+    pad: int = 1
 
 
 def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarray, focus: int, size: int,
@@ -177,6 +185,12 @@ def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarr
     holders = np.flatnonzero(empty.feasible_nodes(jobs.tasks[focus]))
     holders = holders[holders != node[focus]]
     ranked = holders[np.lexsort((rng.random(len(holders)), -starts[holders]))]
+    if holds:                                          # then the nodes with the least GPU time in use while it waits
+        rest = np.setdiff1d(np.arange(empty.cluster.n_nodes), np.concatenate([holders, [node[focus]]]))
+        run = single & (start < hi) & (start + jobs.duration_s > lo)
+        held = np.minimum(start + jobs.duration_s, hi) - np.maximum(start, lo)
+        busy = np.bincount(node[run], weights=(held * jobs.tasks.gpu_demand)[run], minlength=empty.cluster.n_nodes)
+        ranked = np.concatenate([ranked, rest[np.lexsort((rng.random(len(rest)), busy[rest]))]])
     chosen = np.sort(np.concatenate([[node[focus]], ranked[:size - 1]])).astype(np.int64)
     cand = np.flatnonzero(inside & np.isin(node, chosen))
     if holds:                          # the jobs holding the most of the wait first, the focus job before all
@@ -189,7 +203,13 @@ def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarr
     earliest = float(jobs.submit_s[free].min())
     others = np.isin(node, chosen) & (start + jobs.duration_s > earliest)
     others[free] = False
-    return _Window(chosen, free, np.flatnonzero(others))
+    fixed = np.flatnonzero(others)
+    rows = np.concatenate([free, fixed])
+    try:                                               # every time of the window whole units: no padding
+        unit, pad = time_unit(np.concatenate([jobs.submit_s[free], jobs.duration_s[rows], start[rows]])), 0
+    except ValueError:
+        unit, pad = GRID_S, 1
+    return _Window(chosen, free, fixed, unit, pad)
 
 
 def _solve(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, gpus: list, window: _Window,
@@ -203,15 +223,16 @@ def _solve(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, 
     r, p, s = jobs.submit_s[rows], jobs.duration_s[rows], start[rows]
     is_free = np.arange(len(rows)) < n_free
     origin = _origin(jobs, start, window)
-    submit = np.where(is_free, np.ceil(r / GRID_S) - 1, np.round(s / GRID_S)) - origin
-    end = np.where(is_free, submit + np.ceil(p / GRID_S) + 2, np.round((s + p) / GRID_S) - origin)
+    u, pad = window.unit, window.pad
+    submit = np.where(is_free, np.ceil(r / u) - pad, np.round(s / u)) - origin
+    end = np.where(is_free, submit + np.ceil(p / u) + 2 * pad, np.round((s + p) / u) - origin)
     sub = JobSet(jobs.tasks.take(rows), submit, end - submit)
     fixed_start = np.where(is_free, np.nan, submit)
     sub_gpus = tuple(gpus[j] for j in rows)
     fixed = Schedule(fixed_start, np.where(np.isnan(fixed_start), -1, local[node[rows]]),
                      tuple(g if i >= n_free else () for i, g in enumerate(sub_gpus)))
     sub_cluster = cluster.subset(window.nodes)
-    hint = Schedule(np.where(is_free, np.ceil(s / GRID_S) - 1 - origin, submit), local[node[rows]], sub_gpus)
+    hint = Schedule(np.where(is_free, np.ceil(s / u) - pad - origin, submit), local[node[rows]], sub_gpus)
     guide = cap = None
     try:
         validate_schedule(sub_cluster, sub, hint)
@@ -224,7 +245,7 @@ def _solve(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, 
 def _origin(jobs: JobSet, start: np.ndarray, window: _Window) -> float:
     """The window's grid origin (units): every grid time of the window is at least 0 after subtracting it."""
     first = min(float(jobs.submit_s[window.free].min()), float(start[window.fixed].min(initial=np.inf)))
-    return float(np.floor(first / GRID_S) - 2)
+    return float(np.floor(first / window.unit) - 2)
 
 
 def _accept(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray, gpus: list, window: _Window,
@@ -233,7 +254,8 @@ def _accept(cluster: Cluster, jobs: JobSet, start: np.ndarray, node: np.ndarray,
     window's nodes replay feasibly with real times; else None."""
     free = window.free
     k = len(free)
-    new_start = np.maximum((grid.start_s[:k] + _origin(jobs, start, window) + 1) * GRID_S, jobs.submit_s[free])
+    new_start = np.maximum((grid.start_s[:k] + _origin(jobs, start, window) + window.pad) * window.unit,
+                           jobs.submit_s[free])
     if float((start[free] - new_start).sum()) <= MIN_GAIN_S:
         return None
     rows = np.concatenate([free, window.fixed])
