@@ -510,10 +510,11 @@ def node_schedules(point: Point) -> BoundRecord | None:
     return nodedecomp_bound(point.cluster, point.jobs, time_limit=point.time_limit)
 
 
-def lns_runs(point: Point, runs: dict[str, RunRecord], neighbourhood: str = "starts") -> list[RunRecord]:
+def lns_runs(point: Point, runs: dict[str, RunRecord], neighbourhood: str = "starts", **window) -> list[RunRecord]:
     """The large-neighbourhood search (:func:`formulations.schedule.lns.improve`, seeded by the point's seed, with
-    the ``neighbourhood`` windows) from the best run so far (least mean wait; ties: name), named
-    ``lns(<its method>)`` (``lns-holds(...)`` for the ``holds`` windows); none without a run."""
+    the ``neighbourhood`` windows and the ``window`` options of :func:`~formulations.schedule.lns.improve`) from the
+    best run so far (least mean wait; ties: name), named ``lns(<its method>)`` (``lns-holds(...)`` for the
+    ``holds`` windows); none without a run."""
     from formulations.schedule.lns import improve, lns_recipe
 
     if not runs:
@@ -521,14 +522,22 @@ def lns_runs(point: Point, runs: dict[str, RunRecord], neighbourhood: str = "sta
     waits = {m: float(np.nanmean(r.schedule.start_s - point.jobs.submit_s)) for m, r in runs.items()}
     best = min(waits, key=lambda m: (waits[m], m))
     res = improve(point.cluster, point.jobs, runs[best].schedule, budget_s=point.lns_s, seed=point.seed,
-                  wall_s=2 * point.lns_s, neighbourhood=neighbourhood)
+                  wall_s=2 * point.lns_s, neighbourhood=neighbourhood, **window)
     return [RunRecord(lns_recipe(best, neighbourhood), res.schedule, res.wall_s, res.cpu_s)]
+
+
+HOLDS_WINDOW = {"nodes": 5, "max_jobs": 20}
+"""Nodes and free jobs per window of the ``holds`` search. Measured (budget 10 deterministic s, from the best engine
+run, ``medium-time`` family at 4-6 nodes): 5 nodes and 20 jobs reached the proven optimum of ``time-n4-j24-l1.3-s0``
+(76.88 -> 46.83 s; 3 and 12: 53.17 s) and 19.67 s on ``time-n6-j30-l1.3-s4`` (from 31.37 s; CP-SAT's incumbent
+after 120 s: 18.23 s); on ``time-n16-j300-l1.3-s0`` with 30 s, 45.84 s (3 and 12: 46.16 s, from 46.18 s)."""
 
 
 def lns_holds_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
     """:func:`lns_runs` with the ``holds`` windows (the jobs that hold the nodes a waiting job waits for are free
-    too), from the best run so far (the ``starts`` search's included), with the same budget."""
-    return lns_runs(point, runs, "holds")
+    too) of :data:`HOLDS_WINDOW`, from the best run so far (the ``starts`` search's included), with the same
+    budget."""
+    return lns_runs(point, runs, "holds", **HOLDS_WINDOW)
 
 
 RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {
