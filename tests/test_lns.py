@@ -175,8 +175,8 @@ def test_holds_windows_reach_a_proven_optimum_the_starts_windows_miss():
     assert objective_value(inst.jobs, run, "mean-wait") == pytest.approx(76.875)
 
     def search(neighbourhood, nodes):
-        res = improve(inst.cluster, inst.jobs, run, budget_s=5.0, seed=0, windows=2, neighbourhood=neighbourhood,
-                      nodes=nodes, max_jobs=20)
+        res = improve(inst.cluster, inst.jobs, run, budget_s=1.0, seed=0, windows=1, window_s=0.05,
+                      neighbourhood=neighbourhood, nodes=nodes, max_jobs=20)
         validate_schedule(inst.cluster, inst.jobs, res.schedule)
         return res.wait_after_s
 
