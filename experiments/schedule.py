@@ -527,10 +527,12 @@ def lns_runs(point: Point, runs: dict[str, RunRecord], neighbourhood: str = "sta
 
 
 HOLDS_WINDOW = {"nodes": 5, "max_jobs": 20}
-"""Nodes and free jobs per window of the ``holds`` search. Measured (budget 10 deterministic s, from the best engine
-run, ``medium-time`` family at 4-6 nodes): 5 nodes and 20 jobs reached the proven optimum of ``time-n4-j24-l1.3-s0``
-(76.88 -> 46.83 s; 3 and 12: 53.17 s) and 19.67 s on ``time-n6-j30-l1.3-s4`` (from 31.37 s; CP-SAT's incumbent
-after 120 s: 18.23 s); on ``time-n16-j300-l1.3-s0`` with 30 s, 45.84 s (3 and 12: 46.16 s, from 46.18 s)."""
+"""Nodes and free jobs per window of the ``holds`` search. Measured (budget 10 deterministic s, from the best
+engine or ``starts`` run, ``medium-time`` family at 4-6 nodes): it reached the optimum CP-SAT proves on
+``time-n4-j16-l1.2-s2``, ``time-n4-j20-l1.2-s3`` and ``time-n4-j24-l1.3-s0`` (21.69, 15.10, 46.83 s, from 29.44,
+21.70, 76.88; 3 nodes and 12 jobs stopped at 53.17 s on the last), and 19.13 s on ``time-n6-j30-l1.3-s4`` (from
+29.93 s; CP-SAT's incumbent after 120 s: 18.23 s). On ``medium-time`` (30 s) it gains 0-2% (46.10 -> 45.90 s on
+``time-n16-j300-l1.3-s0``)."""
 
 
 def lns_holds_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
