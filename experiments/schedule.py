@@ -38,7 +38,9 @@ the workload on its cluster; or each instance of the suite, ``trace`` its name a
 under bounded reservations for whole-node jobs, :class:`fgdopt.policies.reserve.Reserving`, for every
 ``--reserve-wait`` x ``--reserve-nodes`` of the grid, ``policy+reserve(Ws,R)/queue``; then the
 large-neighbourhood search from the best of them, :func:`formulations.schedule.lns.improve`, ``lns(policy/queue)``,
-``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds), every
+``--lns-time-limit`` CP-SAT deterministic seconds and at most twice as many wall seconds; then the same search with
+the ``holds`` windows, which may also move the jobs holding the nodes a waiting job waits for, from the best so far,
+``lns-holds(...)``, with the same budget), every
 *bound* of :data:`BOUND_METHODS` (the pooled LP, :func:`formulations.schedule.pooled_bound`, over every job:
 ``bound-all``, valid for every schedule; and, with a background, over the stream with the time-0 services and warm
 start pinned: ``bound-pinned``, valid for the runs that start the whole background on arrival; the configuration
@@ -510,9 +512,11 @@ def node_schedules(point: Point) -> BoundRecord | None:
     return nodedecomp_bound(point.cluster, point.jobs, time_limit=point.time_limit)
 
 
-def lns_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
-    """The large-neighbourhood search (:func:`formulations.schedule.lns.improve`, seeded by the point's seed) from
-    the best run so far (least mean wait; ties: name), named ``lns(<its method>)``; none without a run."""
+def lns_runs(point: Point, runs: dict[str, RunRecord], neighbourhood: str = "starts", **window) -> list[RunRecord]:
+    """The large-neighbourhood search (:func:`formulations.schedule.lns.improve`, seeded by the point's seed, with
+    the ``neighbourhood`` windows and the ``window`` options of :func:`~formulations.schedule.lns.improve`) from the
+    best run so far (least mean wait; ties: name), named ``lns(<its method>)`` (``lns-holds(...)`` for the
+    ``holds`` windows); none without a run."""
     from formulations.schedule.lns import improve, lns_recipe
 
     if not runs:
@@ -520,12 +524,28 @@ def lns_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
     waits = {m: float(np.nanmean(r.schedule.start_s - point.jobs.submit_s)) for m, r in runs.items()}
     best = min(waits, key=lambda m: (waits[m], m))
     res = improve(point.cluster, point.jobs, runs[best].schedule, budget_s=point.lns_s, seed=point.seed,
-                  wall_s=2 * point.lns_s)
-    return [RunRecord(lns_recipe(best), res.schedule, res.wall_s, res.cpu_s)]
+                  wall_s=2 * point.lns_s, neighbourhood=neighbourhood, **window)
+    return [RunRecord(lns_recipe(best, neighbourhood), res.schedule, res.wall_s, res.cpu_s)]
+
+
+HOLDS_WINDOW = {"nodes": 5, "max_jobs": 20}
+"""Nodes and free jobs per window of the ``holds`` search. Measured (budget 10 deterministic s, from the best
+engine or ``starts`` run, ``medium-time`` family at 4-6 nodes): it reached the optimum CP-SAT proves on
+``time-n4-j16-l1.2-s2``, ``time-n4-j20-l1.2-s3`` and ``time-n4-j24-l1.3-s0`` (21.69, 15.10, 46.83 s, from 29.44,
+21.70, 76.88; 3 nodes and 12 jobs stopped at 53.17 s on the last), and 19.13 s on ``time-n6-j30-l1.3-s4`` (from
+29.93 s; CP-SAT's incumbent after 120 s: 18.23 s). On ``medium-time`` (30 s) it gains 0-2% (46.10 -> 45.90 s on
+``time-n16-j300-l1.3-s0``)."""
+
+
+def lns_holds_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
+    """:func:`lns_runs` with the ``holds`` windows (the jobs that hold the nodes a waiting job waits for are free
+    too) of :data:`HOLDS_WINDOW`, from the best run so far (the ``starts`` search's included), with the same
+    budget."""
+    return lns_runs(point, runs, "holds", **HOLDS_WINDOW)
 
 
 RUN_METHODS: dict[str, Callable[[Point, dict[str, RunRecord]], list[RunRecord]]] = {
-    "engine": engine_runs, "reserve": reserve_runs, "lns": lns_runs}
+    "engine": engine_runs, "reserve": reserve_runs, "lns": lns_runs, "lns-holds": lns_holds_runs}
 """The full-scale run methods, in order: each gets the point and the runs so far (by method) and returns new
 runs (an improvement method reads the best so far). Register one with ``RUN_METHODS["name"] = fn``."""
 BOUND_METHODS: dict[str, Callable[[Point], BoundRecord | None]] = {
