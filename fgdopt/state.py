@@ -423,9 +423,7 @@ class ClusterState:
         self.node_of[i], self.gpus_of[i] = parts[0]
         self.parts_of[i] = parts
         self.demand_of[i] = held
-        steps = parts if self._split_of[i].each_part_revises else parts[:1]        # _advance, inline: hot path
-        self.revision += len(steps)
-        self.last_node = steps[-1][0]
+        self._advance(i, parts)
 
     def revision_steps(self, i: int) -> int:
         """How far ``revision`` advances when placed task ``i`` is removed (as it did at its placement): one step per

@@ -262,17 +262,26 @@ class Placer:
         self.jobs.evict_many(js, self.clock.now, kind, restart_s, mechanism.migrate_s,
                              mechanism.suspend_s + mechanism.restore_s if kind == "suspend" else 0.0)
         state = self.state
-        parts = [state.parts(j) for j in js.tolist()]              # every part of every job: its node changes
-        after = state.revision + np.cumsum([state.revision_steps(j) for j in js.tolist()])
+        rev0, parts, steps = state.revision, *self._parts_and_steps(js)     # read before the parts are gone
         state.remove_many(js)
-        nodes = [node for ps in parts for node, _ in ps]
-        np.maximum.at(self.node_revision, nodes, np.repeat(after, [len(ps) for ps in parts]))
+        nodes = self._revise(parts, steps, rev0)
         self.alloc -= int(self.demand[js].sum())
         self.running -= len(js)
         self.clock.live[js] = -1
         self.freed.update(nodes)
         self.jobs.status[js] = PENDING
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
+
+    def _parts_and_steps(self, js: np.ndarray) -> tuple[list, list[int]]:
+        """The parts of placed jobs ``js`` and how far each one's move advances the state's ``revision``."""
+        return [self.state.parts(j) for j in js.tolist()], [self.state.revision_steps(j) for j in js.tolist()]
+
+    def _revise(self, parts: list, steps: list[int], rev0: int) -> list[int]:
+        """Record on the node of every part of moved jobs the state's ``revision`` once its job's move was done (the
+        moves in order from ``rev0``, the k-th advancing it by ``steps[k]``); returns those nodes, in order."""
+        nodes = [node for ps in parts for node, _ in ps]
+        np.maximum.at(self.node_revision, nodes, np.repeat(rev0 + np.cumsum(steps), [len(ps) for ps in parts]))
+        return nodes
 
     def start_many(self, moves, rerated: frozenset[int] | set[int] = frozenset()) -> None:
         """:meth:`start` of every move of ``moves`` (:class:`fgdopt.defrag.Move`: job, node, GPUs; or a
@@ -307,10 +316,7 @@ class Placer:
                              spans=[m.parts if s else () for s, m in zip(spread, moves, strict=True)])
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
-        parts = [state.parts(j) for j in js.tolist()]              # every part of every job: its node changes
-        part_nodes = [node for ps in parts for node, _ in ps]
-        after = rev0 + np.cumsum([state.revision_steps(j) for j in js.tolist()])
-        np.maximum.at(self.node_revision, part_nodes, np.repeat(after, [len(ps) for ps in parts]))
+        part_nodes = self._revise(*self._parts_and_steps(js), rev0)
         walls = jobs.start_many(js, now, nodes, np.array([gs[0] if gs else -1 for gs in gpus], dtype=np.int64))
         if (bad := np.flatnonzero(jobs.rate[js] <= 0)).size:
             j, node = int(js[bad[0]]), int(nodes[bad[0]])
