@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -49,7 +50,7 @@ def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path,
     argv = ["--instances", str(folder), "--methods", "milp-cbc,lp", "--jobs", "1",
             "--policies", f"best-fit,{MODULE}:gate", "--format", "csv"]
     monkeypatch.setenv("GATE_DIR", str(gate))
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")                   # SIGABRT dumps its threads' stacks
     # the gate policy (one construction per instance) waits from its third on: Ctrl-C there, two instances done
     proc = subprocess.Popen([sys.executable, "-m", "experiments.gap", *argv, "--output", str(tmp_path / "out")],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -58,7 +59,7 @@ def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path,
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)                                   # Ctrl-C
-    _, err = proc.communicate(timeout=60)
+    _, err = _communicate_or_dump(proc)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1].endswith("interrupted; the finished runs are written "
                                                  "(rerun with --resume to continue)")
@@ -74,6 +75,20 @@ def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path,
     resumed, whole = (pd.read_csv(tmp_path / run / "gap.csv") for run in ("out", "whole"))
     assert len(whole) == 4 * 4
     pd.testing.assert_frame_equal(untimed(resumed), untimed(whole))
+
+
+def _communicate_or_dump(proc: subprocess.Popen, timeout: float = 60.0) -> tuple[str, str]:
+    """``proc.communicate`` within ``timeout`` seconds; past it, the process's signal masks and, through
+    faulthandler (SIGABRT), every thread's stack go into the failure message, and nothing is left running."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        masks = [line for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate()
+        raise AssertionError(f"no exit {timeout:g} s after Ctrl-C; {masks}; stdout {out[-2000:]}; "
+                             f"stderr {err[-6000:]}") from None
 
 
 def _refuse(*args):
