@@ -6,6 +6,7 @@ one feasibility rule (:class:`ClusterState`, :func:`validate`), the one fragment
 imported here; exact models live in the ``formulations`` package.
 """
 
+from fgdopt.cpus import single_threaded_blas
 from fgdopt.frag import (
     CATEGORIES,
     FragmentationReport,
@@ -18,6 +19,8 @@ from fgdopt.frag import (
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, Task, TaskSet
 from fgdopt.state import ClusterState, InfeasiblePlacement, Placement, validate
+
+single_threaded_blas()          # small matrices in loops: BLAS threads only spin (fgdopt.cpus)
 
 
 def __getattr__(name: str):

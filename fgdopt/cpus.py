@@ -1,4 +1,5 @@
-"""How many CPUs this process may use: the default of every worker and thread count in fgdopt."""
+"""How many CPUs this process may use: the default of every worker and thread count in fgdopt; and BLAS kept to one
+thread (:func:`single_threaded_blas`)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,27 @@ def usable_cpus() -> int:
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     quota = cgroup_cpus()
     return max(1, n if quota is None else min(n, quota))
+
+
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""The variables that set a BLAS library's thread count when it loads (OpenBLAS, numpy's and scipy's; MKL)."""
+
+
+def single_threaded_blas() -> None:
+    """Keep BLAS to one thread in this process and in the processes it starts, unless a variable of
+    :data:`BLAS_THREADS` is set (the user's choice then stands).
+
+    fgdopt's dense linear algebra is small (Pollux's performance-model fit and throughput interpolation, Gavel's
+    allocations: tens to hundreds of rows) and runs in loops, while its parallelism is in processes (``--jobs``,
+    pytest-xdist). A BLAS thread pool sized to the host only competes with them: OpenBLAS's idle threads spin for
+    their next call. Measured on 2 shared cores: the Pollux cross-check and conservation tests took 11-12 CPU s
+    with one BLAS thread and 26-62 CPU s with OpenBLAS's default of one per core. The libraries already loaded are
+    limited at once (threadpoolctl); those loaded later read the variables.
+    """
+    if any(name in os.environ for name in BLAS_THREADS):
+        return
+    for name in BLAS_THREADS:
+        os.environ[name] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
