@@ -425,10 +425,11 @@ class ClusterState:
         self.demand_of[i] = held
         self._advance(i, parts)
 
-    def revision_steps(self, i: int) -> int:
-        """How far ``revision`` advances when placed task ``i`` is removed (as it did at its placement): one step per
-        part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`)."""
-        return int(self._steps(i, len(self.parts_of[i])))
+    def revision_steps(self, ids: np.ndarray) -> np.ndarray:
+        """How far ``revision`` advances when each placed task of ``ids`` (int64) is removed (as it did at its
+        placement): one step per part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`); int64."""
+        parts_of = self.parts_of
+        return self._steps(ids, np.fromiter((len(parts_of[i]) for i in ids.tolist()), np.int64, len(ids)))
 
     def _steps(self, ids, n_parts):
         """:meth:`revision_steps` of tasks ``ids`` placed in ``n_parts`` parts each (vectorized)."""

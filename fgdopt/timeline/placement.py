@@ -272,11 +272,11 @@ class Placer:
         self.jobs.status[js] = PENDING
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
-    def _parts_and_steps(self, js: np.ndarray) -> tuple[list, list[int]]:
+    def _parts_and_steps(self, js: np.ndarray) -> tuple[list, np.ndarray]:
         """The parts of placed jobs ``js`` and how far each one's move advances the state's ``revision``."""
-        return [self.state.parts(j) for j in js.tolist()], [self.state.revision_steps(j) for j in js.tolist()]
+        return list(map(self.state.parts, js.tolist())), self.state.revision_steps(js)
 
-    def _revise(self, parts: list, steps: list[int], rev0: int) -> list[int]:
+    def _revise(self, parts: list, steps: np.ndarray, rev0: int) -> list[int]:
         """Record on the node of every part of moved jobs the state's ``revision`` once its job's move was done (the
         moves in order from ``rev0``, the k-th advancing it by ``steps[k]``); returns those nodes, in order."""
         nodes = [node for ps in parts for node, _ in ps]
