@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import NamedTuple, Protocol
 
@@ -108,6 +108,18 @@ class Placed(NamedTuple):
     runs: dict[int, int]
     admits: tuple
     gangs: frozenset[int]
+
+
+class Diff(NamedTuple):
+    """The reallocation of a placed :class:`Decision` (the fields of its
+    :class:`~fgdopt.timeline.preemption.RoundPlan`, built once the policy's :class:`Pace` adds the speeds):
+    ``victims`` the running jobs preempted, ``admits`` and ``moves`` the placements of jobs waiting and of running
+    ones moved, ``resized`` the running jobs that run on holding other CPU and memory."""
+
+    victims: tuple[int, ...] = ()
+    admits: tuple = ()
+    moves: tuple = ()
+    resized: tuple = ()
 
 
 class Pace(NamedTuple):
@@ -182,7 +194,7 @@ class RoundLoop(MechanismBase):
     _last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # the last round's jobs
     _present: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the jobs present at it
     _layout: tuple | None = None          # (cluster, type of each node, nodes of each type, GPUs of each type)
-    _cached: tuple | None = None          # (decision, the state's revision, plan, placed): nothing moved since
+    _cached: tuple | None = None          # (decision, the state's revision, diff, placed): nothing moved since
     _open: bool = False                   # a round with jobs present, not yet ended (for the policy's ``ended``)
     _later: list = field(default_factory=list)   # the round's speeds still to set: (time, job, speed), time order
 
@@ -252,24 +264,23 @@ class RoundLoop(MechanismBase):
         decision = self.policy.decide(rview)
         cached = self._cached
         if decision.where is not None:
-            plan, placed = self._as_given(state, running, decision.where, node_type, decision.demands)
+            diff, placed = self._as_given(state, running, decision.where, node_type, decision.demands)
         elif decision.parts is not None:
-            plan, placed = self._by_count(state, running, decision.parts, node_type)
+            diff, placed = self._by_count(state, running, decision.parts, node_type)
         elif cached is not None and cached[0] is decision and cached[1] == state.revision:
-            plan, placed = cached[2:]                      # the same decision on the same placement: the same plan
+            diff, placed = cached[2:]                      # the same decision on the same placement: the same diff
         else:
             self._check(decision, state.tasks.num_gpu, type_gpus)
-            plan, placed = self._place(state, running, decision.types, node_type, of_type)
-            self._cached = (decision, state.revision, plan, placed)
+            diff, placed = self._place(state, running, decision.types, node_type, of_type)
+            self._cached = (decision, state.revision, diff, placed)
         self.rounds += bool(placed.runs)
         pace = self.policy.pace(rview, placed)
         self._next_s = pace.until_s
         self._last = np.fromiter(placed.runs, np.int64, len(placed.runs))
         self._open = self.every_instant and len(present) > 0
         self._later = sorted(pace.later, reverse=True)     # the next one last
-        if pace.rates:
-            return replace(plan, rates=pace.rates)
-        return plan
+        return RoundPlan(victims=diff.victims, admits=diff.admits, moves=diff.moves, rates=pace.rates,
+                         resized=diff.resized)
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
         """ValueError, one line, unless every job of ``decision`` has a known GPU type and no type is granted more
@@ -288,7 +299,7 @@ class RoundLoop(MechanismBase):
 
     @staticmethod
     def _as_given(state, running: np.ndarray, where: Mapping[int, tuple], node_type: np.ndarray,
-                  demands: Mapping[int, tuple] | None = None) -> tuple[RoundPlan, Placed]:
+                  demands: Mapping[int, tuple] | None = None) -> tuple[Diff, Placed]:
         """The diff of a decision by node and GPUs: a job already on exactly those keeps them (resized if its
         ``demands`` changed), every other running job is preempted, the others are placed as given (in the
         decision's order; parts over several nodes, or with ``demands``, as a
@@ -323,12 +334,12 @@ class RoundLoop(MechanismBase):
             runs[j] = int(node_type[node])
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
-        return (RoundPlan(victims=victims, admits=admits, resized=tuple(resized)),
+        return (Diff(victims=victims, admits=admits, resized=tuple(resized)),
                 Placed(runs, admits, frozenset(gangs)))
 
     @staticmethod
     def _by_count(state, running: np.ndarray, parts: Mapping[int, tuple[tuple[int, int], ...]],
-                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
+                  node_type: np.ndarray) -> tuple[Diff, Placed]:
         """The diff of a decision by GPU count per node (module docstring): the moves, preemptions and admits, each
         moved or admitted job on the lowest GPUs of its nodes free once the moved and preempted ones left."""
         node_of, gpu_left = state.node_of, state.gpu_left
@@ -351,11 +362,11 @@ class RoundLoop(MechanismBase):
             (moves if node_of[j] >= 0 else admits).append(GangMove(j, *taken[0], tuple(taken)))
         runs = {j: int(node_type[want[0][0]]) for j, want in parts.items()}
         gangs = frozenset(j for j, want in parts.items() if len(want) > 1)
-        return (RoundPlan(moves=tuple(moves), victims=victims, admits=tuple(admits)),
+        return (Diff(moves=tuple(moves), victims=victims, admits=tuple(admits)),
                 Placed(runs, (*moves, *admits), gangs))
 
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
-               of_type: list[np.ndarray]) -> tuple[RoundPlan, Placed]:
+               of_type: list[np.ndarray]) -> tuple[Diff, Placed]:
         """The diff (module docstring): keep the jobs that keep their type on their GPUs, preempt the other running
         jobs, place the new ones; the plan and where the round's jobs run.
 
@@ -438,7 +449,7 @@ class RoundLoop(MechanismBase):
                                   [(gpu,) for gpu in gpu_at[placed].tolist()]))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         admits = tuple(admits)
-        return RoundPlan(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
+        return Diff(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
 
 
 def spread_parts(nodes, free_gpus: Callable[[int], list[int]],
