@@ -281,7 +281,10 @@ class Placer:
         """Record on the node of every part of moved jobs the state's ``revision`` once its job's move was done (the
         moves in order from ``rev0``, the k-th advancing it by ``steps[k]``); returns those nodes, in order."""
         nodes = [node for ps in parts for node, _ in ps]
-        np.maximum.at(self.node_revision, nodes, np.repeat(rev0 + np.cumsum(steps), [len(ps) for ps in parts]))
+        revised = rev0 + np.cumsum(steps)
+        if len(nodes) > len(parts):                                 # some job in several parts
+            revised = np.repeat(revised, np.fromiter(map(len, parts), np.int64, len(parts)))
+        np.maximum.at(self.node_revision, np.fromiter(nodes, np.int64, len(nodes)), revised)
         return nodes
 
     def start_many(self, moves, rerated: frozenset[int] | set[int] = frozenset()) -> None:

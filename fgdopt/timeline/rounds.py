@@ -194,6 +194,7 @@ class RoundLoop(MechanismBase):
     _last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # the last round's jobs
     _present: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the jobs present at it
     _layout: tuple | None = None          # (cluster, type of each node, nodes of each type, GPUs of each type)
+    _exists: tuple | None = None          # (cluster, whether each node has each GPU index)
     _cached: tuple | None = None          # (decision, the state's revision, diff, placed): nothing moved since
     _open: bool = False                   # a round with jobs present, not yet ended (for the policy's ``ended``)
     _later: list = field(default_factory=list)   # the round's speeds still to set: (time, job, speed), time order
@@ -214,6 +215,12 @@ class RoundLoop(MechanismBase):
             nodes = [np.flatnonzero(node_type == g) for g in range(len(gpu_types))]
             self._layout = (cluster, node_type, nodes, tuple(int(cluster.gpu[n].sum()) for n in nodes))
         return self._layout[1:]
+
+    def _gpu_exists(self, cluster) -> np.ndarray:
+        """bool (nodes, max GPUs per node): whether each node has that GPU (once per cluster)."""
+        if self._exists is None or self._exists[0] is not cluster:
+            self._exists = (cluster, np.arange(cluster.max_gpus)[None, :] < cluster.gpu[:, None])
+        return self._exists[1]
 
     def wake_s(self, view: View) -> float:
         """The next speed to set within the round, else the end of the current round (none once it has passed:
@@ -376,14 +383,15 @@ class RoundLoop(MechanismBase):
         node_of, num_gpu = state.node_of, state.tasks.num_gpu
         listed = running.tolist()
         stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
-        gangs = {j for j in stay if len(state.parts(j)) > 1}
+        parts_of = state.parts_of
+        gangs = {j for j in stay if len(parts_of[j]) > 1}
         victims = tuple(j for j in listed if j not in stay)
         new = np.fromiter((j for j in runs if j not in stay), np.int64)
         new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
-            free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-            if victims and any(len(state.parts(v)) > 1 for v in victims):
+            free = (state.gpu_left == GPU_MILLI) & self._gpu_exists(cluster)
+            if victims and any(len(parts_of[v]) > 1 for v in victims):
                 held = [part for v in victims for part in state.parts(v)]     # every part of a gang
                 free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
                      np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
