@@ -35,6 +35,24 @@ A round policy (:class:`RoundPolicy`: Gavel's, :class:`fgdopt.hetero.rounds.Gave
 :class:`fgdopt.synergy.rounds.Synergy`; Pollux's planners', :class:`fgdopt.elastic.rounds.ElasticRounds`) only
 decides: ``decide(view) -> Decision`` at the start of a round, and ``pace(view, placed) -> Pace`` once the loop has
 placed it (the speeds of the round's runs and its end).
+
+**Cost.** A round of Gavel's Figure 8 moves every job whose type changes (the agnostic policies shuffle the type
+order every round): at 6 jobs/h about 100 jobs a round are stopped and placed again on the 108 GPUs, at 0.4 jobs/h
+the few jobs present, in 10,000 to 125,000 rounds. What a round costs is per-job Python work in the diff and in
+the carrying out, and a fixed count of numpy calls on tiny arrays; the plan, in order (what is done is marked):
+
+1. (done) every per-job scalar numpy call off the bulk paths: the state's revision steps are read for all moved jobs
+   at once (:meth:`~fgdopt.state.ClusterState.revision_steps`), the nodes' revisions written from one array;
+2. (done) each round's :class:`~fgdopt.timeline.preemption.RoundPlan` built and checked once (a :class:`Diff`,
+   then the :class:`Pace`'s rates), the moves read once (one ``zip``) by
+   :meth:`~fgdopt.timeline.placement.Placer.start_many`, what is fixed per cluster computed once;
+3. (not done) the round objects carrying arrays (``Placed.runs``, ``Pace.rates``, the admits as job, node and GPU
+   arrays, not Move objects and pairs) and one fused reallocation on the placer and the job table per round
+   (release, place, re-rate, progress in one pass); this needs the state's parts kept as arrays, not one tuple
+   per job (:mod:`fgdopt.state`), for the per-job work to leave Python.
+
+X is not re-solved for inputs it was solved for: every recomputation follows an arrival or a completion, so its
+jobs present differ from every earlier one (jobs never come back), and an exact-input cache could never hit.
 """
 
 from __future__ import annotations
