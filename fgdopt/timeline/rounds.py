@@ -390,6 +390,19 @@ class RoundLoop(MechanismBase):
         return (Diff(moves=tuple(moves), victims=victims, admits=tuple(admits)),
                 Placed(runs, (*moves, *admits), gangs))
 
+    def _free_after(self, state, victims: tuple[int, ...]) -> np.ndarray:
+        """bool (nodes, max GPUs per node): the GPUs free once ``victims`` (running jobs) have left."""
+        free = (state.gpu_left == GPU_MILLI) & self._gpu_exists(state.cluster)
+        if victims and any(len(state.parts_of[v]) > 1 for v in victims):
+            held = [part for v in victims for part in state.parts(v)]     # every part of a gang
+            free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
+                 np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
+        elif victims:                                       # one part each: its node and GPUs
+            held = [state.gpus_of[v] for v in victims]
+            free[np.repeat(state.node_of[list(victims)], [len(gpus) for gpus in held]),
+                 np.fromiter(chain.from_iterable(held), np.int64)] = True
+        return free
+
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
                of_type: list[np.ndarray]) -> tuple[Diff, Placed]:
         """The diff (module docstring): keep the jobs that keep their type on their GPUs, preempt the other running
@@ -397,7 +410,6 @@ class RoundLoop(MechanismBase):
 
         The nodes of a type are kept in buckets by their free GPUs, so a placement costs no scan of the type's
         nodes; the 1-GPU jobs, last, take each type's free GPUs in the rule's order in one step."""
-        cluster = state.cluster
         node_of, num_gpu = state.node_of, state.tasks.num_gpu
         listed = running.tolist()
         stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
@@ -408,15 +420,7 @@ class RoundLoop(MechanismBase):
         new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
-            free = (state.gpu_left == GPU_MILLI) & self._gpu_exists(cluster)
-            if victims and any(len(parts_of[v]) > 1 for v in victims):
-                held = [part for v in victims for part in state.parts(v)]     # every part of a gang
-                free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
-                     np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
-            elif victims:                                   # one part each: its node and GPUs
-                held = [state.gpus_of[v] for v in victims]
-                free[np.repeat(node_of[list(victims)], [len(gpus) for gpus in held]),
-                     np.fromiter(chain.from_iterable(held), np.int64)] = True
+            free = self._free_after(state, victims)
             counts = free.sum(axis=1)
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
             gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
