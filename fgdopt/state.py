@@ -425,10 +425,11 @@ class ClusterState:
         self.demand_of[i] = held
         self._advance(i, parts)
 
-    def revision_steps(self, i: int) -> int:
-        """How far ``revision`` advances when placed task ``i`` is removed (as it did at its placement): one step per
-        part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`)."""
-        return int(self._steps(i, len(self.parts_of[i])))
+    def revision_steps(self, ids: np.ndarray) -> np.ndarray:
+        """How far ``revision`` advances when each placed task of ``ids`` (int64) is removed (as it did at its
+        placement): one step per part for a gang, else one (:attr:`~fgdopt.splits.Split.each_part_revises`); int64."""
+        parts_of = self.parts_of
+        return self._steps(ids, np.fromiter((len(parts_of[i]) for i in ids.tolist()), np.int64, len(ids)))
 
     def _steps(self, ids, n_parts):
         """:meth:`revision_steps` of tasks ``ids`` placed in ``n_parts`` parts each (vectorized)."""
@@ -544,7 +545,8 @@ class ClusterState:
             demands = [tuple(_chosen(i, d) for d in ds) if span else (_chosen(i, ds),)
                        for i, ds, span in zip(order, demands, spans, strict=True)]
         parts = [((node, gs),) for node, gs in zip(first.tolist(), gpus, strict=True)]
-        spread = [k for k, span in enumerate(spans) if span]      # in several parts: each part's demand by its split
+        # the tasks in several parts: each part's demand by its split
+        spread = [k for k, span in enumerate(spans) if span] if any(spans) else []
         for k in spread:
             parts[k] = tuple((int(node), tuple(map(int, gs))) for node, gs in spans[k])
         pieces = {k: self._split_of[order[k]].pieces(self, order[k], parts[k], None if demands is None
@@ -578,11 +580,16 @@ class ClusterState:
                 else:
                     self.place(i, *parts[k][0], demand=None if held is None else held[0])
             return
-        held = iter(zip(cpu.tolist(), mem.tolist(), strict=True))  # the single tasks' first (in order), then parts
-        for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
-            self.parts_of[i], self.gpus_of[i] = ps, ps[0][1]
-            self.demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces \
-                else (next(held),)
+        parts_of, gpus_of, demand_of = self.parts_of, self.gpus_of, self.demand_of
+        held = zip(cpu.tolist(), mem.tolist(), strict=True)     # the single tasks' first (in order), then parts
+        if not pieces:
+            for i, ps, pair in zip(order, parts, held, strict=True):
+                parts_of[i], gpus_of[i], demand_of[i] = ps, ps[0][1], (pair,)
+        else:
+            held = iter(held)
+            for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
+                parts_of[i], gpus_of[i] = ps, ps[0][1]
+                demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces else (next(held),)
         self.node_of[ids] = first
         n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
         self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
@@ -634,8 +641,8 @@ class ClusterState:
         held = np.fromiter(itertools.chain.from_iterable(itertools.chain.from_iterable(map(self.demand_of.__getitem__,
                                                                                           order))),
                            np.int64, 2 * len(flat)).reshape(len(flat), 2)
-        node = np.fromiter((n for n, _ in flat), np.int64, len(flat))
-        gpus = [gs for _, gs in flat]
+        flat_nodes, gpus = zip(*flat, strict=True)
+        node = np.fromiter(flat_nodes, np.int64, len(flat))
         counts = np.fromiter(map(len, gpus), np.int64, len(gpus))
         np.add.at(self.cpu_left, node, held[:, 0])
         np.add.at(self.mem_left, node, held[:, 1])

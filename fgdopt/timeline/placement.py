@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fgdopt.defrag import Move
 from fgdopt.interference import Interference
 from fgdopt.model import GPU_MILLI, Cluster, Task
 from fgdopt.policies import Policy, PolicyError
@@ -272,15 +273,18 @@ class Placer:
         self.jobs.status[js] = PENDING
         self.queue.enqueue_many([j for j in js.tolist() if j not in stay_out])
 
-    def _parts_and_steps(self, js: np.ndarray) -> tuple[list, list[int]]:
+    def _parts_and_steps(self, js: np.ndarray) -> tuple[list, np.ndarray]:
         """The parts of placed jobs ``js`` and how far each one's move advances the state's ``revision``."""
-        return [self.state.parts(j) for j in js.tolist()], [self.state.revision_steps(j) for j in js.tolist()]
+        return list(map(self.state.parts, js.tolist())), self.state.revision_steps(js)
 
-    def _revise(self, parts: list, steps: list[int], rev0: int) -> list[int]:
+    def _revise(self, parts: list, steps: np.ndarray, rev0: int) -> list[int]:
         """Record on the node of every part of moved jobs the state's ``revision`` once its job's move was done (the
         moves in order from ``rev0``, the k-th advancing it by ``steps[k]``); returns those nodes, in order."""
         nodes = [node for ps in parts for node, _ in ps]
-        np.maximum.at(self.node_revision, nodes, np.repeat(rev0 + np.cumsum(steps), [len(ps) for ps in parts]))
+        revised = rev0 + np.cumsum(steps)
+        if len(nodes) > len(parts):                                 # some job in several parts
+            revised = np.repeat(revised, np.fromiter(map(len, parts), np.int64, len(parts)))
+        np.maximum.at(self.node_revision, np.fromiter(nodes, np.int64, len(nodes)), revised)
         return nodes
 
     def start_many(self, moves, rerated: frozenset[int] | set[int] = frozenset()) -> None:
@@ -292,28 +296,31 @@ class Placer:
         pushed (the events that stay live keep their order). Fewer than :data:`BULK_MIN` moves, moves of no demand,
         jobs over several nodes slowed by ``gang_slowdown`` and elastic jobs (:attr:`ClusterState.elastic`) go one
         by one."""
-        gang = [isinstance(m, GangMove) for m in moves]
-        spread = [g and len(m.parts) > 1 for g, m in zip(gang, moves, strict=True)]
-        if (len(moves) < BULK_MIN or not moves or not self.bulk()
-                or any(g and m.demands is None for g, m in zip(gang, moves, strict=True))
-                or (self.gangs and self.gang_slowdown != 1 and any(spread))
-                or self.state.elastic[[m.task for m in moves]].any()):
-            for g, m in zip(gang, moves, strict=True):
-                self.start(m.task, (m.node, m.gpus), m.parts if g else None, m.demands if g else None)
+        if len(moves) < BULK_MIN or not moves or not self.bulk():
+            self._start_each(moves)
             return
-        tasks, where, gpus = (m[0] for m in moves), (m[1] for m in moves), [m[2] for m in moves]
+        tasks, where, gpus, *_ = zip(*moves, strict=False)         # every move's job, first node, first GPUs
         js, nodes = np.fromiter(tasks, np.int64, len(moves)), np.fromiter(where, np.int64, len(moves))
-        demands = None
-        if any(gang):                                               # each part its demand, else the shape's
+        demands = spans = None
+        if set(map(type, moves)) != {Move}:                         # GangMoves: each part its demand, else the
+            gang = [isinstance(m, GangMove) for m in moves]         # shape's
+            spread = [g and len(m.parts) > 1 for g, m in zip(gang, moves, strict=True)]
+            if (any(g and m.demands is None for g, m in zip(gang, moves, strict=True))
+                    or (self.gangs and self.gang_slowdown != 1 and any(spread))):
+                self._start_each(moves)
+                return
             shapes = self.tasks
             demands = [(m.demands if s else m.demands[0]) if g
                        else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
                        for g, s, m in zip(gang, spread, moves, strict=True)]
+            spans = [m.parts if s else () for s, m in zip(spread, moves, strict=True)]
+        if self.state.elastic[js].any():
+            self._start_each(moves)
+            return
         now, state, jobs = self.clock.now, self.state, self.jobs
         rev0 = state.revision
         try:
-            state.place_many(js, nodes, gpus, demands,
-                             spans=[m.parts if s else () for s, m in zip(spread, moves, strict=True)])
+            state.place_many(js, nodes, gpus, demands, spans=spans)
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
         part_nodes = self._revise(*self._parts_and_steps(js), rev0)
@@ -328,8 +335,16 @@ class Placer:
         ends = now + walls
         timed = np.isfinite(ends)
         if rerated:
-            timed &= np.fromiter((j not in rerated for j in js.tolist()), bool, len(js))
+            later = np.zeros(len(jobs.status), dtype=bool)
+            later[np.fromiter(rerated, np.int64, len(rerated))] = True
+            timed &= ~later[js]
         self.clock.at_many(ends[timed].tolist(), js[timed].tolist())
+
+    def _start_each(self, moves) -> None:
+        """:meth:`start` of every move of ``moves`` (as :meth:`start_many` takes them), one by one, in order."""
+        for m in moves:
+            g = isinstance(m, GangMove)
+            self.start(m.task, (m.node, m.gpus), m.parts if g else None, m.demands if g else None)
 
     def resize(self, moves) -> None:
         """Running jobs keep their parts and run on holding new CPU and memory: each

@@ -35,6 +35,24 @@ A round policy (:class:`RoundPolicy`: Gavel's, :class:`fgdopt.hetero.rounds.Gave
 :class:`fgdopt.synergy.rounds.Synergy`; Pollux's planners', :class:`fgdopt.elastic.rounds.ElasticRounds`) only
 decides: ``decide(view) -> Decision`` at the start of a round, and ``pace(view, placed) -> Pace`` once the loop has
 placed it (the speeds of the round's runs and its end).
+
+**Cost.** A round of Gavel's Figure 8 moves every job whose type changes (the agnostic policies shuffle the type
+order every round): at 6 jobs/h about 100 jobs a round are stopped and placed again on the 108 GPUs, at 0.4 jobs/h
+the few jobs present, in 10,000 to 125,000 rounds. What a round costs is per-job Python work in the diff and in
+the carrying out, and a fixed count of numpy calls on tiny arrays; the plan, in order (what is done is marked):
+
+1. (done) every per-job scalar numpy call off the bulk paths: the state's revision steps are read for all moved jobs
+   at once (:meth:`~fgdopt.state.ClusterState.revision_steps`), the nodes' revisions written from one array;
+2. (done) each round's :class:`~fgdopt.timeline.preemption.RoundPlan` built and checked once (a :class:`Diff`,
+   then the :class:`Pace`'s rates), the moves read once (one ``zip``) by
+   :meth:`~fgdopt.timeline.placement.Placer.start_many`, what is fixed per cluster computed once;
+3. (not done) the round objects carrying arrays (``Placed.runs``, ``Pace.rates``, the admits as job, node and GPU
+   arrays, not Move objects and pairs) and one fused reallocation on the placer and the job table per round
+   (release, place, re-rate, progress in one pass); this needs the state's parts kept as arrays, not one tuple
+   per job (:mod:`fgdopt.state`), for the per-job work to leave Python.
+
+X is not re-solved for inputs it was solved for: every recomputation follows an arrival or a completion, so its
+jobs present differ from every earlier one (jobs never come back), and an exact-input cache could never hit.
 """
 
 from __future__ import annotations
@@ -42,7 +60,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import NamedTuple, Protocol
 
@@ -108,6 +126,18 @@ class Placed(NamedTuple):
     runs: dict[int, int]
     admits: tuple
     gangs: frozenset[int]
+
+
+class Diff(NamedTuple):
+    """The reallocation of a placed :class:`Decision` (the fields of its
+    :class:`~fgdopt.timeline.preemption.RoundPlan`, built once the policy's :class:`Pace` adds the speeds):
+    ``victims`` the running jobs preempted, ``admits`` and ``moves`` the placements of jobs waiting and of running
+    ones moved, ``resized`` the running jobs that run on holding other CPU and memory."""
+
+    victims: tuple[int, ...] = ()
+    admits: tuple = ()
+    moves: tuple = ()
+    resized: tuple = ()
 
 
 class Pace(NamedTuple):
@@ -182,7 +212,8 @@ class RoundLoop(MechanismBase):
     _last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # the last round's jobs
     _present: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the jobs present at it
     _layout: tuple | None = None          # (cluster, type of each node, nodes of each type, GPUs of each type)
-    _cached: tuple | None = None          # (decision, the state's revision, plan, placed): nothing moved since
+    _exists: tuple | None = None          # (cluster, whether each node has each GPU index)
+    _cached: tuple | None = None          # (decision, the state's revision, diff, placed): nothing moved since
     _open: bool = False                   # a round with jobs present, not yet ended (for the policy's ``ended``)
     _later: list = field(default_factory=list)   # the round's speeds still to set: (time, job, speed), time order
 
@@ -202,6 +233,12 @@ class RoundLoop(MechanismBase):
             nodes = [np.flatnonzero(node_type == g) for g in range(len(gpu_types))]
             self._layout = (cluster, node_type, nodes, tuple(int(cluster.gpu[n].sum()) for n in nodes))
         return self._layout[1:]
+
+    def _gpu_exists(self, cluster) -> np.ndarray:
+        """bool (nodes, max GPUs per node): whether each node has that GPU (once per cluster)."""
+        if self._exists is None or self._exists[0] is not cluster:
+            self._exists = (cluster, np.arange(cluster.max_gpus)[None, :] < cluster.gpu[:, None])
+        return self._exists[1]
 
     def wake_s(self, view: View) -> float:
         """The next speed to set within the round, else the end of the current round (none once it has passed:
@@ -252,24 +289,23 @@ class RoundLoop(MechanismBase):
         decision = self.policy.decide(rview)
         cached = self._cached
         if decision.where is not None:
-            plan, placed = self._as_given(state, running, decision.where, node_type, decision.demands)
+            diff, placed = self._as_given(state, running, decision.where, node_type, decision.demands)
         elif decision.parts is not None:
-            plan, placed = self._by_count(state, running, decision.parts, node_type)
+            diff, placed = self._by_count(state, running, decision.parts, node_type)
         elif cached is not None and cached[0] is decision and cached[1] == state.revision:
-            plan, placed = cached[2:]                      # the same decision on the same placement: the same plan
+            diff, placed = cached[2:]                      # the same decision on the same placement: the same diff
         else:
             self._check(decision, state.tasks.num_gpu, type_gpus)
-            plan, placed = self._place(state, running, decision.types, node_type, of_type)
-            self._cached = (decision, state.revision, plan, placed)
+            diff, placed = self._place(state, running, decision.types, node_type, of_type)
+            self._cached = (decision, state.revision, diff, placed)
         self.rounds += bool(placed.runs)
         pace = self.policy.pace(rview, placed)
         self._next_s = pace.until_s
         self._last = np.fromiter(placed.runs, np.int64, len(placed.runs))
         self._open = self.every_instant and len(present) > 0
         self._later = sorted(pace.later, reverse=True)     # the next one last
-        if pace.rates:
-            return replace(plan, rates=pace.rates)
-        return plan
+        return RoundPlan(victims=diff.victims, admits=diff.admits, moves=diff.moves, rates=pace.rates,
+                         resized=diff.resized)
 
     def _check(self, decision: Decision, num_gpu: np.ndarray, type_gpus: tuple[int, ...]) -> None:
         """ValueError, one line, unless every job of ``decision`` has a known GPU type and no type is granted more
@@ -288,7 +324,7 @@ class RoundLoop(MechanismBase):
 
     @staticmethod
     def _as_given(state, running: np.ndarray, where: Mapping[int, tuple], node_type: np.ndarray,
-                  demands: Mapping[int, tuple] | None = None) -> tuple[RoundPlan, Placed]:
+                  demands: Mapping[int, tuple] | None = None) -> tuple[Diff, Placed]:
         """The diff of a decision by node and GPUs: a job already on exactly those keeps them (resized if its
         ``demands`` changed), every other running job is preempted, the others are placed as given (in the
         decision's order; parts over several nodes, or with ``demands``, as a
@@ -323,12 +359,12 @@ class RoundLoop(MechanismBase):
             runs[j] = int(node_type[node])
         victims = tuple(j for j in running.tolist() if j not in stay)
         admits = tuple(admits)
-        return (RoundPlan(victims=victims, admits=admits, resized=tuple(resized)),
+        return (Diff(victims=victims, admits=admits, resized=tuple(resized)),
                 Placed(runs, admits, frozenset(gangs)))
 
     @staticmethod
     def _by_count(state, running: np.ndarray, parts: Mapping[int, tuple[tuple[int, int], ...]],
-                  node_type: np.ndarray) -> tuple[RoundPlan, Placed]:
+                  node_type: np.ndarray) -> tuple[Diff, Placed]:
         """The diff of a decision by GPU count per node (module docstring): the moves, preemptions and admits, each
         moved or admitted job on the lowest GPUs of its nodes free once the moved and preempted ones left."""
         node_of, gpu_left = state.node_of, state.gpu_left
@@ -351,35 +387,40 @@ class RoundLoop(MechanismBase):
             (moves if node_of[j] >= 0 else admits).append(GangMove(j, *taken[0], tuple(taken)))
         runs = {j: int(node_type[want[0][0]]) for j, want in parts.items()}
         gangs = frozenset(j for j, want in parts.items() if len(want) > 1)
-        return (RoundPlan(moves=tuple(moves), victims=victims, admits=tuple(admits)),
+        return (Diff(moves=tuple(moves), victims=victims, admits=tuple(admits)),
                 Placed(runs, (*moves, *admits), gangs))
 
+    def _free_after(self, state, victims: tuple[int, ...]) -> np.ndarray:
+        """bool (nodes, max GPUs per node): the GPUs free once ``victims`` (running jobs) have left."""
+        free = (state.gpu_left == GPU_MILLI) & self._gpu_exists(state.cluster)
+        if victims and any(len(state.parts_of[v]) > 1 for v in victims):
+            held = [part for v in victims for part in state.parts(v)]     # every part of a gang
+            free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
+                 np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
+        elif victims:                                       # one part each: its node and GPUs
+            held = [state.gpus_of[v] for v in victims]
+            free[np.repeat(state.node_of[list(victims)], [len(gpus) for gpus in held]),
+                 np.fromiter(chain.from_iterable(held), np.int64)] = True
+        return free
+
     def _place(self, state, running: np.ndarray, runs: Mapping[int, int], node_type: np.ndarray,
-               of_type: list[np.ndarray]) -> tuple[RoundPlan, Placed]:
+               of_type: list[np.ndarray]) -> tuple[Diff, Placed]:
         """The diff (module docstring): keep the jobs that keep their type on their GPUs, preempt the other running
         jobs, place the new ones; the plan and where the round's jobs run.
 
         The nodes of a type are kept in buckets by their free GPUs, so a placement costs no scan of the type's
         nodes; the 1-GPU jobs, last, take each type's free GPUs in the rule's order in one step."""
-        cluster = state.cluster
         node_of, num_gpu = state.node_of, state.tasks.num_gpu
         listed = running.tolist()
         stay = {j for j, g in zip(listed, node_type[node_of[running]].tolist(), strict=True) if runs.get(j) == g}
-        gangs = {j for j in stay if len(state.parts(j)) > 1}
+        parts_of = state.parts_of
+        gangs = {j for j in stay if len(parts_of[j]) > 1}
         victims = tuple(j for j in listed if j not in stay)
         new = np.fromiter((j for j in runs if j not in stay), np.int64)
         new = new[np.lexsort((new, -num_gpu[new]))].tolist()           # largest first, then by index
         admits = []
         if new:
-            free = (state.gpu_left == GPU_MILLI) & (np.arange(state.gpu_left.shape[1])[None, :] < cluster.gpu[:, None])
-            if victims and any(len(state.parts(v)) > 1 for v in victims):
-                held = [part for v in victims for part in state.parts(v)]     # every part of a gang
-                free[np.repeat([node for node, _ in held], [len(gpus) for _, gpus in held]),
-                     np.fromiter(chain.from_iterable(gpus for _, gpus in held), np.int64)] = True
-            elif victims:                                   # one part each: its node and GPUs
-                held = [state.gpus_of[v] for v in victims]
-                free[np.repeat(node_of[list(victims)], [len(gpus) for gpus in held]),
-                     np.fromiter(chain.from_iterable(held), np.int64)] = True
+            free = self._free_after(state, victims)
             counts = free.sum(axis=1)
             buckets: dict[int, list[list[int]]] = {}        # type -> free GPUs -> its nodes, ascending
             gpus_free: dict[int, list[int]] = {}            # node -> its free GPUs, ascending (filled when used)
@@ -438,7 +479,7 @@ class RoundLoop(MechanismBase):
                                   [(gpu,) for gpu in gpu_at[placed].tolist()]))
         ran = {j: runs[j] for j in (*stay, *(m.task for m in admits))}
         admits = tuple(admits)
-        return RoundPlan(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
+        return Diff(victims=victims, admits=admits), Placed(ran, admits, frozenset(gangs))
 
 
 def spread_parts(nodes, free_gpus: Callable[[int], list[int]],

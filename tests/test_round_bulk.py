@@ -1,0 +1,87 @@
+"""A round's reallocation in one pass against the same moves one by one (:meth:`Placer.evict_many`,
+:meth:`~Placer.start_many`, :meth:`~Placer.rerate_many` as the round loop calls them, through
+:func:`fgdopt.timeline.engine._reallocate`): random jobs on a random cluster run, a random part of them is preempted,
+some of those and some waiting ones are placed on free GPUs, some of the placed ones re-rated in the same instant. The
+state, the job table, the counters, the nodes' revisions and the finish events the clock yields (times and order) are
+those of :meth:`Placer.evict`, :meth:`~Placer.start` and :meth:`~Placer.rerate` one job at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fgdopt.defrag import Move
+from fgdopt.model import Cluster, TaskSet
+from fgdopt.timeline import engine, placement
+from fgdopt.timeline.preemption import NoMechanism
+from tests.test_engine_bulk import _placer
+
+
+def _world(draw_seed: int):
+    """A cluster of 3-6 nodes (1-4 GPUs each, two models) and 6-14 jobs of 1-2 GPUs (seeded)."""
+    rng = np.random.default_rng(draw_seed)
+    k = int(rng.integers(3, 7))
+    gpus = rng.integers(1, 5, k)
+    cluster = Cluster([64000] * k, [262144] * k, gpus.tolist(), ["A" if i % 2 else "B" for i in range(k)])
+    n = int(rng.integers(6, 15))
+    tasks = TaskSet([1000] * n, [512] * n, rng.integers(1, 3, n).tolist(), [1000] * n)
+    return rng, cluster, tasks
+
+
+def _free_moves(state, jobs, rng) -> list[Move]:
+    """Each job of ``jobs`` in turn on a random node with room, its lowest free GPUs (those that fit)."""
+    free = [np.flatnonzero(state.gpu_left[node] == 1000).tolist() for node in range(state.cluster.n_nodes)]
+    moves = []
+    for j in jobs:
+        need = int(state.tasks.num_gpu[j])
+        nodes = [node for node, gs in enumerate(free) if len(gs) >= need]
+        if nodes:
+            node = int(rng.choice(nodes))
+            moves.append(Move(j, node, tuple(free[node][:need])))
+            del free[node][:need]
+    return moves
+
+
+def _snapshot(placer) -> tuple:
+    """Everything a reallocation changes, the clock's live events in the order it yields them."""
+    s, jobs = placer.state, placer.jobs
+    table = {name: arr.tobytes() for name, arr in vars(jobs).items() if isinstance(arr, np.ndarray)}   # bit for bit
+    heap = sorted(e for e in placer.clock.heap if placer.clock.live[e[2]] == e[1])
+    return (s.gpu_left.tolist(), s.cpu_left.tolist(), s.node_of.tolist(), s.parts_of, s.revision, s.last_node,
+            placer.node_revision.tolist(), placer.alloc, placer.running, sorted(placer.freed),
+            sorted(placer.touched), table, [(t, owner) for t, _, owner in heap],
+            {s: sorted(b) for s, b in placer.queue.buckets.items()})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_rounds_reallocation_in_one_pass_matches_one_by_one(seed):
+    runs = []
+    for bulk_min in (1, 10**9):                               # the one-pass paths, then every job one by one
+        rng, cluster, tasks = _world(seed)
+        placer, n = _placer(cluster, tasks), len(tasks)
+        original, placement.BULK_MIN = placement.BULK_MIN, bulk_min
+        try:
+            placer.queue.enqueue_many(list(range(n)))
+            first = _free_moves(placer.state, rng.permutation(n).tolist(), rng)
+            placer.queue.withdraw_many([m.task for m in first])
+            placer.clock.now = 10.0
+            placer.start_many(first)
+            placer.clock.now = 25.0
+            running = [m.task for m in first]
+            victims = tuple(j for j in running if rng.random() < 0.6)
+            out = [j for j in range(n) if j not in running or j in victims]
+            rng.shuffle(out)
+            state = placer.state.copy()
+            state.remove_many(list(victims))                  # the victims' GPUs free for the new placements
+            admits = tuple(_free_moves(state, out, rng))
+            rated = tuple((m.task, float(rng.choice([0.0, 0.5, 2.0]))) for m in admits if rng.random() < 0.5)
+            engine._reallocate((), victims, admits, placer, placer.queue, lambda g: 3.0, NoMechanism(),
+                               rerated=frozenset(j for j, _ in rated))
+            if rated:
+                placer.rerate_many(np.array([j for j, _ in rated]), np.array([r for _, r in rated]))
+        finally:
+            placement.BULK_MIN = original
+        runs.append(_snapshot(placer))
+    assert runs[0] == runs[1]
