@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fgdopt.model import Cluster, TaskSet
+from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import objective_value, recorded_run, validate_schedule
 from fgdopt.timeline.suites import time_suite, trap_instances, trap_wait_beats_start
-from formulations.schedule.lns import GRID_S, improve
+from formulations.schedule.lns import GRID_S, _window, improve
 
 
 def jobs_of(*rows) -> JobSet:
@@ -184,3 +185,18 @@ def test_holds_windows_reach_a_proven_optimum_the_starts_windows_miss():
     assert search("holds", 2) == pytest.approx(59.125)
     assert search("holds", 3) == pytest.approx(53.1666667)
     assert search("holds", 5) == pytest.approx(46.8333333)
+
+
+def test_holds_frees_the_jobs_that_hold_the_wait_longest():
+    """The ``holds`` window frees, besides the focus job, the jobs whose run covers most of its wait.
+
+    One node of 8 GPUs. F (8 GPUs) is submitted at 100 and starts at 600, when the node is empty. A (1 GPU) runs
+    [0, 600): it covers F's whole wait, 500 s; B (1 GPU) runs [550, 590), 40 s of it; C (1 GPU) [580, 595), 15 s.
+    With room for 2 free jobs the window frees F and A, the job F waited for; the starts nearest F's (C, then B)
+    hold little of the wait."""
+    cluster = Cluster([32_000], [65_536], [8], ["V100"])
+    jobs = jobs_of((1, 1000, 0.0, 600.0), (1, 1000, 550.0, 40.0), (1, 1000, 580.0, 15.0), (8, 1000, 100.0, 50.0))
+    start, node = np.array([0.0, 550.0, 580.0, 600.0]), np.zeros(4, dtype=np.int64)
+    window = _window(ClusterState(cluster, jobs.tasks), jobs, start, node, 3, 1, 2, np.random.default_rng(0), holds=True)
+    assert window.free.tolist() == [0, 3]
+    assert window.fixed.tolist() == [1, 2]
