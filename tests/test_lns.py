@@ -197,6 +197,7 @@ def test_holds_frees_the_jobs_that_hold_the_wait_longest():
     cluster = Cluster([32_000], [65_536], [8], ["V100"])
     jobs = jobs_of((1, 1000, 0.0, 600.0), (1, 1000, 550.0, 40.0), (1, 1000, 580.0, 15.0), (8, 1000, 100.0, 50.0))
     start, node = np.array([0.0, 550.0, 580.0, 600.0]), np.zeros(4, dtype=np.int64)
-    window = _window(ClusterState(cluster, jobs.tasks), jobs, start, node, 3, 1, 2, np.random.default_rng(0), holds=True)
+    empty = ClusterState(cluster, jobs.tasks)
+    window = _window(empty, jobs, start, node, 3, 1, 2, np.random.default_rng(0), holds=True)
     assert window.free.tolist() == [0, 3]
     assert window.fixed.tolist() == [1, 2]
