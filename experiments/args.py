@@ -152,7 +152,8 @@ def add_gang_options(parser: argparse.ArgumentParser) -> None:
 
 def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
     """The type of a list of integers ``>= minimum`` (>= 0): ``"42-51"`` (inclusive, ``A <= B``), ``"1,5,7"``, or
-    both (``"1,4-6"``); the values in the order written, at least one."""
+    both (``"1,4-6"``); the values in the order written, at least one, repeats dropped (``"3,3-4"`` -> 3, 4: a
+    value is one point of a sweep, run once)."""
     what = f"integers >= {minimum} or ranges A-B with A <= B"
 
     def parse(text: str) -> list[int]:
@@ -166,7 +167,7 @@ def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
             if not minimum <= a <= b:
                 _fail(what, text)
             out += range(a, b + 1)
-        return out
+        return list(dict.fromkeys(out))
 
     parse.__name__ = "integer list"
     return parse
@@ -177,7 +178,8 @@ parse_seeds = int_list(0)
 
 
 def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], list[float]]:
-    """The type of a comma-separated list of finite numbers ``> minimum`` (``strict``) or ``>= minimum``."""
+    """The type of a comma-separated list of finite numbers ``> minimum`` (``strict``) or ``>= minimum``, in the
+    order written, repeats dropped (``"0.9,0.90"`` -> 0.9: a value is one point of a sweep, run once)."""
     one = real(minimum, strict=strict)
     what = f"finite numbers {_bounds(minimum, None, strict)} separated by commas"
 
@@ -186,7 +188,7 @@ def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], l
         if not parts:
             _fail(what, text)
         try:
-            return [one(p) for p in parts]
+            return list(dict.fromkeys(one(p) for p in parts))
         except argparse.ArgumentTypeError:
             _fail(what, text)
 
@@ -214,7 +216,8 @@ def names(choices: Iterable[str], what: str = "names") -> Callable[[str], list[s
 
 def names_or_specs(text: str, known: Sequence[str], what: str,
                    load: Callable[[str], object] | None = None) -> list[str]:
-    """Comma-separated names among ``known`` or ``module:attribute`` specs (at least one, in the order written).
+    """Comma-separated names among ``known`` or ``module:attribute`` specs (at least one, in the order written,
+    repeats dropped: each is one point of a sweep, run once).
 
     ``load(name)`` is called on every spec and every name not in ``known`` (a name added at run time, e.g. by
     :func:`fgdopt.policies.register_policy`): it imports and checks a spec, raising :class:`~fgdopt.plugins.SpecError`
@@ -239,7 +242,7 @@ def names_or_specs(text: str, known: Sequence[str], what: str,
             raise argparse.ArgumentTypeError(str(exc)) from None
         except ValueError:
             raise unknown_name(what, n, known, "or a module:attribute spec") from None
-    return items
+    return list(dict.fromkeys(items))
 
 
 def family(trace: str) -> str | None:
