@@ -458,12 +458,13 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
     at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound. Middle (when ``jobs`` is
-    given): the empirical CDF of the measured jobs' completion times for the same job set. Right: mean wait of the
-    measured jobs (means over seeds, from ``runs``): against offered load (log scale) when ``runs`` holds two loads
-    or more, else one bar per run (linear scale, the value written on it). Runs whose curves coincide with an
-    earlier run's in every panel are named so in the legend; each later run is drawn thinner and its markers
-    offset (:func:`_marker_every`), so that both stay visible. A missing load (NaN: a user's workload) is a key like
-    any other.
+    given): the empirical CDF of the measured jobs' completion times for the same job set, on a log axis when they
+    span a decade or more (a completion time below 1 s drawn at 1 s, as the axis label then says), else linear.
+    Right: mean wait of the measured jobs (means over seeds, from ``runs``): against offered load (log scale) when
+    ``runs`` holds two loads or more, else one bar per run (linear scale, the value written on it). Runs whose
+    curves coincide with an earlier run's in every panel are named so in the legend; each later run is drawn thinner
+    and its markers offset (:func:`_marker_every`), so that both stay visible. A missing load (NaN: a user's
+    workload) is a key like any other.
 
     ``series`` needs ``trace, seed, load, policy, queue, time_s, alloc_milli, pending_milli``; ``runs`` the run
     keys and ``mean_wait_s``; ``optimum`` the run keys, ``time_s, question, incumbent_milli, bound_milli``;
@@ -502,6 +503,10 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
 
     twin = [next((i for i in range(k) if same(drawn[i], drawn[k])), None) for k in range(len(keys))]
 
+    all_jct = np.concatenate([d[1] for d in drawn]) if drawn else np.array([])
+    # a log axis over less than a decade shows one tick label repeated (1e9, 1e9, ...): linear there
+    log_jct = len(all_jct) > 0 and all_jct.max() >= 10 * max(all_jct.min(), 1.0)
+    floor_jct = 1.0 if log_jct else -np.inf                     # a log axis draws a JCT below 1 s at 1 s
     panels = 3 if jobs is not None else 2
     fig = Figure(figsize=(5.2 * panels + 1, 5.4), dpi=DPI)
     FigureCanvasAgg(fig)
@@ -524,7 +529,7 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
                         fmt="H", markersize=10, markerfacecolor="white", markeredgewidth=2, color=f"C{k}",
                         elinewidth=2.5, capsize=6, capthick=2, zorder=5)
         if jobs is not None and len(jct):
-            axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
+            axes[1].plot(np.maximum(jct, floor_jct), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
                          markevery=_marker_every(len(jct), k, n), markersize=5, **style)
         if lines:
             waits.plot(wait.index, np.maximum(wait.to_numpy(), 0.1), linestyle=RUN_DASHES[k % len(RUN_DASHES)],
@@ -539,8 +544,10 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     ax.grid(alpha=0.3)
     ax.set_title("GPU allocation and pending demand", fontsize=9)
     if jobs is not None:
-        axes[1].set_xscale("log")
-        axes[1].set_xlabel("Job completion time (s, log scale)")
+        if log_jct:
+            axes[1].set_xscale("log")
+        clipped = "; below 1 s drawn at 1 s" if log_jct and all_jct.min() < 1.0 else ""
+        axes[1].set_xlabel(f"Job completion time (s{', log scale' if log_jct else ''}{clipped})")
         axes[1].set_ylabel("Fraction of measured jobs")
         axes[1].set_ylim(0, 1.02)
         axes[1].grid(alpha=0.3)
