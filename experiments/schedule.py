@@ -231,6 +231,7 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
             check_some_job_fits(cluster, jobs)
+            check_exact_times(jobs, args.workload)
             if args.scale:
                 args.rejected = rejections(cluster, jobs)
                 for row in args.rejected:
@@ -240,6 +241,22 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             args.instances = "traps" if args.quick and args.instances is None else (args.instances or "small-time")
     except (OSError, ValueError) as exc:
         p.error(str(exc))
+
+
+def check_exact_times(jobs: JobSet, path: str) -> None:
+    """Stop (``ValueError``, one line naming ``path`` and the job) before a workload reaches the exact model and the
+    bounds, which need every job to end (a finite ``duration_s``) and count time in whole milliseconds
+    (:func:`formulations.schedule.exact.time_unit`)."""
+    from formulations.schedule.exact import time_unit
+
+    never = np.flatnonzero(~np.isfinite(jobs.duration_s))
+    if never.size:
+        raise ValueError(f"{path}: job {jobs.tasks.names[never[0]]!r}: duration_s is {jobs.duration_s[never[0]]:g}; "
+                         "the optimum and its bounds need every job to end (give it a finite duration)")
+    try:
+        time_unit(np.concatenate([jobs.submit_s, jobs.duration_s]))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def rejections(cluster: Cluster, jobs: JobSet) -> list[dict]:
@@ -296,9 +313,13 @@ def run_instance(suite: str | None, name: str, workload: str | None, cluster: st
 
 
 def _gap(value: float, bound: float) -> float:
-    if not (math.isfinite(value) and math.isfinite(bound)) or bound <= 0:
+    """``100 (value - bound) / bound`` (percent): 0 when the value meets the bound (both 0 too: jobs that last
+    nothing), inf when the bound is 0 and the value is not, NaN when either is missing."""
+    if not (math.isfinite(value) and math.isfinite(bound)):
         return math.nan
-    return max(0.0, 100.0 * (value - bound) / bound)
+    if value <= bound:
+        return 0.0
+    return 100.0 * (value - bound) / bound if bound > 0 else math.inf
 
 
 def method_summary(part: pd.DataFrame) -> pd.DataFrame:

@@ -4,19 +4,28 @@ its figures stay readable.
 * A list option of a study is the set of points of its sweep: a value written twice (``--seeds 0,0``,
   ``--policies fgd,fgd``, ``--load 0.9,0.90``) is one point, run once, so that a run is not repeated (twice the
   work) and a mean over seeds does not count one seed twice. The order written is kept.
+* The optimal schedule (``python -m experiments.schedule --workload``) of jobs that may never end, or whose times
+  are finer than the model's millisecond, stops in one line before any work; a time of 1e-6 s is not a whole
+  0 s (rounded away, a job would last nothing and the "optimum" would beat every real schedule); jobs that all
+  last 0 s have their optimum at the bound (gap 0, not NaN).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
 
 from __future__ import annotations
 
+import json
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import timeline
+from experiments import schedule, timeline
 from experiments.args import int_list, parse_policies, parse_seeds, real_list
 from fgdopt.plot import plot_timeline
+from formulations.schedule.exact import time_unit
 
 
 @pytest.fixture
@@ -71,3 +80,40 @@ def test_cdf_on_a_log_axis_says_where_it_draws_times_below_one_second(tmp_path, 
     assert cdf.get_xscale() == "log"
     assert cdf.get_xlabel() == "Job completion time (s, log scale; below 1 s drawn at 1 s)"
     assert list(cdf.get_lines()[0].get_xdata()) == [1.0, 50.0]
+
+
+def test_time_unit_does_not_round_a_microsecond_to_zero():
+    with pytest.raises(ValueError, match="1e-06 s is finer"):
+        time_unit(np.array([0.0, 1e-6]))
+    assert time_unit(np.array([12.000000238, 0.1 + 0.2 + 0.7])) == 1.0     # float noise of converted times
+    assert time_unit(np.array([0.1 + 0.2])) == 0.1
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    (["j0,0,inf", "j1,5,100"], "job 'j0': duration_s is inf; the optimum and its bounds need every job to end"),
+    (["j0,0,1e-6", "j1,1e-9,1e-6"], "the exact model counts time in whole milliseconds; 1e-09 s is finer")])
+def test_schedule_of_a_workload_it_cannot_model_stops_in_one_line(tmp_path, capsys, rows, message):
+    work, out = tmp_path / "w.csv", tmp_path / "out"
+    work.write_text("\n".join(["name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib",
+                               *(r + ",1,1000,1024" for r in rows)]) + "\n")
+    (tmp_path / "c.json").write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2,
+                                                            "model": "T4"}]}))
+    out.mkdir()
+    (out / "schedule.csv").write_text("kept\n")
+    with pytest.raises(SystemExit) as stop:
+        schedule.main(["--workload", str(work), "--cluster", str(tmp_path / "c.json"), "--output", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert err.startswith(f"python -m experiments.schedule: error: {work}: ")
+    assert [p.name for p in out.iterdir()] == ["schedule.csv"] and (out / "schedule.csv").read_text() == "kept\n"
+
+
+def test_schedule_gap_of_jobs_lasting_nothing_is_zero():
+    assert schedule._gap(0.0, 0.0) == 0.0              # both 0: the run meets the bound
+    assert schedule._gap(5.0, 0.0) == math.inf
+    assert schedule._gap(150.0, 100.0) == 50.0
+    assert math.isnan(schedule._gap(math.nan, 100.0))
+    part = pd.DataFrame([{"instance": "z", "method": m, "value": 0.0, "bound": 0.0, "status": s,
+                          "gap_pct": schedule._gap(0.0, 0.0)} for m, s in (("fgd/fifo", "engine"),
+                                                                          ("optimum", "optimal"))])
+    assert schedule.method_summary(part)["proven"].tolist() == ["1/1", "1/1"]
