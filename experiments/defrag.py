@@ -164,6 +164,10 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return cells.unstack("budget").reset_index()
 
 
+SLICE_NODES = 64
+"""Nodes of an exact comparison's slice by default (fewer on a smaller cluster: all of them)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = study_parser("experiments.defrag", __doc__)
     ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT", help="openb variant")
@@ -177,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
     ap.add_argument("--slices", type=non_negative_int, default=1,
                     help="exact comparisons per seed and policy (0: none)")
-    ap.add_argument("--slice-nodes", type=positive_int, default=64)
+    ap.add_argument("--slice-nodes", type=positive_int, default=None,
+                    help="nodes of each slice, at most the cluster's (default: 64, or every node of a smaller "
+                    "cluster)")
     ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run")
     ap.add_argument("--threads", type=positive_int, default=1)
     ap.add_argument("--solver", choices=SOLVERS, default="highs",
@@ -195,9 +201,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = run_suite(args.suite, args.policies, budgets, args.time_limit, args.threads, args.solver)
         return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
     try:                                                   # a missing or broken trace stops here, in one line
-        load_openb(args.trace, args.data)
+        cluster, _ = load_openb(args.trace, args.data)
     except (OSError, ValueError) as exc:
         ap.error(str(exc))
+    if args.slice_nodes is None:
+        args.slice_nodes = min(SLICE_NODES, cluster.n_nodes)
+    elif args.slices and args.slice_nodes > cluster.n_nodes:
+        ap.error(f"argument --slice-nodes: {args.slice_nodes} nodes, but the {args.trace} cluster has "
+                 f"{cluster.n_nodes}")
     jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
              args.threads, args.solver) for seed in args.seeds for policy in args.policies]
     with executor(args.jobs, args.dask) as pool:

@@ -8,6 +8,10 @@ its figures stay readable.
   are finer than the model's millisecond, stops in one line before any work; a time of 1e-6 s is not a whole
   0 s (rounded away, a job would last nothing and the "optimum" would beat every real schedule); jobs that all
   last 0 s have their optimum at the bound (gap 0, not NaN).
+* A user's own openb folder (its two-node fixture as ``default``): the defragmentation study's exact slices take
+  every node of a cluster smaller than the default slice (was a numpy traceback after the replays), a slice larger
+  than the cluster is refused at the door; the topology study, whose exact part reads ``multigpu50`` whatever
+  ``--trace`` is, says so at the door (was a traceback after every replay, their results lost).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -16,13 +20,15 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import schedule, timeline
+from experiments import defrag, schedule, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
@@ -117,3 +123,42 @@ def test_schedule_gap_of_jobs_lasting_nothing_is_zero():
                           "gap_pct": schedule._gap(0.0, 0.0)} for m, s in (("fgd/fifo", "engine"),
                                                                           ("optimum", "optimal"))])
     assert schedule.method_summary(part)["proven"].tolist() == ["1/1", "1/1"]
+
+
+FIXTURE = Path(__file__).parent / "data" / "traces" / "openb"
+
+
+@pytest.fixture
+def two_node_openb(tmp_path):
+    """An openb folder holding only the ``default`` variant: the converters' openb fixture (2 nodes, 23 pods)."""
+    folder = tmp_path / "openb"
+    folder.mkdir()
+    shutil.copy(FIXTURE / "openb_node_list_gpu_node.csv", folder)
+    shutil.copy(FIXTURE / "openb_pod_list_fixture.csv", folder / "openb_pod_list_default.csv")
+    return folder
+
+
+def _stops(main, argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_defrag_slices_fit_a_cluster_smaller_than_the_default_slice(two_node_openb, tmp_path, capsys):
+    out = tmp_path / "out"
+    err = _stops(defrag.main, ["--data", str(two_node_openb), "--slice-nodes", "3", "--output", str(out)], capsys)
+    assert err.endswith("argument --slice-nodes: 3 nodes, but the default cluster has 2") and not out.exists()
+    assert defrag.main(["--data", str(two_node_openb), "--policies", "fgd", "--budgets", "0,10", "--time-limit",
+                        "5", "--output", str(out)]) == 0
+    frame = pd.read_csv(out / "defrag.csv")
+    assert set(frame.loc[frame["trace"] == "default/slice0", "nodes"]) == {2}    # the slice: both nodes
+
+
+def test_topology_names_the_variant_its_exact_part_reads_before_any_replay(two_node_openb, tmp_path, capsys):
+    out = tmp_path / "out"
+    err = _stops(topology.main, ["--quick", "--trace", "default", "--data", str(two_node_openb), "--output",
+                                 str(out)], capsys)
+    assert "the exact instances draw from multigpu50 whatever --trace is: " in err
+    assert "openb_pod_list_multigpu50.csv not found" in err and not out.exists()
