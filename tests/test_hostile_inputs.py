@@ -12,6 +12,9 @@ its figures stay readable.
   every node of a cluster smaller than the default slice (was a numpy traceback after the replays), a slice larger
   than the cluster is refused at the door; the topology study, whose exact part reads ``multigpu50`` whatever
   ``--trace`` is, says so at the door (was a traceback after every replay, their results lost).
+* Synergy's figure at one load (``--quick``): one bar per policy with its value, so that two policies with the
+  same mean JCT both show (their markers were drawn on the same spot, one hidden); over loads, the later of two
+  equal curves is named "same as" the earlier.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -28,7 +31,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import defrag, schedule, timeline, topology
+from experiments import defrag, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
@@ -162,3 +165,16 @@ def test_topology_names_the_variant_its_exact_part_reads_before_any_replay(two_n
                                  str(out)], capsys)
     assert "the exact instances draw from multigpu50 whatever --trace is: " in err
     assert "openb_pod_list_multigpu50.csv not found" in err and not out.exists()
+
+
+def test_synergy_figure_shows_every_policy_when_two_coincide(tmp_path, saved):
+    rows = [("FIFO+fair", 9.0, 59200.0), ("FIFO+greedy", 9.0, 52128.0), ("FIFO+tune", 9.0, 52128.0)]
+    frame = pd.DataFrame(rows, columns=["policy", "load", "mean_jct_s"])
+    synergy.plot(frame, tmp_path / "one.png")
+    synergy.plot(pd.concat([frame, frame.assign(load=6.0, mean_jct_s=frame["mean_jct_s"] / 2)]), tmp_path / "two.png")
+    one, two = (fig.axes[0] for fig in saved)
+    assert [p.get_height() for p in one.patches] == pytest.approx([59200 / 3600, 52128 / 3600, 52128 / 3600])
+    assert [t.get_text() for t in one.get_xticklabels()] == ["FIFO+fair", "FIFO+greedy", "FIFO+tune"]
+    assert [t.get_text() for t in one.texts] == ["16.44 h", "14.48 h", "14.48 h"]
+    assert [t.get_text() for t in two.get_legend().get_texts()] == ["FIFO+fair", "FIFO+greedy",
+                                                                      "FIFO+tune (same as FIFO+greedy)"]
