@@ -54,7 +54,7 @@ from experiments.args import (
     real_list,
     study_parser,
 )
-from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
 from experiments.outputs import printed
 from fgdopt.cpu_aware import RULES, CpuAware, openb_cpu_profiles
 from fgdopt.frag import Workload
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(t, s, ld, p, r, args.n_jobs, args.data_dir, args.profiles)
              for t in args.trace for s in args.seeds for ld in args.load for p in args.policies for r in args.rules]
     digest = profiles_digest(profiles.source)
-    keys = [(*c[:6], content_digest(*trace_files(c[0], c[6])), digest) for c in cells]
+    keys = [(*c[:3], policy_digest(c[3]), *c[4:6], content_digest(*trace_files(c[0], c[6])), digest)
+            for c in cells]                                   # a policy spec by its module's content too
     frame, code = run_and_write("cpu_aware", run_cell, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

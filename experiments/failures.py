@@ -68,7 +68,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.bench_timeline import with_gangs
-from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
 from experiments.outputs import printed
 from experiments.timeline import parse_queues
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
@@ -281,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
              for sc, k in scenarios]
     cells += [("sweep", s, r, args.sweep_jobs, options) for s in args.seeds for r in args.intervals]
     digest = content_digest(*trace_files("default", data_dir))
-    keys = [(*c[:-2], sorted(c[-2].items()), digest) if c[0] == "run" else (*c[:-1], sorted(c[-1].items()))
-            for c in cells]
+    keys = [(*c[:4], policy_digest(c[4]), policy_digest(c[5]), *c[6:-2], sorted(c[-2].items()), digest)
+            if c[0] == "run" else (*c[:-1], sorted(c[-1].items())) for c in cells]   # specs by their modules' content
     frames, code = run_and_write("failures", run_any, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

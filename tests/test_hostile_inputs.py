@@ -15,6 +15,9 @@ its figures stay readable.
 * Synergy's figure at one load (``--quick``): one bar per policy with its value, so that two policies with the
   same mean JCT both show (their markers were drawn on the same spot, one hidden); over loads, the later of two
   equal curves is named "same as" the earlier.
+* ``--resume`` after editing one's own policy (``--policies mypol.py:Mine``) reruns it in every study that takes
+  policy specs: the journal key of cpu_aware and failures held the spec's name only, so the edited
+  policy's runs came back stale (interference takes built-in names only).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -31,7 +34,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import defrag, schedule, synergy, timeline, topology
+from experiments import cpu_aware, defrag, failures, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
@@ -178,3 +181,28 @@ def test_synergy_figure_shows_every_policy_when_two_coincide(tmp_path, saved):
     assert [t.get_text() for t in one.texts] == ["16.44 h", "14.48 h", "14.48 h"]
     assert [t.get_text() for t in two.get_legend().get_texts()] == ["FIFO+fair", "FIFO+greedy",
                                                                       "FIFO+tune (same as FIFO+greedy)"]
+
+
+class _Keys(Exception):
+    """Raised by a stand-in for ``run_and_write`` with the journal keys a study built."""
+
+
+@pytest.mark.parametrize("study", [cpu_aware, failures])
+def test_resume_keys_follow_the_source_of_a_policy_spec(study, tmp_path, monkeypatch):
+    def capture(name, fn, cells, args, keys, *rest):
+        raise _Keys(keys)
+
+    monkeypatch.setattr(study, "run_and_write", capture)
+    module = tmp_path / "mypol.py"
+    argv = ["--policies", f"{module}:Mine", "--seeds", "42", "--output", str(tmp_path / "out")]
+
+    def keys() -> list:
+        with pytest.raises(_Keys) as built:
+            study.main(argv)
+        return built.value.args[0]
+
+    module.write_text("from fgdopt.policies.best_fit import BestFit as Mine\n")
+    before = keys()
+    module.write_text("from fgdopt.policies.random_choice import RandomFit as Mine\n")
+    after = keys()
+    assert len(before) == len(after) and all(a != b for a, b in zip(before, after, strict=True) if a[0] != "sweep")
