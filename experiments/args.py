@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -53,7 +54,37 @@ def study_prog(module: str) -> str:
 
 class StudyParser(OneLineParser):
     """The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2; a value
-    outside an option's ``choices`` is named with the closest valid one (:func:`unknown_name`)."""
+    outside an option's ``choices`` is named with the closest valid one (:func:`unknown_name`). :meth:`quick` sets
+    the values of ``--quick`` where the command line does not set them."""
+
+    _argv: list[str] | None = None
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(args, namespace)
+
+    def written(self) -> set[str]:
+        """The destinations (``dest``) of the options written on the command line last parsed: it is parsed again
+        with every default suppressed, so that only what it sets remains."""
+        saved = [(action, action.default) for action in self._actions]
+        defaults, self._defaults = self._defaults, {}
+        try:
+            for action, _ in saved:
+                action.default = argparse.SUPPRESS
+            found, _ = super().parse_known_args(self._argv, argparse.Namespace())
+        finally:
+            for action, default in saved:
+                action.default = default
+            self._defaults = defaults
+        return set(vars(found))
+
+    def quick(self, args: argparse.Namespace, **values) -> None:
+        """Set ``--quick``'s ``values`` (``dest=value``) on ``args``, each unless its option was written on the
+        command line: ``--quick --seeds 1-3`` runs the quick sweep on seeds 1 to 3 (an option written wins)."""
+        written = self.written()
+        for dest, value in values.items():
+            if dest not in written:
+                setattr(args, dest, value)
 
     def _check_value(self, action: argparse.Action, value) -> None:
         if action.choices is not None and value not in action.choices and isinstance(value, str):

@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-jobs", type=positive_int, default=5000, help="stream jobs per run (default: 5000)")
     parser.add_argument("--profiles", type=existing_path, default=None,
                         help="Synergy's profiles: a JSON file or a checkout (default: the committed copy)")
-    parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, the three rules")
+    parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, the three rules"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     args.profiles = None if args.profiles is None else str(args.profiles)
     if args.quick:
-        args.load, args.seeds, args.n_jobs, args.policies, args.rules = [1.1], [42], 1000, ["fgd"], list(RULES)
+        parser.quick(args, load=[1.1], seeds=[42], n_jobs=1000, policies=["fgd"], rules=list(RULES))
     try:                                                   # a missing or broken data set stops here, in one line
         profiles = load_profiles(args.profiles)
         for trace in args.trace:

@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkpoint intervals of the sweep, as ratios to Young/Daly's (default: 0.25,0.5,1,2,4)")
     parser.add_argument("--sweep-jobs", type=positive_int, default=400, help="gangs of the sweep (default: 400)")
     parser.add_argument("--quick", action="store_true", help="300 jobs, seed 42, fgd and health-aware, "
-                        "--mtbf-scale 20, a sweep of 150 gangs at ratios 0.25,1,4")
+                        "--mtbf-scale 20, a sweep of 150 gangs at ratios 0.25,1,4"
+                        " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -265,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data_dir = None if args.data_dir is None else str(args.data_dir)
     if args.quick:
-        args.n_jobs, args.seeds, args.policies, args.mtbf_scale = 300, [42], ["fgd", "health-aware"], [20.0]
-        args.sweep_jobs, args.intervals = 150, [0.25, 1.0, 4.0]
+        parser.quick(args, n_jobs=300, seeds=[42], policies=["fgd", "health-aware"], mtbf_scale=[20.0],
+                     sweep_jobs=150, intervals=[0.25, 1.0, 4.0])
     try:                                                   # a missing or broken data set stops here, in one line
         load_openb("default", data_dir)
     except (OSError, ValueError) as exc:

@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how far below its work without trading a user may fall for the claim to hold "
                         "(default: 0.01)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")
-    parser.add_argument("--quick", action="store_true", help="8:0:8, 4 users of 10 jobs, 3 hours, seed 0")
+    parser.add_argument("--quick", action="store_true", help="8:0:8, 4 users of 10 jobs, 3 hours, seed 0"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -260,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=output_dir, required=True, help="folder for fairness.csv and fairness.png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.cluster, args.users, args.jobs_per_user = parse_cluster("8:0:8"), 4, 10
-        args.hours, args.seeds = 3.0, [0]
+        parser.quick(args, cluster=parse_cluster("8:0:8"), users=4, jobs_per_user=10, hours=3.0, seeds=[0])
     workload = None
     if args.workload is not None:
         try:

@@ -142,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
     parser.add_argument("--pollux-dir", type=existing_dir, default=None,
                         help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
-    parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
+    parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.workloads, args.names, args.generations = "1.0", "workload-6", 10
+        parser.quick(args, workloads="1.0", names="workload-6", generations=10)
     try:                                                   # missing data or a bad file stop here, in one line
         parts = [p.strip() for p in args.workloads.split(",") if p.strip()]
         if len(parts) > 1 or parts[0].replace(".", "", 1).isdigit():

@@ -163,7 +163,8 @@ def parser() -> argparse.ArgumentParser:
                    "--load (e.g. 43:1.1,42:1.0)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="policy and CP-SAT seed (default: 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
-    p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9")
+    p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9"
+                                                        " (an option written on the command line wins)")
     p.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     p.add_argument("--output", type=output_dir, default=None, help="folder for the CSVs, tables and gantt.png")
     add_dask_option(p)
@@ -224,7 +225,7 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             load_openb(args.trace, args.data_dir)
             check_timed(args.trace)                         # a stream needs the pods' times
             if args.quick:
-                args.load, args.n_jobs = [0.9], 3000
+                p.quick(args, load=[0.9], n_jobs=3000)
             if args.points is None:
                 args.points = [(s, load) for load in args.load or LOADS for s in args.seeds or SEEDS]
         elif args.workload is not None:

@@ -181,14 +181,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="Synergy-OPT's bound every N-th round (default: none)")
     parser.add_argument("--profiles", default=None,
                         help=f"a profile JSON file or a Synergy checkout (default: ${ENV}, else {DATA_FILE.name})")
-    parser.add_argument("--quick", action="store_true", help="FIFO+fair/greedy/tune, 9 jobs/h, jobs 400-599")
+    parser.add_argument("--quick", action="store_true", help="FIFO+fair/greedy/tune, 9 jobs/h, jobs 400-599"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for synergy.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.policies, args.loads, args.window = ["FIFO+fair", "FIFO+greedy", "FIFO+tune"], [9.0], (400, 600)
+        parser.quick(args, policies=["FIFO+fair", "FIFO+greedy", "FIFO+tune"], loads=[9.0], window=(400, 600))
     try:                                                   # a bad profile file or a missing model stops here
         table = load_profiles(args.profiles)
         for models in TASK_MODELS:

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an instance JSON file whose nodes are the cluster")
     add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
-                        "3000 jobs, one instant of 30 s")
+                        "3000 jobs, one instant of 30 s (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -324,10 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.workload is None) != (args.cluster is None):
         parser.error("--workload and --cluster go together")
     if args.quick:
-        args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
-        args.time_limit = min(args.time_limit, 30.0)
-        args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
-        args.queue = ["backfill"]
+        parser.quick(args, load=[0.9], seeds=[42], n_jobs=3000, instants=1, time_limit=30.0,
+                     policies=["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"], queue=["backfill"])
     if args.policies is None:
         args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked

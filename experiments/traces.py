@@ -163,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="nodes of a workload without cluster.json (default: from its GPU-hours, docstring)")
     add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="fgd and best-fit, fifo and backfill, seed 42, "
-                        "2000 jobs")
+                        "2000 jobs (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for the CSVs and traces.png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.policies, args.queue, args.seeds, args.max_jobs = ["fgd", "best-fit"], ["fifo", "backfill"], [42], 2000
+        parser.quick(args, policies=["fgd", "best-fit"], queue=["fifo", "backfill"], seeds=[42], max_jobs=2000)
     sources = {Path(w).name: str(w) for w in args.workload} if args.workload else {f: f for f in FIXTURES}
     if args.workload and len(sources) != len(args.workload):
         parser.error("argument --workload: two folders of the same name; name each workload folder apart")

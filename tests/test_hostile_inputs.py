@@ -18,6 +18,8 @@ its figures stay readable.
 * ``--resume`` after editing one's own policy (``--policies mypol.py:Mine``) reruns it in every study that takes
   policy specs: the journal key of cpu_aware and failures held the spec's name only, so the edited
   policy's runs came back stale (interference takes built-in names only).
+* ``--quick`` with options of one's own (``--quick --policies random --seeds 7``) keeps them: the studies set
+  their quick values over every option, so the run silently used other policies and seeds than those written.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -35,7 +37,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from experiments import cpu_aware, defrag, failures, schedule, synergy, timeline, topology
-from experiments.args import int_list, parse_policies, parse_seeds, real_list
+from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
 
@@ -206,3 +208,29 @@ def test_resume_keys_follow_the_source_of_a_policy_spec(study, tmp_path, monkeyp
     module.write_text("from fgdopt.policies.random_choice import RandomFit as Mine\n")
     after = keys()
     assert len(before) == len(after) and all(a != b for a, b in zip(before, after, strict=True) if a[0] != "sweep")
+
+
+def test_quick_keeps_the_options_written():
+    parser = study_parser("experiments.x", "X.")
+    parser.add_argument("--seeds", type=parse_seeds, default=[42])
+    parser.add_argument("--load", type=real_list(0.0), default=[0.7, 0.9])
+    parser.add_argument("--quick", action="store_true")
+    parser.set_defaults(kept=True)
+    for argv, seeds in ((["--quick"], [0]), (["--quick", "--seeds", "7"], [7]), (["--see=3-4", "--quick"], [3, 4])):
+        args = parser.parse_args(argv)
+        parser.quick(args, seeds=[0], load=[1.1])
+        assert (args.seeds, args.load) == (seeds, [1.1])
+    assert parser.get_default("seeds") == [42] and parser.parse_args([]).kept   # the defaults left as they were
+
+
+def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatch):
+    seen = {}
+
+    def cells_only(name, run, cells, *rest):
+        seen["cells"] = cells
+        return None, 1
+
+    monkeypatch.setattr(timeline, "run_and_write", cells_only)
+    assert timeline.main(["--quick", "--policies", "random", "--seeds", "7", "--output", str(tmp_path)]) == 1
+    (cell,) = seen["cells"]                            # trace, seed, load, policy, queue, ..., n_jobs, ..., instants
+    assert (cell[1], cell[2], cell[3], cell[4], cell[7], cell[9]) == (7, 0.9, "random", "backfill", 3000, 1)
