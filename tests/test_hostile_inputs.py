@@ -20,6 +20,9 @@ its figures stay readable.
   policy's runs came back stale (interference takes built-in names only).
 * ``--quick`` with options of one's own (``--quick --policies random --seeds 7``) keeps them: the studies set
   their quick values over every option, so the run silently used other policies and seeds than those written.
+* Fairness on one's own job list (``--workload``): a ``scale_factor`` not among Gavel's GPU counts stops at the door
+  naming the row (was a traceback after the start, or 1.5 GPUs silently run as 1), an empty user too, and a job
+  larger than every GPU type of ``--cluster`` is refused (it never ran, and its user counted as served).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -36,7 +39,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import cpu_aware, defrag, failures, schedule, synergy, timeline, topology
+from experiments import cpu_aware, defrag, failures, fairness, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
@@ -234,3 +237,18 @@ def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatc
     assert timeline.main(["--quick", "--policies", "random", "--seeds", "7", "--output", str(tmp_path)]) == 1
     (cell,) = seen["cells"]                            # trace, seed, load, policy, queue, ..., n_jobs, ..., instants
     assert (cell[1], cell[2], cell[3], cell[4], cell[7], cell[9]) == (7, 0.9, "random", "backfill", 3000, 1)
+
+
+@pytest.mark.parametrize(("cells", "extra", "message"), [
+    ("1,a\n{j},1.5,b", [], "row 1: scale_factor '1.5' is not one of Gavel's GPU counts 1, 2, 4, 8"),
+    ("1,a\n{j},,b", [], "row 1: scale_factor empty is not one of Gavel's GPU counts 1, 2, 4, 8"),
+    ("1,a\n{j},3,b", [], "row 1: scale_factor '3' is not one of Gavel's GPU counts 1, 2, 4, 8"),
+    ("1,a\n{j},1,", [], "row 1: no user"),
+    ("1,a\n{j},8,b", ["--cluster", "4:0:4"], "row 1: scale_factor 8: no GPU type of --cluster has that many (at "
+     "most 4); the job would never run")])
+def test_fairness_workload_rows_are_checked_at_the_door(tmp_path, capsys, cells, extra, message):
+    job = '"ResNet-18 (batch size 16)"'
+    work = tmp_path / "w.csv"
+    work.write_text("job_type,scale_factor,user\n" + job + "," + cells.format(j=job) + "\n")
+    err = _stops(fairness.main, ["--workload", str(work), *extra, "--output", str(tmp_path / "out")], capsys)
+    assert err.startswith("python -m experiments.fairness: error: --workload: ") and err.endswith(message), err
