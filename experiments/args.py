@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -58,6 +60,20 @@ class StudyParser(OneLineParser):
     the values of ``--quick`` where the command line does not set them."""
 
     _argv: list[str] | None = None
+    examples: str = ""
+    """Command lines shown after the options by ``--help`` (as written: no re-wrapping)."""
+
+    def format_help(self) -> str:
+        """argparse's help, then the examples: a first small run (``--quick``, where the study has it) and the
+        command lines of the study's docstring."""
+        lines = []
+        if any("--quick" in action.option_strings for action in self._actions):
+            name = self.prog.split()[-1].split(".")[-1]
+            lines.append(f"{self.prog} --quick --output out/{name}    # a first, small run")
+        if self.examples:
+            lines.append(self.examples)
+        text = super().format_help()
+        return text + "\nexamples:\n" + textwrap.indent("\n".join(lines), "  ") + "\n" if lines else text
 
     def parse_known_args(self, args=None, namespace=None):
         self._argv = sys.argv[1:] if args is None else list(args)
@@ -93,10 +109,32 @@ class StudyParser(OneLineParser):
         super()._check_value(action, value)
 
 
+def usage_examples(doc: str | None) -> str:
+    r"""The command lines a study's docstring shows: its first literal block (after ``::``, e.g. ``Usage::``) of
+    ``python -m`` lines as written (dedented), else its first ``python -m ...`` literal; "" if none.
+
+    >>> print(usage_examples("Study.\n\nUsage::\n\n    python -m experiments.x --seeds 1\n      --output DIR\n\nMore."))
+    python -m experiments.x --seeds 1
+      --output DIR
+    >>> usage_examples("Study: ``python -m experiments.y --at 100\n--output DIR``.")
+    'python -m experiments.y --at 100 --output DIR'
+    """
+    doc = doc or ""
+    for block in re.finditer(r"::\n\n((?:(?: {4}.*)?\n)+)", doc + "\n"):
+        lines = textwrap.dedent(block.group(1)).strip()
+        if "python -m " in lines.partition("\n")[0]:
+            return lines
+    inline = re.search(r"``(python -m experiments\.[^`]+)``", doc)
+    return " ".join(inline.group(1).split()) if inline else ""
+
+
 def study_parser(module: str, doc: str | None) -> StudyParser:
     """The parser of ``python -m MODULE`` (``prog``: :func:`study_prog`) with the first paragraph of the module
-    docstring, in plain words, as its description."""
-    return StudyParser(prog=study_prog(module), description=plain((doc or "").split("\n\n")[0]))
+    docstring, in plain words, as its description, and the docstring's command lines (:func:`usage_examples`)
+    after the options in ``--help``."""
+    parser = StudyParser(prog=study_prog(module), description=plain((doc or "").split("\n\n")[0]))
+    parser.examples = usage_examples(doc)
+    return parser
 
 
 def _fail(what: str, text: str) -> NoReturn:

@@ -170,25 +170,30 @@ SLICE_NODES = 64
 
 def main(argv: list[str] | None = None) -> int:
     ap = study_parser("experiments.defrag", __doc__)
-    ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT", help="openb variant")
+    ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT",
+                    help="openb variant (default: default)")
     ap.add_argument("--data", type=openb_dir, default=None,
                     help="openb directory (default: $FGDOPT_DATA or the cache)")
     ap.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
     ap.add_argument("--at", type=real(0, 130, strict=True), default=100.0,
-                    help="arrived GPU demand, percent of capacity (0 < AT <= 130)")
+                    help="arrived GPU demand, percent of capacity (0 < AT <= 130; default: 100)")
     ap.add_argument("--budgets", type=int_list(0), default=[0, 10, 50, 100, 500],
                     help="move budgets (default: 0,10,50,100,500)")
-    ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
+    ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
+                    help="replay policies whose states are defragmented: names or module:attribute specs "
+                    "(default: fgd,best-fit)")
     ap.add_argument("--slices", type=non_negative_int, default=1,
-                    help="exact comparisons per seed and policy (0: none)")
+                    help="exact comparisons per seed and policy, each on a random slice of the cluster (0: none; "
+                    "default: 1)")
     ap.add_argument("--slice-nodes", type=positive_int, default=None,
                     help="nodes of each slice, at most the cluster's (default: 64, or every node of a smaller "
                     "cluster)")
-    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run")
-    ap.add_argument("--threads", type=positive_int, default=1)
+    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run (default: 60)")
+    ap.add_argument("--threads", type=positive_int, default=1, help="solver threads per exact run (default: 1)")
     ap.add_argument("--solver", choices=SOLVERS, default="highs",
                     help=f"one of {', '.join(SOLVERS)} (default: highs)")
-    ap.add_argument("--output", type=output_dir, default=None)
+    ap.add_argument("--output", type=output_dir, default=None,
+                    help="folder for defrag.csv, defrag.md and defrag.png (default: print the table only)")
     ap.add_argument("--suite", choices=SUITES, default=None,
                     help="instead of the trace: run_online states of this suite")
     ap.add_argument("--jobs", type=positive_int, default=1,

@@ -187,19 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
     ap.add_argument("--policies", type=parse_policies, default=None,
                     help="comma-separated names or module:attribute specs (default: the paper's six; --quick: three)")
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="fgd, best-fit and random, 2-node exact instances, 10 s per solve (an option written on the "
+                    "command line wins)")
     ap.add_argument("--mapping", type=existing_file, default=None,
                     help="JSON model -> topology name (default: the shipped assumption)")
     ap.add_argument("--exact-nodes", type=int_list(1), default=None,
                     help="node counts of the exact instances (default 2-4; quick 2)")
-    ap.add_argument("--exact-seeds", type=parse_seeds, default=[0, 1, 2])
+    ap.add_argument("--exact-seeds", type=parse_seeds, default=[0, 1, 2],
+                    help="seeds of the exact instances (default: 0-2)")
     ap.add_argument("--exact-time", type=positive, default=None,
                     help="seconds per exact solve (default 60; quick 10)")
-    ap.add_argument("--jobs", type=positive_int, default=2)
+    ap.add_argument("--jobs", type=positive_int, default=2, help="worker processes (default: 2)")
     ap.add_argument("--bench", type=non_negative_int, default=0, metavar="REPEATS",
                     help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
     ap.add_argument("--data", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
-    ap.add_argument("--output", type=output_dir, default=Path("out/topology"))
+    ap.add_argument("--output", type=output_dir, default=Path("out/topology"),
+                    help="folder for the CSVs and PNGs (default: out/topology)")
     add_resume_option(ap)
     args = ap.parse_args(argv)
     args.data = None if args.data is None else str(args.data)

@@ -23,6 +23,9 @@ its figures stay readable.
 * Fairness on one's own job list (``--workload``): a ``scale_factor`` not among Gavel's GPU counts stops at the door
   naming the row (was a traceback after the start, or 1.5 GPUs silently run as 1), an empty user too, and a job
   larger than every GPU type of ``--cluster`` is refused (it never ran, and its user counted as served).
+* ``--help`` of every study, as a newcomer reads it: every option says what it is (defrag had five bare options),
+  and it ends with examples: a first ``--quick`` run where the study has one, and the command lines of its
+  docstring (a study's usage was only in its source).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -252,3 +256,25 @@ def test_fairness_workload_rows_are_checked_at_the_door(tmp_path, capsys, cells,
     work.write_text("job_type,scale_factor,user\n" + job + "," + cells.format(j=job) + "\n")
     err = _stops(fairness.main, ["--workload", str(work), *extra, "--output", str(tmp_path / "out")], capsys)
     assert err.startswith("python -m experiments.fairness: error: --workload: ") and err.endswith(message), err
+
+
+STUDIES = sorted({m for m in __import__("experiments.cli", fromlist=["COMMANDS"]).COMMANDS.values()
+                  if m.startswith("experiments.")})
+
+
+@pytest.mark.parametrize("module", STUDIES)
+def test_help_explains_every_option_and_ends_with_examples(module, capsys):
+    study = __import__(module, fromlist=["main"])
+    with pytest.raises(SystemExit) as stop:
+        study.main(["--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0
+    options, _, examples = out.partition("\nexamples:\n")
+    lines = options.split("options:\n", 1)[1].splitlines()
+    bare = [line for k, line in enumerate(lines) if re.fullmatch(r"  -[^ ]+(?: [A-Z_ {},|-]+)?", line)
+            and not (k + 1 < len(lines) and lines[k + 1].startswith(" " * 10))]
+    assert not bare, bare                                # an option alone on its line, no help below it
+    name = module.split(".")[-1]
+    assert f"python -m {module}" in examples.partition("\n")[0], out
+    if "--quick" in options:
+        assert f"  python -m {module} --quick --output out/{name}    # a first, small run" in examples
