@@ -4,8 +4,9 @@ same arrived tasks, on the whole openb cluster, at several arrived-workload poin
 Usage::
 
     python -m experiments.frontier --trace default|all|NAME --seeds 42-51 --points 80,90,100,110,120,130 \\
-        [--policies fgd,best-fit,mypkg.mymod:MyPolicy] [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] \
+        [--policies fgd,best-fit,mypkg.mymod:MyPolicy] [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] \\
         --output DIR [--resume]
+    python -m experiments.frontier --quick --output DIR     # seed 42 at 100% and 130%, 10 s per optimum
 
 For every trace and seed, each policy (default :data:`~fgdopt.policies.PAPER_POLICIES`) is replayed exactly as in
 ``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
@@ -21,14 +22,15 @@ optimum's proven bound at that point (on every row); ``gap_pct`` = (bound - allo
 workload, a line per policy, the optimum as a band from incumbent to bound; the first trace) and prints the
 headline: at the last point FGD leaves X GPUs unallocated where no placement of the same tasks leaves fewer
 than Y — only where the bound is below capacity and within the tolerance of the incumbent; otherwise it states
-the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only
-(a quick check). ``--jobs N`` runs the replays, then the chains, N at a time in local processes, ``--dask ADDRESS``
-on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same.
-``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own (:mod:`fgdopt.policies`,
-"Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each (trace, seed) is kept
-in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`): ``--resume`` skips
-those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished
-(only where no file of that name is there yet: the outputs of an earlier complete run stay).
+the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only (a
+quick check). ``--quick``: seed 42, points 100 and 130, 10 s per optimum (about half a minute on 2 cores; an option
+written on the command line wins). ``--jobs N`` runs the replays, then the chains, N at a time in local processes,
+``--dask ADDRESS`` on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the
+same. ``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own
+(:mod:`fgdopt.policies`, "Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each
+(trace, seed) is kept in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`):
+``--resume`` skips those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of
+those that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -294,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the paper's six)")
     parser.add_argument("--output", type=output_dir, required=True, help="folder for frontier.csv and frontier.png")
     add_resume_option(parser)
+    parser.add_argument("--quick", action="store_true", help="seed 42, points 100 and 130, 10 s per optimum (an "
+                        "option written on the command line wins)")
     args = parser.parse_args(argv)
+    if args.quick:
+        parser.quick(args, seeds=[42], points=[100, 130], time_limit=10.0)
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     check_paths(parser, args.output, OUTPUTS, {})
     try:                                                   # a missing or broken trace stops here, in one line

@@ -26,6 +26,7 @@ its figures stay readable.
 * ``--help`` of every study, as a newcomer reads it: every option says what it is (defrag had five bare options),
   and it ends with examples: a first ``--quick`` run where the study has one, and the command lines of its
   docstring (a study's usage was only in its source).
+* defrag and frontier take ``--quick`` as every other study does (a newcomer's first command failed on them).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -43,7 +44,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import cpu_aware, defrag, failures, fairness, schedule, synergy, timeline, topology
+from experiments import cpu_aware, defrag, failures, fairness, frontier, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
 from fgdopt.plot import plot_timeline
 from formulations.schedule.exact import time_unit
@@ -278,3 +279,25 @@ def test_help_explains_every_option_and_ends_with_examples(module, capsys):
     assert f"python -m {module}" in examples.partition("\n")[0], out
     if "--quick" in options:
         assert f"  python -m {module} --quick --output out/{name}    # a first, small run" in examples
+
+
+def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch):
+    seen = {}
+
+    def defrag_jobs(pool, fn, jobs, *rest, **kw):
+        seen["defrag"] = jobs
+        return []
+
+    def frontier_args(traces, seeds, points, jobs, time_limit, *rest):
+        seen["frontier"] = (traces, seeds, points, time_limit)
+        raise _Keys()
+
+    monkeypatch.setattr(defrag, "run_all", defrag_jobs)
+    monkeypatch.setattr(defrag, "_write", lambda *a: 0)
+    assert defrag.main(["--quick", "--at", "90", "--output", str(tmp_path)]) == 0
+    (job,) = seen["defrag"]         # trace, data, seed, policy, at, budgets, slices, slice nodes, time limit, ...
+    assert (job[2], job[3], job[4], job[5], job[8]) == (42, "fgd", 90.0, [0, 10, 50], 10.0)
+    monkeypatch.setattr(frontier, "frontier", frontier_args)
+    with pytest.raises(_Keys):
+        frontier.main(["--quick", "--time-limit", "20", "--output", str(tmp_path)])
+    assert seen["frontier"] == (["default"], [42], [100, 130], 20.0)
