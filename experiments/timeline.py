@@ -349,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
             gangs = jobs.tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
-        if gangs:                                        # the optimum models of an instant hold no gangs
+        if gangs and args.instants:                      # the optimum models of an instant hold no gangs
+            print(f"{Path(args.workload).name} has gangs (workers > 1): the optimum models place single-node jobs "
+                  "only, so no optimum instant is taken (optimum.csv has no rows)", file=sys.stderr)
             args.instants = 0
         traces, loads, workload = [Path(args.workload).stem], [float("nan")], Path(args.workload).name
         args.workload, args.cluster = str(args.workload), str(args.cluster)

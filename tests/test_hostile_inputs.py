@@ -27,6 +27,8 @@ its figures stay readable.
   and it ends with examples: a first ``--quick`` run where the study has one, and the command lines of its
   docstring (a study's usage was only in its source).
 * defrag and frontier take ``--quick`` as every other study does (a newcomer's first command failed on them).
+* The timeline study on a workload with gangs says that it takes no optimum instant (``optimum.csv`` came out
+  empty without a word, ``--instants`` ignored).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -301,3 +303,21 @@ def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch):
     with pytest.raises(_Keys):
         frontier.main(["--quick", "--time-limit", "20", "--output", str(tmp_path)])
     assert seen["frontier"] == (["default"], [42], [100, 130], 20.0)
+
+
+def test_timeline_says_a_workload_with_gangs_takes_no_optimum_instant(tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def cells_only(name, run, cells, *rest):
+        seen["instants"] = {c[9] for c in cells}
+        return None, 1
+
+    monkeypatch.setattr(timeline, "run_and_write", cells_only)
+    work, nodes = tmp_path / "gangs.csv", tmp_path / "c.json"
+    work.write_text("name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib,workers\ng,0,10,1,1000,1024,2\n")
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}] * 2}))
+    assert timeline.main(["--workload", str(work), "--cluster", str(nodes), "--output", str(tmp_path / "o")]) == 1
+    assert seen["instants"] == {0}
+    assert capsys.readouterr().err.strip() == ("gangs.csv has gangs (workers > 1): the optimum models place "
+                                               "single-node jobs only, so no optimum instant is taken (optimum.csv "
+                                               "has no rows)")
