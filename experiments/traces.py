@@ -20,12 +20,12 @@ only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model 
 (:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose parts
 do not fit the empty cluster together is ``rejected`` with reason ``workers``.
 
-Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row per
-run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs and
-of gangs, mean JCT, makespan, CPU seconds), ``traces_jobs.csv`` (per job: workload, run keys, name, workers, class,
-status, reason, submit, start, wait) and ``traces.png`` (GPU-hours by class, mean wait by class per policy and
-queue); prints the statistics, the run table and one line per rejection reason. ``--quick``: fgd and best-fit,
-fifo and backfill, seed 42, 2,000 jobs.
+Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row
+per run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs
+and of gangs, mean JCT, makespan, CPU seconds; a mean is empty where no such job started or finished),
+``traces_jobs.csv`` (per job: workload, run keys, name, workers, class, status, reason, submit, start, wait) and
+``traces.png`` (GPU-hours by class, mean wait by class per policy and queue); prints the statistics, the run table
+and one line per rejection reason. ``--quick``: fgd and best-fit, fifo and backfill, seed 42, 2,000 jobs.
 """
 
 from __future__ import annotations

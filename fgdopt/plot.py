@@ -819,7 +819,8 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
 def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Path:
     """Converted traces (the frames of ``python -m experiments.traces``): left, each workload's GPU-hours split
     into single-node jobs and gangs (% of its GPU-hours); right, the mean wait (s) of single-node jobs (solid) and
-    of gangs (hatched, where any ran) per workload, one bar per policy / queue. ``shapes`` needs ``workload,
+    of gangs (hatched) per workload, one bar per policy / queue, marked ``n/a`` where no job of the class started
+    (its mean is NaN: not a wait of 0). ``shapes`` needs ``workload,
     class, gpu_hours``; ``runs`` needs ``workload, policy, queue, mean_wait_single_s, mean_wait_gang_s``."""
     workloads = list(dict.fromkeys(shapes["workload"]))
     hours = shapes.pivot_table(index="workload", columns="class", values="gpu_hours", aggfunc="sum",
@@ -837,13 +838,21 @@ def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> P
     combos = list(dict.fromkeys(zip(runs["policy"], runs["queue"], strict=True)))
     mean = runs.groupby(["workload", "policy", "queue"], sort=False)[["mean_wait_single_s", "mean_wait_gang_s"]].mean()
     width = 0.8 / max(2 * len(combos), 1)
+    missing = False
     for k, (policy, queue) in enumerate(combos):
         for c, (col, hatch) in enumerate((("mean_wait_single_s", None), ("mean_wait_gang_s", "//"))):
-            values = [mean[col].get((w, policy, queue), np.nan) for w in workloads]
-            right.bar(x - 0.4 + width * (2 * k + c + 0.5), np.nan_to_num(values), width, color=f"C{k}", hatch=hatch,
+            values = np.array([mean[col].get((w, policy, queue), np.nan) for w in workloads], dtype=float)
+            at = x - 0.4 + width * (2 * k + c + 0.5)
+            right.bar(at, np.nan_to_num(values), width, color=f"C{k}", hatch=hatch,
                       edgecolor="black" if hatch else None, linewidth=0.4,
                       label=f"{policy} / {queue}" if c == 0 else None)
+            for pos in at[np.isnan(values)]:             # no such job started: not a wait of 0
+                right.text(pos, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="0.4")
+                missing = True
     right.set_xticks(x, workloads, rotation=30, ha="right", fontsize=8)
+    right.set_ylim(0, max(1.0, right.get_ylim()[1]))
+    if missing:
+        right.set_xlabel("n/a: no job of that class started", fontsize=7)
     right.set_ylabel("Mean wait (s): solid single-node, hatched gangs")
     right.grid(alpha=0.3, axis="y")
     if combos:

@@ -29,6 +29,9 @@ its figures stay readable.
 * defrag and frontier take ``--quick`` as every other study does (a newcomer's first command failed on them).
 * The timeline study on a workload with gangs says that it takes no optimum instant (``optimum.csv`` came out
   empty without a word, ``--instants`` ignored).
+* The traces figure marks ``n/a`` where no job of a class started (its mean wait is NaN: a workload without gangs,
+  or whose jobs were all rejected), instead of a bar of 0 that reads as "no wait", and its axis starts at 0 (a
+  workload where nothing ran drew an empty panel from -0.05 to 0.05).
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -48,7 +51,7 @@ from matplotlib.figure import Figure
 
 from experiments import cpu_aware, defrag, failures, fairness, frontier, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
-from fgdopt.plot import plot_timeline
+from fgdopt.plot import plot_timeline, plot_traces
 from formulations.schedule.exact import time_unit
 
 
@@ -321,3 +324,15 @@ def test_timeline_says_a_workload_with_gangs_takes_no_optimum_instant(tmp_path, 
     assert capsys.readouterr().err.strip() == ("gangs.csv has gangs (workers > 1): the optimum models place "
                                                "single-node jobs only, so no optimum instant is taken (optimum.csv "
                                                "has no rows)")
+
+
+def test_traces_figure_marks_a_class_with_no_job_started(tmp_path, saved):
+    shapes = pd.DataFrame({"workload": ["none-ran", "singles"], "class": ["single", "single"], "gpu_hours": [1.0, 2.0]})
+    nan = float("nan")
+    runs = pd.DataFrame({"workload": ["none-ran", "singles"], "policy": "fgd", "queue": "fifo",
+                         "mean_wait_single_s": [nan, 0.0], "mean_wait_gang_s": [nan, nan]})
+    plot_traces(shapes, runs, tmp_path / "t.png")
+    (fig,) = saved
+    right = fig.axes[1]
+    assert [t.get_text() for t in right.texts] == ["n/a", "n/a", "n/a"]   # none-ran: both classes; singles: gangs
+    assert right.get_ylim() == (0.0, 1.0) and right.get_xlabel() == "n/a: no job of that class started"
