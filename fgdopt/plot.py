@@ -185,7 +185,9 @@ def plot_variant_grid(summary: pd.DataFrame, path: str | Path, title: str = "", 
 def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     """Admitted waiting GPUs against moves: one panel per ``trace`` (the whole cluster, each slice) and
     replay ``policy`` (if the column exists), one line per ``method`` through its budgets (mean over seeds
-    of ``moves`` and ``admitted_milli`` / 1000). Exact runs also show their proven bound as a dotted line.
+    of ``moves`` and ``admitted_milli`` / 1000). Exact runs also show their proven bound, dotted with hollow
+    down-triangles, at x = the move budget (no plan of at most that many moves admits more; a budget whose run proved
+    no bound is left out, so that one bound alone still shows).
 
     ``frame`` has the columns written by ``python -m experiments.defrag`` (``defrag.csv``).
     """
@@ -204,9 +206,10 @@ def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
             stats = sub.groupby("budget")[["moves", "admitted_milli", "bound_milli"]].mean().sort_index()
             (line,) = ax.plot(stats["moves"], stats["admitted_milli"] / 1000, marker="o", markersize=3,
                               linewidth=1.4, label=method)
-            if stats["bound_milli"].notna().any():
-                ax.plot(stats["moves"], stats["bound_milli"] / 1000, linestyle=":", color=line.get_color(),
-                        label=f"{method} bound")
+            bound = stats["bound_milli"].dropna() / 1000
+            if len(bound):                       # at x = the budget: no plan of at most that many moves admits more
+                ax.plot(bound.index, bound.to_numpy(), linestyle=":", marker="v", markersize=5, fillstyle="none",
+                        color=line.get_color(), label=f"{method} bound (at its move budget)")
         ax.set_xlabel("Moved tasks")
         ax.set_ylabel("Admitted waiting GPUs")
         ax.grid(alpha=0.3)

@@ -32,6 +32,9 @@ its figures stay readable.
 * The traces figure marks ``n/a`` where no job of a class started (its mean wait is NaN: a workload without gangs,
   or whose jobs were all rejected), instead of a bar of 0 that reads as "no wait", and its axis starts at 0 (a
   workload where nothing ran drew an empty panel from -0.05 to 0.05).
+* The defragmentation figure draws an exact run's proven bound at its move budget, with markers: drawn at the plan's
+  moves (7 for budgets 10 and 50, the first run proving no bound), the one bound was a lone point without marker,
+  invisible, while its legend entry and the y-axis to 17.5 GPUs stayed.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -51,7 +54,7 @@ from matplotlib.figure import Figure
 
 from experiments import cpu_aware, defrag, failures, fairness, frontier, schedule, synergy, timeline, topology
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
-from fgdopt.plot import plot_timeline, plot_traces
+from fgdopt.plot import plot_defrag, plot_timeline, plot_traces
 from formulations.schedule.exact import time_unit
 
 
@@ -336,3 +339,15 @@ def test_traces_figure_marks_a_class_with_no_job_started(tmp_path, saved):
     right = fig.axes[1]
     assert [t.get_text() for t in right.texts] == ["n/a", "n/a", "n/a"]   # none-ran: both classes; singles: gangs
     assert right.get_ylim() == (0.0, 1.0) and right.get_xlabel() == "n/a: no job of that class started"
+
+
+def test_defrag_figure_shows_a_lone_bound_at_its_budget(tmp_path, saved):
+    nan = float("nan")
+    frame = pd.DataFrame({"trace": "t", "method": "exact-highs", "budget": [0, 10, 50], "moves": [0, 7, 7],
+                          "admitted_milli": [0, 1000, 1000], "bound_milli": [0.0, nan, 17460.0]})
+    plot_defrag(frame, tmp_path / "d.png")
+    (fig,) = saved
+    plan, bound = fig.axes[0].get_lines()
+    assert list(plan.get_xdata()) == [0, 7, 7]
+    assert list(bound.get_xdata()) == [0, 50] and list(bound.get_ydata()) == [0.0, 17.46]
+    assert bound.get_marker() == "v" and bound.get_label() == "exact-highs bound (at its move budget)"
