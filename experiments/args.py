@@ -422,6 +422,23 @@ def output_file(text: str) -> Path:
     return path
 
 
+def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], seeds: Iterable[int],
+                       loads: Iterable[float], data_dir: str | None, option: str = "--load") -> None:
+    """Stop (``parser.error``, one line naming ``option``) when the lowest offered load is at most what the background
+    services of a (trace, seed) already hold: :func:`fgdopt.timeline.sources.openb_jobs` refuses it (the services
+    are the pods living over a day, some drawn by the seed), checked here on one stream job per (trace, seed)
+    before any run."""
+    from fgdopt.timeline.sources import openb_jobs
+
+    low = min(loads)
+    for trace in traces:
+        for seed in seeds:
+            try:
+                openb_jobs(trace, low, 1, seed=seed, data_dir=data_dir)
+            except ValueError as exc:
+                parser.error(f"argument {option}: openb {trace}, seed {seed}: {exc}")
+
+
 def check_paths(parser: argparse.ArgumentParser, output: Path | None, writes: Sequence[str],
                 inputs: dict[str, str | Path | None]) -> None:
     """Stop (``parser.error``) when an output file the study writes into ``output`` (``writes``: names, shell

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     names,
     openb_dir,
     output_dir,
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             load_openb(trace, args.data_dir)
     except (OSError, ValueError, ProfileError) as exc:
         parser.error(str(exc))
+    check_stream_loads(parser, args.trace, args.seeds, args.load, args.data_dir)
     cells = [(t, s, ld, p, r, args.n_jobs, args.data_dir, args.profiles)
              for t in args.trace for s in args.seeds for ld in args.load for p in args.policies for r in args.rules]
     digest = profiles_digest(profiles.source)

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     fraction,
     names,
     openb_dir,
@@ -272,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         load_openb("default", data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    if "openb" in args.workload:
+        check_stream_loads(parser, ["default"], args.seeds, args.load, data_dir)
     options = {"node_mtbf_s": args.node_mtbf_h * HOUR_S, "gpu_mtbf_s": args.gpu_mtbf_h * HOUR_S,
                "repair_s": args.repair_h * HOUR_S, "checkpoint_s": args.checkpoint_s,
                "checkpoint_cost_s": args.checkpoint_cost_s, "spread": args.spread, "stragglers": args.stragglers,

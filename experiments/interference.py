@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     gavel_dir,
     names,
     openb_dir,
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             load_openb(trace, args.data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    check_stream_loads(parser, args.trace, args.seeds, args.load, args.data_dir)
     variants = [(p, w) for p in args.policies for w in (args.weights if p == AWARE else [math.nan])]
     cells = [(t, s, ld, p, w, on, args.n_jobs, args.data_dir, args.gavel_dir)
              for t in args.trace for s in args.seeds for ld in args.load for p, w in variants

@@ -78,6 +78,7 @@ import pandas as pd
 
 from experiments.args import (
     check_paths,
+    check_stream_loads,
     existing_file,
     int_list,
     names,
@@ -228,6 +229,9 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 p.quick(args, load=[0.9], n_jobs=3000)
             if args.points is None:
                 args.points = [(s, load) for load in args.load or LOADS for s in args.seeds or SEEDS]
+            for seed, load in args.points:
+                check_stream_loads(p, [args.trace], [seed], [load], args.data_dir,
+                                   "--points" if args.load is None else "--load")
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)

@@ -65,6 +65,7 @@ import pandas as pd
 from experiments.args import (
     add_gang_options,
     check_paths,
+    check_stream_loads,
     existing_file,
     names_or_specs,
     non_negative_int,
@@ -362,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                 load_openb(trace, args.data_dir)
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
+        if args.mig is None:
+            check_stream_loads(parser, traces, args.seeds, loads, args.data_dir)
     cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
               args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay,
               args.gang_reserve_s, args.gang_slowdown)

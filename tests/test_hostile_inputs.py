@@ -35,6 +35,9 @@ its figures stay readable.
 * The defragmentation figure draws an exact run's proven bound at its move budget, with markers: drawn at the plan's
   moves (7 for budgets 10 and 50, the first run proving no bound), the one bound was a lone point without marker,
   invisible, while its legend entry and the y-axis to 17.5 GPUs stayed.
+* An offered load below what the openb services already hold (``--load 0.001``) stops at the door in one line
+  naming ``--load`` in every study on the openb stream (timeline, cpu_aware, interference, failures, schedule);
+  it was a traceback from the first run.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -52,7 +55,18 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from experiments import cpu_aware, defrag, failures, fairness, frontier, schedule, synergy, timeline, topology
+from experiments import (
+    cpu_aware,
+    defrag,
+    failures,
+    fairness,
+    frontier,
+    interference,
+    schedule,
+    synergy,
+    timeline,
+    topology,
+)
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
 from fgdopt.plot import plot_defrag, plot_timeline, plot_traces
 from formulations.schedule.exact import time_unit
@@ -206,7 +220,7 @@ class _Keys(Exception):
 
 
 @pytest.mark.parametrize("study", [cpu_aware, failures])
-def test_resume_keys_follow_the_source_of_a_policy_spec(study, tmp_path, monkeypatch):
+def test_resume_keys_follow_the_source_of_a_policy_spec(study, tmp_path, monkeypatch, openb_dir):
     def capture(name, fn, cells, args, keys, *rest):
         raise _Keys(keys)
 
@@ -239,7 +253,7 @@ def test_quick_keeps_the_options_written():
     assert parser.get_default("seeds") == [42] and parser.parse_args([]).kept   # the defaults left as they were
 
 
-def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatch):
+def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatch, openb_dir):
     seen = {}
 
     def cells_only(name, run, cells, *rest):
@@ -289,7 +303,7 @@ def test_help_explains_every_option_and_ends_with_examples(module, capsys):
         assert f"  python -m {module} --quick --output out/{name}    # a first, small run" in examples
 
 
-def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch):
+def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch, openb_dir):
     seen = {}
 
     def defrag_jobs(pool, fn, jobs, *rest, **kw):
@@ -351,3 +365,14 @@ def test_defrag_figure_shows_a_lone_bound_at_its_budget(tmp_path, saved):
     assert list(plan.get_xdata()) == [0, 7, 7]
     assert list(bound.get_xdata()) == [0, 50] and list(bound.get_ydata()) == [0.0, 17.46]
     assert bound.get_marker() == "v" and bound.get_label() == "exact-highs bound (at its move budget)"
+
+
+@pytest.mark.parametrize(("study", "argv"), [
+    (timeline, ["--load", "0.9,0.001"]), (cpu_aware, ["--load", "0.001"]), (interference, ["--load", "0.001"]),
+    (failures, ["--load", "0.001"]), (schedule, ["--trace", "default", "--load", "0.001"])])
+def test_a_load_below_the_services_stops_at_the_door(study, argv, tmp_path, capsys, openb_dir, gavel_table):
+    out = tmp_path / "out"
+    err = _stops(study.main, [*argv, "--seeds", "42", "--output", str(out)], capsys)
+    assert err.endswith("argument --load: openb default, seed 42: load 0.001 is at most what the 92 services hold "
+                        "(1.78% of capacity)"), err
+    assert not out.exists()
