@@ -460,7 +460,8 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
-    at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound. Middle (when ``jobs`` is
+    at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound (a cluster without GPUs:
+    the panel says so). Middle (when ``jobs`` is
     given): the empirical CDF of the measured jobs' completion times for the same job set, on a log axis when they
     span a decade or more (a completion time below 1 s drawn at 1 s, as the axis label then says), else linear.
     Right: mean wait of the measured jobs (means over seeds, from ``runs``): against offered load (log scale) when
@@ -546,6 +547,9 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     ax.set_ylabel("% of GPU capacity")
     ax.grid(alpha=0.3)
     ax.set_title("GPU allocation and pending demand", fontsize=9)
+    if not capacity_milli:                                      # said, not an empty panel
+        ax.text(0.5, 0.5, "the cluster has no GPUs:\nno GPU allocation to draw", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="0.3")
     if jobs is not None:
         if log_jct:
             axes[1].set_xscale("log")

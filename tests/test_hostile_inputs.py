@@ -38,6 +38,7 @@ its figures stay readable.
 * An offered load below what the openb services already hold (``--load 0.001``) stops at the door in one line
   naming ``--load`` in every study on the openb stream (timeline, cpu_aware, interference, failures, schedule);
   it was a traceback from the first run.
+* The timeline figure of a cluster without GPUs (CPU-only jobs) says so in its allocation panel, which was empty.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -95,22 +96,22 @@ def test_repeated_values_are_one_point_of_the_sweep():
     assert timeline.parse_queues("backfill,fifo,backfill") == ["backfill", "fifo"]
 
 
-def _cdf_axis(tmp_path, saved, jct_s: list[float]):
-    """The CDF panel of the timeline figure of one run whose jobs (submitted at 0) complete in ``jct_s``."""
+def _timeline_axes(tmp_path, saved, jct_s: list[float], capacity_milli: int = 8000):
+    """The panels of the timeline figure of one run whose jobs (submitted at 0) complete in ``jct_s``."""
     keys = {"trace": "w", "seed": 42, "load": float("nan"), "policy": "fgd", "queue": "fifo", "mechanism": "none"}
     series = pd.DataFrame([{**keys, "time_s": 60.0 * i, "alloc_milli": 1000, "pending_milli": 0} for i in range(3)])
     runs = pd.DataFrame([{**keys, "mean_wait_s": 0.0}])
     optimum = pd.DataFrame(columns=[*keys, "time_s", "question", "incumbent_milli", "bound_milli"])
     jobs = pd.DataFrame([{**keys, "submit_s": 0.0, "finish_s": t} for t in jct_s])
-    plot_timeline(series, runs, optimum, 8000, tmp_path / "t.png", "t", jobs=jobs)
+    plot_timeline(series, runs, optimum, capacity_milli, tmp_path / "t.png", "t", jobs=jobs)
     (fig,) = saved
-    return fig.axes[1]
+    return fig.axes
 
 
 def test_cdf_of_completion_times_within_a_decade_is_linear_with_distinct_ticks(tmp_path, saved):
     """Completion times 1e9 s to 1e9 + 190 s (one very long job ahead of the others): a log axis would label
     its ticks all "1e9"; the linear axis shows the 190 s between them."""
-    cdf = _cdf_axis(tmp_path, saved, [1e9, 1e9 + 92, 1e9 + 190])
+    cdf = _timeline_axes(tmp_path, saved, [1e9, 1e9 + 92, 1e9 + 190])[1]
     assert cdf.get_xscale() == "linear"
     assert cdf.get_xlabel() == "Job completion time (s)"
     line = cdf.get_lines()[0]
@@ -120,7 +121,7 @@ def test_cdf_of_completion_times_within_a_decade_is_linear_with_distinct_ticks(t
 def test_cdf_on_a_log_axis_says_where_it_draws_times_below_one_second(tmp_path, saved):
     """Completion times 0 s (a zero-duration job) and 50 s span a decade: a log axis, the 0 drawn at 1 s and
     the label says so."""
-    cdf = _cdf_axis(tmp_path, saved, [0.0, 50.0])
+    cdf = _timeline_axes(tmp_path, saved, [0.0, 50.0])[1]
     assert cdf.get_xscale() == "log"
     assert cdf.get_xlabel() == "Job completion time (s, log scale; below 1 s drawn at 1 s)"
     assert list(cdf.get_lines()[0].get_xdata()) == [1.0, 50.0]
@@ -376,3 +377,8 @@ def test_a_load_below_the_services_stops_at_the_door(study, argv, tmp_path, caps
     assert err.endswith("argument --load: openb default, seed 42: load 0.001 is at most what the 92 services hold "
                         "(1.78% of capacity)"), err
     assert not out.exists()
+
+
+def test_timeline_figure_of_a_cluster_without_gpus_says_so(tmp_path, saved):
+    left = _timeline_axes(tmp_path, saved, [100.0, 100.0], capacity_milli=0)[0]
+    assert [t.get_text() for t in left.texts] == ["the cluster has no GPUs:\nno GPU allocation to draw"]
