@@ -106,15 +106,19 @@ def parse_points(text: str) -> list[int]:
 
 def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir: str | None,
                 nodes: int | None = None) -> dict:
-    """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the allocation at
-    each point, the arrival order (``source``) and the arrived prefix (tasks, placement) at each point."""
+    """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the arrival order
+    (``source``), the arrived prefix (tasks, placement) at each point and its allocation (milli-GPU).
+
+    The allocation is the prefix's, the tasks the optimum sees: not the replay's curve, whose last row is its final
+    state, past the last point where the trace alone brings more (a few nodes of ``--nodes``, a small cluster)."""
     cluster, tasks = load_openb(trace, data_dir)
     if nodes is not None:
         cluster = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
     result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
+    prefix = {p: result.prefix(p) for p in points}
     return {"trace": trace, "seed": seed, "policy": policy, "cluster": cluster, "source": result.source,
-            "alloc": {p: int(result.at(p).alloc_milli) for p in points},
-            "prefix": {p: result.prefix(p) for p in points}, "wall_s": result.wall_s}
+            "alloc": {p: int(placed.allocated_milli(arrived)) for p, (arrived, placed) in prefix.items()},
+            "prefix": prefix, "wall_s": result.wall_s}
 
 
 def extended(placement: Placement, n_tasks: int) -> Placement:
