@@ -25,7 +25,8 @@ best engine value), ``starts.csv`` (the optimal schedule, and the best run's tha
 objective, method, job, start_s, node, gpus, status, reason``, ``gpus`` space-separated ids, ``status``
 ``finished`` or ``rejected``, ``reason`` why a rejected job fits no empty node,
 :data:`fgdopt.timeline.admission.REJECT_REASONS`) and
-``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, whose
+``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, or above
+the best schedule found with its bound where the time limit proved none optimal, whose
 identical nodes and GPUs are renumbered to match the run's where they can,
 :func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
 Every schedule is replayed on the ``ClusterState`` before it is written.
@@ -395,8 +396,12 @@ def write_small(results: list[dict], suite: str | None, args: argparse.Namespace
         name = res["rows"][0]["instance"]
         inst = _instance(suite, name, args.workload, args.cluster)
         what = f"workload {Path(args.workload).name}" if suite is None else name
-        plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], "optimum": res["optimum"]},
-                   folder / "gantt.png", f"{what}, {res['rows'][0]['objective']}: best run against the optimum")
+        model = res["rows"][-1]                            # the model's row: optimal, or the best found and a bound
+        proven = model["status"] == "optimal"
+        label = "optimum" if proven else f"best found, not proven optimal (bound {model['bound']:.1f} s)"
+        plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], label: res["optimum"]},
+                   folder / "gantt.png", f"{what}, {model['objective']}: best run against the "
+                   f"{'optimum' if proven else 'best schedule found'}")
 
 
 @dataclass(frozen=True, eq=False)
