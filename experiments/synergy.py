@@ -125,9 +125,9 @@ def run_cell(policy: str, load: float, split: tuple, seed: int, multi_gpu: bool,
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
     """Mean JCT of the measured jobs (hours; mean over seeds) per policy: against load, one line and marker per
-    policy, when the runs hold two loads or more; else one bar per policy with its value written on it. A policy
-    whose means equal an earlier one's at every load is named so in the legend (its line would hide under the
-    other's)."""
+    policy, when the runs hold two loads or more; else one bar per policy with its value written on it ("no job
+    finished" where none of the measured jobs did: its mean is NaN). A policy whose means equal an earlier one's at
+    every load is named so in the legend (its line would hide under the other's)."""
     from matplotlib.figure import Figure
 
     from fgdopt.plot import RUN_MARKERS, _save
@@ -141,7 +141,10 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     if len(loads) == 1:
         bars = ax.bar(range(len(policies)), [c[0] for c in curves], 0.7,
                       color=[f"C{k}" for k in range(len(policies))], edgecolor="black", linewidth=0.5)
-        ax.bar_label(bars, labels=[f"{c[0]:.2f} h" for c in curves], fontsize=7, padding=2)
+        ax.bar_label(bars, labels=[f"{c[0]:.2f} h" for c in curves], fontsize=7, padding=2)   # NaN: no label
+        for k, curve in enumerate(curves):
+            if not np.isfinite(curve[0]):
+                ax.text(k, 0, "no job finished", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(policies)), policies, fontsize=8)
         ax.set_xlabel(f"policy (load {loads[0]:g} jobs/hour)")
     else:

@@ -14,7 +14,7 @@ its figures stay readable.
   ``--trace`` is, says so at the door (was a traceback after every replay, their results lost).
 * Synergy's figure at one load (``--quick``): one bar per policy with its value, so that two policies with the
   same mean JCT both show (their markers were drawn on the same spot, one hidden); over loads, the later of two
-  equal curves is named "same as" the earlier.
+  equal curves is named "same as" the earlier; a policy none of whose measured jobs finished says so.
 * ``--resume`` after editing one's own policy (``--policies mypol.py:Mine``) reruns it in every study that takes
   policy specs: the journal key of cpu_aware and failures held the spec's name only, so the edited
   policy's runs came back stale (interference takes built-in names only).
@@ -221,6 +221,8 @@ def test_synergy_figure_shows_every_policy_when_two_coincide(tmp_path, saved):
     assert [t.get_text() for t in one.texts] == ["16.44 h", "14.48 h", "14.48 h"]
     assert [t.get_text() for t in two.get_legend().get_texts()] == ["FIFO+fair", "FIFO+greedy",
                                                                       "FIFO+tune (same as FIFO+greedy)"]
+    synergy.plot(frame.assign(mean_jct_s=[59200.0, float("nan"), 52128.0]), tmp_path / "none.png")
+    assert [t.get_text() for t in saved[2].axes[0].texts] == ["16.44 h", "", "14.48 h", "no job finished"]
 
 
 class _Keys(Exception):
