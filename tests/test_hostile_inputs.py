@@ -46,6 +46,8 @@ its figures stay readable.
 * The schedule study's Gantt chart names its lower panel "optimum" only when the model proved it: after a time
   limit it is the best schedule found, with its bound (a Philly workload at 5 s showed the unimproved best run as
   "optimum" next to a bound 54% lower).
+* Pollux's figure draws the policies side by side around each load: two with the same mean JCT drew on one spot,
+  the later hiding the earlier.
 * The completion-time CDF of the timeline figure: on a log axis only when the times span a decade (over less, a
   log axis labels every tick alike, "1e9, 1e9, ..."), and a time below 1 s drawn at 1 s is said on the axis.
 """
@@ -70,6 +72,7 @@ from experiments import (
     fairness,
     frontier,
     interference,
+    pollux,
     schedule,
     synergy,
     timeline,
@@ -425,3 +428,16 @@ def test_schedule_gantt_names_an_unproven_schedule_so(tmp_path, saved):
     (fig,) = saved
     assert fig.axes[1].get_title(loc="left").startswith("best found, not proven optimal (bound 15.0 s): mean JCT")
     assert fig.get_suptitle() == "workload w.csv, mean-jct: best run against the best schedule found"
+
+
+def test_pollux_figure_keeps_equal_policies_apart(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    frame = pd.DataFrame({"policy": ["tiresias", "optimus"], "load": 1.0, "workload": "w",
+                          "mean_jct_s": [953.0, 953.0], "makespan_s": [1060.0, 1015.0], "ref_mean_jct_s": float("nan")})
+    pollux.plot(frame, tmp_path / "p.png")
+    (fig,) = figures
+    xs = [bars.lines[0].get_xdata()[0] for bars in fig.axes[0].containers]    # each policy's data line
+    assert len(xs) == 2 and xs[0] < 1.0 < xs[1]                     # both drawn, one each side of the load
