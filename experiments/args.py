@@ -427,7 +427,7 @@ def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], s
     """Stop (``parser.error``, one line naming ``option``) when the lowest offered load is at most what the background
     services of a (trace, seed) already hold: :func:`fgdopt.timeline.sources.openb_jobs` refuses it (the services
     are the pods living over a day, some drawn by the seed), checked here on one stream job per (trace, seed)
-    before any run."""
+    before any run. A trace whose pods cannot make a stream at any load stops with its own error, not ``option``'s."""
     from fgdopt.timeline.sources import openb_jobs
 
     low = min(loads)
@@ -436,6 +436,11 @@ def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], s
             try:
                 openb_jobs(trace, low, 1, seed=seed, data_dir=data_dir)
             except ValueError as exc:
+                try:                                   # 10 x capacity, above any background: the data fails
+                    openb_jobs(trace, 10.0, 1, seed=seed, data_dir=data_dir)
+                except ValueError as data:
+                    said = str(data)
+                    parser.error(said if said.startswith(f"openb {trace}:") else f"openb {trace}: {said}")
                 parser.error(f"argument {option}: openb {trace}, seed {seed}: {exc}")
 
 

@@ -37,7 +37,7 @@ its figures stay readable.
   invisible, while its legend entry and the y-axis to 17.5 GPUs stayed.
 * An offered load below what the openb services already hold (``--load 0.001``) stops at the door in one line
   naming ``--load`` in every study on the openb stream (timeline, cpu_aware, interference, failures, schedule);
-  it was a traceback from the first run.
+  it was a traceback from the first run; a trace that makes no stream at any load says so, not blaming ``--load``.
 * The timeline figure of a cluster without GPUs (CPU-only jobs) says so in its allocation panel, which was empty.
 * The frontier compares a policy with the optimum on the same arrived tasks: where the trace alone brings more than
   130% of the cluster (``--nodes 1``, a small cluster of one's own), the policy's value at 130% was the replay's
@@ -441,3 +441,16 @@ def test_pollux_figure_keeps_equal_policies_apart(tmp_path, monkeypatch):
     (fig,) = figures
     xs = [bars.lines[0].get_xdata()[0] for bars in fig.axes[0].containers]    # each policy's data line
     assert len(xs) == 2 and xs[0] < 1.0 < xs[1]                     # both drawn, one each side of the load
+
+
+def test_a_trace_that_makes_no_stream_is_not_blamed_on_the_load(tmp_path, capsys):
+    """Every pod lives two days (a service): no load makes a stream of them; the line says so, not --load."""
+    data = tmp_path / "openb"
+    data.mkdir()
+    (data / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,4,V100M16\n")
+    (data / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\np0,1000,1024,1,1000,,LS,Running,0,172800,0\n")
+    err = _stops(timeline.main, ["--data-dir", str(data), "--seeds", "42", "--output", str(tmp_path / "o")], capsys)
+    assert err == ("python -m experiments.timeline: error: openb default: no pod lives 86400.0 s or less; nothing to "
+                   "stream")
