@@ -18,6 +18,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import re
+import sys
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -53,7 +56,51 @@ def study_prog(module: str) -> str:
 
 class StudyParser(OneLineParser):
     """The parser of every study: its errors are one line, ``PROG: error: MESSAGE`` on stderr, exit 2; a value
-    outside an option's ``choices`` is named with the closest valid one (:func:`unknown_name`)."""
+    outside an option's ``choices`` is named with the closest valid one (:func:`unknown_name`). :meth:`quick` sets
+    the values of ``--quick`` where the command line does not set them."""
+
+    _argv: list[str] | None = None
+    examples: str = ""
+    """Command lines shown after the options by ``--help`` (as written: no re-wrapping)."""
+
+    def format_help(self) -> str:
+        """argparse's help, then the examples: a first small run (``--quick``, where the study has it) and the
+        command lines of the study's docstring."""
+        lines = []
+        if any("--quick" in action.option_strings for action in self._actions):
+            name = self.prog.split()[-1].split(".")[-1]
+            lines.append(f"{self.prog} --quick --output out/{name}    # a first, small run")
+        if self.examples:
+            lines.append(self.examples)
+        text = super().format_help()
+        return text + "\nexamples:\n" + textwrap.indent("\n".join(lines), "  ") + "\n" if lines else text
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(args, namespace)
+
+    def written(self) -> set[str]:
+        """The destinations (``dest``) of the options written on the command line last parsed: it is parsed again
+        with every default suppressed, so that only what it sets remains."""
+        saved = [(action, action.default) for action in self._actions]
+        defaults, self._defaults = self._defaults, {}
+        try:
+            for action, _ in saved:
+                action.default = argparse.SUPPRESS
+            found, _ = super().parse_known_args(self._argv, argparse.Namespace())
+        finally:
+            for action, default in saved:
+                action.default = default
+            self._defaults = defaults
+        return set(vars(found))
+
+    def quick(self, args: argparse.Namespace, **values) -> None:
+        """Set ``--quick``'s ``values`` (``dest=value``) on ``args``, each unless its option was written on the
+        command line: ``--quick --seeds 1-3`` runs the quick sweep on seeds 1 to 3 (an option written wins)."""
+        written = self.written()
+        for dest, value in values.items():
+            if dest not in written:
+                setattr(args, dest, value)
 
     def _check_value(self, action: argparse.Action, value) -> None:
         if action.choices is not None and value not in action.choices and isinstance(value, str):
@@ -62,10 +109,32 @@ class StudyParser(OneLineParser):
         super()._check_value(action, value)
 
 
+def usage_examples(doc: str | None) -> str:
+    r"""The command lines a study's docstring shows: its first literal block (after ``::``, e.g. ``Usage::``) of
+    ``python -m`` lines as written (dedented), else its first ``python -m ...`` literal; "" if none.
+
+    >>> print(usage_examples("Study.\n\nUsage::\n\n    python -m experiments.x --seeds 1\n      --output DIR\n\nMore."))
+    python -m experiments.x --seeds 1
+      --output DIR
+    >>> usage_examples("Study: ``python -m experiments.y --at 100\n--output DIR``.")
+    'python -m experiments.y --at 100 --output DIR'
+    """
+    doc = doc or ""
+    for block in re.finditer(r"::\n\n((?:(?: {4}.*)?\n)+)", doc + "\n"):
+        lines = textwrap.dedent(block.group(1)).strip()
+        if "python -m " in lines.partition("\n")[0]:
+            return lines
+    inline = re.search(r"``(python -m experiments\.[^`]+)``", doc)
+    return " ".join(inline.group(1).split()) if inline else ""
+
+
 def study_parser(module: str, doc: str | None) -> StudyParser:
     """The parser of ``python -m MODULE`` (``prog``: :func:`study_prog`) with the first paragraph of the module
-    docstring, in plain words, as its description."""
-    return StudyParser(prog=study_prog(module), description=plain((doc or "").split("\n\n")[0]))
+    docstring, in plain words, as its description, and the docstring's command lines (:func:`usage_examples`)
+    after the options in ``--help``."""
+    parser = StudyParser(prog=study_prog(module), description=plain((doc or "").split("\n\n")[0]))
+    parser.examples = usage_examples(doc)
+    return parser
 
 
 def _fail(what: str, text: str) -> NoReturn:
@@ -152,7 +221,8 @@ def add_gang_options(parser: argparse.ArgumentParser) -> None:
 
 def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
     """The type of a list of integers ``>= minimum`` (>= 0): ``"42-51"`` (inclusive, ``A <= B``), ``"1,5,7"``, or
-    both (``"1,4-6"``); the values in the order written, at least one."""
+    both (``"1,4-6"``); the values in the order written, at least one, repeats dropped (``"3,3-4"`` -> 3, 4: a
+    value is one point of a sweep, run once)."""
     what = f"integers >= {minimum} or ranges A-B with A <= B"
 
     def parse(text: str) -> list[int]:
@@ -166,7 +236,7 @@ def int_list(minimum: int = 0) -> Callable[[str], list[int]]:
             if not minimum <= a <= b:
                 _fail(what, text)
             out += range(a, b + 1)
-        return out
+        return list(dict.fromkeys(out))
 
     parse.__name__ = "integer list"
     return parse
@@ -177,7 +247,8 @@ parse_seeds = int_list(0)
 
 
 def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], list[float]]:
-    """The type of a comma-separated list of finite numbers ``> minimum`` (``strict``) or ``>= minimum``."""
+    """The type of a comma-separated list of finite numbers ``> minimum`` (``strict``) or ``>= minimum``, in the
+    order written, repeats dropped (``"0.9,0.90"`` -> 0.9: a value is one point of a sweep, run once)."""
     one = real(minimum, strict=strict)
     what = f"finite numbers {_bounds(minimum, None, strict)} separated by commas"
 
@@ -186,7 +257,7 @@ def real_list(minimum: float = 0.0, *, strict: bool = True) -> Callable[[str], l
         if not parts:
             _fail(what, text)
         try:
-            return [one(p) for p in parts]
+            return list(dict.fromkeys(one(p) for p in parts))
         except argparse.ArgumentTypeError:
             _fail(what, text)
 
@@ -214,7 +285,8 @@ def names(choices: Iterable[str], what: str = "names") -> Callable[[str], list[s
 
 def names_or_specs(text: str, known: Sequence[str], what: str,
                    load: Callable[[str], object] | None = None) -> list[str]:
-    """Comma-separated names among ``known`` or ``module:attribute`` specs (at least one, in the order written).
+    """Comma-separated names among ``known`` or ``module:attribute`` specs (at least one, in the order written,
+    repeats dropped: each is one point of a sweep, run once).
 
     ``load(name)`` is called on every spec and every name not in ``known`` (a name added at run time, e.g. by
     :func:`fgdopt.policies.register_policy`): it imports and checks a spec, raising :class:`~fgdopt.plugins.SpecError`
@@ -239,7 +311,7 @@ def names_or_specs(text: str, known: Sequence[str], what: str,
             raise argparse.ArgumentTypeError(str(exc)) from None
         except ValueError:
             raise unknown_name(what, n, known, "or a module:attribute spec") from None
-    return items
+    return list(dict.fromkeys(items))
 
 
 def family(trace: str) -> str | None:
@@ -348,6 +420,28 @@ def output_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r} is a folder; expected a file name")
     output_dir(str(path.parent))
     return path
+
+
+def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], seeds: Iterable[int],
+                       loads: Iterable[float], data_dir: str | None, option: str = "--load") -> None:
+    """Stop (``parser.error``, one line naming ``option``) when the lowest offered load is at most what the background
+    services of a (trace, seed) already hold: :func:`fgdopt.timeline.sources.openb_jobs` refuses it (the services
+    are the pods living over a day, some drawn by the seed), checked here on one stream job per (trace, seed)
+    before any run. A trace whose pods cannot make a stream at any load stops with its own error, not ``option``'s."""
+    from fgdopt.timeline.sources import openb_jobs
+
+    low = min(loads)
+    for trace in traces:
+        for seed in seeds:
+            try:
+                openb_jobs(trace, low, 1, seed=seed, data_dir=data_dir)
+            except ValueError as exc:
+                try:                                   # 10 x capacity, above any background: the data fails
+                    openb_jobs(trace, 10.0, 1, seed=seed, data_dir=data_dir)
+                except ValueError as data:
+                    said = str(data)
+                    parser.error(said if said.startswith(f"openb {trace}:") else f"openb {trace}: {said}")
+                parser.error(f"argument {option}: openb {trace}, seed {seed}: {exc}")
 
 
 def check_paths(parser: argparse.ArgumentParser, output: Path | None, writes: Sequence[str],

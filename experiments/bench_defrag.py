@@ -46,7 +46,7 @@ def bench(problem: DefragProblem, objective: str, budget: int | None, time_limit
 def main(argv: list[str] | None = None) -> int:
     ap = study_parser("experiments.bench_defrag", __doc__)
     ap.add_argument("--seeds", type=parse_seeds, default=[3, 17, 5], help="random_instance seeds (default: 3,17,5)")
-    ap.add_argument("--nodes", type=positive_int, default=16)
+    ap.add_argument("--nodes", type=positive_int, default=16, help="nodes of each random instance (default: 16)")
     ap.add_argument("--budgets", type=int_list(0), default=[3, 5, 10], help="objective (b) budgets (default: 3,5,10)")
     ap.add_argument("--first", type=int_list(1), default=[4, 6, 8],
                     help="objective (a): admit the first j waiting tasks (default: 4,6,8)")

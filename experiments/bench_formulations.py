@@ -95,12 +95,15 @@ def run_ideas(sizes, seeds, time_limit: float, warm: bool = True) -> pd.DataFram
 
 def main(argv=None) -> None:
     parser = study_parser("experiments.bench_formulations", __doc__)
-    parser.add_argument("--sizes", type=positive_int, nargs="+", default=None)
-    parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[0])
-    parser.add_argument("--time-limit", type=positive, default=60.0)
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=None,
+                        help="nodes of the random instances, space-separated (default: 4 8 16 32 64; --ideas: 16 32)")
+    parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[0],
+                        help="instance seeds, space-separated (default: 0)")
+    parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per solve (default: 60)")
     parser.add_argument("--methods", nargs="+", choices=METHODS, metavar="METHOD",
                         default=["milp-highs", "milp-cbc", "cpsat", "lp", "unified-device", "config-lp"])
-    parser.add_argument("--no-warm-start", action="store_true")
+    parser.add_argument("--no-warm-start", action="store_true",
+                        help="solve without the best heuristic placement as a starting point")
     parser.add_argument("--ideas", action="store_true", help="measure the modelling ideas instead")
     parser.add_argument("--csv", type=output_file, default=None, help="also write the table to this CSV file")
     args = parser.parse_args(argv)

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, of {', '.join(POLICIES)}")
     parser.add_argument("--cluster", type=parse_cluster, default=parse_cluster("36:36:36"),
                         help="GPUs V100:P100:K80 (Gavel's 36:36:36)")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the active jobs drawn (default: 0)")
     parser.add_argument("--repeat", type=positive_int, default=3, help="runs per point; the fastest is kept")
     parser.add_argument("--points", type=real_list(0.0), default=[], help="also time whole simulation points of "
                         "Gavel's pair at these rates, jobs/hour, comma-separated (bench_hetero_points.csv; "

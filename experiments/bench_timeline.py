@@ -84,11 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int_list(1), default=[10000, 20000, 40000],
                         help="stream jobs per run (default: 10000,20000,40000)")
     parser.add_argument("--load", type=positive, default=0.9, help="offered load (default: 0.9)")
-    parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
-    parser.add_argument("--queue", type=parse_queues, default=["backfill"])
+    parser.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
+                        help="placement policies: names or module:attribute specs (default: fgd,best-fit)")
+    parser.add_argument("--queue", type=parse_queues, default=["backfill"],
+                        help="queue disciplines, comma-separated (default: backfill)")
     parser.add_argument("--mechanisms", type=parse_mechanisms, default=["none"],
                         help="eviction mechanisms, comma-separated (default: none)")
-    parser.add_argument("--seed", type=non_negative_int, default=42)
+    parser.add_argument("--seed", type=non_negative_int, default=42, help="stream and policy seed (default: 42)")
     parser.add_argument("--no-frag", action="store_true", help="do not record F(M) at every instant")
     parser.add_argument("--gang-share", type=fraction, default=0.0,
                         help="share of the stream's GPU jobs made gangs (default: 0)")

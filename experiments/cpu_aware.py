@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     names,
     openb_dir,
     output_dir,
@@ -54,7 +55,7 @@ from experiments.args import (
     real_list,
     study_parser,
 )
-from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
 from experiments.outputs import printed
 from fgdopt.cpu_aware import RULES, CpuAware, openb_cpu_profiles
 from fgdopt.frag import Workload
@@ -154,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-jobs", type=positive_int, default=5000, help="stream jobs per run (default: 5000)")
     parser.add_argument("--profiles", type=existing_path, default=None,
                         help="Synergy's profiles: a JSON file or a checkout (default: the committed copy)")
-    parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, the three rules")
+    parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, the three rules"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -164,17 +166,19 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     args.profiles = None if args.profiles is None else str(args.profiles)
     if args.quick:
-        args.load, args.seeds, args.n_jobs, args.policies, args.rules = [1.1], [42], 1000, ["fgd"], list(RULES)
+        parser.quick(args, load=[1.1], seeds=[42], n_jobs=1000, policies=["fgd"], rules=list(RULES))
     try:                                                   # a missing or broken data set stops here, in one line
         profiles = load_profiles(args.profiles)
         for trace in args.trace:
             load_openb(trace, args.data_dir)
     except (OSError, ValueError, ProfileError) as exc:
         parser.error(str(exc))
+    check_stream_loads(parser, args.trace, args.seeds, args.load, args.data_dir)
     cells = [(t, s, ld, p, r, args.n_jobs, args.data_dir, args.profiles)
              for t in args.trace for s in args.seeds for ld in args.load for p in args.policies for r in args.rules]
     digest = profiles_digest(profiles.source)
-    keys = [(*c[:6], content_digest(*trace_files(c[0], c[6])), digest) for c in cells]
+    keys = [(*c[:3], policy_digest(c[3]), *c[4:6], content_digest(*trace_files(c[0], c[6])), digest)
+            for c in cells]                                   # a policy spec by its module's content too
     frame, code = run_and_write("cpu_aware", run_cell, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

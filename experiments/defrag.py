@@ -1,7 +1,10 @@
 """Defragmentation study: how many waiting GPUs a few moves admit, by heuristic and exactly.
 
-``python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 [--jobs N |
---dask ADDRESS] --output DIR``
+Usage::
+
+    python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 \\
+        [--jobs N | --dask ADDRESS] --output DIR
+    python -m experiments.defrag --quick --output DIR     # fgd, budgets 0,10,50, 10 s per exact run
 
 For every seed and replay policy (``--policies``, default ``fgd,best-fit``): replay the trace to ``--at``
 percent arrived GPU demand (:func:`fgdopt.simulate.replay`, ratio 1.3), take the state and its failed tasks
@@ -12,6 +15,9 @@ waiting tasks that fit one of them), the heuristics and the exact model (:func:`
 objective (b), warm-started from the best of: the heuristic plans, the exact plan of the previous, smaller
 budget, and that plan extended by each heuristic with the moves left, :func:`fgdopt.defrag.extend_plan`) run
 side by side.
+
+``--quick``: seed 42, fgd only, budgets 0, 10 and 50, 10 s per exact run (about half a minute on 2 cores; an
+option written on the command line wins).
 
 ``--jobs N`` runs the (seed, replay policy) pairs N at a time in local processes, ``--dask ADDRESS`` on a Dask
 cluster (:mod:`experiments.executors`); the rows come back in the same order either way.
@@ -164,40 +170,60 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return cells.unstack("budget").reset_index()
 
 
+SLICE_NODES = 64
+"""Nodes of an exact comparison's slice by default (fewer on a smaller cluster: all of them)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = study_parser("experiments.defrag", __doc__)
-    ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT", help="openb variant")
+    ap.add_argument("--trace", choices=VARIANTS, default="default", metavar="VARIANT",
+                    help="openb variant (default: default)")
     ap.add_argument("--data", type=openb_dir, default=None,
                     help="openb directory (default: $FGDOPT_DATA or the cache)")
     ap.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
     ap.add_argument("--at", type=real(0, 130, strict=True), default=100.0,
-                    help="arrived GPU demand, percent of capacity (0 < AT <= 130)")
+                    help="arrived GPU demand, percent of capacity (0 < AT <= 130; default: 100)")
     ap.add_argument("--budgets", type=int_list(0), default=[0, 10, 50, 100, 500],
                     help="move budgets (default: 0,10,50,100,500)")
-    ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"])
+    ap.add_argument("--policies", type=parse_policies, default=["fgd", "best-fit"],
+                    help="replay policies whose states are defragmented: names or module:attribute specs "
+                    "(default: fgd,best-fit)")
     ap.add_argument("--slices", type=non_negative_int, default=1,
-                    help="exact comparisons per seed and policy (0: none)")
-    ap.add_argument("--slice-nodes", type=positive_int, default=64)
-    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run")
-    ap.add_argument("--threads", type=positive_int, default=1)
+                    help="exact comparisons per seed and policy, each on a random slice of the cluster (0: none; "
+                    "default: 1)")
+    ap.add_argument("--slice-nodes", type=positive_int, default=None,
+                    help="nodes of each slice, at most the cluster's (default: 64, or every node of a smaller "
+                    "cluster)")
+    ap.add_argument("--time-limit", type=positive, default=60.0, help="seconds per exact run (default: 60)")
+    ap.add_argument("--threads", type=positive_int, default=1, help="solver threads per exact run (default: 1)")
     ap.add_argument("--solver", choices=SOLVERS, default="highs",
                     help=f"one of {', '.join(SOLVERS)} (default: highs)")
-    ap.add_argument("--output", type=output_dir, default=None)
+    ap.add_argument("--output", type=output_dir, default=None,
+                    help="folder for defrag.csv, defrag.md and defrag.png (default: print the table only)")
     ap.add_argument("--suite", choices=SUITES, default=None,
                     help="instead of the trace: run_online states of this suite")
     ap.add_argument("--jobs", type=positive_int, default=1,
                     help="(seed, policy) pairs run side by side (trace study)")
     add_dask_option(ap)
+    ap.add_argument("--quick", action="store_true", help="seed 42, fgd, budgets 0,10,50, 10 s per exact run (an "
+                    "option written on the command line wins)")
     args = ap.parse_args(argv)
+    if args.quick:
+        ap.quick(args, seeds=[42], policies=["fgd"], budgets=[0, 10, 50], time_limit=10.0)
     args.data = None if args.data is None else str(args.data)
     budgets = args.budgets
     if args.suite:
         rows = run_suite(args.suite, args.policies, budgets, args.time_limit, args.threads, args.solver)
         return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
     try:                                                   # a missing or broken trace stops here, in one line
-        load_openb(args.trace, args.data)
+        cluster, _ = load_openb(args.trace, args.data)
     except (OSError, ValueError) as exc:
         ap.error(str(exc))
+    if args.slice_nodes is None:
+        args.slice_nodes = min(SLICE_NODES, cluster.n_nodes)
+    elif args.slices and args.slice_nodes > cluster.n_nodes:
+        ap.error(f"argument --slice-nodes: {args.slice_nodes} nodes, but the {args.trace} cluster has "
+                 f"{cluster.n_nodes}")
     jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
              args.threads, args.solver) for seed in args.seeds for policy in args.policies]
     with executor(args.jobs, args.dask) as pool:

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     fraction,
     names,
     openb_dir,
@@ -68,7 +69,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.bench_timeline import with_gangs
-from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
+from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
 from experiments.outputs import printed
 from experiments.timeline import parse_queues
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkpoint intervals of the sweep, as ratios to Young/Daly's (default: 0.25,0.5,1,2,4)")
     parser.add_argument("--sweep-jobs", type=positive_int, default=400, help="gangs of the sweep (default: 400)")
     parser.add_argument("--quick", action="store_true", help="300 jobs, seed 42, fgd and health-aware, "
-                        "--mtbf-scale 20, a sweep of 150 gangs at ratios 0.25,1,4")
+                        "--mtbf-scale 20, a sweep of 150 gangs at ratios 0.25,1,4"
+                        " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -265,12 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data_dir = None if args.data_dir is None else str(args.data_dir)
     if args.quick:
-        args.n_jobs, args.seeds, args.policies, args.mtbf_scale = 300, [42], ["fgd", "health-aware"], [20.0]
-        args.sweep_jobs, args.intervals = 150, [0.25, 1.0, 4.0]
+        parser.quick(args, n_jobs=300, seeds=[42], policies=["fgd", "health-aware"], mtbf_scale=[20.0],
+                     sweep_jobs=150, intervals=[0.25, 1.0, 4.0])
     try:                                                   # a missing or broken data set stops here, in one line
         load_openb("default", data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    if "openb" in args.workload:
+        check_stream_loads(parser, ["default"], args.seeds, args.load, data_dir)
     options = {"node_mtbf_s": args.node_mtbf_h * HOUR_S, "gpu_mtbf_s": args.gpu_mtbf_h * HOUR_S,
                "repair_s": args.repair_h * HOUR_S, "checkpoint_s": args.checkpoint_s,
                "checkpoint_cost_s": args.checkpoint_cost_s, "spread": args.spread, "stragglers": args.stragglers,
@@ -281,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
              for sc, k in scenarios]
     cells += [("sweep", s, r, args.sweep_jobs, options) for s in args.seeds for r in args.intervals]
     digest = content_digest(*trace_files("default", data_dir))
-    keys = [(*c[:-2], sorted(c[-2].items()), digest) if c[0] == "run" else (*c[:-1], sorted(c[-1].items()))
-            for c in cells]
+    keys = [(*c[:4], policy_digest(c[4]), policy_digest(c[5]), *c[6:-2], sorted(c[-2].items()), digest)
+            if c[0] == "run" else (*c[:-1], sorted(c[-1].items())) for c in cells]   # specs by their modules' content
     frames, code = run_and_write("failures", run_any, cells, args, keys, write_outputs, parser.prog)
     if code:
         return code

@@ -65,6 +65,7 @@ from experiments.outputs import printed
 from fgdopt.fairshare import GandivaFair, check_tickets, jain_index
 from fgdopt.hetero import GPU_TYPES, JOB_TYPES, HeteroJobs, gavel_jobs, load_throughputs
 from fgdopt.hetero.jobs import gavel_cluster
+from fgdopt.hetero.throughputs import SCALE_FACTORS
 from fgdopt.timeline import simulate
 from fgdopt.timeline.jobs import JobSet
 
@@ -99,8 +100,8 @@ def parse_price_point(text: str) -> float:
 
 
 def read_workload(path: str, column: str) -> tuple[list[str], list[int], list[int]]:
-    """Job types (names), scale factors and users (numbered by first appearance) of a workload CSV; ``ValueError``
-    naming the column or row at fault."""
+    """Job types (names), scale factors (GPUs, one of Gavel's :data:`~fgdopt.hetero.throughputs.SCALE_FACTORS`)
+    and users (numbered by first appearance) of a workload CSV; ``ValueError`` naming the column or row at fault."""
     frame = pd.read_csv(path)
     missing = [c for c in ("job_type", "scale_factor", column) if c not in frame.columns]
     if missing:
@@ -109,8 +110,15 @@ def read_workload(path: str, column: str) -> tuple[list[str], list[int], list[in
         raise ValueError(f"{path}: no jobs")
     if (bad := np.flatnonzero(~frame.job_type.isin(JOB_TYPES))).size:
         raise ValueError(f"{path}: row {int(bad[0])}: job_type {frame.job_type.iloc[bad[0]]!r} is not one of Gavel's")
+    scale = pd.to_numeric(frame.scale_factor, errors="coerce")
+    if (bad := np.flatnonzero(~scale.isin(SCALE_FACTORS))).size:
+        raw = frame.scale_factor.iloc[bad[0]]
+        raise ValueError(f"{path}: row {int(bad[0])}: scale_factor {'empty' if pd.isna(raw) else repr(str(raw))} is "
+                         f"not one of Gavel's GPU counts {', '.join(map(str, SCALE_FACTORS))}")
+    if (bad := np.flatnonzero(frame[column].isna().to_numpy())).size:
+        raise ValueError(f"{path}: row {int(bad[0])}: no {column}")
     users = pd.factorize(frame[column])[0]
-    return frame.job_type.tolist(), frame.scale_factor.astype(int).tolist(), users.tolist()
+    return frame.job_type.tolist(), scale.astype(int).tolist(), users.tolist()
 
 
 def make_workload(table, gpus: dict, seed: int, users: int, per_user: int, multi_gpu: bool,
@@ -251,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how far below its work without trading a user may fall for the claim to hold "
                         "(default: 0.01)")
     parser.add_argument("--seeds", type=parse_seeds, default=[0, 1, 2], help="seeds, A-B or a,b (default: 0-2)")
-    parser.add_argument("--quick", action="store_true", help="8:0:8, 4 users of 10 jobs, 3 hours, seed 0")
+    parser.add_argument("--quick", action="store_true", help="8:0:8, 4 users of 10 jobs, 3 hours, seed 0"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -260,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=output_dir, required=True, help="folder for fairness.csv and fairness.png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.cluster, args.users, args.jobs_per_user = parse_cluster("8:0:8"), 4, 10
-        args.hours, args.seeds = 3.0, [0]
+        parser.quick(args, cluster=parse_cluster("8:0:8"), users=4, jobs_per_user=10, hours=3.0, seeds=[0])
     workload = None
     if args.workload is not None:
         try:
@@ -276,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     per_node = args.gpus_per_node
     if args.multi_gpu and max(args.cluster.values()) < 8:
         parser.error("--cluster: with --multi-gpu a job asks for up to 8 GPUs of one type")
+    if workload is not None and (big := max(workload[1])) > (most := max(args.cluster.values())):
+        parser.error(f"--workload: row {workload[1].index(big)}: scale_factor {big}: no GPU type of --cluster has "
+                     f"that many (at most {most}); the job would never run")
     try:
         table = load_throughputs(None if args.data_dir is None else str(args.data_dir))
     except (OSError, ValueError) as exc:

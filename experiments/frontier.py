@@ -4,8 +4,9 @@ same arrived tasks, on the whole openb cluster, at several arrived-workload poin
 Usage::
 
     python -m experiments.frontier --trace default|all|NAME --seeds 42-51 --points 80,90,100,110,120,130 \\
-        [--policies fgd,best-fit,mypkg.mymod:MyPolicy] [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] \
+        [--policies fgd,best-fit,mypkg.mymod:MyPolicy] [--jobs N | --dask ADDRESS] [--time-limit 60] [--tol 0.001] \\
         --output DIR [--resume]
+    python -m experiments.frontier --quick --output DIR     # seed 42 at 100% and 130%, 10 s per optimum
 
 For every trace and seed, each policy (default :data:`~fgdopt.policies.PAPER_POLICIES`) is replayed exactly as in
 ``experiments.openb`` (:func:`fgdopt.simulate.replay`, ratio 1.3); the arrived prefix at each point (the same
@@ -21,14 +22,15 @@ optimum's proven bound at that point (on every row); ``gap_pct`` = (bound - allo
 workload, a line per policy, the optimum as a band from incumbent to bound; the first trace) and prints the
 headline: at the last point FGD leaves X GPUs unallocated where no placement of the same tasks leaves fewer
 than Y — only where the bound is below capacity and within the tolerance of the incumbent; otherwise it states
-the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only
-(a quick check). ``--jobs N`` runs the replays, then the chains, N at a time in local processes, ``--dask ADDRESS``
-on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same.
-``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own (:mod:`fgdopt.policies`,
-"Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each (trace, seed) is kept
-in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`): ``--resume`` skips
-those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of those that finished
-(only where no file of that name is there yet: the outputs of an earlier complete run stay).
+the measured bound, incumbent and gap. Progress goes to stderr. ``--nodes K`` replays on the first K nodes only (a
+quick check). ``--quick``: seed 42, points 100 and 130, 10 s per optimum (about half a minute on 2 cores; an option
+written on the command line wins). ``--jobs N`` runs the replays, then the chains, N at a time in local processes,
+``--dask ADDRESS`` on the workers of a Dask distributed cluster (:mod:`experiments.executors`); the rows are the
+same. ``--policies`` replaces the paper's six by names or ``module:attribute`` specs of your own
+(:mod:`fgdopt.policies`, "Your own policy"); the headline is about ``fgd`` if it is among them, else the first. Each
+(trace, seed) is kept in ``DIR/.runs/frontier`` as its chain finishes (:class:`experiments.executors.RunJournal`):
+``--resume`` skips those already there with the same inputs, and a run stopped early writes ``frontier.csv`` of
+those that finished (only where no file of that name is there yet: the outputs of an earlier complete run stay).
 """
 
 from __future__ import annotations
@@ -104,15 +106,19 @@ def parse_points(text: str) -> list[int]:
 
 def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir: str | None,
                 nodes: int | None = None) -> dict:
-    """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the allocation at
-    each point, the arrival order (``source``) and the arrived prefix (tasks, placement) at each point."""
+    """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the arrival order
+    (``source``), the arrived prefix (tasks, placement) at each point and its allocation (milli-GPU).
+
+    The allocation is the prefix's, the tasks the optimum sees: not the replay's curve, whose last row is its final
+    state, past the last point where the trace alone brings more (a few nodes of ``--nodes``, a small cluster)."""
     cluster, tasks = load_openb(trace, data_dir)
     if nodes is not None:
         cluster = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
     result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
+    prefix = {p: result.prefix(p) for p in points}
     return {"trace": trace, "seed": seed, "policy": policy, "cluster": cluster, "source": result.source,
-            "alloc": {p: int(result.at(p).alloc_milli) for p in points},
-            "prefix": {p: result.prefix(p) for p in points}, "wall_s": result.wall_s}
+            "alloc": {p: int(placed.allocated_milli(arrived)) for p, (arrived, placed) in prefix.items()},
+            "prefix": prefix, "wall_s": result.wall_s}
 
 
 def extended(placement: Placement, n_tasks: int) -> Placement:
@@ -294,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the paper's six)")
     parser.add_argument("--output", type=output_dir, required=True, help="folder for frontier.csv and frontier.png")
     add_resume_option(parser)
+    parser.add_argument("--quick", action="store_true", help="seed 42, points 100 and 130, 10 s per optimum (an "
+                        "option written on the command line wins)")
     args = parser.parse_args(argv)
+    if args.quick:
+        parser.quick(args, seeds=[42], points=[100, 130], time_limit=10.0)
     args.data_dir = None if args.data_dir is None else str(args.data_dir)
     check_paths(parser, args.output, OUTPUTS, {})
     try:                                                   # a missing or broken trace stops here, in one line

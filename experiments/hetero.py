@@ -257,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="round-based jobs run in Gavel's whole steps (default) or continuously")
     parser.add_argument("--quick", action="store_true",
                         help="12:12:12, rates 0.5 and 1 (0.25 and 0.5 with --multi-gpu), seed 0, jobs 300-500, "
-                        "fifo (unless --multi-gpu jobs can outgrow a node), las, las-aware, makespan-aware")
+                        "fifo (unless --multi-gpu jobs can outgrow a node), las, las-aware, makespan-aware"
+                        " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -269,12 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     per_node = args.gpus_per_node
     largest = max(SCALE_FACTORS) if args.multi_gpu else 1   # the most GPUs (of one type) a job of the trace asks for
     if args.quick:
-        args.cluster, args.rates, args.seeds = parse_cluster("12:12:12"), [0.5, 1.0], [0]
-        if args.multi_gpu:                                  # a multi-GPU job is 2.3 GPUs on average (0.5 is near
-            args.rates = [0.25, 0.5]                        # saturation already)
-        args.window, args.policies = (300, 500), ["las", "las-aware", "makespan-aware"]
-        if largest <= per_node:                             # (fifo places a job on one node: below)
-            args.policies.insert(0, "fifo")
+        # a multi-GPU job is 2.3 GPUs on average (0.5 is near saturation already); fifo places a job on one node
+        parser.quick(args, cluster=parse_cluster("12:12:12"), rates=[0.25, 0.5] if args.multi_gpu else [0.5, 1.0],
+                     seeds=[0], window=(300, 500), policies=["fifo"] * (largest <= per_node)
+                     + ["las", "las-aware", "makespan-aware"])
     if max(args.cluster.values()) < largest:
         parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "
                      f"{':'.join(str(args.cluster[g]) for g in GPU_TYPES)} has that many")

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_stream_loads,
     gavel_dir,
     names,
     openb_dir,
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=parse_seeds, default=[42], help="seeds, A-B or a,b (default: 42)")
     parser.add_argument("--n-jobs", type=positive_int, default=5000, help="stream jobs per run (default: 5000)")
     parser.add_argument("--quick", action="store_true", help="load 1.1, seed 42, 1000 jobs, fgd, best-fit, "
-                        f"gpu-packing, {AWARE} at weights 0 and 1")
+                        f"gpu-packing, {AWARE} at weights 0 and 1 (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -187,14 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.data_dir, args.gavel_dir = (None if d is None else str(d) for d in (args.data_dir, args.gavel_dir))
     if args.quick:
-        args.load, args.seeds, args.n_jobs = [1.1], [42], 1000
-        args.policies, args.weights = ["fgd", "best-fit", "gpu-packing", AWARE], [0.0, 1.0]
+        parser.quick(args, load=[1.1], seeds=[42], n_jobs=1000, policies=["fgd", "best-fit", "gpu-packing", AWARE],
+                     weights=[0.0, 1.0])
     try:                                                   # a missing or broken data set stops here, in one line
         table = load_throughputs(args.gavel_dir)
         for trace in args.trace:
             load_openb(trace, args.data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    check_stream_loads(parser, args.trace, args.seeds, args.load, args.data_dir)
     variants = [(p, w) for p in args.policies for w in (args.weights if p == AWARE else [math.nan])]
     cells = [(t, s, ld, p, w, on, args.n_jobs, args.data_dir, args.gavel_dir)
              for t in args.trace for s in args.seeds for ld in args.load for p, w in variants

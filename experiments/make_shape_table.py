@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.make_shape_table", __doc__)
     parser.add_argument("--data-dir", type=openb_dir, default=None,
                         help="openb folder (default: $FGDOPT_DATA or ~/.cache/fgdopt/openb)")
-    parser.add_argument("--output-dir", type=output_dir, default=DEFAULT_OUTPUT, help=f"default: {DEFAULT_OUTPUT}")
+    parser.add_argument("--output-dir", type=output_dir, default=DEFAULT_OUTPUT,
+                        help=f"folder for the two tables (default: {DEFAULT_OUTPUT})")
     args = parser.parse_args(argv)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     for file, table in ((SHAPE_FILE, shape_table(args.data_dir)), (NODE_TYPE_FILE, node_type_table(args.data_dir))):

@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from experiments.args import existing_dir, names, output_dir, parse_seeds, positive_int, study_parser
@@ -98,21 +99,24 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     """Mean JCT and makespan (hours) against job load, side by side, per policy: each workload's mean over its
     seeds, averaged over the workloads run at that load; the bars span the same average of each workload's least and
     largest value over its seeds (the spread over seeds; none for one seed). The authors' mean JCTs (dashed) are
-    averaged over the same workloads."""
+    averaged over the same workloads. The policies are drawn side by side around each load (a small shift), so that
+    two with the same value both show."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     loads = sorted(frame["load"].unique())
+    n = frame["policy"].nunique()
+    dodge = 0.04 * (min(np.diff(loads)) if len(loads) > 1 else 1.0)   # side by side, so equal values stay visible
     for ax, column, label in zip(axes, ("mean_jct_s", "makespan_s"), ("mean JCT (h)", "makespan (h)"), strict=True):
         for k, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
             per = rows.groupby(["load", "workload"]).agg(mean=(column, "mean"), lo=(column, "min"),
                                                          hi=(column, "max"), ref=("ref_mean_jct_s", "mean"))
             by = per.groupby("load").mean() / 3600
-            color = f"C{k}"
-            ax.errorbar(by.index, by["mean"], yerr=[by["mean"] - by["lo"], by["hi"] - by["mean"]], fmt="o-",
+            color, x = f"C{k}", by.index + (k - (n - 1) / 2) * dodge
+            ax.errorbar(x, by["mean"], yerr=[by["mean"] - by["lo"], by["hi"] - by["mean"]], fmt="o-",
                         color=color, capsize=3, label=f"{policy} (fgdopt)")
             if column == "mean_jct_s" and by["ref"].notna().any():
-                ax.plot(by.index, by["ref"], "x--", color=color, label=f"{policy} (Pollux's results)")
+                ax.plot(x, by["ref"], "x--", color=color, label=f"{policy} (Pollux's results)")
         ax.set_xticks(loads)
         ax.set_xlim(loads[0] - 0.25, loads[-1] + 0.25)
         ax.set_xlabel("relative job load")
@@ -142,14 +146,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"pollux's generations per interval (default: {GENERATIONS}, Pollux's)")
     parser.add_argument("--pollux-dir", type=existing_dir, default=None,
                         help="Pollux's simulator folder (default: $FGDOPT_POLLUX)")
-    parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations")
+    parser.add_argument("--quick", action="store_true", help="workload-6 at load 1.0, pollux at 10 generations"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.workloads, args.names, args.generations = "1.0", "workload-6", 10
+        parser.quick(args, workloads="1.0", names="workload-6", generations=10)
     try:                                                   # missing data or a bad file stop here, in one line
         parts = [p.strip() for p in args.workloads.split(",") if p.strip()]
         if len(parts) > 1 or parts[0].replace(".", "", 1).isdigit():

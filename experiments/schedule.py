@@ -25,7 +25,8 @@ best engine value), ``starts.csv`` (the optimal schedule, and the best run's tha
 objective, method, job, start_s, node, gpus, status, reason``, ``gpus`` space-separated ids, ``status``
 ``finished`` or ``rejected``, ``reason`` why a rejected job fits no empty node,
 :data:`fgdopt.timeline.admission.REJECT_REASONS`) and
-``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, whose
+``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, or above
+the best schedule found with its bound where the time limit proved none optimal, whose
 identical nodes and GPUs are renumbered to match the run's where they can,
 :func:`fgdopt.timeline.schedule.relabel_like`; ``starts.csv`` keeps the solver's numbering).
 Every schedule is replayed on the ``ClusterState`` before it is written.
@@ -78,6 +79,7 @@ import pandas as pd
 
 from experiments.args import (
     check_paths,
+    check_stream_loads,
     existing_file,
     int_list,
     names,
@@ -163,7 +165,8 @@ def parser() -> argparse.ArgumentParser:
                    "--load (e.g. 43:1.1,42:1.0)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="policy and CP-SAT seed (default: 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
-    p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9")
+    p.add_argument("--quick", action="store_true", help="the traps, or 3,000 stream jobs at load 0.9"
+                                                        " (an option written on the command line wins)")
     p.add_argument("--data-dir", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
     p.add_argument("--output", type=output_dir, default=None, help="folder for the CSVs, tables and gantt.png")
     add_dask_option(p)
@@ -224,13 +227,17 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             load_openb(args.trace, args.data_dir)
             check_timed(args.trace)                         # a stream needs the pods' times
             if args.quick:
-                args.load, args.n_jobs = [0.9], 3000
+                p.quick(args, load=[0.9], n_jobs=3000)
             if args.points is None:
                 args.points = [(s, load) for load in args.load or LOADS for s in args.seeds or SEEDS]
+            for seed, load in args.points:
+                check_stream_loads(p, [args.trace], [seed], [load], args.data_dir,
+                                   "--points" if args.load is None else "--load")
         elif args.workload is not None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
             check_some_job_fits(cluster, jobs)
+            check_exact_times(jobs, args.workload)
             if args.scale:
                 args.rejected = rejections(cluster, jobs)
                 for row in args.rejected:
@@ -240,6 +247,22 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             args.instances = "traps" if args.quick and args.instances is None else (args.instances or "small-time")
     except (OSError, ValueError) as exc:
         p.error(str(exc))
+
+
+def check_exact_times(jobs: JobSet, path: str) -> None:
+    """Stop (``ValueError``, one line naming ``path`` and the job) before a workload reaches the exact model and the
+    bounds, which need every job to end (a finite ``duration_s``) and count time in whole milliseconds
+    (:func:`formulations.schedule.exact.time_unit`)."""
+    from formulations.schedule.exact import time_unit
+
+    never = np.flatnonzero(~np.isfinite(jobs.duration_s))
+    if never.size:
+        raise ValueError(f"{path}: job {jobs.tasks.names[never[0]]!r}: duration_s is {jobs.duration_s[never[0]]:g}; "
+                         "the optimum and its bounds need every job to end (give it a finite duration)")
+    try:
+        time_unit(np.concatenate([jobs.submit_s, jobs.duration_s]))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def rejections(cluster: Cluster, jobs: JobSet) -> list[dict]:
@@ -296,9 +319,13 @@ def run_instance(suite: str | None, name: str, workload: str | None, cluster: st
 
 
 def _gap(value: float, bound: float) -> float:
-    if not (math.isfinite(value) and math.isfinite(bound)) or bound <= 0:
+    """``100 (value - bound) / bound`` (percent): 0 when the value meets the bound (both 0 too: jobs that last
+    nothing), inf when the bound is 0 and the value is not, NaN when either is missing."""
+    if not (math.isfinite(value) and math.isfinite(bound)):
         return math.nan
-    return max(0.0, 100.0 * (value - bound) / bound)
+    if value <= bound:
+        return 0.0
+    return 100.0 * (value - bound) / bound if bound > 0 else math.inf
 
 
 def method_summary(part: pd.DataFrame) -> pd.DataFrame:
@@ -369,8 +396,12 @@ def write_small(results: list[dict], suite: str | None, args: argparse.Namespace
         name = res["rows"][0]["instance"]
         inst = _instance(suite, name, args.workload, args.cluster)
         what = f"workload {Path(args.workload).name}" if suite is None else name
-        plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], "optimum": res["optimum"]},
-                   folder / "gantt.png", f"{what}, {res['rows'][0]['objective']}: best run against the optimum")
+        model = res["rows"][-1]                            # the model's row: optimal, or the best found and a bound
+        proven = model["status"] == "optimal"
+        label = "optimum" if proven else f"best found, not proven optimal (bound {model['bound']:.1f} s)"
+        plot_gantt(inst.cluster, inst.jobs, {res["best"]: res["best_schedule"], label: res["optimum"]},
+                   folder / "gantt.png", f"{what}, {model['objective']}: best run against the "
+                   f"{'optimum' if proven else 'best schedule found'}")
 
 
 @dataclass(frozen=True, eq=False)

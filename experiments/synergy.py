@@ -22,7 +22,8 @@ percentile), ``makespan_s`` (first measured arrival to last measured finish), ``
 the cluster's until the run stopped), ``rounds``, ``bound_rounds``, ``opt_gap_pct`` (mean of (bound - achieved) /
 bound over the bounded rounds), ``wall_s``, ``cpu_s``; ``DIR/synergy_jobs.csv`` (the run's keys and ``name,
 model, submit_s, finish_s, jct_s`` per measured job); ``DIR/synergy.png`` (mean JCT against load, one line per
-policy). ``--quick``: FIFO+fair/greedy/tune at 9 jobs/h, jobs 400-599 (about 20 CPU s).
+policy; one bar per policy for a single load). ``--quick``: FIFO+fair/greedy/tune at 9 jobs/h, jobs 400-599 (about
+20 CPU s).
 """
 
 from __future__ import annotations
@@ -123,19 +124,42 @@ def run_cell(policy: str, load: float, split: tuple, seed: int, multi_gpu: bool,
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Mean JCT (hours; mean over seeds) against load, one line per policy."""
-    import matplotlib.pyplot as plt
+    """Mean JCT of the measured jobs (hours; mean over seeds) per policy: against load, one line and marker per
+    policy, when the runs hold two loads or more; else one bar per policy with its value written on it ("no job
+    finished" where none of the measured jobs did: its mean is NaN). A policy whose means equal an earlier one's at
+    every load is named so in the legend (its line would hide under the other's)."""
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for policy, rows in frame.groupby("policy", sort=False):
-        mean = rows.groupby("load").mean_jct_s.mean() / 3600
-        ax.plot(mean.index, mean.values, "o-", label=policy)
-    ax.set_xlabel("load (jobs/hour)")
-    ax.set_ylabel("mean JCT (h)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from fgdopt.plot import RUN_MARKERS, _save
+
+    means = frame.groupby(["policy", "load"], sort=False)["mean_jct_s"].mean() / 3600
+    policies = list(dict.fromkeys(frame["policy"]))
+    loads = sorted(frame["load"].unique())
+    curves = [means[p].reindex(loads).to_numpy() for p in policies]
+    fig = Figure(figsize=(5.5, 3.8))
+    ax = fig.subplots()
+    if len(loads) == 1:
+        bars = ax.bar(range(len(policies)), [c[0] for c in curves], 0.7,
+                      color=[f"C{k}" for k in range(len(policies))], edgecolor="black", linewidth=0.5)
+        ax.bar_label(bars, labels=[f"{c[0]:.2f} h" for c in curves], fontsize=7, padding=2)   # NaN: no label
+        for k, curve in enumerate(curves):
+            if not np.isfinite(curve[0]):
+                ax.text(k, 0, "no job finished", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(policies)), policies, fontsize=8)
+        ax.set_xlabel(f"policy (load {loads[0]:g} jobs/hour)")
+    else:
+        n = len(policies)
+        for k, (policy, curve) in enumerate(zip(policies, curves, strict=True)):
+            twin = next((policies[i] for i in range(k) if np.allclose(curves[i], curve, equal_nan=True)), None)
+            ax.plot(loads, curve, marker=RUN_MARKERS[k % len(RUN_MARKERS)], color=f"C{k}",
+                    linewidth=1.1 + 1.2 * (n - 1 - k) / max(n - 1, 1),       # the first widest, under the others
+                    label=policy if twin is None else f"{policy} (same as {twin})")
+        ax.set_xlabel("load (jobs/hour)")
+        ax.legend(fontsize=7)
+    ax.set_ylabel("mean JCT of the measured jobs (h)")
+    ax.set_title("Synergy's schedulers: mean JCT", fontsize=9)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
 
 
 def write_outputs(results: list[dict], out: Path) -> pd.DataFrame:
@@ -160,14 +184,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="Synergy-OPT's bound every N-th round (default: none)")
     parser.add_argument("--profiles", default=None,
                         help=f"a profile JSON file or a Synergy checkout (default: ${ENV}, else {DATA_FILE.name})")
-    parser.add_argument("--quick", action="store_true", help="FIFO+fair/greedy/tune, 9 jobs/h, jobs 400-599")
+    parser.add_argument("--quick", action="store_true", help="FIFO+fair/greedy/tune, 9 jobs/h, jobs 400-599"
+                                                             " (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for synergy.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.policies, args.loads, args.window = ["FIFO+fair", "FIFO+greedy", "FIFO+tune"], [9.0], (400, 600)
+        parser.quick(args, policies=["FIFO+fair", "FIFO+greedy", "FIFO+tune"], loads=[9.0], window=(400, 600))
     try:                                                   # a bad profile file or a missing model stops here
         table = load_profiles(args.profiles)
         for models in TASK_MODELS:

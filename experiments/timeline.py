@@ -65,6 +65,7 @@ import pandas as pd
 from experiments.args import (
     add_gang_options,
     check_paths,
+    check_stream_loads,
     existing_file,
     names_or_specs,
     non_negative_int,
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an instance JSON file whose nodes are the cluster")
     add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="load 0.9, fgd and best-fit, backfill, seed 42, "
-                        "3000 jobs, one instant of 30 s")
+                        "3000 jobs, one instant of 30 s (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
@@ -324,10 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.workload is None) != (args.cluster is None):
         parser.error("--workload and --cluster go together")
     if args.quick:
-        args.load, args.seeds, args.n_jobs, args.instants = [0.9], [42], 3000, 1
-        args.time_limit = min(args.time_limit, 30.0)
-        args.policies = ["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"]
-        args.queue = ["backfill"]
+        parser.quick(args, load=[0.9], seeds=[42], n_jobs=3000, instants=1, time_limit=30.0,
+                     policies=["mig-fgd", "mig-best-fit"] if args.mig else ["fgd", "best-fit"], queue=["backfill"])
     if args.policies is None:
         args.policies = list(MIG_POLICY_NAMES) if args.mig else ["fgd", "best-fit", "random"]
     if args.seeds is None:                   # a workload file is one fixed job set: one run unless seeds are asked
@@ -351,7 +350,9 @@ def main(argv: list[str] | None = None) -> int:
             gangs = jobs.tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
-        if gangs:                                        # the optimum models of an instant hold no gangs
+        if gangs and args.instants:                      # the optimum models of an instant hold no gangs
+            print(f"{Path(args.workload).name} has gangs (workers > 1): the optimum models place single-node jobs "
+                  "only, so no optimum instant is taken (optimum.csv has no rows)", file=sys.stderr)
             args.instants = 0
         traces, loads, workload = [Path(args.workload).stem], [float("nan")], Path(args.workload).name
         args.workload, args.cluster = str(args.workload), str(args.cluster)
@@ -362,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                 load_openb(trace, args.data_dir)
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
+        if args.mig is None:
+            check_stream_loads(parser, traces, args.seeds, loads, args.data_dir)
     cells = [(t, s, ld, p, q, m, args.checkpoint_s, args.n_jobs, args.arrivals, args.instants, args.time_limit,
               args.sample, args.data_dir, args.workload, args.cluster, args.mig, args.mig_nodes, lay,
               args.gang_reserve_s, args.gang_slowdown)

@@ -16,7 +16,8 @@ the trace has none) or ``--mapping``. Writes:
   ring of that size on an empty node of the type), ``mean_ring_gbps`` (GB/s per direction), ``wall_s``
   (replay wall seconds) and ``cpu_s`` (its CPU seconds);
 * ``DIR/topology_exact.csv``: the offline optimum with and without the best-ring rule on small DGX-1 instances
-  of multi-GPU-heavy tasks (:mod:`formulations.topology`), columns :data:`EXACT_COLUMNS`;
+  of multi-GPU-heavy tasks (:mod:`formulations.topology`; drawn from the :data:`EXACT_TRACE` variant whatever
+  ``--trace`` is, so its file must be in the openb folder too), columns :data:`EXACT_COLUMNS`;
 * ``DIR/topology_misplaced.png`` (misplaced share against allocation, per policy and GPU choice) and
   ``DIR/topology_node.png`` (one node's GPU graph with a misplaced task's GPUs highlighted);
 * a Markdown summary on stdout (means over seeds).
@@ -103,11 +104,15 @@ def run_cell(trace: str, seed: int, policy: str, gpu_choice: str, data_dir: str 
             "cpu_s": cpu}
 
 
+EXACT_TRACE = "multigpu50"
+"""The openb variant whose tasks the exact instances draw (the most multi-GPU tasks)."""
+
+
 def exact_rows(nodes: list[int], seeds: list[int], time_limit: float, data_dir: str | None) -> list[dict]:
     """The price of topology at the optimum: each small instance solved with and without the best-ring rule."""
     from formulations.topology import solve_topology, topology_instance
 
-    _, tasks = load_openb("multigpu50", data_dir)
+    _, tasks = load_openb(EXACT_TRACE, data_dir)
     topo_map = TopologyMap.default()
     rows = []
     for n in nodes:
@@ -182,19 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=parse_seeds, default=[42, 43, 44], help="seeds, A-B or a,b (default: 42-44)")
     ap.add_argument("--policies", type=parse_policies, default=None,
                     help="comma-separated names or module:attribute specs (default: the paper's six; --quick: three)")
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="fgd, best-fit and random, 2-node exact instances, 10 s per solve (an option written on the "
+                    "command line wins)")
     ap.add_argument("--mapping", type=existing_file, default=None,
                     help="JSON model -> topology name (default: the shipped assumption)")
     ap.add_argument("--exact-nodes", type=int_list(1), default=None,
                     help="node counts of the exact instances (default 2-4; quick 2)")
-    ap.add_argument("--exact-seeds", type=parse_seeds, default=[0, 1, 2])
+    ap.add_argument("--exact-seeds", type=parse_seeds, default=[0, 1, 2],
+                    help="seeds of the exact instances (default: 0-2)")
     ap.add_argument("--exact-time", type=positive, default=None,
                     help="seconds per exact solve (default 60; quick 10)")
-    ap.add_argument("--jobs", type=positive_int, default=2)
+    ap.add_argument("--jobs", type=positive_int, default=2, help="worker processes (default: 2)")
     ap.add_argument("--bench", type=non_negative_int, default=0, metavar="REPEATS",
                     help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
     ap.add_argument("--data", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
-    ap.add_argument("--output", type=output_dir, default=Path("out/topology"))
+    ap.add_argument("--output", type=output_dir, default=Path("out/topology"),
+                    help="folder for the CSVs and PNGs (default: out/topology)")
     add_resume_option(ap)
     args = ap.parse_args(argv)
     args.data = None if args.data is None else str(args.data)
@@ -203,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     try:                                                   # bad data stops here, in one line, before any work
         for trace in args.trace:
             load_openb(trace, args.data)
+        if not args.bench:
+            try:
+                load_openb(EXACT_TRACE, args.data)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"the exact instances draw from {EXACT_TRACE} whatever --trace is: {exc}") from None
         if mapping:
             TopologyMap.load(mapping)
     except (OSError, ValueError) as exc:

@@ -20,12 +20,12 @@ only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model 
 (:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose parts
 do not fit the empty cluster together is ``rejected`` with reason ``workers``.
 
-Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row per
-run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs and
-of gangs, mean JCT, makespan, CPU seconds), ``traces_jobs.csv`` (per job: workload, run keys, name, workers, class,
-status, reason, submit, start, wait) and ``traces.png`` (GPU-hours by class, mean wait by class per policy and
-queue); prints the statistics, the run table and one line per rejection reason. ``--quick``: fgd and best-fit,
-fifo and backfill, seed 42, 2,000 jobs.
+Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row
+per run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs
+and of gangs, mean JCT, makespan, CPU seconds; a mean is empty where no such job started or finished),
+``traces_jobs.csv`` (per job: workload, run keys, name, workers, class, status, reason, submit, start, wait) and
+``traces.png`` (GPU-hours by class, mean wait by class per policy and queue); prints the statistics, the run table
+and one line per rejection reason. ``--quick``: fgd and best-fit, fifo and backfill, seed 42, 2,000 jobs.
 """
 
 from __future__ import annotations
@@ -163,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="nodes of a workload without cluster.json (default: from its GPU-hours, docstring)")
     add_gang_options(parser)
     parser.add_argument("--quick", action="store_true", help="fgd and best-fit, fifo and backfill, seed 42, "
-                        "2000 jobs")
+                        "2000 jobs (an option written on the command line wins)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default: 1)")
     add_dask_option(parser)
     add_resume_option(parser)
     parser.add_argument("--output", type=output_dir, required=True, help="folder for the CSVs and traces.png")
     args = parser.parse_args(argv)
     if args.quick:
-        args.policies, args.queue, args.seeds, args.max_jobs = ["fgd", "best-fit"], ["fifo", "backfill"], [42], 2000
+        parser.quick(args, policies=["fgd", "best-fit"], queue=["fifo", "backfill"], seeds=[42], max_jobs=2000)
     sources = {Path(w).name: str(w) for w in args.workload} if args.workload else {f: f for f in FIXTURES}
     if args.workload and len(sources) != len(args.workload):
         parser.error("argument --workload: two folders of the same name; name each workload folder apart")

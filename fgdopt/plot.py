@@ -185,7 +185,9 @@ def plot_variant_grid(summary: pd.DataFrame, path: str | Path, title: str = "", 
 def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     """Admitted waiting GPUs against moves: one panel per ``trace`` (the whole cluster, each slice) and
     replay ``policy`` (if the column exists), one line per ``method`` through its budgets (mean over seeds
-    of ``moves`` and ``admitted_milli`` / 1000). Exact runs also show their proven bound as a dotted line.
+    of ``moves`` and ``admitted_milli`` / 1000). Exact runs also show their proven bound, dotted with hollow
+    down-triangles, at x = the move budget (no plan of at most that many moves admits more; a budget whose run proved
+    no bound is left out, so that one bound alone still shows).
 
     ``frame`` has the columns written by ``python -m experiments.defrag`` (``defrag.csv``).
     """
@@ -204,9 +206,10 @@ def plot_defrag(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
             stats = sub.groupby("budget")[["moves", "admitted_milli", "bound_milli"]].mean().sort_index()
             (line,) = ax.plot(stats["moves"], stats["admitted_milli"] / 1000, marker="o", markersize=3,
                               linewidth=1.4, label=method)
-            if stats["bound_milli"].notna().any():
-                ax.plot(stats["moves"], stats["bound_milli"] / 1000, linestyle=":", color=line.get_color(),
-                        label=f"{method} bound")
+            bound = stats["bound_milli"].dropna() / 1000
+            if len(bound):                       # at x = the budget: no plan of at most that many moves admits more
+                ax.plot(bound.index, bound.to_numpy(), linestyle=":", marker="v", markersize=5, fillstyle="none",
+                        color=line.get_color(), label=f"{method} bound (at its move budget)")
         ax.set_xlabel("Moved tasks")
         ax.set_ylabel("Admitted waiting GPUs")
         ax.grid(alpha=0.3)
@@ -457,13 +460,15 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
 
     Left: for the first (trace, seed, load) of ``series``, GPU allocation (solid) and pending GPU demand (dotted)
     in % of capacity against time (hours, minutes or seconds as the span asks), and the optimum of the jobs present
-    at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound. Middle (when ``jobs`` is
-    given): the empirical CDF of the measured jobs' completion times for the same job set. Right: mean wait of the
-    measured jobs (means over seeds, from ``runs``): against offered load (log scale) when ``runs`` holds two loads
-    or more, else one bar per run (linear scale, the value written on it). Runs whose curves coincide with an
-    earlier run's in every panel are named so in the legend; each later run is drawn thinner and its markers
-    offset (:func:`_marker_every`), so that both stay visible. A missing load (NaN: a user's workload) is a key like
-    any other.
+    at the sampled instants: its incumbent (hollow hexagon), a bar up to its proven bound (a cluster without GPUs:
+    the panel says so). Middle (when ``jobs`` is
+    given): the empirical CDF of the measured jobs' completion times for the same job set, on a log axis when they
+    span a decade or more (a completion time below 1 s drawn at 1 s, as the axis label then says), else linear.
+    Right: mean wait of the measured jobs (means over seeds, from ``runs``): against offered load (log scale) when
+    ``runs`` holds two loads or more, else one bar per run (linear scale, the value written on it). Runs whose
+    curves coincide with an earlier run's in every panel are named so in the legend; each later run is drawn thinner
+    and its markers offset (:func:`_marker_every`), so that both stay visible. A missing load (NaN: a user's
+    workload) is a key like any other.
 
     ``series`` needs ``trace, seed, load, policy, queue, time_s, alloc_milli, pending_milli``; ``runs`` the run
     keys and ``mean_wait_s``; ``optimum`` the run keys, ``time_s, question, incumbent_milli, bound_milli``;
@@ -502,6 +507,10 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
 
     twin = [next((i for i in range(k) if same(drawn[i], drawn[k])), None) for k in range(len(keys))]
 
+    all_jct = np.concatenate([d[1] for d in drawn]) if drawn else np.array([])
+    # a log axis over less than a decade shows one tick label repeated (1e9, 1e9, ...): linear there
+    log_jct = len(all_jct) > 0 and all_jct.max() >= 10 * max(all_jct.min(), 1.0)
+    floor_jct = 1.0 if log_jct else -np.inf                     # a log axis draws a JCT below 1 s at 1 s
     panels = 3 if jobs is not None else 2
     fig = Figure(figsize=(5.2 * panels + 1, 5.4), dpi=DPI)
     FigureCanvasAgg(fig)
@@ -524,7 +533,7 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
                         fmt="H", markersize=10, markerfacecolor="white", markeredgewidth=2, color=f"C{k}",
                         elinewidth=2.5, capsize=6, capthick=2, zorder=5)
         if jobs is not None and len(jct):
-            axes[1].plot(np.maximum(jct, 1.0), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
+            axes[1].plot(np.maximum(jct, floor_jct), np.arange(1, len(jct) + 1) / len(jct), drawstyle="steps-post",
                          markevery=_marker_every(len(jct), k, n), markersize=5, **style)
         if lines:
             waits.plot(wait.index, np.maximum(wait.to_numpy(), 0.1), linestyle=RUN_DASHES[k % len(RUN_DASHES)],
@@ -538,9 +547,14 @@ def plot_timeline(series: pd.DataFrame, runs: pd.DataFrame, optimum: pd.DataFram
     ax.set_ylabel("% of GPU capacity")
     ax.grid(alpha=0.3)
     ax.set_title("GPU allocation and pending demand", fontsize=9)
+    if not capacity_milli:                                      # said, not an empty panel
+        ax.text(0.5, 0.5, "the cluster has no GPUs:\nno GPU allocation to draw", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="0.3")
     if jobs is not None:
-        axes[1].set_xscale("log")
-        axes[1].set_xlabel("Job completion time (s, log scale)")
+        if log_jct:
+            axes[1].set_xscale("log")
+        clipped = "; below 1 s drawn at 1 s" if log_jct and all_jct.min() < 1.0 else ""
+        axes[1].set_xlabel(f"Job completion time (s{', log scale' if log_jct else ''}{clipped})")
         axes[1].set_ylabel("Fraction of measured jobs")
         axes[1].set_ylim(0, 1.02)
         axes[1].grid(alpha=0.3)
@@ -812,7 +826,8 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
 def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Path:
     """Converted traces (the frames of ``python -m experiments.traces``): left, each workload's GPU-hours split
     into single-node jobs and gangs (% of its GPU-hours); right, the mean wait (s) of single-node jobs (solid) and
-    of gangs (hatched, where any ran) per workload, one bar per policy / queue. ``shapes`` needs ``workload,
+    of gangs (hatched) per workload, one bar per policy / queue, marked ``n/a`` where no job of the class started
+    (its mean is NaN: not a wait of 0). ``shapes`` needs ``workload,
     class, gpu_hours``; ``runs`` needs ``workload, policy, queue, mean_wait_single_s, mean_wait_gang_s``."""
     workloads = list(dict.fromkeys(shapes["workload"]))
     hours = shapes.pivot_table(index="workload", columns="class", values="gpu_hours", aggfunc="sum",
@@ -830,13 +845,21 @@ def plot_traces(shapes: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> P
     combos = list(dict.fromkeys(zip(runs["policy"], runs["queue"], strict=True)))
     mean = runs.groupby(["workload", "policy", "queue"], sort=False)[["mean_wait_single_s", "mean_wait_gang_s"]].mean()
     width = 0.8 / max(2 * len(combos), 1)
+    missing = False
     for k, (policy, queue) in enumerate(combos):
         for c, (col, hatch) in enumerate((("mean_wait_single_s", None), ("mean_wait_gang_s", "//"))):
-            values = [mean[col].get((w, policy, queue), np.nan) for w in workloads]
-            right.bar(x - 0.4 + width * (2 * k + c + 0.5), np.nan_to_num(values), width, color=f"C{k}", hatch=hatch,
+            values = np.array([mean[col].get((w, policy, queue), np.nan) for w in workloads], dtype=float)
+            at = x - 0.4 + width * (2 * k + c + 0.5)
+            right.bar(at, np.nan_to_num(values), width, color=f"C{k}", hatch=hatch,
                       edgecolor="black" if hatch else None, linewidth=0.4,
                       label=f"{policy} / {queue}" if c == 0 else None)
+            for pos in at[np.isnan(values)]:             # no such job started: not a wait of 0
+                right.text(pos, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="0.4")
+                missing = True
     right.set_xticks(x, workloads, rotation=30, ha="right", fontsize=8)
+    right.set_ylim(0, max(1.0, right.get_ylim()[1]))
+    if missing:
+        right.set_xlabel("n/a: no job of that class started", fontsize=7)
     right.set_ylabel("Mean wait (s): solid single-node, hatched gangs")
     right.grid(alpha=0.3, axis="y")
     if combos:

@@ -74,11 +74,17 @@ def time_unit(times: np.ndarray) -> float:
     times = np.asarray(times, dtype=np.float64)
     if not np.isfinite(times).all():
         raise ValueError("the exact model needs finite submission times and durations")
-    for unit in UNITS:
+
+    def whole(unit: float) -> np.ndarray:
+        # float noise only: within 1e-6 units (0.1 + 0.2 is 3 units of 0.1) and within 1e-6 of the value itself
+        # (1e-6 s is not a whole 0 s: rounding it away would make a job last nothing)
         scaled = times / unit
-        if np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6):
+        return np.abs(scaled - np.round(scaled)) <= 1e-6 * np.minimum(np.abs(scaled), 1.0)
+
+    for unit in UNITS:
+        if whole(unit).all():
             return unit
-    bad = times[~np.isclose(times / UNITS[-1], np.round(times / UNITS[-1]), rtol=0, atol=1e-6)][0]
+    bad = float(times[~whole(UNITS[-1])][0])
     raise ValueError(f"the exact model counts time in whole milliseconds; {bad!r} s is finer (round the workload)")
 
 
