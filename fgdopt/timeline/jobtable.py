@@ -215,7 +215,7 @@ class JobTable:
         self.node_of[js], self.first_gpu[js] = nodes, first_gpu
         rate = self.pace[js, self.model_of[nodes]]
         if slowdown is not None:
-            rate /= slowdown
+            rate = rate / slowdown
         self.rate[js] = rate
         self.run_start[js], cost = now, self.next_cost[js]
         self.run_cost[js] = cost
