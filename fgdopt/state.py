@@ -531,7 +531,7 @@ class ClusterState:
         ``(cpu_milli, memory_mib)`` per task, held instead of its shape's (``demand=`` of :meth:`place`), or None
         (every task its shape's). ``spans``: one entry per task, ``()`` for a task in one part (``nodes`` and
         ``gpus``), else its parts as :meth:`place_parts` takes them (its entry of ``nodes`` and ``gpus`` its first
-        part's, of ``demands`` one pair per part or None), or None (every task in one part).
+        part's, of ``demands`` one pair per part, or None: its split's), or None (every task in one part).
 
         All parts of all tasks are judged at once, each by the one rule on the state with the earlier parts placed,
         before anything changes; where a part of the batch does not fit (or a capability is not ``vectorized``, as
@@ -542,7 +542,7 @@ class ClusterState:
         order, gpus, tasks = ids.tolist(), list(map(tuple, gpus)), self.tasks
         spans = [()] * len(order) if spans is None else list(spans)
         if demands is not None:
-            demands = [tuple(_chosen(i, d) for d in ds) if span else (_chosen(i, ds),)
+            demands = [(None if ds is None else tuple(_chosen(i, d) for d in ds)) if span else (_chosen(i, ds),)
                        for i, ds, span in zip(order, demands, spans, strict=True)]
         parts = [((node, gs),) for node, gs in zip(first.tolist(), gpus, strict=True)]
         # the tasks in several parts: each part's demand by its split

@@ -204,14 +204,19 @@ class JobTable:
         self.ran_s[js] += elapsed
         self.left_at[js] = now
 
-    def start_many(self, js: np.ndarray, now: float, nodes: np.ndarray, first_gpu: np.ndarray) -> np.ndarray:
+    def start_many(self, js: np.ndarray, now: float, nodes: np.ndarray, first_gpu: np.ndarray,
+                   slowdown: np.ndarray | None = None) -> np.ndarray:
         """:meth:`begin` then :meth:`launch` of every job of ``js`` (distinct) on ``nodes`` (first GPUs
-        ``first_gpu``), elementwise in one pass: the same values to the last bit. Returns the run times they need
-        to finish (s, ``inf``: never), in the order of ``js``."""
+        ``first_gpu``), elementwise in one pass: the same values to the last bit. ``slowdown``: float64 per job,
+        what its speed is divided by between the two (a gang over several nodes), or None (1 each). Returns the run
+        times they need to finish (s, ``inf``: never), in the order of ``js``."""
         self.status[js] = RUNNING
         self.start_s[js] = np.where(np.isnan(self.start_s[js]), now, self.start_s[js])
         self.node_of[js], self.first_gpu[js] = nodes, first_gpu
-        rate = self.rate[js] = self.pace[js, self.model_of[nodes]]
+        rate = self.pace[js, self.model_of[nodes]]
+        if slowdown is not None:
+            rate = rate / slowdown
+        self.rate[js] = rate
         self.run_start[js], cost = now, self.next_cost[js]
         self.run_cost[js] = cost
         work = self.run_work[js] = self.duration[js] - self.saved[js]

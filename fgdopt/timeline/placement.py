@@ -293,27 +293,26 @@ class Placer:
         one vectorized pass (every part of every job in one :meth:`ClusterState.place_many`): the same state, job
         table, clock and counters (the finish events pushed in the same order). The jobs of ``rerated`` are re-rated
         next, in the same instant (:meth:`rerate_many`): their finish event, which that re-rate replaces, is not
-        pushed (the events that stay live keep their order). Fewer than :data:`BULK_MIN` moves, moves of no demand,
-        jobs over several nodes slowed by ``gang_slowdown`` and elastic jobs (:attr:`ClusterState.elastic`) go one
-        by one."""
+        pushed (the events that stay live keep their order). A job over several distinct nodes runs at ``1 /
+        gang_slowdown`` of its speed when the run has gangs (as :meth:`start`). Fewer than :data:`BULK_MIN` moves
+        and elastic jobs (:attr:`ClusterState.elastic`) go one by one."""
         if len(moves) < BULK_MIN or not moves or not self.bulk():
             self._start_each(moves)
             return
         tasks, where, gpus, *_ = zip(*moves, strict=False)         # every move's job, first node, first GPUs
         js, nodes = np.fromiter(tasks, np.int64, len(moves)), np.fromiter(where, np.int64, len(moves))
-        demands = spans = None
-        if set(map(type, moves)) != {Move}:                         # GangMoves: each part its demand, else the
-            gang = [isinstance(m, GangMove) for m in moves]         # shape's
+        demands = spans = slowdown = None
+        if set(map(type, moves)) != {Move}:                         # GangMoves: each part its demand (None over
+            gang = [isinstance(m, GangMove) for m in moves]         # several: its split's), else the shape's
             spread = [g and len(m.parts) > 1 for g, m in zip(gang, moves, strict=True)]
-            if (any(g and m.demands is None for g, m in zip(gang, moves, strict=True))
-                    or (self.gangs and self.gang_slowdown != 1 and any(spread))):
-                self._start_each(moves)
-                return
             shapes = self.tasks
-            demands = [(m.demands if s else m.demands[0]) if g
-                       else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
+            demands = [(m.demands if s else m.demands[0]) if g and m.demands is not None
+                       else None if s else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
                        for g, s, m in zip(gang, spread, moves, strict=True)]
             spans = [m.parts if s else () for s, m in zip(spread, moves, strict=True)]
+            if self.gangs and self.gang_slowdown != 1:              # a gang over several nodes (as _launch)
+                slowdown = np.array([self.gang_slowdown if len({node for node, _ in span}) > 1 else 1.0
+                                     for span in spans])
         if self.state.elastic[js].any():
             self._start_each(moves)
             return
@@ -324,7 +323,8 @@ class Placer:
         except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
             raise PolicyError(f"policy {self.label!r}: a plan's placement at {now} s does not fit: {exc}") from None
         part_nodes = self._revise(*self._parts_and_steps(js), rev0)
-        walls = jobs.start_many(js, now, nodes, np.array([gs[0] if gs else -1 for gs in gpus], dtype=np.int64))
+        walls = jobs.start_many(js, now, nodes, np.array([gs[0] if gs else -1 for gs in gpus], dtype=np.int64),
+                               slowdown)
         if (bad := np.flatnonzero(jobs.rate[js] <= 0)).size:
             j, node = int(js[bad[0]]), int(nodes[bad[0]])
             raise PolicyError(f"job {j} ({self.tasks.names[j]}) started at {now} s on node {node}, GPU model "
