@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -230,3 +231,17 @@ def test_openb_default_converts_as_the_engine_reads_it(openb_dir):
     assert conv.jobs["priority"].tolist() == priority.tolist()
     assert conv.jobs["num_gpu"].tolist() == tasks.num_gpu.tolist()
     assert sum(n["gpu"] for n in conv.nodes) == load_openb("default", openb_dir)[0].total_gpus
+
+
+def test_the_openb_fixture_converts_as_the_engine_reads_it(tmp_path):
+    """The same two paths on the fixture, laid out as an openb folder: its pods include one still pending at the
+    trace's end (no ``scheduled_time``, no ``deletion_time``), whose lifetime both draw from its class."""
+    from fgdopt.timeline.sources import trace_lifetimes
+    from fgdopt.traces import NODE_FILE
+
+    source = DATA / "openb"
+    shutil.copy(source / NODE_FILE, tmp_path / NODE_FILE)
+    shutil.copy(source / "openb_pod_list_fixture.csv", tmp_path / "openb_pod_list_default.csv")
+    conv = convert("openb", [tmp_path / "openb_pod_list_default.csv", tmp_path / NODE_FILE])
+    _, life, _, _ = trace_lifetimes("default", tmp_path)
+    assert np.isfinite(life).all() and conv.jobs["duration_s"].tolist() == life.tolist()

@@ -70,11 +70,16 @@ def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None
     rng = np.random.default_rng(0) if rng is None else rng
     _, tasks = load_openb(variant, data_dir)
     pods = read_pods(variant, data_dir)
-    scheduled = pd.to_numeric(pods["scheduled_time"].replace("", np.nan), errors="coerce").to_numpy()
     qos = pods["qos"].to_numpy()
-    life = fill_lifetimes(pods["deletion_time"].to_numpy(dtype=np.float64) - scheduled, qos, rng)
+    life = fill_lifetimes(_seconds(pods, "deletion_time") - _seconds(pods, "scheduled_time"), qos, rng)
     priority = np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64)
     return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64), priority
+
+
+def _seconds(pods: pd.DataFrame, column: str) -> np.ndarray:
+    """A time column of the pod list in seconds, NaN where empty (a pod that never ran has no ``scheduled_time``;
+    one still pending at the trace's end has no ``deletion_time`` either)."""
+    return pd.to_numeric(pods[column].replace("", np.nan), errors="coerce").to_numpy(dtype=np.float64)
 
 
 def fill_lifetimes(life: np.ndarray, qos: np.ndarray, rng: np.random.Generator) -> np.ndarray:
