@@ -91,3 +91,19 @@ def openb_default(openb_dir):
     from fgdopt.traces import load_openb
 
     return load_openb("default", openb_dir)
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """The figures saved while the test runs (every study writes its PNG through ``Figure.savefig``)."""
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    original = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figures.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures

@@ -42,20 +42,6 @@ def _files(tmp_path):
     return workload, cluster
 
 
-@pytest.fixture
-def saved(monkeypatch):
-    """The figures saved while the test runs (every study writes its PNG through ``Figure.savefig``)."""
-    figures: list[Figure] = []
-    original = Figure.savefig
-
-    def keep(self, *args, **kwargs):
-        figures.append(self)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", keep)
-    return figures
-
-
 def _draws_data(ax) -> bool:
     """Whether ``ax`` holds a line with a finite point, a collection with a finite vertex or a bar of positive
     size."""

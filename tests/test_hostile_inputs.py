@@ -63,7 +63,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 
 from experiments import (
     cpu_aware,
@@ -81,20 +80,6 @@ from experiments import (
 from experiments.args import int_list, parse_policies, parse_seeds, real_list, study_parser
 from fgdopt.plot import plot_defrag, plot_timeline, plot_traces
 from formulations.schedule.exact import time_unit
-
-
-@pytest.fixture
-def saved(monkeypatch):
-    """The figures saved while the test runs."""
-    figures: list[Figure] = []
-    original = Figure.savefig
-
-    def keep(self, *args, **kwargs):
-        figures.append(self)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", keep)
-    return figures
 
 
 def test_repeated_values_are_one_point_of_the_sweep():
