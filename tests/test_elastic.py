@@ -241,7 +241,7 @@ def test_a_plan_is_checked_node_by_node_before_it_runs():
 def test_bad_workload_stops_with_one_line(tmp_path, toy):
     path = tmp_path / "w.csv"
     path.write_text("name,time,application,num_replicas,batch_size\na,0,toy,0,64\n")
-    with pytest.raises(ValueError, match=r"w.csv: row 1: field 'num_replicas'"):
+    with pytest.raises(ValueError, match=r"w.csv: row 1: field 'num_replicas' must be a number >= 1, got 0$"):
         read_workload(path)
     path.write_text("name,time,application,num_replicas,batch_size\na,0,resnet,1,64\n")
     with pytest.raises(ValueError, match="unknown application 'resnet'"):

@@ -219,7 +219,7 @@ def read_workload(path: str | os.PathLike) -> pd.DataFrame:
         values = pd.to_numeric(frame[col], errors="coerce")
         if (bad := np.flatnonzero(values.isna() | (values < (0 if col == "time" else 1)))).size:
             raise ValueError(f"{path}: row {int(bad[0]) + 1}: field {col!r} must be a number >= "
-                             f"{0 if col == 'time' else 1}, got {frame[col].iloc[bad[0]]!r}")
+                             f"{0 if col == 'time' else 1}, got {frame[col].tolist()[bad[0]]!r}")
     return frame
 
 
