@@ -120,3 +120,24 @@ def test_a_rounds_reallocation_in_one_pass_matches_one_by_one(seed):
             placement.BULK_MIN = original
         runs.append(_snapshot(placer))
     assert runs[0] == runs[1]
+
+
+def test_a_gang_starts_from_a_plan_one_by_one_as_in_one_pass():
+    """A gang of two 1-GPU workers planned over two 2-GPU nodes (GPU 0 of each) starts the same way one by one
+    (:meth:`Placer.start` takes a plan's parts for a gang) and in one pass: both parts held, both nodes changed."""
+    cluster = Cluster([64000] * 2, [262144] * 2, [2, 2], ["A", "A"])
+    tasks = TaskSet([1000], [512], [1], [1000], workers=[2])
+    parts = ((0, (0,)), (1, (0,)))
+    runs = []
+    for bulk_min in (1, 10**9):
+        placer = _placer(cluster, tasks)
+        original, placement.BULK_MIN = placement.BULK_MIN, bulk_min
+        try:
+            placer.queue.enqueue_many([0])
+            placer.queue.withdraw_many([0])
+            placer.start_many([GangMove(0, *parts[0], parts, None)])
+        finally:
+            placement.BULK_MIN = original
+        assert placer.state.parts(0) == parts
+        runs.append(_snapshot(placer))
+    assert runs[0] == runs[1]

@@ -116,12 +116,13 @@ class Placer:
         """Start job ``j`` where ``choice`` says ((node, GPUs) or, on MIG, (node, GPUs, starts)) now; or, with
         ``parts`` ``((node, GPUs), ...)``, over several nodes (:meth:`ClusterState.place_parts`; ``choice`` is then
         its first part), each part holding its ``(cpu_milli, memory_mib)`` of ``demands`` if given (then ``parts``
-        may be one part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_parts`)."""
+        may be one part). For a gang, ``choice`` is its parts (:meth:`ClusterState.place_parts`), unless ``parts``
+        are given (a plan's move: ``choice`` is then its first part)."""
         now = self.clock.now
         if self.gangs and self.tasks.workers[j] > 1:
-            parts = choice
+            parts = choice if parts is None else parts
             try:
-                self.state.place_parts(j, parts)
+                self.state.place_parts(j, parts, demands=demands)
             except (InfeasiblePlacement, TypeError, ValueError, IndexError) as exc:
                 raise PolicyError(f"policy {self.label!r} chose {parts!r} for gang job {j} ({self.tasks.names[j]}) "
                                   f"at {now} s, where it does not fit: {exc}") from None
