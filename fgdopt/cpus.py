@@ -57,9 +57,10 @@ def single_threaded_blas() -> None:
     fgdopt's dense linear algebra is small (Pollux's performance-model fit and throughput interpolation, Gavel's
     allocations: tens to hundreds of rows) and runs in loops, while its parallelism is in processes (``--jobs``,
     pytest-xdist). A BLAS thread pool sized to the host only competes with them: OpenBLAS's idle threads spin for
-    their next call. Measured on 2 shared cores: the Pollux cross-check and conservation tests took 11-12 CPU s
-    with one BLAS thread and 26-62 CPU s with OpenBLAS's default of one per core. The libraries already loaded are
-    limited at once (threadpoolctl); those loaded later read the variables.
+    their next call. Measured on 2 cores loaded by other work: the Pollux cross-check and conservation tests took
+    11-12 CPU s with one BLAS thread and 26-62 CPU s with OpenBLAS's default of one per core (on the quiet machine,
+    the same either way). The libraries already loaded are limited at once (threadpoolctl); those loaded later read
+    the variables.
     """
     if any(name in os.environ for name in BLAS_THREADS):
         return
