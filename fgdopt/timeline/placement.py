@@ -141,6 +141,11 @@ class Placer:
                               f"s, where it does not fit: {exc}") from None
         self._launch(j, choice)
 
+    def _slowdown(self, parts) -> float:
+        """What the speed of a job placed on ``parts`` is divided by: ``gang_slowdown`` over more than one node (in a
+        run with gangs, :func:`~fgdopt.timeline.engine.simulate`), else 1."""
+        return self.gang_slowdown if len({node for node, _ in parts}) > 1 else 1.0
+
     def _launch(self, j: int, choice) -> None:
         """Job ``j`` was placed (``choice``: its first part's node and GPUs): its run starts now."""
         now = self.clock.now
@@ -151,8 +156,8 @@ class Placer:
             self.touched.add(other)
         held = self.state.held_milli(j)                            # an elastic job's: its GPUs, not its shape's
         jobs.begin(j, now, node, gpus[0] if gpus else -1)
-        if self.gangs and self.gang_slowdown != 1 and len({other for other, _ in self.state.parts(j)}) > 1:
-            jobs.rate[j] /= self.gang_slowdown                     # a gang over several nodes
+        if self.gangs and self.gang_slowdown != 1:
+            jobs.rate[j] /= self._slowdown(self.state.parts(j))
         if self.gpu_speed is not None:                             # the slowest of its GPUs (module docstring)
             factors = [self.gpu_speed[other, list(gs)].min() for other, gs in self.state.parts(j) if gs]
             if factors:
@@ -311,9 +316,8 @@ class Placer:
                        else None if s else (int(shapes.cpu_milli[m.task]), int(shapes.memory_mib[m.task]))
                        for g, s, m in zip(gang, spread, moves, strict=True)]
             spans = [m.parts if s else () for s, m in zip(spread, moves, strict=True)]
-            if self.gangs and self.gang_slowdown != 1:              # a gang over several nodes (as _launch)
-                slowdown = np.array([self.gang_slowdown if len({node for node, _ in span}) > 1 else 1.0
-                                     for span in spans])
+            if self.gangs and self.gang_slowdown != 1:
+                slowdown = np.array([self._slowdown(span) for span in spans])
         if self.state.elastic[js].any():
             self._start_each(moves)
             return
