@@ -545,8 +545,7 @@ class ClusterState:
             demands = [(None if ds is None else tuple(_chosen(i, d) for d in ds)) if span else (_chosen(i, ds),)
                        for i, ds, span in zip(order, demands, spans, strict=True)]
         parts = [((node, gs),) for node, gs in zip(first.tolist(), gpus, strict=True)]
-        # the tasks in several parts: each part's demand by its split
-        spread = [k for k, span in enumerate(spans) if span] if any(spans) else []
+        spread = [k for k, span in enumerate(spans) if span]      # in several parts: each part's demand by its split
         for k in spread:
             parts[k] = tuple((int(node), tuple(map(int, gs))) for node, gs in spans[k])
         pieces = {k: self._split_of[order[k]].pieces(self, order[k], parts[k], None if demands is None
@@ -581,15 +580,10 @@ class ClusterState:
                     self.place(i, *parts[k][0], demand=None if held is None else held[0])
             return
         parts_of, gpus_of, demand_of = self.parts_of, self.gpus_of, self.demand_of
-        held = zip(cpu.tolist(), mem.tolist(), strict=True)     # the single tasks' first (in order), then parts
-        if not pieces:
-            for i, ps, pair in zip(order, parts, held, strict=True):
-                parts_of[i], gpus_of[i], demand_of[i] = ps, ps[0][1], (pair,)
-        else:
-            held = iter(held)
-            for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
-                parts_of[i], gpus_of[i] = ps, ps[0][1]
-                demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces else (next(held),)
+        held = iter(zip(cpu.tolist(), mem.tolist(), strict=True))  # the single tasks' first (in order), then parts
+        for k, (i, ps) in enumerate(zip(order, parts, strict=True)):
+            parts_of[i], gpus_of[i] = ps, ps[0][1]
+            demand_of[i] = tuple((p.cpu_milli, p.memory_mib) for p in pieces[k]) if k in pieces else (next(held),)
         self.node_of[ids] = first
         n_parts = np.fromiter(map(len, parts), np.int64, len(parts))
         self.revision += int(self._steps(ids[:-1], n_parts[:-1]).sum())
