@@ -11,9 +11,21 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fgdopt.cpus import usable_cpus
 from fgdopt.traces import find_openb
+
+# One Hypothesis profile for every run. Hypothesis loads a profile of its own, "ci", wherever a CI variable is set
+# (`CI`, even empty): derandomized examples, no deadline, no too-slow health check. CI then drew other examples than a
+# developer's run, one of them a failure scenario of 5 CPU minutes (test_failures), and its time could not be seen
+# here. Now every run draws the same examples (derandomized: a failure is reproduced by running the test again), with
+# no deadline (timings are the benchmarks' business). `--hypothesis-profile=explore` draws fresh random examples and
+# keeps failing ones in .hypothesis/, to search further.
+settings.register_profile("fgdopt", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fgdopt")
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
