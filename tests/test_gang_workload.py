@@ -36,6 +36,13 @@ def _cluster(path: Path, nodes: int = 2) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_figure(monkeypatch):
+    """The timeline study writes its CSVs but draws no figure here: these tests read ``jobs.csv`` only, the figure
+    is ``test_timeline_study``'s (and drawing it cost 90% of each run)."""
+    monkeypatch.setattr(timeline_study, "plot_timeline", lambda *args, **kwargs: None)
+
+
 def _timeline(tmp_path: Path, workload: Path, cluster: Path, *options: str) -> pd.DataFrame:
     out = tmp_path / f"o{len(list(tmp_path.iterdir()))}"
     assert timeline_study.main(["--workload", str(workload), "--cluster", str(cluster), "--policies", "best-fit",

@@ -9,7 +9,9 @@ import pytest
 from experiments import hetero as study
 from experiments.executors import StudyError
 
-SMALL = ["--cluster", "6:6:6", "--window", "10:40", "--rates", "0.5", "--seeds", "1", "--batch", "12",
+# 2 GPUs of each type at 0.05 jobs/h (a 200-job tail of arrivals: trace_length) and a batch of 8: on these the LP
+# bound is reached (makespan-aware's batch makespan equals it to 1e-6), so the bound check is tight.
+SMALL = ["--cluster", "2:2:2", "--window", "10:30", "--rates", "0.05", "--seeds", "1", "--batch", "8",
          "--round-s", "1800"]
 
 
@@ -22,9 +24,9 @@ def test_every_policy_runs_and_batch_makespans_respect_the_bound(gavel_table, tm
     assert len(frame) == 2 * len(study.POLICY_NAMES)
     assert set(frame.policy) == set(study.POLICY_NAMES)
     continuous = frame[np.isfinite(frame.lambda_per_hour)]
-    assert (continuous.measured_jobs == 30).all() and continuous.makespan_bound_s.isna().all()
+    assert (continuous.measured_jobs == 20).all() and continuous.makespan_bound_s.isna().all()
     batch = frame[~np.isfinite(frame.lambda_per_hour)]
-    assert (batch.measured_jobs == 12).all()
+    assert (batch.measured_jobs == 8).all()
     assert (batch.makespan_s >= batch.makespan_bound_s * (1 - 1e-9)).all()   # the LP bound holds for every policy
     assert batch.makespan_bound_s.nunique() == 1
     assert ((frame.utilization > 0) & (frame.utilization <= 1)).all()
@@ -65,16 +67,16 @@ def test_bad_input_is_one_line(tmp_path, capsys, args, message):
 
 
 def test_an_overloaded_point_stops_in_one_line_and_keeps_the_earlier_results(gavel_table, tmp_path, capsys):
-    """One GPU of each type at 1 job/hour: by job 3,000 the queue never drains, so the measured jobs are still
-    running at the last of the 7,010 arrivals; the study exits 2 with one line naming --rates and the point, and
-    the hetero.csv already in the folder is left as it was."""
+    """One GPU of each type at 0.5 jobs/hour: by job 1,000 the queue never drains, so the measured jobs are still
+    running at the last of the 3,010 arrivals (1,010 + 0.5 x 4,000 hours of tail); the study exits 2 with one line
+    naming --rates and the point, and the hetero.csv already in the folder is left as it was."""
     (tmp_path / "hetero.csv").write_text("earlier\n")
-    code = study.main(["--rates", "1", "--seeds", "0", "--window", "3000:3010", "--policies", "fifo",
+    code = study.main(["--rates", "0.5", "--seeds", "0", "--window", "1000:1010", "--policies", "fifo",
                        "--cluster", "1:1:1", "--output", str(tmp_path)])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
-        "--rates: fifo at 1 jobs/h on 1:1:1: the measured jobs still ran after the last of 7010 arrivals (the cluster "
-        "is overloaded); lower the rate")
+        "--rates: fifo at 0.5 jobs/h on 1:1:1: the measured jobs still ran after the last of 3010 arrivals (the "
+        "cluster is overloaded); lower the rate")
     assert (tmp_path / "hetero.csv").read_text() == "earlier\n"
 
 
@@ -88,7 +90,7 @@ def test_a_gpu_type_with_no_gpus_is_left_out_of_the_cluster(gavel_table):
     row = study.run_point("fifo", {"v100": 8, "p100": 0, "k80": 4}, 0.05, 1, (0, 10), True, 8, 360.0)
     assert row["cluster"] == "8:0:4" and row["measured_jobs"] == 10 and np.isfinite(row["mean_jct_s"])
     with pytest.raises(StudyError, match=r"^--cluster: fifo cannot place job 38 \(8 GPUs\) on 8:4:4 in nodes of 4 "):
-        study.run_point("fifo", {"v100": 8, "p100": 4, "k80": 4}, 0.5, 1, (20, 60), True, 4, 360.0)
+        study.run_point("fifo", {"v100": 8, "p100": 4, "k80": 4}, 0.05, 1, (20, 60), True, 4, 360.0)
 
 
 def test_quick_multi_gpu_leaves_fifo_out_on_one_gpu_nodes(gavel_table, tmp_path, monkeypatch):
@@ -152,13 +154,13 @@ def test_bench_points_split_each_point_into_its_parts(gavel_table):
     carrying them out are each timed once (they add up to less than the whole), and the row's JCT is the study's."""
     from experiments.bench_hetero import bench_points
 
-    cluster = {"v100": 6, "p100": 6, "k80": 6}
-    frame = bench_points([0.5], cluster, seed=1, window=(10, 30))
+    cluster = {"v100": 2, "p100": 2, "k80": 2}
+    frame = bench_points([0.5], cluster, seed=1, window=(0, 6))
     assert frame.policy.tolist() == ["las", "las-aware"]
     parts = frame[["lp_s", "decide_s", "carry_s"]]
     assert (parts.to_numpy() >= 0).all() and (parts.sum(axis=1) < frame.wall_s).all()
     assert (frame.decide_s > 0).all() and (frame.carry_s > 0).all()
-    row = study.run_point("las-aware", cluster, 0.5, 1, (10, 30), False, 1, 360.0)
+    row = study.run_point("las-aware", cluster, 0.5, 1, (0, 6), False, 1, 360.0)
     assert frame.mean_jct_s.iloc[1] == row["mean_jct_s"]
 
 

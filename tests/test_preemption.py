@@ -172,9 +172,10 @@ def test_mechanisms_conserve_gpu_time(seed, mechanism, queue):
 
 
 def test_the_conservation_runs_do_evict():
-    # the instances of the property above are crowded enough that every mechanism evicts on some of them
+    # the instances of the property above are crowded enough that every mechanism evicts on some of them (seeds 0-4:
+    # migrate evicts on seed 4 only of 0-11, the others on most)
     evictions = {m: 0 for m in ("priority", "transparent", "affinode", "tiresias", "migrate")}
-    for seed in range(12):
+    for seed in range(5):
         inst = random_instance(3, seed=seed, ratio=2.0)
         rng = np.random.default_rng(seed)
         n = len(inst.tasks)
@@ -188,7 +189,8 @@ def test_the_conservation_runs_do_evict():
     assert min(evictions.values()) > 0, evictions
 
 
-@settings(max_examples=15, deadline=None)
+# 8 examples: each runs both mechanisms on a whole random instance, where they would act if they were not idle
+@settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 10_000), policy=st.sampled_from(["fgd", "best-fit"]))
 def test_a_mechanism_that_never_applies_changes_nothing(seed, policy):
     # equal priorities: priority preemption has no victim; no sharing job: Affinode has none

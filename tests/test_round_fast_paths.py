@@ -49,7 +49,9 @@ def _run(seed: int, n: int, policy: str, whole_steps: bool, restart: float, fast
     return result, gavel
 
 
-@settings(max_examples=40, deadline=None)
+# 15 examples (each two runs of up to 16 jobs): a vectorized eviction that misses a third job's GPUs fails on every
+# hypothesis seed tried (1, 2, 3)
+@settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**31), st.integers(1, 16), st.sampled_from(["las", "las-aware", "makespan-aware"]),
        st.booleans(), st.sampled_from([0.0, 7.5]))
 def test_the_fast_paths_give_the_general_paths_run(seed, n, policy, whole_steps, restart):
