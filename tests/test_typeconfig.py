@@ -58,9 +58,12 @@ def test_farley_bound_is_valid_at_any_duals():
 
 
 SMALL_FAST = ["rand-T4x2-n2-r1.3-s4", "rand-T4x2-n8-r1.3-s6", "rand-T4x2-n16-r1.3-s7", "rand-P100x2-n4-r1.3-s8",
-              "rand-openb-n4-r1.3-s14", "rand-openb-n8-r1.3-s15", "rand-G2x8+T4x2-n8-r1.3-s18",
+              "rand-openb-n4-r1.3-s14", pytest.param("rand-openb-n8-r1.3-s15", marks=pytest.mark.extended),
+              pytest.param("rand-G2x8+T4x2-n8-r1.3-s18", marks=pytest.mark.extended),
               "rand-G2x8+T4x2+P100x2-n6-r1.3-s20", "adv-spread-slices", "adv-pack-trap", "adv-reject-500",
               "adv-whole-after-sharing", "adv-node-spread", "adv-gpu-spec", "adv-cpu-starvation"]
+"""The small instances checked; ``rand-openb-n8`` (another size of ``rand-openb-n4``) and ``rand-G2x8+T4x2-n8``
+(the node mix of ``rand-G2x8+T4x2+P100x2-n6`` less the P100s) are further runs of the same check (``extended``)."""
 
 
 STALLING = ("rand-T4x2-n8-r1.3-s6", "adv-reject-500")
@@ -177,9 +180,11 @@ GPUSPEC_SLICE_OPTIMA = {
 }
 
 
-@pytest.mark.parametrize("trace", [pytest.param(t, marks=pytest.mark.extended) if t != "gpuspec10" else t
+@pytest.mark.parametrize("trace", [pytest.param(t, marks=pytest.mark.extended) if t != "gpuspec25" else t
                                    for t in sorted(GPUSPEC_SLICE_OPTIMA)])
 def test_gpuspec_slices_bracket_the_proven_optimum(trace, openb_dir):
+    """The default run checks ``gpuspec25``, the cheapest of the three (2.4 CPU s against 3.3 and 4.2, measured;
+    its bound, 343,140, lands 10 milli-GPU above the optimum); the two others are further runs (``extended``)."""
     from experiments.frontier import replay_cell
 
     rep = replay_cell(trace, 42, "fgd", [130], str(openb_dir), nodes=64)
