@@ -96,10 +96,12 @@ def test_bounds_below_every_schedule_and_the_optimum(inst):
         best = min(best, res.mean_wait_s)
     if "mean-jct" in inst.optimum:
         best = min(best, inst.optimum["mean-jct"] - float(inst.jobs.duration_s.mean()))
+    # the node decomposition proves the traps in < 0.05 s; on time-n8-j24-l1.8-s4 it stops on its limit at the
+    # optimum, 2.417 s, given 0.5, 1 or 2 s (measured)
     for b in (config_bound(inst.cluster, inst.jobs, time_limit=20),
               config_bound(inst.cluster, inst.jobs, time_limit=20, busy_share=0.5, max_iter=3,
                            line_search=LINE_SEARCH),
-              nodedecomp_bound(inst.cluster, inst.jobs, time_limit=2, pricing_limit=1)):
+              nodedecomp_bound(inst.cluster, inst.jobs, time_limit=1, pricing_limit=0.5)):
         assert b.wait_s >= 0
         assert b.wait_s <= best + 1e-9, (b.name, b.wait_s, best)
 
