@@ -102,6 +102,8 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
 def test_a_registered_bound_above_a_run_stops_the_study(tmp_path, monkeypatch):
     """A bound method registered with one line; one that claims more than a validated run is caught by name."""
     work, cluster = _write(tmp_path)
+    for name in ("all", "pinned", "config", "rigid", "nodedecomp"):   # checked in the test above; not needed here
+        monkeypatch.setitem(schedule.BOUND_METHODS, name, lambda point: None)
     monkeypatch.setitem(schedule.BOUND_METHODS, "too-high",
                         lambda point: BoundRecord("too-high", PINNED_WAIT + 1, math.nan, "optimal", "all",
                                                   0.0, 0.0, 7))
@@ -136,6 +138,8 @@ def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
         return [schedule.RunRecord("broken", Schedule(s.start_s - 1.0, s.node, s.gpus), 0.0, 0.0)]
 
     monkeypatch.setitem(schedule.RUN_METHODS, "copy", broken)
+    for name in ("lns", "lns-holds"):                   # the searches ran above; here only the engine's runs feed it
+        monkeypatch.delitem(schedule.RUN_METHODS, name)
     with pytest.raises(InfeasiblePlacement):
         main(["--workload", str(work), "--cluster", str(cluster), *FAST])
 
