@@ -250,8 +250,14 @@ def brute_force(p: DefragProblem) -> dict[tuple[int, int], int]:
     return found
 
 
+BRUTE_FORCE_SEEDS = [*range(6), *(pytest.param(s, marks=pytest.mark.extended) for s in range(6, 12))]
+"""Seeds of :func:`random_problem` checked against brute force. Seeds 0-5 hold every case the test branches on:
+plans that move tasks (1: one move, 2: two), CPU-only waiting tasks (1, 4), every waiting task admissible (0, 2, 4)
+and not (3, 5: objective (a) infeasible). Seeds 6-11 (none moves a task) are further runs (``extended``)."""
+
+
 @pytest.mark.parametrize("patterns", [True, False, None])
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", BRUTE_FORCE_SEEDS)
 def test_exact_matches_brute_force(seed, patterns, monkeypatch):
     import formulations.defrag as fd
 

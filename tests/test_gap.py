@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -15,26 +19,43 @@ METHODS = "milp-highs,cpsat,lp,unified-device,config-lp,unified-device-milp,per-
 
 @pytest.fixture(scope="module")
 def suite_dir(tmp_path_factory):
+    """Three adversarial instances with known optima and ``no-tasks``, an instance of no tasks on one node."""
     folder = tmp_path_factory.mktemp("suite")
     chosen = [i for i in adversarial_instances() if i.name in ("adv-pack-trap", "adv-reject-500", "adv-gpu-spec")]
     assert len(chosen) == 3
     for inst in chosen:
         inst.save(folder / f"{inst.name}.json")
+    Instance("no-tasks", Cluster([8000], [8192], [1], ["A"]), TaskSet([], [], [], [])).save(folder / "no-tasks.json")
     return folder
 
 
-def run_gap(suite_dir, out, capsys, jobs: int = 1) -> tuple[pd.DataFrame, str]:
-    code = gap.main(["--instances", str(suite_dir), "--methods", METHODS, "--time-limit", "20", "--output", str(out),
-                     "--jobs", str(jobs)])
+def run_gap(suite_dir, out, jobs: int) -> tuple[pd.DataFrame, str, Path]:
+    """The gap study on ``suite_dir`` in ``jobs`` processes: its CSV, what it printed, its folder ``out``."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        code = gap.main(["--instances", str(suite_dir), "--methods", METHODS, "--time-limit", "20", "--output",
+                         str(out), "--jobs", str(jobs)])
     assert code == 0
-    return pd.read_csv(out / "gap.csv"), capsys.readouterr().out
+    return pd.read_csv(out / "gap.csv"), said.getvalue(), out
 
 
-def test_gap_csv_is_truthful(suite_dir, tmp_path, capsys):
-    df, stdout = run_gap(suite_dir, tmp_path / "a", capsys)
+@pytest.fixture(scope="module")
+def one_process(suite_dir, tmp_path_factory):
+    """:func:`run_gap` in this process (``--jobs 1``), once for the tests that read it."""
+    return run_gap(suite_dir, tmp_path_factory.mktemp("gap") / "a", 1)
+
+
+@pytest.fixture(scope="module")
+def two_processes(suite_dir, tmp_path_factory):
+    """:func:`run_gap` with the instances in two worker processes (``--jobs 2``), once for the tests that read it."""
+    return run_gap(suite_dir, tmp_path_factory.mktemp("gap") / "b", 2)
+
+
+def test_gap_csv_is_truthful(one_process):
+    df, stdout, folder = one_process
     assert list(df.columns) == gap.CSV_COLUMNS
     assert set(df.kind) == {"policy", "exact", "relaxation", "flawed"}
-    for name, g in df.groupby("instance"):
+    for name, g in df[df.instance != "no-tasks"].groupby("instance"):   # no-tasks: test_empty_instances_...
         exact = g[g.kind == "exact"]
         assert (exact.status == "optimal").all()
         optimum = KNOWN_OPTIMA[name]
@@ -52,12 +73,11 @@ def test_gap_csv_is_truthful(suite_dir, tmp_path, capsys):
     fgd = df[(df.instance == "adv-reject-500") & (df.method == "fgd")].iloc[0]
     assert fgd.allocated_milli < KNOWN_OPTIMA["adv-reject-500"] and fgd.gap_pct > 0
     assert "## Summary per policy" in stdout and "| adv-reject-500" in stdout
-    assert (tmp_path / "a" / "gap.md").read_text().count("## ") == 4
+    assert (folder / "gap.md").read_text().count("## ") == 4
 
 
-def test_gap_is_reproducible(suite_dir, tmp_path, capsys):
-    first, _ = run_gap(suite_dir, tmp_path / "a", capsys)
-    second, _ = run_gap(suite_dir, tmp_path / "b", capsys, jobs=2)  # instances in worker processes
+def test_gap_is_reproducible(one_process, two_processes):
+    first, second = one_process[0], two_processes[0]  # the second: instances in worker processes
     cols = [c for c in gap.CSV_COLUMNS if c != "wall_s"]
     pd.testing.assert_frame_equal(first[cols], second[cols])
 
@@ -83,17 +103,12 @@ def test_portfolio_stops_at_the_first_proof():
     assert (rows.loc[["fgd", "random"], "allocated_milli"] == 2000).all()
 
 
-def test_empty_instances_have_optimum_zero(suite_dir, tmp_path, capsys):
-    # a suite folder with an instance of no tasks beside a real one, in worker processes; one of no nodes is
+def test_empty_instances_have_optimum_zero(two_processes):
+    # the suite folder holds an instance of no tasks beside real ones, run in worker processes; one of no nodes is
     # refused at the door (its optimum would be trivially 0, not a proof of anything)
-    folder = tmp_path / "suite"
-    folder.mkdir()
-    (folder / "adv-pack-trap.json").write_text((suite_dir / "adv-pack-trap.json").read_text())
-    node = Cluster([8000], [8192], [1], ["A"])
-    Instance("no-tasks", node, TaskSet([], [], [], [])).save(folder / "no-tasks.json")
-    df, stdout = run_gap(folder, tmp_path / "out", capsys, jobs=2)
-    assert df.instance.unique().tolist() == ["adv-pack-trap", "no-tasks"]
-    empty = df[df.instance != "adv-pack-trap"]
+    df, stdout, _ = two_processes
+    assert df.instance.unique().tolist() == ["adv-gpu-spec", "adv-pack-trap", "adv-reject-500", "no-tasks"]
+    empty = df[df.instance == "no-tasks"]
     assert (empty.allocated_milli.fillna(0) == 0).all() and (empty.bound_milli.fillna(0) == 0).all()
     assert (empty.gap_pct == 0).all()
     assert (empty[empty.kind == "exact"].status == "optimal").all()

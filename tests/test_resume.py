@@ -97,7 +97,9 @@ def _refuse(*args):
 
 @pytest.mark.trace
 def test_openb_resume_reuses_the_finished_cells(openb_dir, tmp_path, monkeypatch):
-    argv = ["--policies", "best-fit,random", "--seeds", "42", "--data-dir", str(openb_dir), "--output", str(tmp_path)]
+    """One cell (best-fit, seed 42) runs; ``--resume`` reads it back and runs nothing; another ratio is another
+    input, so its cell runs again. (Several cells per sweep: test_frontier_resume_reuses_the_finished_seeds.)"""
+    argv = ["--policies", "best-fit", "--seeds", "42", "--data-dir", str(openb_dir), "--output", str(tmp_path)]
     assert openb.main(argv) == 0
     summary, curves = pd.read_csv(tmp_path / "summary.csv"), pd.read_csv(tmp_path / "curves.csv")
     monkeypatch.setattr(openb, "run_cell", _refuse)

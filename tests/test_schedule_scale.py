@@ -12,13 +12,22 @@ import pytest
 
 from experiments import schedule
 from experiments.schedule import check_bounds, interval_ratio, main
-from fgdopt.timeline.suites import PINNED_FAMILY_WAIT, pinned_nodes_family
+from fgdopt.timeline.suites import pinned_nodes_family
 from formulations.schedule.record import BoundRecord
+
+PINNED_JOBS = 4
+"""The 8-GPU jobs of the pinned-nodes family the ``--scale`` tests run (its other parameters at their defaults)."""
+PINNED_WAIT = 50 * sum(range(PINNED_JOBS)) / (PINNED_JOBS + 3)
+"""Its optimal mean wait (s) over every job among the schedules that start the pins on arrival, by hand
+(:func:`~fgdopt.timeline.suites.pinned_nodes_family`): 4 nodes, 3 pinned, so one 8-GPU job runs at a time; the
+``k``-th, submitted at ``50 k`` s, starts at ``100 k`` s and waits ``50 k`` s; the pins wait 0. Over the 7 jobs:
+``50 (0 + 1 + 2 + 3) / 7 = 300 / 7 = 42.86`` s."""
 
 
 def _write(tmp_path, extra_rows=()):
-    """The default pinned-nodes family as a workload file and its 4 nodes as a cluster file (plus rows)."""
-    inst = pinned_nodes_family()
+    """The pinned-nodes family of :data:`PINNED_JOBS` 8-GPU jobs as a workload file and its 4 nodes as a cluster
+    file (plus rows)."""
+    inst = pinned_nodes_family(n_jobs=PINNED_JOBS)
     t = inst.jobs.tasks
     rows = [f"{t.names[j]},{t.cpu_milli[j]},{t.memory_mib[j]},{t.num_gpu[j]},{t.gpu_milli[j]},,"
             f"{inst.jobs.submit_s[j]:g},{inst.jobs.duration_s[j]:g}" for j in range(len(inst.jobs))]
@@ -42,7 +51,7 @@ FAST = ["--scale", "--policies", "best-fit", "--queue", "fifo,sjf", "--time-limi
 def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys):
     """``--scale`` on the pinned-nodes family plus a job of 64 cores (nodes have 32): the job is rejected with its
     reason (terminal and ``rejected.csv``) and left out of runs and bounds; the engine runs and the ``starts``
-    search have the hand-derived mean wait ``975 * 40 / 43`` (the rejected job counts in neither; optimal among the
+    search have the hand-derived mean wait :data:`PINNED_WAIT` (the rejected job counts in neither; optimal among the
     schedules that start the pins on arrival), the ``holds`` search at most that (it may delay a pin); the pooled
     bound is 0 (starting everything at once fits the pooled capacities), and so are ceilings (a) and (b); free
     re-packing cannot clear a node (every other node holds a pin or an 8-GPU job), so ceiling (c) is the engine
@@ -51,9 +60,9 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     out = tmp_path / "out"
     assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "job 43 (huge): rejected (cpu: no node with the GPUs has cpu_milli milli-cores)" in said
+    assert "job 7 (huge): rejected (cpu: no node with the GPUs has cpu_milli milli-cores)" in said
     rejected = pd.read_csv(out / "rejected.csv")
-    assert rejected.to_dict("records") == [{"job": 43, "name": "huge",
+    assert rejected.to_dict("records") == [{"job": 7, "name": "huge",
                                             "reason": "cpu: no node with the GPUs has cpu_milli milli-cores"}]
     frame = pd.read_csv(out / "schedule-bound.csv")
     assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "lns(best-fit/fifo)",
@@ -61,14 +70,14 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
                                         "bound-nodedecomp"]
     runs = frame[frame["status"] == "run"].set_index("method")["mean_wait_s"]
     # optimal among the schedules that start the pins on arrival: the ``starts`` search keeps its input ...
-    assert runs.iloc[:3].tolist() == pytest.approx([PINNED_FAMILY_WAIT] * 3)
+    assert runs.iloc[:3].tolist() == pytest.approx([PINNED_WAIT] * 3)
     # ... the ``holds`` search may delay a pin (it holds a node whole-node jobs wait for): a validated schedule of
     # less mean wait over every job, at or above every bound
     holds = runs["lns-holds(best-fit/fifo)"]
-    assert holds <= PINNED_FAMILY_WAIT + 1e-9
+    assert holds <= PINNED_WAIT + 1e-9
     bound = frame[frame["method"] == "bound-all"].iloc[0]
     assert (bound["status"], bound["valid_for"]) == ("optimal", "all") and bound["mean_wait_s"] < 1e-3
-    # the node-aware bounds hold for every schedule (pins delayed too), so they sit below the runs' 906.98 s;
+    # the node-aware bounds hold for every schedule (pins delayed too), so they sit below the runs' 42.86 s;
     # the configuration LP sees that 8-GPU jobs need a free node: a positive bound where the pooled one has 0
     config = frame[frame["method"] == "bound-config"].iloc[0]
     assert config["status"] == "optimal" and 1 < config["mean_wait_s"] <= holds
@@ -82,7 +91,7 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     assert interval["ratio"].iloc[0] == pytest.approx(holds / config["mean_wait_s"])
     diag = pd.read_csv(out / "diagnostics.csv").set_index("quantity")["value_s"]
     assert diag["ceiling_pooled_s"] == 0 and diag["ceiling_per_type_s"] == 0
-    assert diag["ceiling_repack_s"] == pytest.approx(PINNED_FAMILY_WAIT)
+    assert diag["ceiling_repack_s"] == pytest.approx(PINNED_WAIT)
     assert (diag["capacity_s"], diag["non_migration_s"]) == (0, 0)
     assert diag["order_and_placement_s"] == pytest.approx(holds)        # the best run's wait, all of it
     profile = pd.read_csv(out / "profile.csv")
@@ -93,11 +102,13 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
 def test_a_registered_bound_above_a_run_stops_the_study(tmp_path, monkeypatch):
     """A bound method registered with one line; one that claims more than a validated run is caught by name."""
     work, cluster = _write(tmp_path)
+    for name in ("all", "pinned", "config", "rigid", "nodedecomp"):   # checked in the test above; not needed here
+        monkeypatch.setitem(schedule.BOUND_METHODS, name, lambda point: None)
     monkeypatch.setitem(schedule.BOUND_METHODS, "too-high",
-                        lambda point: BoundRecord("too-high", PINNED_FAMILY_WAIT + 1, math.nan, "optimal", "all",
-                                                  0.0, 0.0, 43))
+                        lambda point: BoundRecord("too-high", PINNED_WAIT + 1, math.nan, "optimal", "all",
+                                                  0.0, 0.0, 7))
     monkeypatch.setitem(schedule.BOUND_METHODS, "fine",
-                        lambda point: BoundRecord("fine", PINNED_FAMILY_WAIT, math.nan, "optimal", "all", 0.0, 0.0, 43))
+                        lambda point: BoundRecord("fine", PINNED_WAIT, math.nan, "optimal", "all", 0.0, 0.0, 7))
     with pytest.raises(AssertionError, match="bound-too-high .* above .* of the validated run best-fit/fifo"):
         main(["--workload", str(work), "--cluster", str(cluster), *FAST])
 
@@ -127,6 +138,8 @@ def test_a_registered_run_method_is_validated_and_named(tmp_path, monkeypatch):
         return [schedule.RunRecord("broken", Schedule(s.start_s - 1.0, s.node, s.gpus), 0.0, 0.0)]
 
     monkeypatch.setitem(schedule.RUN_METHODS, "copy", broken)
+    for name in ("lns", "lns-holds"):                   # the searches ran above; here only the engine's runs feed it
+        monkeypatch.delitem(schedule.RUN_METHODS, name)
     with pytest.raises(InfeasiblePlacement):
         main(["--workload", str(work), "--cluster", str(cluster), *FAST])
 
@@ -304,7 +317,7 @@ def test_a_workload_no_job_of_which_fits_stops_in_one_line(tmp_path, capsys):
             main(["--workload", str(work), "--cluster", str(cluster), *scale, "--output", str(out)])
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err.endswith("error: --workload: none of its 43 jobs fits an empty node of --cluster (job 0 (P0): cpu: "
+        assert err.endswith("error: --workload: none of its 7 jobs fits an empty node of --cluster (job 0 (P0): cpu: "
                             "no node with the GPUs has cpu_milli milli-cores); nothing to run"), err
     assert (out / "schedule-bound.csv").read_text() == "kept\n" and len(list(out.iterdir())) == 1
 

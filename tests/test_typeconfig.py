@@ -58,9 +58,19 @@ def test_farley_bound_is_valid_at_any_duals():
 
 
 SMALL_FAST = ["rand-T4x2-n2-r1.3-s4", "rand-T4x2-n8-r1.3-s6", "rand-T4x2-n16-r1.3-s7", "rand-P100x2-n4-r1.3-s8",
-              "rand-openb-n4-r1.3-s14", "rand-openb-n8-r1.3-s15", "rand-G2x8+T4x2-n8-r1.3-s18",
+              "rand-openb-n4-r1.3-s14", pytest.param("rand-openb-n8-r1.3-s15", marks=pytest.mark.extended),
+              pytest.param("rand-G2x8+T4x2-n8-r1.3-s18", marks=pytest.mark.extended),
               "rand-G2x8+T4x2+P100x2-n6-r1.3-s20", "adv-spread-slices", "adv-pack-trap", "adv-reject-500",
               "adv-whole-after-sharing", "adv-node-spread", "adv-gpu-spec", "adv-cpu-starvation"]
+"""The small instances checked; ``rand-openb-n8`` (another size of ``rand-openb-n4``) and ``rand-G2x8+T4x2-n8``
+(the node mix of ``rand-G2x8+T4x2+P100x2-n6`` less the P100s) are further runs of the same check (``extended``)."""
+
+
+STALLING = ("rand-T4x2-n8-r1.3-s6", "adv-reject-500")
+"""The two of :data:`SMALL_FAST` whose configuration LP stalls above the optimum (its integrality gap: 15,680 and
+2,400 milli-GPU over optima of 15,530 and 2,200). Past their first second only the LNS runs (until 1 s before the
+limit): it cannot move the bound, and the placement is the proven optimum already within 1 s (measured: the same
+objective and bound with 1, 3 and 20 s), so they get 1 s."""
 
 
 @pytest.mark.parametrize("name", SMALL_FAST)
@@ -68,8 +78,8 @@ def test_small_suite_bound_and_placement_bracket_the_proven_optimum(name):
     instance = next(i for i in suite("small") if i.name == name)
     proof = solve(instance, "milp-highs", time_limit=20)
     assert proof.status == "optimal"
-    sol = solve(instance, "config-types", time_limit=3)   # 13 of 15 prove in < 0.4 s; the other two stall at
-    validate(instance.cluster, instance.tasks, sol.placement)  # the same bound with 3 s as with 20 s (measured)
+    sol = solve(instance, "config-types", time_limit=1 if name in STALLING else 3)  # the other 13 prove in < 0.6 s
+    validate(instance.cluster, instance.tasks, sol.placement)
     assert sol.objective <= proof.objective <= sol.bound
     if sol.status == "optimal":
         assert sol.objective == proof.objective == sol.bound
@@ -81,22 +91,35 @@ def _medium(name: str) -> Instance:
     return next(i for i in suite("medium") if i.name.startswith(name + "-"))
 
 
+@pytest.fixture(scope="module")
+def t4_proof():
+    """``rand-T4x2-n64`` and its type-configuration run with ``tol=0`` (a proof), shared by the two tests that read
+    it."""
+    instance = _medium("rand-T4x2-n64")
+    return instance, run_type_configs(instance, time_limit=60, tol=0.0)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rand-T4x2-n64", "rand-openb-n32", "rand-G2x8+T4x2-n96"])
-def test_medium_suite_bound_is_proven_optimal(name):
+@pytest.mark.parametrize("name", ["rand-T4x2-n64",
+                                  pytest.param("rand-openb-n32", marks=pytest.mark.extended),
+                                  pytest.param("rand-G2x8+T4x2-n96", marks=pytest.mark.extended)])
+def test_medium_suite_bound_is_proven_optimal(name, request):
     """With ``tol=0`` the run asks for a proof: the type-level configuration LP bound meets the placement (measured on
-    2 shared cores: 2.3, 16.5 and 11.5 s; the 60 s limit leaves room for a loaded machine)."""
-    instance = _medium(name)
-    sol = run_type_configs(instance, time_limit=60, tol=0.0)
+    2 shared cores: 2.3, 16.5 and 11.5 s; the 60 s limit leaves room for a loaded machine). The default run proves
+    ``rand-T4x2-n64``; the two others are further runs of the same check (``extended``)."""
+    if name == "rand-T4x2-n64":
+        instance, sol = request.getfixturevalue("t4_proof")
+    else:
+        instance = _medium(name)
+        sol = run_type_configs(instance, time_limit=60, tol=0.0)
     validate(instance.cluster, instance.tasks, sol.placement)
     assert sol.status == "optimal" and sol.bound == sol.objective == sol.placement.allocated_milli(instance.tasks)
     assert sol.objective == MEDIUM_PINS[name]
 
 
-def test_medium_tolerance_stops_within_it_at_the_proven_bound():
+def test_medium_tolerance_stops_within_it_at_the_proven_bound(t4_proof):
     """The default ``tol=0.001``: the run may stop before the proof, within 0.1 % of capacity, with the same bound."""
-    instance = _medium("rand-T4x2-n64")
-    proof = run_type_configs(instance, time_limit=60, tol=0.0)
+    instance, proof = t4_proof
     assert (proof.status, proof.bound) == ("optimal", proof.objective)          # the optimum, proven here
     sol = run_type_configs(instance, time_limit=30, tol=0.001)
     validate(instance.cluster, instance.tasks, sol.placement)
@@ -157,9 +180,11 @@ GPUSPEC_SLICE_OPTIMA = {
 }
 
 
-@pytest.mark.parametrize("trace", [pytest.param(t, marks=pytest.mark.extended) if t != "gpuspec10" else t
+@pytest.mark.parametrize("trace", [pytest.param(t, marks=pytest.mark.extended) if t != "gpuspec25" else t
                                    for t in sorted(GPUSPEC_SLICE_OPTIMA)])
 def test_gpuspec_slices_bracket_the_proven_optimum(trace, openb_dir):
+    """The default run checks ``gpuspec25``, the cheapest of the three (2.4 CPU s against 3.3 and 4.2, measured;
+    its bound, 343,140, lands 10 milli-GPU above the optimum); the two others are further runs (``extended``)."""
     from experiments.frontier import replay_cell
 
     rep = replay_cell(trace, 42, "fgd", [130], str(openb_dir), nodes=64)
