@@ -235,7 +235,7 @@ def test_study_writes_its_files(openb_dir, gavel_table, tmp_path, capsys, monkey
     # Without the warm start (about 8,600 jobs placed before the stream) the runs take a second, not fifteen.
     monkeypatch.setattr(study, "openb_jobs", functools.partial(openb_jobs, warm=False))
     out = tmp_path / "out"
-    assert study.main(["--n-jobs", "200", "--load", "0.8", "--policies", "fgd,fgd-interference",
+    assert study.main(["--n-jobs", "60", "--load", "0.8", "--policies", "fgd,fgd-interference",
                        "--weights", "0", "--data-dir", str(openb_dir), "--gavel-dir",
                        str(gavel_table.source.parent), "--output", str(out)]) == 0
     frame = pd.read_csv(out / "interference.csv")
