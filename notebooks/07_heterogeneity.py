@@ -149,7 +149,7 @@ small.assign(mean_jct_h=small.mean_jct_s / 3600)[["mean_jct_h", "mean_rho", "jai
 # (one LP, `makespan-aware`) is a **lower bound** on every schedule's makespan.
 
 # %%
-batch = gavel_jobs(table, 60, rate_per_hour=math.inf, seed=1)
+batch = gavel_jobs(table, 40, rate_per_hour=math.inf, seed=1)
 bound_s = allocate("makespan-aware", table, batch, gpus).bound
 bjobs, bspeed = batch.to_jobset(table, tuple(gpus))
 for policy in ("las", "makespan-aware"):
