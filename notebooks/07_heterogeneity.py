@@ -108,7 +108,7 @@ pd.DataFrame(rows).round(2)
 #
 # `gavel_jobs` reproduces Gavel's synthetic trace draw for draw (Poisson arrivals, Philly durations, its 26 job
 # types). Gavel's Figure 8 runs it on 36 V100 + 36 P100 + 36 K80 and measures jobs 4,000 to 5,000; here a third of
-# the cluster and jobs 100 to 200 (seconds to run). `python -m experiments.hetero` does the full sweep; paper section
+# the cluster and jobs 60 to 120 (seconds to run). `python -m experiments.hetero` does the full sweep; paper section
 # 4.10 compares it with Gavel's own simulator (average JCTs within 1.5%).
 #
 # Gavel's simulator runs **whole steps**: in a round a job does `int(throughput x 360)` training steps (or what is
@@ -118,9 +118,9 @@ pd.DataFrame(rows).round(2)
 
 # %%
 gpus = {"v100": 12, "p100": 12, "k80": 12}
-trace = gavel_jobs(table, 260, rate_per_hour=1.0, seed=0)
+trace = gavel_jobs(table, 160, rate_per_hour=1.0, seed=0)
 measured = np.zeros(len(trace), dtype=bool)
-measured[100:200] = True
+measured[60:120] = True
 jobs, speed = trace.to_jobset(table, tuple(gpus), measured=measured)
 steps_per_s = trace.throughputs(table, [REFERENCE_GPU])[:, 0]      # steps per second of work
 rows = []
@@ -149,7 +149,7 @@ small.assign(mean_jct_h=small.mean_jct_s / 3600)[["mean_jct_h", "mean_rho", "jai
 # (one LP, `makespan-aware`) is a **lower bound** on every schedule's makespan.
 
 # %%
-batch = gavel_jobs(table, 60, rate_per_hour=math.inf, seed=1)
+batch = gavel_jobs(table, 40, rate_per_hour=math.inf, seed=1)
 bound_s = allocate("makespan-aware", table, batch, gpus).bound
 bjobs, bspeed = batch.to_jobset(table, tuple(gpus))
 for policy in ("las", "makespan-aware"):

@@ -22,6 +22,18 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, recorded_run, relabel_like, validate_schedule
 
 
+@pytest.fixture
+def saved(monkeypatch):
+    """The figures saved while the test runs, laid out (``tight_layout``, the cut-edge check of
+    :func:`fgdopt.plot._save`) but not rendered to PNG: these tests read the figures' axes, legends and texts. (The
+    conftest fixture of the same name also writes the PNG; tests/test_paper.py renders every paper figure.)"""
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
+    return figures
+
+
 def _files(tmp_path):
     """A workload of 16 jobs (CPU-only, shared, whole and 2-GPU jobs) and a cluster of two identical 2-GPU T4 nodes
     and a 1-GPU P100 node."""

@@ -82,6 +82,18 @@ from fgdopt.plot import plot_defrag, plot_timeline, plot_traces
 from formulations.schedule.exact import time_unit
 
 
+@pytest.fixture
+def saved(monkeypatch):
+    """The figures saved while the test runs, laid out (``tight_layout``, the cut-edge check of
+    :func:`fgdopt.plot._save`) but not rendered to PNG: these tests read the figures' axes, legends and texts. (The
+    conftest fixture of the same name also writes the PNG; tests/test_paper.py renders every paper figure.)"""
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
+    return figures
+
+
 def test_repeated_values_are_one_point_of_the_sweep():
     assert parse_seeds("0,0") == [0]
     assert parse_seeds("3-3,3,1-4") == [3, 1, 2, 4]         # order of first appearance

@@ -15,6 +15,7 @@ from experiments import frontier, gap, openb
 from fgdopt.plugins import SpecError, check_call, is_spec, resolve_spec
 from fgdopt.policies import make_policy, register_policy, unregister_policy
 from fgdopt.suites import adversarial_instances
+from fgdopt.traces import NODE_FILE, pod_file
 
 MODULE = "fgdopt_test_user_policies"
 SPEC = f"{MODULE}:MostLoaded"
@@ -132,15 +133,21 @@ def test_gap_runs_a_spec_on_dask_with_the_registered_rows(registered):
     distributed = pytest.importorskip("distributed")
     instances = adversarial_instances()[:4]
     local = gap.run(instances, gap.Config(policies=(registered,), **CONFIG), jobs=1)
-    # workers started now inherit PYTHONPATH (the user's folder): each imports the spec itself
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+    # a worker started now inherits PYTHONPATH (the user's folder) and imports the spec itself; one worker process
+    # is enough for that (tests/test_dask.py checks that two workers give the local rows, in order)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
         remote = gap.run(instances, gap.Config(policies=(SPEC,), **CONFIG), dask=cl.scheduler_address)
     pd.testing.assert_frame_equal(renamed(remote, "method"), untimed(local))
 
 
 @pytest.mark.trace
 def test_openb_runs_a_spec_with_the_registered_rows(registered, openb_dir, tmp_path, capsys):
-    argv = ["--seeds", "42", "--data-dir", str(openb_dir)]
+    # the openb files cut to their first 60 nodes and 600 pods: the same study, a twentieth of the replay
+    small = tmp_path / "openb"
+    small.mkdir()
+    for name, rows in ((NODE_FILE, 60), (pod_file("default"), 600)):
+        pd.read_csv(openb_dir / name, dtype=str, keep_default_na=False).head(rows).to_csv(small / name, index=False)
+    argv = ["--seeds", "42", "--data-dir", str(small)]
     assert openb.main([*argv, "--policies", SPEC, "--output", str(tmp_path / "spec")]) == 0
     assert "| default | most-loaded | 1 |" in capsys.readouterr().out      # the spec's rows by its name attribute
     assert openb.main([*argv, "--policies", registered, "--output", str(tmp_path / "reg")]) == 0
