@@ -52,8 +52,12 @@ def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path,
     monkeypatch.setenv("GATE_DIR", str(gate))
     env = dict(os.environ, PYTHONFAULTHANDLER="1")                   # SIGABRT dumps its threads' stacks
     # the gate policy (one construction per instance) waits from its third on: Ctrl-C there, two instances done
+    # Ctrl-C's default action in the child, as in a terminal: a child inherits an ignored SIGINT (a shell's
+    # background job, some CI runners), and Python then installs no KeyboardInterrupt (this test waited 60 s and
+    # failed under `trap "" INT`)
     proc = subprocess.Popen([sys.executable, "-m", "experiments.gap", *argv, "--output", str(tmp_path / "out")],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not (gate / "waiting").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
