@@ -119,3 +119,15 @@ def saved(monkeypatch):
 
     monkeypatch.setattr(Figure, "savefig", keep)
     return figures
+
+
+@pytest.fixture
+def laid_out(monkeypatch):
+    """The figures saved while the test runs, laid out (``tight_layout``, the cut-edge check of
+    :func:`fgdopt.plot._save`) but not rendered to PNG, for tests that read axes, legends and texts only (``saved``
+    also writes the PNG; tests/test_paper.py renders every paper figure)."""
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
+    return figures

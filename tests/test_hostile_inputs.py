@@ -83,15 +83,9 @@ from formulations.schedule.exact import time_unit
 
 
 @pytest.fixture
-def saved(monkeypatch):
-    """The figures saved while the test runs, laid out (``tight_layout``, the cut-edge check of
-    :func:`fgdopt.plot._save`) but not rendered to PNG: these tests read the figures' axes, legends and texts. (The
-    conftest fixture of the same name also writes the PNG; tests/test_paper.py renders every paper figure.)"""
-    from matplotlib.figure import Figure
-
-    figures: list[Figure] = []
-    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
-    return figures
+def saved(laid_out):
+    """These tests read the figures' axes, legends and texts: laid out, not rendered (conftest's ``laid_out``)."""
+    return laid_out
 
 
 def test_repeated_values_are_one_point_of_the_sweep():
