@@ -218,10 +218,11 @@ def test_young_daly_and_a_job_mtbf():
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# The rates keep every job's expected run finite and short: a job on one node's 4 GPUs fails every
-# 1 / (1/5,000 + 4/20,000) = 2,500 s at worst, and a checkpoint interval of at most 1,500 s then survives with
-# probability exp(-0.6) = 0.55 per segment. (An interval of 4,686 s against node and GPU MTBFs of 2,000 and 5,000 s
-# had each segment survive with probability 6e-5: one drawn run took 5 CPU minutes.)
+# The rates keep every job's expected run finite and short: the worst job, a gang over two nodes' 8 GPUs, fails
+# every 1 / (2/5,000 + 8/20,000) = 1,250 s at worst, so a checkpoint segment of at most 1,500 s survives with
+# probability exp(-1.2) = 0.30 or more. (Node and GPU MTBFs of 2,000 and 5,000 s against an interval of 4,686 s had
+# a segment survive with probability exp(-6.1) = 0.002 on one node's 4 GPUs and exp(-12.2) = 5e-6 for such a gang:
+# that drawn run was still going after 14.5 CPU minutes.)
 @given(seed=st.integers(0, 10_000), node_mtbf=st.floats(5_000.0, 50_000.0), gpu_mtbf=st.floats(20_000.0, 1e5),
        repair=st.floats(0.0, 3_000.0), interval=st.floats(100.0, 1_500.0), cost=st.floats(0.0, 60.0),
        queue=st.sampled_from(["fifo", "backfill"]), policy=st.sampled_from(["best-fit", "fgd", "health-aware"]))
