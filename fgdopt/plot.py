@@ -884,7 +884,7 @@ def plot_gap(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     first = frame.drop_duplicates("instance").reset_index(drop=True)
     policies = list(dict.fromkeys(frame.loc[frame["kind"] == "policy", "method"]))
     rows = len(first)
-    height = 2.4 + 0.3 * rows                             # inches: 0.3 a row, the legend below
+    height = 2.0 + 0.3 * rows                             # inches: 0.3 a row, the legend below
     fig = Figure(figsize=(10, height))
     ax = fig.subplots()
     bound = first["best_bound_milli"].to_numpy(dtype=float)
@@ -924,8 +924,10 @@ def plot_gap(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title or "Online policies against the certified optimum, per instance")
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
+    legend = fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=7, frameon=False)
+    FigureCanvasAgg(fig)                                    # the legend's measured height, no more, below the axes
+    low = legend.get_window_extent(fig.canvas.get_renderer()).height / (height * fig.dpi)
+    fig.tight_layout(rect=(0, low + 0.01, 1, 1))
     return _save_laid_out(fig, path)
 
 
