@@ -204,3 +204,16 @@ def test_delta_equals_difference(workload, nodes, data):
     assert node_fragmentations(after_state, workload, np.array([node]))[0] == placed[node]
     if cpu == 0 and (milli == 0 or not chosen):
         assert delta[0] == 0.0
+
+
+@pytest.mark.parametrize("popularity", [[-0.5, 1.5], [0.5, 0.4]])
+def test_a_workload_needs_non_negative_popularities_summing_to_one(popularity):
+    with pytest.raises(ValueError, match="popularities must be >= 0 and sum to 1"):
+        Workload(np.array([1000, 1000]), np.array([1, 1]), np.array([500, 1000]), ("", ""), np.array(popularity),
+                 np.array([1, 1]))
+
+
+@pytest.mark.parametrize("popularity", [(-1.0, 2.0), (0.0, 0.0)])
+def test_workload_from_shapes_needs_non_negative_popularities_with_a_positive_sum(popularity):
+    with pytest.raises(ValueError, match="popularities must be >= 0 with a positive sum"):
+        Workload.from_shapes([(1000, 1, 500, popularity[0]), (1000, 1, 1000, popularity[1])])

@@ -195,3 +195,51 @@ def test_random_feasible_placements_validate_and_undo(shapes, rnd):
             state.remove(i)
     assert np.array_equal(state.gpu_left, empty.gpu_left) and np.array_equal(state.cpu_left, empty.cpu_left)
     assert np.array_equal(state.mem_left, empty.mem_left)
+
+
+def test_shapes_fit_node_at_exact_capacity():
+    """A shape asking exactly the CPU and memory left on a node fits it; one milli-core or MiB more does not
+    (the rule of ``feasible_nodes``, vectorized over shapes)."""
+    state = ClusterState(CLUSTER, TASKS)
+    shapes = TaskSet([16000, 16001, 16000], [65536, 65536, 65537], [1, 1, 1], [1000, 1000, 1000])
+    assert state.shapes_fit_node(shapes, [0, 1, 2], 0).tolist() == [True, False, False]
+
+
+def test_place_many_rejects_a_part_outside_its_gpu_spec_as_place_does():
+    """A batch whose 1-GPU task has a ``gpu_spec`` excluding its node raises ``place``'s own error, after the earlier
+    tasks are placed, leaving the state the same as the moves one by one."""
+    one, many = ClusterState(CLUSTER, TASKS), ClusterState(CLUSTER, TASKS)
+    one.place(0, 1, (0,))
+    with pytest.raises(InfeasiblePlacement, match="GPU model 'T4' not in gpu_spec 'V100M16'") as raised:
+        one.place(5, 0, (0,))
+    with pytest.raises(InfeasiblePlacement) as bulk:
+        many.place_many([0, 5], [1, 0], [(0,), (0,)])
+    assert str(bulk.value) == str(raised.value)
+    assert many.node_of.tolist() == one.node_of.tolist() == [1, -1, -1, -1, -1, -1]
+    assert many.gpu_left.tolist() == one.gpu_left.tolist()
+
+
+def test_part_counts_are_zero_where_the_gpu_spec_excludes_the_node():
+    """A gang of V100M16 parts counts none on the T4 node, whatever room it has."""
+    gang = TaskSet([1000], [1024], [1], [500], gpu_spec=["V100M16"], workers=[3])
+    assert ClusterState(CLUSTER, gang).part_counts(gang[0]).tolist() == [0, 3, 0]
+
+
+@pytest.mark.parametrize("demand", [(-1, 1024), (1000, -1), (1000.5, 1024), (1000, 1024.5)])
+def test_a_chosen_demand_must_be_whole_and_non_negative(demand):
+    state = ClusterState(CLUSTER, TASKS)
+    with pytest.raises(InfeasiblePlacement, match="is not whole milli-cores and MiB >= 0"):
+        state.place(0, 1, (0,), demand=demand)
+    state.place(0, 1, (0,), demand=(0, 0))
+    assert state.cpu_left[1] == 32000 and state.demand_of[0] == ((0, 0),)
+
+
+def test_a_task_spans_nodes_only_over_wholly_free_gpus():
+    """``parts_fit`` of a 2-GPU whole-GPU task on two 1-GPU nodes: it fits over both while both GPUs are free, not
+    once one of them holds a sharing task (600 milli left)."""
+    cluster = Cluster([8000, 8000], [8192, 8192], [1, 1], ["T4", "T4"])
+    tasks = TaskSet([1000, 1000], [512, 512], [2, 1], [1000, 400])
+    state = ClusterState(cluster, tasks)
+    assert not state.feasible_nodes(tasks[0]).any() and state.parts_fit(tasks[0])
+    state.place(1, 1, (0,))
+    assert not state.parts_fit(tasks[0])
