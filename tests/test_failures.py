@@ -238,3 +238,10 @@ def test_jobs_and_resources_are_conserved_under_failures(seed, node_mtbf, gpu_mt
     assert int(r.preemptions.sum()) == sum(e["stopped"] for e in mech.log)
     assert (r.lost_s >= 0).all() and (r.lost_s <= r.run_s).all()
     assert (r.run_s >= jobs.duration_s / 1.0 - 1e-6).all()       # no factor above 1
+
+
+@pytest.mark.parametrize("healthy", [0.0, -0.1, 1.01, float("nan")])
+def test_health_aware_threshold_must_lie_in_zero_one(healthy):
+    with pytest.raises(ValueError, match=r"healthy must lie in \(0, 1\]"):
+        HealthAware(healthy=healthy)
+    assert HealthAware(healthy=1.0).healthy == 1.0 and HealthAware(healthy=1e-9).healthy == 1e-9

@@ -180,6 +180,13 @@ def test_gpu_packing_scores_partly_used_gpus_in_steps_of_100_milli():
     assert decide("gpu-packing", state, cpu_only(1000), ranks=[1, 0]) == (1, ())
 
 
+def test_gpu_packing_counts_a_gpu_left_with_exactly_the_share_asked():
+    # node 0 GPU 0 has 500 left, node 1 GPU 0 600: a 500 task fits both exactly-or-more, 100 - 50 // 10 = 95 on
+    # node 0 against 100 - 60 // 10 = 94 on node 1 (a GPU holding exactly what is asked is a fitting GPU).
+    state = state_after(cluster([2, 2]), [(share(500), 0, (0,)), (share(400), 1, (0,))])
+    assert decide("gpu-packing", state, share(500)) == (0, (0,))
+
+
 # -- GPU clustering -------------------------------------------------------------------------
 # A task's affinity is "share-gpu" for any sharing task and "k-gpu" for k whole GPUs. node 0 (2 GPUs)
 # hosts a 1-GPU task; node 1 (2 GPUs) a 300 sharing task; node 2 (4 GPUs) one of each; node 3 (2 GPUs) is

@@ -209,3 +209,12 @@ def test_every_reserving_schedule_is_valid_and_starts_every_admitted_job(inst, i
     assert (sched.start_s[admitted] >= jobs.submit_s[admitted]).all()
     _, plain = recorded_run(cluster, jobs, make_policy(inner, workload=workload), queue)
     assert np.array_equal(run(0).start_s, plain.start_s, equal_nan=True)
+
+
+@pytest.mark.parametrize("window_s", [0.0, -1.0, float("inf"), float("nan")])
+def test_finish_align_window_must_be_a_positive_number_of_seconds(window_s):
+    from fgdopt.policies.drain_fit import FinishAlign
+
+    with pytest.raises(ValueError, match="window_s must be a positive number of seconds"):
+        FinishAlign(window_s=window_s)
+    assert FinishAlign(window_s=0.5).window_s == 0.5
