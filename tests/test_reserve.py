@@ -218,3 +218,14 @@ def test_finish_align_window_must_be_a_positive_number_of_seconds(window_s):
     with pytest.raises(ValueError, match="window_s must be a positive number of seconds"):
         FinishAlign(window_s=window_s)
     assert FinishAlign(window_s=0.5).window_s == 0.5
+
+
+def test_a_gang_of_whole_node_parts_reserves_no_home():
+    """Only a job in one part is a whole-node job (module docstring, step 1): of two 8-GPU jobs, the gang of two
+    such parts has no homes, the single one has both nodes."""
+    from fgdopt.state import ClusterState
+
+    jobs = JobSet(TaskSet([1000, 1000], [0, 0], [8, 8], [1000, 1000], workers=[2, 1]), [0.0, 0.0], [10.0, 10.0])
+    policy = reserving(jobs, wait_s=0.0, max_nodes=1)
+    policy._setup(ClusterState(nodes(8, 8), jobs.tasks))
+    assert {j: homes.tolist() for j, homes in policy.homes.items()} == {1: [0, 1]}

@@ -7,7 +7,7 @@ placement policy (the *inner* one) and, at every call at time ``now`` (seconds):
 1. the *waiting whole-node jobs* are the jobs of the run, in submission order, that are submitted at or before
    ``now``, not yet placed, and *whole-node*: whole GPUs (``gpu_milli`` 1000) as many as all the GPUs of some node
    whose empty self holds them (the job's *homes*: the nodes of that GPU count that fit it empty, the one rule of
-   :meth:`~fgdopt.state.ClusterState.feasible_nodes`);
+   :meth:`~fgdopt.state.ClusterState.feasible_nodes`); a gang (``workers > 1``) is not one;
 2. the first ``max_nodes`` of them that have waited at least ``wait_s`` seconds each *reserve* one home, in
    submission order: the one not reserved yet that drains earliest (its *drain time* ``max(d, now)``, ``d`` the
    latest end among the jobs placed on it, :class:`~fgdopt.policies.drain_fit.DrainTimes`; ties to the lowest
