@@ -204,8 +204,11 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
     for r in rows:
         own = r.pop("own_bound", None)
         r["bound_milli"] = own if r["kind"] in ("exact", "relaxation") else best_bound
-        ref = r["allocated_milli"] if r["allocated_milli"] is not None else incumbent
-        r["gap_pct"] = None if r["bound_milli"] is None else _pct(r["bound_milli"] - ref, r["bound_milli"])
+        # a bound without a placement is measured against the best incumbent; a flawed run that placed nothing
+        # (skipped, error) has no gap
+        ref = r["allocated_milli"] if r["allocated_milli"] is not None or r["kind"] == "flawed" else incumbent
+        r["gap_pct"] = None if r["bound_milli"] is None or ref is None else _pct(r["bound_milli"] - ref,
+                                                                                 r["bound_milli"])
         r.update(instance=instance.name, nodes=instance.cluster.n_nodes, gpus=instance.cluster.total_gpus,
                  tasks=len(instance.tasks), incumbent_milli=incumbent, best_bound_milli=best_bound,
                  bound_by=bound_by)

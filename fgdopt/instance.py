@@ -6,7 +6,8 @@ The format::
      "nodes": [{"cpu_milli": 96000, "memory_mib": 393216, "gpu": 8, "model": "G2"}, ...],
      "tasks": [{"cpu_milli": 4000, "memory_mib": 8192, "num_gpu": 1, "gpu_milli": 500, "gpu_spec": ""}, ...]}
 
-``gpu_spec`` may be omitted (any model). Units: milli-cores, MiB, GPUs, milli-GPU per GPU.
+``gpu_spec`` may be omitted (any model); an optional ``workers`` (default 1) makes a task a gang of that many
+identical parts (:class:`fgdopt.model.Task`). Units: milli-cores, MiB, GPUs, milli-GPU per GPU.
 """
 
 from __future__ import annotations
