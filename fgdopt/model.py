@@ -46,7 +46,7 @@ def _int_column(name: str, values, kind: str) -> np.ndarray:
     if arr.ndim != 1 or arr.dtype.kind not in "iuf":
         raise ValueError(f"{kind}: field {name!r} must be a one-dimensional column of integers")
     if arr.dtype.kind == "f" and (bad := np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))).size:
-        raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]!r}")
+        raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]:g}")
     if (neg := np.flatnonzero(arr < 0)).size:
         raise ValueError(f"{kind} row {int(neg[0])}: field {name!r} is negative ({arr[neg[0]]})")
     return _frozen_array(arr, np.int64)

@@ -30,7 +30,8 @@ def test_task_kinds_and_demand():
     ({"workers": [1, 0]}, r"task row 1: field 'workers' must be >= 1, got 0"),
     ({"workers": [1, -2]}, r"task row 1: field 'workers' is negative"),
     ({"workers": [1]}, r"task field 'workers' has length 1, expected 2"),
-    ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer"),
+    ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer, got 1.5$"),
+    ({"memory_mib": [1, float("nan")]}, r"task row 1: field 'memory_mib' must be an integer, got nan$"),
     ({"cpu_milli": [1]}, r"task field 'memory_mib' has length 2, expected 1"),
 ])
 def test_taskset_rejects(kwargs, match):
