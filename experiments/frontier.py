@@ -104,6 +104,21 @@ def parse_points(text: str) -> list[int]:
     return points
 
 
+def first_nodes(cluster: Cluster, nodes: int | None) -> Cluster:
+    """``cluster``'s first ``nodes`` nodes (``--nodes``; None: all of them).
+
+    Raises
+    ------
+    ValueError : they hold no GPU (one line naming the option).
+    """
+    if nodes is None:
+        return cluster
+    head = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
+    if head.total_gpus == 0:
+        raise ValueError(f"argument --nodes: the first {nodes} node(s) of the node list hold no GPU")
+    return head
+
+
 def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir: str | None,
                 nodes: int | None = None) -> dict:
     """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the arrival order
@@ -112,8 +127,7 @@ def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir:
     The allocation is the prefix's, the tasks the optimum sees: not the replay's curve, whose last row is its final
     state, past the last point where the trace alone brings more (a few nodes of ``--nodes``, a small cluster)."""
     cluster, tasks = load_openb(trace, data_dir)
-    if nodes is not None:
-        cluster = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
+    cluster = first_nodes(cluster, nodes)
     result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
     prefix = {p: result.prefix(p) for p in points}
     return {"trace": trace, "seed": seed, "policy": policy, "cluster": cluster, "source": result.source,
@@ -309,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(parser, args.output, OUTPUTS, {})
     try:                                                   # a missing or broken trace stops here, in one line
         for trace in args.trace:
-            load_openb(trace, args.data_dir)
+            first_nodes(load_openb(trace, args.data_dir)[0], args.nodes)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
 

@@ -190,7 +190,8 @@ def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = No
 
     Raises
     ------
-    ValueError : unknown variant, unknown / missing columns, invalid values (row and field named).
+    ValueError : unknown variant, unknown / missing columns, invalid values (row and field named), a pod list of no
+        pods or a node list of no GPUs (every study measures against the GPU capacity; the file named).
     FileNotFoundError : the CSV is not there (the message says how to fetch it).
 
     Examples
@@ -201,11 +202,23 @@ def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = No
     """
     pods = read_pods(variant, data_dir)
     nodes = read_nodes(data_dir)
-    cluster = Cluster(nodes["cpu_milli"].to_numpy(), nodes["memory_mib"].to_numpy(), nodes["gpu"].to_numpy(),
-                      nodes["model"].to_numpy(), names=tuple(nodes["sn"]) if "sn" in nodes else ())
-    tasks = TaskSet(pods["cpu_milli"].to_numpy(), pods["memory_mib"].to_numpy(), pods["num_gpu"].to_numpy(),
-                    pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
-                    names=tuple(pods["name"]) if "name" in pods else ())
+    node_path, pod_path = trace_files(variant, data_dir)
+    try:
+        cluster = Cluster(nodes["cpu_milli"].to_numpy(), nodes["memory_mib"].to_numpy(), nodes["gpu"].to_numpy(),
+                          nodes["model"].to_numpy(), names=tuple(nodes["sn"]) if "sn" in nodes else ())
+    except ValueError as exc:
+        raise ValueError(f"{node_path}: {exc}") from None
+    try:
+        tasks = TaskSet(pods["cpu_milli"].to_numpy(), pods["memory_mib"].to_numpy(), pods["num_gpu"].to_numpy(),
+                        pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
+                        names=tuple(pods["name"]) if "name" in pods else ())
+    except ValueError as exc:
+        raise ValueError(f"{pod_path}: {exc}") from None
+    if len(tasks) == 0:
+        raise ValueError(f"{pod_path}: no pods (a header only); a pod list needs at least one")
+    if cluster.total_gpus == 0:
+        raise ValueError(f"{node_path}: no GPUs ({'no nodes' if len(cluster) == 0 else 'every node has gpu 0'}); "
+                         "the node list needs a GPU (the studies measure against the GPU capacity)")
     return cluster, tasks
 
 

@@ -85,3 +85,19 @@ def test_command_writes_exactly_the_documented_columns(openb_dir, tmp_path, caps
     assert set(csv["kind"]) == {"policy", "optimum"} and len(csv) == 2 * (len(PAPER_POLICIES) + 1)
     assert (tmp_path / "frontier.png").stat().st_size > 0
     assert "openb default, 90% arrived" in capsys.readouterr().out
+
+
+def test_nodes_without_a_gpu_are_refused_before_any_work(tmp_path, capsys):
+    # --nodes 1 on a node list whose first node is CPU-only: every replay divided by a GPU capacity of 0
+    # (ZeroDivisionError from the worker); now one line naming the option, exit 2
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                                           "n1,32000,65536,0,CPU\nn0,32000,65536,2,T4\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--quick", "--nodes", "1", "--data-dir", str(tmp_path), "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("python -m experiments.frontier: error: argument --nodes: the first 1 node(s) "
+                                       "of the node list hold no GPU\n")
+    assert not (tmp_path / "out").exists()
