@@ -170,6 +170,12 @@ def trace_files(variant: str = "default", data_dir_: str | os.PathLike | None = 
     return folder / NODE_FILE, folder / pod_file(variant)
 
 
+def is_published(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> bool:
+    """Whether the two CSVs of ``variant`` (:func:`trace_files`) are the published ones (their :data:`SHA256`),
+    not a user's own files in the openb format: what the paper's figures may be compared with."""
+    return all(path.is_file() and sha256_of(path) == SHA256[path.name] for path in trace_files(variant, data_dir_))
+
+
 def read_pods(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> pd.DataFrame:
     """The raw pod list of ``variant`` as a DataFrame (all trace columns, including phase and times)."""
     return _read_csv(data_dir(data_dir_) / pod_file(variant), TASK_FIELDS, POD_EXTRA_COLUMNS)
