@@ -170,6 +170,8 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return cells.unstack("budget").reset_index()
 
 
+TRACE_OPTIONS = ("trace", "data", "seeds", "at", "slices", "slice_nodes", "jobs", "dask")
+"""The options of the trace study, which ``--suite`` does not read (its instances, policy seed 0, every node)."""
 SLICE_NODES = 64
 """Nodes of an exact comparison's slice by default (fewer on a smaller cluster: all of them)."""
 
@@ -208,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="seed 42, fgd, budgets 0,10,50, 10 s per exact run (an "
                     "option written on the command line wins)")
     args = ap.parse_args(argv)
+    if args.suite and (trace_only := [f"--{d.replace('_', '-')}" for d in TRACE_OPTIONS if d in ap.written()]):
+        ap.error(f"--suite runs on the suite's instances, not the trace; drop {', '.join(trace_only)}")
     if args.quick:
         ap.quick(args, seeds=[42], policies=["fgd"], budgets=[0, 10, 50], time_limit=10.0)
     args.data = None if args.data is None else str(args.data)
