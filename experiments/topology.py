@@ -211,14 +211,17 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(ap, args.output, OUTPUTS, {"--mapping": mapping})
     try:                                                   # bad data stops here, in one line, before any work
         for trace in args.trace:
-            load_openb(trace, args.data)
+            cluster, _ = load_openb(trace, args.data)
         if not args.bench:
             try:
                 load_openb(EXACT_TRACE, args.data)
             except (OSError, ValueError) as exc:
                 raise ValueError(f"the exact instances draw from {EXACT_TRACE} whatever --trace is: {exc}") from None
-        if mapping:
-            TopologyMap.load(mapping)
+        topo_map = TopologyMap.load(mapping) if mapping else TopologyMap.default()
+        try:                                               # every node has a topology (one node list: all traces)
+            topo_map.for_cluster(cluster)
+        except ValueError as exc:
+            raise ValueError(f"{trace_files(args.trace[0], args.data)[0]}: {exc}") from None
     except (OSError, ValueError) as exc:
         ap.error(str(exc))
     traces, seeds = args.trace, args.seeds
