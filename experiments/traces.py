@@ -30,7 +30,6 @@ and one line per rejection reason. ``--quick``: fgd and best-fit, fifo and backf
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -47,7 +46,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
-from experiments.timeline import parse_queues
+from experiments.timeline import load_cluster, parse_queues
 from fgdopt.model import MAX_GPUS_PER_NODE, Cluster
 from fgdopt.plot import plot_traces
 from fgdopt.timeline import simulate
@@ -71,17 +70,20 @@ JOB_COLUMNS = ("workload", "seed", "policy", "queue", "name", "workers", "class"
                "start_s", "wait_s")
 
 
-def load(source: str) -> tuple[pd.DataFrame, list[dict] | None]:
-    """The jobs (open format) and the node records (None: the trace lists none) of ``source``: a fixture's format
-    name, or a folder written by ``python -m experiments.convert``."""
+def load(source: str) -> tuple[pd.DataFrame, Cluster | None]:
+    """The jobs (open format) and the cluster (None: the trace lists no nodes) of ``source``: a fixture's format
+    name, or a folder written by ``python -m experiments.convert``.
+
+    Raises
+    ------
+    OSError, ValueError : one line naming the file (``workload.csv``, ``cluster.json``), the row and the field.
+    """
     if source in FIXTURES:
         conv = convert(source, [FIXTURE_DIR / p for p in FIXTURES[source]])
-        return conv.jobs, conv.nodes
+        return conv.jobs, None if conv.nodes is None else Cluster.from_records(conv.nodes)
     folder = Path(source)
-    nodes = None
-    if (folder / "cluster.json").is_file():
-        nodes = json.loads((folder / "cluster.json").read_text())["nodes"]
-    return read_workload_frame(folder / "workload.csv"), nodes
+    cluster = load_cluster(folder / "cluster.json") if (folder / "cluster.json").is_file() else None
+    return read_workload_frame(folder / "workload.csv"), cluster
 
 
 DEFAULT_NODE_GPUS = 8
@@ -114,11 +116,11 @@ def runnable(frame: pd.DataFrame) -> np.ndarray:
 def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_jobs: int, nodes: int | None,
              gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0) -> dict:
     """One run (module docstring): the row of ``traces.csv`` and the per-job rows."""
-    frame, records = load(source)
+    frame, given = load(source)
     frame = frame.iloc[np.argsort(frame["submit_s"].to_numpy(), kind="stable")[:max_jobs]].reset_index(drop=True)
     ok = runnable(frame)
     sim = frame[ok].reset_index(drop=True)
-    cluster = Cluster.from_records(records) if records is not None else default_cluster(frame, nodes)
+    cluster = given if given is not None else default_cluster(frame, nodes)
     keys = {"workload": name, "seed": seed, "policy": policy, "queue": queue}
     if sim.empty:
         return {"row": {**keys, "jobs_run": 0, "not_run": int((~ok).sum())}, "jobs": pd.DataFrame()}
@@ -177,10 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     shape_rows, lines = [], []
     for name, source in sources.items():                 # bad folders stop here, in one line, before any run
         try:
-            frame, records = load(source)
-            if records is not None:
-                Cluster.from_records(records)
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            frame, _ = load(source)
+        except (OSError, ValueError) as exc:
             parser.error(f"argument --workload: {source}: {exc}")
         info = stats.summary(frame)
         shape_rows.append(stats.shapes(frame).assign(workload=name))

@@ -3,6 +3,8 @@ rejections with their reason, a converted folder as --workload, bad input in one
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -67,6 +69,27 @@ def test_bad_workload_is_one_line(tmp_path, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "workload.csv: job row 0: field 'duration_s' must be a number >= 0, got -1" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("cluster", "named"), [
+    # a bad node value, and a bare list of nodes: neither named cluster.json before (the second said only "list
+    # indices must be integers or slices, not str")
+    ({"nodes": [{"cpu_milli": -1, "memory_mib": 1, "gpu": 2, "model": "T4"}]},
+     "cluster.json: not a valid node list (node row 0: field 'cpu_milli' is negative (-1))"),
+    ([{"cpu_milli": 1, "memory_mib": 1, "gpu": 2, "model": "T4"}],
+     "cluster.json: not a valid node list (expected a JSON object with a 'nodes' list, got a list)"),
+    ({"nodes": []}, "cluster.json: no nodes"),
+])
+def test_bad_cluster_file_is_one_line_naming_it(tmp_path, capsys, cluster, named):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n0,1,1,1,1\n")
+    (tmp_path / "w" / "cluster.json").write_text(json.dumps(cluster))
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--workload", str(tmp_path / "w"), "--output", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0], err
     assert not (tmp_path / "o").exists()
 
 
