@@ -14,11 +14,11 @@ and gang size (:mod:`fgdopt.workloads.stats`), then runs :func:`fgdopt.timeline.
 ``--max-jobs`` jobs (by submission) for every (seed, policy, queue), gangs included (each part on one node, all
 parts started and freed together; ``--gang-reserve-s`` and ``--gang-slowdown`` as in :func:`~fgdopt.timeline.simulate`).
 A workload without ``cluster.json`` runs on ``--nodes`` nodes of 8 GPUs, or of as many as its largest worker needs up
-to 16 (default: as many nodes as carry its GPU-hours over its submission span at load 1, and at least its largest
-gang and 2); each such node has the CPU and memory of the largest worker (at least 128 cores and 1 TiB), so that
-only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model holds
-(:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose parts
-do not fit the empty cluster together is ``rejected`` with reason ``workers``.
+to 16 (default: as many nodes as carry its GPU-hours over its submission span at load 1, at most one per GPU
+worker, and at least its largest gang and 2); each such node has the CPU and memory of the largest worker (at
+least 128 cores and 1 TiB), so that only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model
+holds (:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose
+parts do not fit the empty cluster together is ``rejected`` with reason ``workers``.
 
 Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row
 per run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs
@@ -93,14 +93,17 @@ DEFAULT_NODE_GPUS = 8
 
 def default_cluster(frame: pd.DataFrame, nodes: int | None) -> Cluster:
     """``nodes`` nodes of :data:`DEFAULT_NODE_GPUS` GPUs, or of the largest runnable worker's GPUs if more (default
-    count: the GPU-hours over the submission span at load 1, at least the largest gang and 2), each with the CPU and
-    memory of the largest worker and at least 128 cores and 1 TiB."""
-    largest = frame["num_gpu"].to_numpy()[runnable(frame)]
+    count: the GPU-hours over the submission span at load 1, but no more than one node per runnable GPU worker (they
+    then all run at once: jobs that never end, or long jobs submitted at one instant, asked for millions), at least
+    the largest gang and 2), each with the CPU and memory of the largest worker and at least 128 cores and 1 TiB."""
+    ok = runnable(frame)
+    largest = frame["num_gpu"].to_numpy()[ok]
     gpus = int(max(DEFAULT_NODE_GPUS, largest.max(initial=0)))
     if nodes is None:
         info = stats.summary(frame)
         span_h = max(info["span_s"], 1.0) / 3600
-        nodes = max(2, info["max_workers"], math.ceil(info["gpu_hours"] / span_h / gpus))
+        workers = int(frame["workers"].to_numpy()[ok & (frame["num_gpu"].to_numpy() > 0)].sum())
+        nodes = max(2, info["max_workers"], math.ceil(min(info["gpu_hours"] / span_h / gpus, workers)))
     cpu = max(128_000, int(frame["cpu_milli"].max()))
     mem = max(1 << 20, int(frame["memory_mib"].max()))
     return Cluster([cpu] * nodes, [mem] * nodes, [gpus] * nodes, ["GPU"] * nodes,

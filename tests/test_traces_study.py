@@ -93,6 +93,24 @@ def test_bad_cluster_file_is_one_line_naming_it(tmp_path, capsys, cluster, named
     assert not (tmp_path / "o").exists()
 
 
+def test_default_cluster_of_jobs_that_never_end_is_one_node_per_gpu_worker(tmp_path):
+    # three GPU jobs submitted at one instant, one never ending and one of 1e12 s: at load 1 over a span of (at
+    # least) 1 s they asked for inf nodes (OverflowError) or 4e10 (MemoryError); one node per GPU worker runs them
+    # all at once
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,gpu_milli,cpu_milli,memory_mib,workers\n"
+                                                 "5,inf,1,1000,1,1,1\n5,1e12,8,1000,1,1,1\n5,100,1,300,1,1,2\n"
+                                                 "5,inf,0,0,1,1,1\n")
+    frame, cluster = study.load(str(tmp_path / "w"))
+    assert cluster is None
+    assert study.default_cluster(frame, None).gpu.tolist() == [8] * 4
+    assert study.main(["--workload", str(tmp_path / "w"), "--policies", "fgd", "--queue", "fifo", "--output",
+                       str(tmp_path / "o")]) == 0
+    runs = pd.read_csv(tmp_path / "o" / "traces.csv")
+    assert runs[["jobs_run", "rejected", "finished", "mean_wait_single_s", "mean_wait_gang_s"]].values.tolist() == \
+        [[4, 0, 2, 0.0, 0.0]]
+
+
 def test_two_processes_give_the_same_files(tmp_path):
     common = ["--policies", "best-fit", "--queue", "fifo,backfill"]
     for jobs, out in (("1", "a"), ("2", "b")):
