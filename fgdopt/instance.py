@@ -55,7 +55,7 @@ class Instance:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Instance:
-        """The instance of a JSON file.
+        """The instance of a JSON file (named by its ``name``, else by the file's name without ``.json``).
 
         Raises
         ------
@@ -70,6 +70,8 @@ class Instance:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if isinstance(data, dict) and "name" not in data:     # unnamed: the file's name (not one "instance" each)
+            data = {"name": path.stem, **data}
         try:
             instance = cls.from_dict(data)
         except (ValueError, TypeError) as exc:

@@ -301,6 +301,19 @@ def test_load_suite_dir(tmp_path):
         load_suite_dir(empty)
 
 
+def test_instances_of_a_folder_have_distinct_names(tmp_path):
+    # two files of one instance name: the gap study merged their rows (a policy 1.00 GPUs against an optimum of
+    # 0.50, a gap of -100%); now refused naming both. Unnamed instances take their file's name
+    node = {"cpu_milli": 8000, "memory_mib": 8192, "gpu": 1, "model": "A"}
+    task = {"cpu_milli": 1000, "memory_mib": 0, "num_gpu": 1, "gpu_milli": 500}
+    for file in ("x.json", "y.json"):
+        (tmp_path / file).write_text(json.dumps({"nodes": [node], "tasks": [task]}))
+    assert [inst.name for inst in load_suite_dir(tmp_path)] == ["x", "y"]
+    (tmp_path / "z.json").write_text(json.dumps({"name": "x", "nodes": [node], "tasks": []}))
+    with pytest.raises(ValueError, match=r"z.json: instance name 'x' is also that of x.json; name each instance apart"):
+        load_suite_dir(tmp_path)
+
+
 # -- samples of the trace ------------------------------------------------------------------------
 
 
