@@ -31,6 +31,15 @@ def spec_allows(gpu_spec: str, model: str) -> bool:
     return gpu_spec == "" or model in gpu_spec.split("|")
 
 
+def _spec(text: str) -> str:
+    """A ``gpu_spec`` as :func:`spec_allows` reads it: its models stripped of blanks, empty ones dropped.
+
+    >>> _spec(" T4 | V100 "), _spec("T4||V100|"), _spec(" ")
+    ('T4|V100', 'T4|V100', '')
+    """
+    return "|".join(part for part in (p.strip() for p in text.split("|")) if part)
+
+
 def _frozen_array(values, dtype) -> np.ndarray:
     arr = np.array(values, dtype=dtype)
     arr.setflags(write=False)
@@ -190,7 +199,8 @@ class TaskSet:
     num_gpu : int64 array, number of GPUs (0..16) of each part.
     gpu_milli : int64 array, demand per GPU in milli-GPU (0 for CPU-only tasks, 1..999 for sharing
         tasks, 1000 for whole-GPU tasks).
-    gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any).
+    gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any; blanks around a model are
+        dropped: ``"T4 | V100"`` is ``"T4|V100"``).
     names : tuple of task names (defaults to ``task-<i>``).
     workers : int64 array, parts of each task (default 1; >= 1): a task of ``workers > 1`` is a *gang* of that
         many identical parts, each of the demand above and each on one node (:class:`Task`). CPU, memory and GPU
@@ -221,7 +231,9 @@ class TaskSet:
         if (bad := np.flatnonzero(self.workers < 1)).size:
             raise ValueError(f"task row {int(bad[0])}: field 'workers' must be >= 1, got {int(self.workers[bad[0]])}")
         _check_task_shapes(self.num_gpu, self.gpu_milli)
-        specs = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s).strip() for s in self.gpu_spec]
+        raw = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s) for s in self.gpu_spec]
+        clean = {text: _spec(text) for text in set(raw)}                   # a few distinct specs, many tasks
+        specs = [clean[text] for text in raw]
         object.__setattr__(self, "gpu_spec", _frozen_array(specs, object))
         names = tuple(self.names) if self.names else tuple(f"task-{i}" for i in range(n))
         if len(names) != n:

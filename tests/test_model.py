@@ -20,6 +20,13 @@ def test_task_kinds_and_demand():
         tasks.cpu_milli[0] = 5
 
 
+def test_gpu_spec_models_are_stripped():
+    # "T4 | V100" (a spec typed with blanks) allowed no model: the task was rejected on a V100 node
+    tasks = TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 500], [" T4 | V100 ", "A10||"])
+    assert tasks.gpu_spec.tolist() == ["T4|V100", "A10"]
+    assert spec_allows(tasks[0].gpu_spec, "V100")
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"cpu_milli": [1000, -1]}, r"task row 1: field 'cpu_milli' is negative \(-1\)"),
     ({"memory_mib": [1, -5]}, r"task row 1: field 'memory_mib' is negative"),
