@@ -33,6 +33,22 @@ def test_own_trace_files_are_not_compared_with_the_paper(tmp_path, capsys):
     assert row == "| default | fgd | 1 | 100.00 | 100.00 | 0.00 | 0.00 | " + row.split(" | ")[-2] + " |  |"
 
 
+def test_a_trace_that_alone_brings_more_than_the_ratio_is_said(tmp_path, capsys):
+    # one pod of half a GPU on 2 GPUs brings 25% alone: at --ratio 0.1 the table's "at 10% arrived" columns held
+    # the state at 25% without a word
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                                           "n0,32000,65536,2,T4\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    assert openb.main(["--policies", "fgd", "--seeds", "1", "--ratio", "0.1", "--data-dir", str(tmp_path),
+                       "--output", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].startswith("| default | fgd | 1 | 25.00 | 25.00 | 1.50 |")
+    assert out[-1] == ("default: the trace alone brings 25.0% of the GPU capacity; its replays end there, and its "
+                       "columns 'at 10% arrived' hold that end")
+
+
 @pytest.mark.trace
 @pytest.mark.slow
 def test_replay_study_writes_summary_and_compares_with_the_paper(openb_dir, tmp_path, capsys):
