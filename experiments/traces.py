@@ -179,17 +179,21 @@ def main(argv: list[str] | None = None) -> int:
     sources = {Path(w).name: str(w) for w in args.workload} if args.workload else {f: f for f in FIXTURES}
     if args.workload and len(sources) != len(args.workload):
         parser.error("argument --workload: two folders of the same name; name each workload folder apart")
-    shape_rows, lines = [], []
+    shape_rows, lines, listed = [], [], 0
     for name, source in sources.items():                 # bad folders stop here, in one line, before any run
         try:
-            frame, _ = load(source)
+            frame, cluster = load(source)
         except (OSError, ValueError) as exc:
             parser.error(f"argument --workload: {source}: {exc}")
+        listed += cluster is not None
         info = stats.summary(frame)
         shape_rows.append(stats.shapes(frame).assign(workload=name))
         lines.append(f"{name}: {info['jobs']} jobs, {info['gangs']} gangs (up to {info['max_workers']} workers), "
                      f"{info['gpu_hours']:.1f} GPU-hours ({info['gang_gpu_hours']:.1f} in gangs), "
                      f"{info['users']} users")
+    if args.nodes is not None and listed == len(sources):
+        parser.error("argument --nodes: it sizes the cluster of a workload without cluster.json, and every workload "
+                     "lists its nodes")
     shape_frame = pd.concat(shape_rows)[["workload", *stats.SHAPE_COLUMNS]]
     cells = [(n, src, s, p, q, args.max_jobs, args.nodes, args.gang_reserve_s, args.gang_slowdown)
              for n, src in sources.items() for s in args.seeds for p in args.policies for q in args.queue]

@@ -111,6 +111,20 @@ def test_default_cluster_of_jobs_that_never_end_is_one_node_per_gpu_worker(tmp_p
         [[4, 0, 2, 0.0, 0.0]]
 
 
+def test_nodes_without_a_workload_it_sizes_is_refused(tmp_path, capsys):
+    # --nodes sizes only a workload without cluster.json: with every workload listing its nodes it was ignored
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n0,1,1,1,1\n")
+    (tmp_path / "w" / "cluster.json").write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192,
+                                                                        "gpu": 2, "model": "T4"}]}))
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--workload", str(tmp_path / "w"), "--nodes", "3", "--output", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("python -m experiments.traces: error: argument --nodes: it sizes the cluster of "
+                                       "a workload without cluster.json, and every workload lists its nodes\n")
+    assert not (tmp_path / "o").exists()
+
+
 def test_two_processes_give_the_same_files(tmp_path):
     common = ["--policies", "best-fit", "--queue", "fifo,backfill"]
     for jobs, out in (("1", "a"), ("2", "b")):
