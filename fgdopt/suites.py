@@ -463,7 +463,7 @@ def load_suite_dir(path: str | os.PathLike) -> list[Instance]:
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"instance directory {folder} not found")
-    files = sorted(folder.glob("*.json"))
+    files = sorted(p for p in folder.glob("*.json") if p.is_file())      # not a folder named x.json
     if not files:
         raise ValueError(f"no instance files (*.json) in {folder}")
     instances: list[Instance] = []

@@ -288,6 +288,7 @@ def test_load_suite_dir(tmp_path):
     for inst, file in zip(adversarial_instances()[:3], ("c.json", "a.json", "b.json"), strict=True):
         inst.save(tmp_path / file)
     (tmp_path / "notes.txt").write_text("not an instance")
+    (tmp_path / "old.json").mkdir()             # a folder of that name: 'instance file old.json not found' before
     loaded = load_suite_dir(tmp_path)
     assert [inst.name for inst in loaded] == ["adv-pack-trap", "adv-reject-500", "adv-spread-slices"]
     with pytest.raises(FileNotFoundError):
