@@ -24,7 +24,8 @@ cluster (:mod:`experiments.executors`); the rows come back in the same order eit
 
 With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
-heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100).
+heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100); the options
+of the trace study (:data:`TRACE_OPTIONS`: ``--trace``, ``--data``, ``--seeds``, ...) are refused beside it.
 
 Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-GPU, ``kind`` heuristic or exact,
 ``status`` the exact run's status or ``feasible`` for a heuristic plan, ``trace`` the trace or
