@@ -184,6 +184,7 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     ("helios", lambda d: _bad(d, "c.csv", "job_id,user,gpu_num,cpu_num,node_num,submit_time,duration\n"
                                           "1,u,8,1,1,2020-01-01 00:00:00,\n"),
      r"c.csv: no job kept of the 1 row\(s\) read \(dropped: 1 no submit_time, duration or node_num\)"),
+    ("helios", lambda d: d, r": a folder; expected a file$"),               # it said "no such file" of a folder
     ("yarn", lambda d: _bad(d, "c.csv", "x\n1\n"), r"argument --format: unknown format 'yarn' \(valid: philly, helios"),
     ("helio", lambda d: _bad(d, "c.csv", "x\n1\n"), r"unknown format 'helio': did you mean helios\? \(valid: philly"),
 ])

@@ -38,7 +38,8 @@ def convert(fmt: str, paths: list[str | os.PathLike]) -> Conversion:
     module = format_module(fmt)
     paths = [str(p) for p in paths]
     if missing := [p for p in paths if not Path(p).is_file()]:
-        raise ValueError(f"{missing[0]}: no such file")
+        what = "a folder; expected a file" if Path(missing[0]).is_dir() else "no such file"
+        raise ValueError(f"{missing[0]}: {what}")
     conv = module.convert(paths)
     if conv.rows and not len(conv.jobs):                         # every row read was dropped: say why
         why = "; ".join(f"{n} {reason}" for reason, n in conv.dropped.items() if n)
