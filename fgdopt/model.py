@@ -46,13 +46,31 @@ def _frozen_array(values, dtype) -> np.ndarray:
     return arr
 
 
+def _not_a_number(values) -> tuple[int, object] | None:
+    """The first (row, value) of the one-dimensional ``values`` that is no number: a bool, a text that does not read
+    as one, anything else (a text that reads as a number comes after, if there is no worse); None if none."""
+    texts = None
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)):
+            return i, v
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            return i, v
+        if texts is None and isinstance(v, str):
+            texts = (i, v)
+    return texts
+
+
 def _int_column(name: str, values, kind: str) -> np.ndarray:
     """``values`` as a read-only int64 array; ``ValueError`` naming the row for non-integers or negatives."""
     try:
         arr = np.asarray(values, dtype=np.float64 if np.asarray(values).dtype.kind in "fO" else None)
     except (TypeError, ValueError):
-        raise ValueError(f"{kind}: field {name!r} must hold integers") from None
-    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        arr = None
+    if arr is None or arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        if np.ndim(values) == 1 and (bad := _not_a_number(values)) is not None:
+            raise ValueError(f"{kind} row {bad[0]}: field {name!r} must be an integer, got {bad[1]!r}")
         raise ValueError(f"{kind}: field {name!r} must be a one-dimensional column of integers")
     if arr.dtype.kind == "f" and (bad := np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))).size:
         raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]:g}")

@@ -39,6 +39,11 @@ def test_gpu_spec_models_are_stripped():
     ({"workers": [1]}, r"task field 'workers' has length 1, expected 2"),
     ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer, got 1.5$"),
     ({"memory_mib": [1, float("nan")]}, r"task row 1: field 'memory_mib' must be an integer, got nan$"),
+    # a CSV column with a word, a JSON text or a bool: no row was named ("must hold integers")
+    ({"gpu_milli": np.array(["500", "abc"], dtype=object)}, r"task row 1: field 'gpu_milli' must be an integer, "
+                                                            r"got 'abc'$"),
+    ({"cpu_milli": [1000, "1000"]}, r"task row 1: field 'cpu_milli' must be an integer, got '1000'$"),
+    ({"memory_mib": [True, True]}, r"task row 0: field 'memory_mib' must be an integer, got True$"),
     ({"cpu_milli": [1]}, r"task field 'memory_mib' has length 2, expected 1"),
 ])
 def test_taskset_rejects(kwargs, match):
