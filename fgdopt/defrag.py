@@ -4,7 +4,8 @@ The problem, in the terms of docs/semantics.md
 ----------------------------------------------
 A :class:`DefragProblem` is a cluster, a task list, a feasible :class:`~fgdopt.state.Placement` of it
 (the *running* tasks are the placed ones) and the *waiting* tasks (unplaced ones, by default all of
-them). Units as in docs/semantics.md: milli-cores, MiB, milli-GPU (one GPU = 1000).
+them that fit some node of the cluster when it is empty). Units as in docs/semantics.md: milli-cores, MiB,
+milli-GPU (one GPU = 1000).
 
 A :class:`Plan` lists *moves* (a running task to a new node and GPUs) and *admits* (a waiting task to a
 node and GPUs). Semantics, checkpoint/restore: every moved task is stopped at once, its CPU, memory and
