@@ -24,7 +24,8 @@ cluster (:mod:`experiments.executors`); the rows come back in the same order eit
 
 With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
-heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100).
+heuristics and the exact model run at every budget (``trace`` = the instance name, ``at_pct`` 100); the options
+of the trace study (:data:`TRACE_OPTIONS`: ``--trace``, ``--data``, ``--seeds``, ...) are refused beside it.
 
 Writes ``DIR/defrag.csv`` (columns :data:`COLUMNS`: admitted and bound in milli-GPU, ``kind`` heuristic or exact,
 ``status`` the exact run's status or ``feasible`` for a heuristic plan, ``trace`` the trace or
@@ -55,12 +56,13 @@ from experiments.args import (
     real,
     study_parser,
 )
-from experiments.executors import add_dask_option, executor, run_all
+from experiments.executors import add_dask_option, executor, run_all, stop_message
 from experiments.outputs import staged
 from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag, extend_plan
 from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import TaskSet
+from fgdopt.policies import PolicyError, policy_labels
 from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
 from fgdopt.suites import SUITES, suite
@@ -142,7 +144,10 @@ def run_problem(problem: DefragProblem, workload: Workload, budgets: list[int], 
 def online_problem(instance: Instance, policy: str, seed: int = 0) -> DefragProblem:
     """The state :func:`fgdopt.simulate.run_online` leaves with ``policy`` (policy seed ``seed``) on
     ``instance``, its failed tasks waiting."""
-    result = run_online(instance.cluster, instance.tasks, policy, seed=seed)
+    try:
+        result = run_online(instance.cluster, instance.tasks, policy, seed=seed)
+    except PolicyError as exc:
+        raise PolicyError(f"instance {instance.name}: {exc}") from exc
     return DefragProblem(instance.cluster, instance.tasks, result.placement)
 
 
@@ -170,6 +175,8 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return cells.unstack("budget").reset_index()
 
 
+TRACE_OPTIONS = ("trace", "data", "seeds", "at", "slices", "slice_nodes", "jobs", "dask")
+"""The options of the trace study, which ``--suite`` does not read (its instances, policy seed 0, every node)."""
 SLICE_NODES = 64
 """Nodes of an exact comparison's slice by default (fewer on a smaller cluster: all of them)."""
 
@@ -208,13 +215,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="seed 42, fgd, budgets 0,10,50, 10 s per exact run (an "
                     "option written on the command line wins)")
     args = ap.parse_args(argv)
+    if args.suite and (trace_only := [f"--{d.replace('_', '-')}" for d in TRACE_OPTIONS if d in ap.written()]):
+        ap.error(f"--suite runs on the suite's instances, not the trace; drop {', '.join(trace_only)}")
     if args.quick:
         ap.quick(args, seeds=[42], policies=["fgd"], budgets=[0, 10, 50], time_limit=10.0)
     args.data = None if args.data is None else str(args.data)
     budgets = args.budgets
+    labels = policy_labels(args.policies)                 # a policy of your own by its name
     if args.suite:
-        rows = run_suite(args.suite, args.policies, budgets, args.time_limit, args.threads, args.solver)
-        return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}")
+        try:
+            rows = run_suite(args.suite, args.policies, budgets, args.time_limit, args.threads, args.solver)
+        except PolicyError as exc:
+            return stop_message(exc, ap.prog)
+        return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"suite {args.suite}", labels)
     try:                                                   # a missing or broken trace stops here, in one line
         cluster, _ = load_openb(args.trace, args.data)
     except (OSError, ValueError) as exc:
@@ -226,9 +239,13 @@ def main(argv: list[str] | None = None) -> int:
                  f"{cluster.n_nodes}")
     jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
              args.threads, args.solver) for seed in args.seeds for policy in args.policies]
-    with executor(args.jobs, args.dask) as pool:
-        rows = [row for rows_ in run_all(pool, trace_rows, jobs) for row in rows_]
-    return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived")
+    try:
+        with executor(args.jobs, args.dask) as pool:
+            rows = [row for rows_ in run_all(pool, trace_rows, jobs) for row in rows_]
+    except PolicyError as exc:                             # one line naming the policy, the task and the seed
+        return stop_message(exc, ap.prog)
+    return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived",
+                  labels)
 
 
 def trace_rows(trace: str, data: str | None, seed: int, policy: str, at: float, budgets: list[int], slices: int,
@@ -238,7 +255,10 @@ def trace_rows(trace: str, data: str | None, seed: int, policy: str, at: float, 
     cluster, tasks = load_openb(trace, data)
     workload = Workload.from_tasks(tasks)
     t0 = time.perf_counter()
-    result = replay(cluster, tasks, policy, seed, 1.3, workload)
+    try:
+        result = replay(cluster, tasks, policy, seed, 1.3, workload)
+    except PolicyError as exc:
+        raise PolicyError(f"openb {trace} seed {seed}: {exc}") from exc
     tasks_p, placement_p = result.prefix(at)
     validate(cluster, tasks_p, placement_p)
     problem = DefragProblem(cluster, tasks_p, placement_p)
@@ -253,8 +273,10 @@ def trace_rows(trace: str, data: str | None, seed: int, policy: str, at: float, 
     return rows
 
 
-def _write(frame: pd.DataFrame, output: Path | None, title: str) -> int:
-    """Print the table; with ``output``, write ``defrag.csv``, ``defrag.md`` and ``defrag.png`` there."""
+def _write(frame: pd.DataFrame, output: Path | None, title: str, labels: dict[str, str]) -> int:
+    """Print the table; with ``output``, write ``defrag.csv``, ``defrag.md`` and ``defrag.png`` there (the replay
+    policies named by ``labels``, :func:`fgdopt.policies.policy_labels`)."""
+    frame = frame.assign(policy=frame["policy"].replace(labels))
     text = table(frame).to_markdown(index=False)
     print(text)
     if output:

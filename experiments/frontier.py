@@ -73,7 +73,7 @@ from fgdopt.frag import Workload
 from fgdopt.instance import Instance
 from fgdopt.model import GPU_MILLI, Cluster, TaskSet
 from fgdopt.plot import plot_frontier
-from fgdopt.policies import PAPER_POLICIES, PolicyError, SpecError
+from fgdopt.policies import PAPER_POLICIES, PolicyError, SpecError, policy_labels
 from fgdopt.simulate import replay
 from fgdopt.state import Placement
 from fgdopt.traces import load_openb, trace_files
@@ -104,6 +104,21 @@ def parse_points(text: str) -> list[int]:
     return points
 
 
+def first_nodes(cluster: Cluster, nodes: int | None) -> Cluster:
+    """``cluster``'s first ``nodes`` nodes (``--nodes``; None: all of them).
+
+    Raises
+    ------
+    ValueError : they hold no GPU (one line naming the option).
+    """
+    if nodes is None:
+        return cluster
+    head = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
+    if head.total_gpus == 0:
+        raise ValueError(f"argument --nodes: the first {nodes} node(s) of the node list hold no GPU")
+    return head
+
+
 def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir: str | None,
                 nodes: int | None = None) -> dict:
     """Replay one (trace, seed, policy) (on the first ``nodes`` nodes of the cluster, if given); the arrival order
@@ -112,9 +127,11 @@ def replay_cell(trace: str, seed: int, policy: str, points: list[int], data_dir:
     The allocation is the prefix's, the tasks the optimum sees: not the replay's curve, whose last row is its final
     state, past the last point where the trace alone brings more (a few nodes of ``--nodes``, a small cluster)."""
     cluster, tasks = load_openb(trace, data_dir)
-    if nodes is not None:
-        cluster = cluster.subset(np.arange(min(nodes, cluster.n_nodes)))
-    result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
+    cluster = first_nodes(cluster, nodes)
+    try:
+        result = replay(cluster, tasks, policy, seed, RATIO, Workload.from_tasks(tasks))
+    except PolicyError as exc:
+        raise PolicyError(f"openb {trace} seed {seed}: {exc}") from exc
     prefix = {p: result.prefix(p) for p in points}
     return {"trace": trace, "seed": seed, "policy": policy, "cluster": cluster, "source": result.source,
             "alloc": {p: int(placed.allocated_milli(arrived)) for p, (arrived, placed) in prefix.items()},
@@ -309,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(parser, args.output, OUTPUTS, {})
     try:                                                   # a missing or broken trace stops here, in one line
         for trace in args.trace:
-            load_openb(trace, args.data_dir)
+            first_nodes(load_openb(trace, args.data_dir)[0], args.nodes)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
 
@@ -323,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         return stop_message(stop, parser.prog)
     except (PolicyError, SpecError) as exc:
         return stop_message(exc, parser.prog)
+    labels = policy_labels(args.policies)                  # a policy of your own by its name
+    frame["method"] = frame["method"].replace(labels)
     trace = args.trace[0]
     with staged(args.output) as tmp:
         frame[list(COLUMNS)].to_csv(tmp / "frontier.csv", index=False)
@@ -333,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     in_gpus = {c: opt[c] / GPU_MILLI for c in ("allocated_milli", "bound_milli")}
     print(printed(opt[["trace", "seed", "arrived_pct", *gpus, "wall_s", "cpu_s", "status"]].assign(**in_gpus), gpus,
                   digits=3))
-    lead = "fgd" if "fgd" in args.policies else args.policies[0]
+    lead = "fgd" if "fgd" in args.policies else labels[args.policies[0]]
     print("\n".join(headline(frame, capacity, args.tol, lead)))
     return 0
 

@@ -26,7 +26,9 @@ MILPs beyond 16 nodes) are available through ``--methods``. Every solver run get
 wall time. ``--jobs N`` solves N instances side by side in local processes, ``--dask ADDRESS`` on the workers of
 a Dask distributed cluster (:mod:`experiments.executors`); the rows are the same. An instance with no tasks
 has optimum 0: every policy allocates 0 and its fragmentation rate is empty (no workload to measure it against);
-an instance file with no nodes is refused before any work.
+an instance file with no nodes, or two files of one instance name, are refused before any work. An instance with
+gangs (tasks of ``workers > 1``) is solved by the exact model (``milp-cbc``, ``milp-highs``, ``cpsat``); the other
+methods report it ``skipped`` (no gap).
 
 ``--policies`` also takes ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own
 policy"): the fastest way to your policy's certified gap table. Its rows and columns are headed by its ``name``
@@ -204,8 +206,11 @@ def instance_rows(instance: Instance, config: Config, progress=None) -> list[dic
     for r in rows:
         own = r.pop("own_bound", None)
         r["bound_milli"] = own if r["kind"] in ("exact", "relaxation") else best_bound
-        ref = r["allocated_milli"] if r["allocated_milli"] is not None else incumbent
-        r["gap_pct"] = None if r["bound_milli"] is None else _pct(r["bound_milli"] - ref, r["bound_milli"])
+        # a bound without a placement is measured against the best incumbent; a flawed run that placed nothing
+        # (skipped, error) has no gap
+        ref = r["allocated_milli"] if r["allocated_milli"] is not None or r["kind"] == "flawed" else incumbent
+        r["gap_pct"] = None if r["bound_milli"] is None or ref is None else _pct(r["bound_milli"] - ref,
+                                                                                 r["bound_milli"])
         r.update(instance=instance.name, nodes=instance.cluster.n_nodes, gpus=instance.cluster.total_gpus,
                  tasks=len(instance.tasks), incumbent_milli=incumbent, best_bound_milli=best_bound,
                  bound_by=bound_by)

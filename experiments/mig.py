@@ -6,11 +6,11 @@ Usage::
 
 For every node count and seed, :func:`~fgdopt.mig.suites.mig_instance` (openb nodes with A100-40GB MIG GPUs,
 openb tasks mapped to profiles, drawn up to ``ratio`` x the cluster's memory slices); for the prefixes arrived
-by 100 % and by ``ratio`` (every task): the four MIG policies online (:func:`fgdopt.simulate.run_online`, target
-workload = the whole task list's shapes), the configuration LP bound, and the exact optimum with CP-SAT and
-HiGHS (warm start: the best policy; proven bound: the configuration LP). Writes ``mig.csv`` (columns
-:data:`COLUMNS`, plus ``arrival``), ``mig_curves.csv`` (accepted vs arrived slices along the online run of the
-first seed of the largest size) and ``mig.png``.
+by 100 % and by ``ratio`` (every task; only the latter when ``ratio`` <= 1): the four MIG policies online
+(:func:`fgdopt.simulate.run_online`, target workload = the whole task list's shapes), the configuration LP bound,
+and the exact optimum with CP-SAT and HiGHS (warm start: the best policy; proven bound: the configuration LP).
+Writes ``mig.csv`` (columns :data:`COLUMNS`, plus ``arrival``), ``mig_curves.csv`` (accepted vs arrived slices
+along the online run of the first seed of the largest size, every task) and ``mig.png``.
 
 ``--quick``: the first two seeds, CP-SAT only, 10 s per exact run. Otherwise exact runs get 30 s (<= 16 nodes)
 or 120 s. Solver threads: ``--threads`` (default 1).
@@ -40,12 +40,13 @@ def run(nodes: list[int], seeds: list[int], ratio: float, quick: bool, threads: 
     """The study's rows and the online curves (see module docstring)."""
     rows, curves = [], []
     solvers = ("cpsat",) if quick else ("cpsat", "highs")
+    arrivals = sorted({min(100.0, 100.0 * ratio), 100.0 * ratio})    # one point when ratio <= 1: all tasks
     for n in nodes:
         limit = 10.0 if quick else (30.0 if n <= 16 else 120.0)
         for seed in seeds:
             full = mig_instance(n, seed, ratio)
             workload = Workload.from_tasks(full.tasks)
-            for arrival in (100.0, 100.0 * ratio):
+            for arrival in arrivals:
                 inst = arrived_prefix(full, arrival)
                 sizes = task_slices(inst.cluster, inst.tasks)
                 base = {"instance": inst.name, "nodes": n, "seed": seed, "arrival": round(arrival)}
@@ -60,7 +61,7 @@ def run(nodes: list[int], seeds: list[int], ratio: float, quick: bool, threads: 
                                         "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0})
                     if best is None or got > best[0]:
                         best = (got, res.placement)
-                    if arrival > 100 and n == max(nodes) and seed == seeds[0]:
+                    if arrival == arrivals[-1] and n == max(nodes) and seed == seeds[0]:
                         cap = capacity_slices(inst.cluster)
                         curves.append(pd.DataFrame({"method": name, "arrived_pct": 100.0 * np.cumsum(sizes) / cap,
                                                     "accepted_pct": 100.0 * np.cumsum(np.where(res.placement.placed,

@@ -14,10 +14,11 @@ row per cell, ratios in percent), ``DIR/curves.csv`` (long format, one row per c
 ``DIR/alloc.png`` and ``DIR/frag_rate.png`` (default trace, or the first one run: mean over seeds,
 one line per policy), ``DIR/bars_<family>.png`` for each trace family present, and prints a Markdown
 table (mean and min-max over seeds) on stdout, with the paper's published allocation at 130% beside
-each of its six policies (:func:`fgdopt.refsim.paper_allocation`; at ratio 1.3 only); a progress bar
-goes to stderr. The policies score and break ties as the reference simulator does; ``fgd-exact`` is
-fgdopt's exact-score FGD. ``--jobs N`` replays N cells side by side in local processes, ``--dask ADDRESS`` on the
-workers of a Dask distributed cluster (:mod:`experiments.executors`; each worker reads the trace from its own
+each of its six policies (:func:`fgdopt.refsim.paper_allocation`; at ratio 1.3, on the published trace files
+only, not on CSVs of your own in ``--data-dir``); a progress bar goes to stderr. The policies score and break
+ties as the reference simulator does; ``fgd-exact`` is fgdopt's exact-score FGD. ``--jobs N`` replays N cells
+side by side in local processes, ``--dask ADDRESS`` on the workers of a Dask distributed cluster
+(:mod:`experiments.executors`; each worker reads the trace from its own
 ``$FGDOPT_DATA`` unless ``--data-dir`` is given); the outputs are the same. ``--policies`` also takes
 ``module:attribute`` specs of your own policies (:mod:`fgdopt.policies`, "Your own policy"), named in the outputs by
 their ``name`` attribute if they have one. The ``_130`` columns of
@@ -72,7 +73,7 @@ from fgdopt.plot import plot_curves, plot_family_bars
 from fgdopt.policies import PAPER_POLICIES, POLICY_NAMES, PolicyError, policy_labels
 from fgdopt.refsim import paper_allocation
 from fgdopt.simulate import CURVE_COLUMNS, replay
-from fgdopt.traces import load_openb, trace_files
+from fgdopt.traces import is_published, load_openb, trace_files
 
 OUTPUTS = ("summary.csv", "curves.csv", "alloc.png", "frag_rate.png", "bars_*.png")
 """The files the study writes into ``--output``."""
@@ -186,8 +187,24 @@ def main(argv: list[str] | None = None) -> int:
         return stop_message(stop, parser.prog)
     with staged(args.output) as tmp:
         summary = write_outputs(results, args, tmp)
-    print(markdown_table(summary, paper_allocation() if args.ratio == 1.3 else None, args.ratio))
+    published = [t for t in args.trace if is_published(t, args.data_dir)]      # not a user's own files
+    paper = paper_allocation() if args.ratio == 1.3 else None
+    paper = None if paper is None else paper[paper["trace"].isin(published)]
+    print(markdown_table(summary, paper, args.ratio))
+    for line in past_the_ratio(results, args.ratio):
+        print(line)
     return 0
+
+
+def past_the_ratio(results: list[tuple[dict, pd.DataFrame]], ratio: float) -> list[str]:
+    """One line per trace whose replay ended past ``ratio`` (the trace alone brings more; module docstring): what
+    the table's columns "at {ratio}% arrived" hold there."""
+    ends: dict[str, float] = {}
+    for _, curves in results:
+        last = curves.iloc[-1]
+        ends[last["trace"]] = 100.0 * last["arrived_milli"] / (last["alloc_milli"] + last["idle_milli"])
+    return [f"{trace}: the trace alone brings {end:.1f}% of the GPU capacity; its replays end there, and its columns "
+            f"'at {100 * ratio:g}% arrived' hold that end" for trace, end in ends.items() if end > 100 * ratio + 0.5]
 
 
 def write_outputs(results: list[tuple[dict, pd.DataFrame]], args: argparse.Namespace, out: Path,

@@ -67,7 +67,7 @@ from experiments.executors import (
 from experiments.outputs import staged
 from fgdopt.frag import Workload
 from fgdopt.plot import plot_topology_misplaced, plot_topology_node
-from fgdopt.policies import PAPER_POLICIES
+from fgdopt.policies import PAPER_POLICIES, PolicyError, policy_labels
 from fgdopt.simulate import replay
 from fgdopt.topology import TopologyMap, ring_report
 from fgdopt.traces import load_openb, trace_files
@@ -95,7 +95,10 @@ def run_cell(trace: str, seed: int, policy: str, gpu_choice: str, data_dir: str 
     topo_map = TopologyMap.load(mapping) if mapping else TopologyMap.default()
     workload = Workload.from_tasks(tasks)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = replay(cluster, tasks, policy, seed, 1.3, workload, gpu_choice=gpu_choice, topology=topo_map)
+    try:
+        res = replay(cluster, tasks, policy, seed, 1.3, workload, gpu_choice=gpu_choice, topology=topo_map)
+    except PolicyError as exc:
+        raise PolicyError(f"openb {trace} seed {seed}: {exc}") from exc
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     report = ring_report(topo_map.for_cluster(cluster), res.tasks.num_gpu, res.placement.node, res.placement.gpus)
     return {"trace": trace, "seed": seed, "policy": policy, "gpu_choice": gpu_choice,
@@ -211,14 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(ap, args.output, OUTPUTS, {"--mapping": mapping})
     try:                                                   # bad data stops here, in one line, before any work
         for trace in args.trace:
-            load_openb(trace, args.data)
+            cluster, _ = load_openb(trace, args.data)
         if not args.bench:
             try:
                 load_openb(EXACT_TRACE, args.data)
             except (OSError, ValueError) as exc:
                 raise ValueError(f"the exact instances draw from {EXACT_TRACE} whatever --trace is: {exc}") from None
-        if mapping:
-            TopologyMap.load(mapping)
+        topo_map = TopologyMap.load(mapping) if mapping else TopologyMap.default()
+        try:                                               # every node has a topology (one node list: all traces)
+            topo_map.for_cluster(cluster)
+        except ValueError as exc:
+            raise ValueError(f"{trace_files(args.trace[0], args.data)[0]}: {exc}") from None
     except (OSError, ValueError) as exc:
         ap.error(str(exc))
     traces, seeds = args.trace, args.seeds
@@ -242,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             pd.DataFrame(stop.finished(), columns=list(COLUMNS)).to_csv(out / "topology.csv", index=False)
         return stop_message(stop, ap.prog)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame["policy"] = frame["policy"].replace(policy_labels(policies))       # a policy of your own by its name
     print(f"## Replays ({len(rows)}, {time.perf_counter() - start:.1f} s wall)\n\n{summary_table(frame)}\n")
 
     nodes = args.exact_nodes or ([2] if args.quick else [2, 3, 4])

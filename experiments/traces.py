@@ -14,11 +14,11 @@ and gang size (:mod:`fgdopt.workloads.stats`), then runs :func:`fgdopt.timeline.
 ``--max-jobs`` jobs (by submission) for every (seed, policy, queue), gangs included (each part on one node, all
 parts started and freed together; ``--gang-reserve-s`` and ``--gang-slowdown`` as in :func:`~fgdopt.timeline.simulate`).
 A workload without ``cluster.json`` runs on ``--nodes`` nodes of 8 GPUs, or of as many as its largest worker needs up
-to 16 (default: as many nodes as carry its GPU-hours over its submission span at load 1, and at least its largest
-gang and 2); each such node has the CPU and memory of the largest worker (at least 128 cores and 1 TiB), so that
-only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model holds
-(:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose parts
-do not fit the empty cluster together is ``rejected`` with reason ``workers``.
+to 16 (default: as many nodes as carry its GPU-hours over its submission span at load 1, at most one per GPU
+worker, and at least its largest gang and 2); each such node has the CPU and memory of the largest worker (at
+least 128 cores and 1 TiB), so that only GPUs bind. Jobs whose worker needs more GPUs than a node of the data model
+holds (:data:`~fgdopt.model.MAX_GPUS_PER_NODE`, 16) are left out of the runs (counted as ``not_run``); a gang whose
+parts do not fit the empty cluster together is ``rejected`` with reason ``workers``.
 
 Writes to ``DIR``: ``traces_stats.csv`` (workload, shape, class, workers, jobs, GPU-hours), ``traces.csv`` (one row
 per run: workload, seed, policy, queue, the jobs run and not run, rejected, finished, mean wait of single-node jobs
@@ -30,7 +30,6 @@ and one line per rejection reason. ``--quick``: fgd and best-fit, fifo and backf
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -47,7 +46,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
-from experiments.timeline import parse_queues
+from experiments.timeline import load_cluster, parse_queues
 from fgdopt.model import MAX_GPUS_PER_NODE, Cluster
 from fgdopt.plot import plot_traces
 from fgdopt.timeline import simulate
@@ -71,17 +70,20 @@ JOB_COLUMNS = ("workload", "seed", "policy", "queue", "name", "workers", "class"
                "start_s", "wait_s")
 
 
-def load(source: str) -> tuple[pd.DataFrame, list[dict] | None]:
-    """The jobs (open format) and the node records (None: the trace lists none) of ``source``: a fixture's format
-    name, or a folder written by ``python -m experiments.convert``."""
+def load(source: str) -> tuple[pd.DataFrame, Cluster | None]:
+    """The jobs (open format) and the cluster (None: the trace lists no nodes) of ``source``: a fixture's format
+    name, or a folder written by ``python -m experiments.convert``.
+
+    Raises
+    ------
+    OSError, ValueError : one line naming the file (``workload.csv``, ``cluster.json``), the row and the field.
+    """
     if source in FIXTURES:
         conv = convert(source, [FIXTURE_DIR / p for p in FIXTURES[source]])
-        return conv.jobs, conv.nodes
+        return conv.jobs, None if conv.nodes is None else Cluster.from_records(conv.nodes)
     folder = Path(source)
-    nodes = None
-    if (folder / "cluster.json").is_file():
-        nodes = json.loads((folder / "cluster.json").read_text())["nodes"]
-    return read_workload_frame(folder / "workload.csv"), nodes
+    cluster = load_cluster(folder / "cluster.json") if (folder / "cluster.json").is_file() else None
+    return read_workload_frame(folder / "workload.csv"), cluster
 
 
 DEFAULT_NODE_GPUS = 8
@@ -91,14 +93,17 @@ DEFAULT_NODE_GPUS = 8
 
 def default_cluster(frame: pd.DataFrame, nodes: int | None) -> Cluster:
     """``nodes`` nodes of :data:`DEFAULT_NODE_GPUS` GPUs, or of the largest runnable worker's GPUs if more (default
-    count: the GPU-hours over the submission span at load 1, at least the largest gang and 2), each with the CPU and
-    memory of the largest worker and at least 128 cores and 1 TiB."""
-    largest = frame["num_gpu"].to_numpy()[runnable(frame)]
+    count: the GPU-hours over the submission span at load 1, but no more than one node per runnable GPU worker (they
+    then all run at once: jobs that never end, or long jobs submitted at one instant, asked for millions), at least
+    the largest gang and 2), each with the CPU and memory of the largest worker and at least 128 cores and 1 TiB."""
+    ok = runnable(frame)
+    largest = frame["num_gpu"].to_numpy()[ok]
     gpus = int(max(DEFAULT_NODE_GPUS, largest.max(initial=0)))
     if nodes is None:
         info = stats.summary(frame)
         span_h = max(info["span_s"], 1.0) / 3600
-        nodes = max(2, info["max_workers"], math.ceil(info["gpu_hours"] / span_h / gpus))
+        workers = int(frame["workers"].to_numpy()[ok & (frame["num_gpu"].to_numpy() > 0)].sum())
+        nodes = max(2, info["max_workers"], math.ceil(min(info["gpu_hours"] / span_h / gpus, workers)))
     cpu = max(128_000, int(frame["cpu_milli"].max()))
     mem = max(1 << 20, int(frame["memory_mib"].max()))
     return Cluster([cpu] * nodes, [mem] * nodes, [gpus] * nodes, ["GPU"] * nodes,
@@ -114,11 +119,11 @@ def runnable(frame: pd.DataFrame) -> np.ndarray:
 def run_cell(name: str, source: str, seed: int, policy: str, queue: str, max_jobs: int, nodes: int | None,
              gang_reserve_s: float = math.inf, gang_slowdown: float = 1.0) -> dict:
     """One run (module docstring): the row of ``traces.csv`` and the per-job rows."""
-    frame, records = load(source)
+    frame, given = load(source)
     frame = frame.iloc[np.argsort(frame["submit_s"].to_numpy(), kind="stable")[:max_jobs]].reset_index(drop=True)
     ok = runnable(frame)
     sim = frame[ok].reset_index(drop=True)
-    cluster = Cluster.from_records(records) if records is not None else default_cluster(frame, nodes)
+    cluster = given if given is not None else default_cluster(frame, nodes)
     keys = {"workload": name, "seed": seed, "policy": policy, "queue": queue}
     if sim.empty:
         return {"row": {**keys, "jobs_run": 0, "not_run": int((~ok).sum())}, "jobs": pd.DataFrame()}
@@ -174,19 +179,21 @@ def main(argv: list[str] | None = None) -> int:
     sources = {Path(w).name: str(w) for w in args.workload} if args.workload else {f: f for f in FIXTURES}
     if args.workload and len(sources) != len(args.workload):
         parser.error("argument --workload: two folders of the same name; name each workload folder apart")
-    shape_rows, lines = [], []
+    shape_rows, lines, listed = [], [], 0
     for name, source in sources.items():                 # bad folders stop here, in one line, before any run
         try:
-            frame, records = load(source)
-            if records is not None:
-                Cluster.from_records(records)
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            frame, cluster = load(source)
+        except (OSError, ValueError) as exc:
             parser.error(f"argument --workload: {source}: {exc}")
+        listed += cluster is not None
         info = stats.summary(frame)
         shape_rows.append(stats.shapes(frame).assign(workload=name))
         lines.append(f"{name}: {info['jobs']} jobs, {info['gangs']} gangs (up to {info['max_workers']} workers), "
                      f"{info['gpu_hours']:.1f} GPU-hours ({info['gang_gpu_hours']:.1f} in gangs), "
                      f"{info['users']} users")
+    if args.nodes is not None and listed == len(sources):
+        parser.error("argument --nodes: it sizes the cluster of a workload without cluster.json, and every workload "
+                     "lists its nodes")
     shape_frame = pd.concat(shape_rows)[["workload", *stats.SHAPE_COLUMNS]]
     cells = [(n, src, s, p, q, args.max_jobs, args.nodes, args.gang_reserve_s, args.gang_slowdown)
              for n, src in sources.items() for s in args.seeds for p in args.policies for q in args.queue]

@@ -4,7 +4,8 @@ The problem, in the terms of docs/semantics.md
 ----------------------------------------------
 A :class:`DefragProblem` is a cluster, a task list, a feasible :class:`~fgdopt.state.Placement` of it
 (the *running* tasks are the placed ones) and the *waiting* tasks (unplaced ones, by default all of
-them). Units as in docs/semantics.md: milli-cores, MiB, milli-GPU (one GPU = 1000).
+them that fit some node of the cluster when it is empty). Units as in docs/semantics.md: milli-cores, MiB,
+milli-GPU (one GPU = 1000).
 
 A :class:`Plan` lists *moves* (a running task to a new node and GPUs) and *admits* (a waiting task to a
 node and GPUs). Semantics, checkpoint/restore: every moved task is stopped at once, its CPU, memory and
@@ -139,13 +140,14 @@ class DefragProblem:
     ----------
     cluster, tasks : the cluster and every task (running and waiting).
     placement : a feasible placement of ``tasks``; the placed tasks are the running ones.
-    waiting : int64 array of the waiting task indices (unplaced); default every unplaced task.
+    waiting : int64 array of the waiting task indices (unplaced); default every unplaced task that fits some
+        node of the cluster when it is empty (one that fits none can never be admitted, and is left out).
 
     Raises
     ------
     ValueError
-        if the placement is infeasible, a waiting index is unknown, repeated or placed, or a waiting task
-        fits no node even when the node is empty (the message names the task).
+        if the placement is infeasible, a waiting index is unknown, repeated or placed, or a waiting task given
+        in ``waiting`` fits no node even when the node is empty (the message names the task).
     """
 
     cluster: Cluster
@@ -158,11 +160,12 @@ class DefragProblem:
             validate(self.cluster, self.tasks, self.placement)
         except InfeasiblePlacement as exc:
             raise ValueError(f"the running placement is infeasible: {exc}") from None
+        empty = ClusterState(self.cluster, self.tasks)
         if self.waiting is None:
-            waiting = np.flatnonzero(self.placement.node == UNPLACED)
+            waiting = np.array([i for i in np.flatnonzero(self.placement.node == UNPLACED).tolist()
+                                if empty.feasible_nodes(self.tasks[i]).any()], dtype=np.int64)
         else:
             waiting = np.asarray(self.waiting, dtype=np.int64).reshape(-1)
-        empty = ClusterState(self.cluster, self.tasks)
         seen: set[int] = set()
         for i in waiting.tolist():
             if not 0 <= i < len(self.tasks):

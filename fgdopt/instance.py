@@ -6,7 +6,8 @@ The format::
      "nodes": [{"cpu_milli": 96000, "memory_mib": 393216, "gpu": 8, "model": "G2"}, ...],
      "tasks": [{"cpu_milli": 4000, "memory_mib": 8192, "num_gpu": 1, "gpu_milli": 500, "gpu_spec": ""}, ...]}
 
-``gpu_spec`` may be omitted (any model). Units: milli-cores, MiB, GPUs, milli-GPU per GPU.
+``gpu_spec`` may be omitted (any model); an optional ``workers`` (default 1) makes a task a gang of that many
+identical parts (:class:`fgdopt.model.Task`). Units: milli-cores, MiB, GPUs, milli-GPU per GPU.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Instance:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Instance:
-        """The instance of a JSON file.
+        """The instance of a JSON file (named by its ``name``, else by the file's name without ``.json``).
 
         Raises
         ------
@@ -69,6 +70,8 @@ class Instance:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if isinstance(data, dict) and "name" not in data:     # unnamed: the file's name (not one "instance" each)
+            data = {"name": path.stem, **data}
         try:
             instance = cls.from_dict(data)
         except (ValueError, TypeError) as exc:

@@ -31,10 +31,35 @@ def spec_allows(gpu_spec: str, model: str) -> bool:
     return gpu_spec == "" or model in gpu_spec.split("|")
 
 
+def _spec(text: str) -> str:
+    """A ``gpu_spec`` as :func:`spec_allows` reads it: its models stripped of blanks, empty ones dropped.
+
+    >>> _spec(" T4 | V100 "), _spec("T4||V100|"), _spec(" ")
+    ('T4|V100', 'T4|V100', '')
+    """
+    return "|".join(part for part in (p.strip() for p in text.split("|")) if part)
+
+
 def _frozen_array(values, dtype) -> np.ndarray:
     arr = np.array(values, dtype=dtype)
     arr.setflags(write=False)
     return arr
+
+
+def _not_a_number(values) -> tuple[int, object] | None:
+    """The first (row, value) of the one-dimensional ``values`` that is no number: a bool, a text that does not read
+    as one, anything else (a text that reads as a number comes after, if there is no worse); None if none."""
+    texts = None
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)):
+            return i, v
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            return i, v
+        if texts is None and isinstance(v, str):
+            texts = (i, v)
+    return texts
 
 
 def _int_column(name: str, values, kind: str) -> np.ndarray:
@@ -42,11 +67,13 @@ def _int_column(name: str, values, kind: str) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=np.float64 if np.asarray(values).dtype.kind in "fO" else None)
     except (TypeError, ValueError):
-        raise ValueError(f"{kind}: field {name!r} must hold integers") from None
-    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        arr = None
+    if arr is None or arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        if np.ndim(values) == 1 and (bad := _not_a_number(values)) is not None:
+            raise ValueError(f"{kind} row {bad[0]}: field {name!r} must be an integer, got {bad[1]!r}")
         raise ValueError(f"{kind}: field {name!r} must be a one-dimensional column of integers")
     if arr.dtype.kind == "f" and (bad := np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))).size:
-        raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]!r}")
+        raise ValueError(f"{kind} row {int(bad[0])}: field {name!r} must be an integer, got {arr[bad[0]]:g}")
     if (neg := np.flatnonzero(arr < 0)).size:
         raise ValueError(f"{kind} row {int(neg[0])}: field {name!r} is negative ({arr[neg[0]]})")
     return _frozen_array(arr, np.int64)
@@ -190,7 +217,8 @@ class TaskSet:
     num_gpu : int64 array, number of GPUs (0..16) of each part.
     gpu_milli : int64 array, demand per GPU in milli-GPU (0 for CPU-only tasks, 1..999 for sharing
         tasks, 1000 for whole-GPU tasks).
-    gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any).
+    gpu_spec : object array of str, allowed GPU models joined by ``|`` (``""`` = any; blanks around a model are
+        dropped: ``"T4 | V100"`` is ``"T4|V100"``).
     names : tuple of task names (defaults to ``task-<i>``).
     workers : int64 array, parts of each task (default 1; >= 1): a task of ``workers > 1`` is a *gang* of that
         many identical parts, each of the demand above and each on one node (:class:`Task`). CPU, memory and GPU
@@ -221,7 +249,9 @@ class TaskSet:
         if (bad := np.flatnonzero(self.workers < 1)).size:
             raise ValueError(f"task row {int(bad[0])}: field 'workers' must be >= 1, got {int(self.workers[bad[0]])}")
         _check_task_shapes(self.num_gpu, self.gpu_milli)
-        specs = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s).strip() for s in self.gpu_spec]
+        raw = ["" if (s is None or (isinstance(s, float) and np.isnan(s))) else str(s) for s in self.gpu_spec]
+        clean = {text: _spec(text) for text in set(raw)}                   # a few distinct specs, many tasks
+        specs = [clean[text] for text in raw]
         object.__setattr__(self, "gpu_spec", _frozen_array(specs, object))
         names = tuple(self.names) if self.names else tuple(f"task-{i}" for i in range(n))
         if len(names) != n:

@@ -651,7 +651,11 @@ def plot_cpu_aware(runs: pd.DataFrame, path: str | Path) -> Path:
         axes[1, col].set_ylabel("Time-averaged F(M) (% of GPU capacity)")
         axes[1, col].set_xlabel("CPU rule (cores lent from the node's leftover)")
         for ax in axes[:, col]:
-            ax.set_ylim(0, 1.15 * max(line.get_ydata().max() for line in ax.get_lines()))   # against the whole
+            # against the whole; a value not measured (no job finished: NaN) is left out, and all of them 0 or
+            # unmeasured give the axis (0, 1)
+            top = max((np.nanmax(y) for line in ax.get_lines() if np.isfinite(y := line.get_ydata()).any()),
+                      default=0.0)
+            ax.set_ylim(0, 1.15 * top if top > 0 else 1.0)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
     return _save(fig, path)

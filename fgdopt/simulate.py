@@ -216,10 +216,13 @@ def replay(cluster: Cluster, tasks: TaskSet, policy: str | Policy, seed: int, ra
     Raises
     ------
     PolicyError : the policy raised, or chose a node where the task does not fit (one line naming both).
+    ValueError : the cluster has no GPU (arrivals are measured against its GPU capacity).
     """
     start = time.perf_counter()
-    workload = Workload.from_tasks(tasks) if workload is None else workload
     cap = cluster.gpu_capacity_milli
+    if cap == 0:
+        raise ValueError(f"{cluster!r} has no GPU: a replay measures arrivals against the GPU capacity")
+    workload = Workload.from_tasks(tasks) if workload is None else workload
     rng = np.random.default_rng(seed)
     source = arrival_order(tasks, cap, ratio, rng)
     if ranks is None:

@@ -457,15 +457,21 @@ def load_suite_dir(path: str | os.PathLike) -> list[Instance]:
     Raises
     ------
     FileNotFoundError : ``path`` is not a directory.
-    ValueError : it holds no ``*.json`` file, or a file is not a valid instance (names the file).
+    ValueError : it holds no ``*.json`` file, a file is not a valid instance (names the file), or two files hold
+        instances of one name (names both: the studies key their rows by it).
     """
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"instance directory {folder} not found")
-    files = sorted(folder.glob("*.json"))
+    files = sorted(p for p in folder.glob("*.json") if p.is_file())      # not a folder named x.json
     if not files:
         raise ValueError(f"no instance files (*.json) in {folder}")
-    instances = []
+    instances: list[Instance] = []
+    first: dict[str, Path] = {}
     for file in files:
-        instances.append(Instance.load(file))        # its errors name the file
+        instance = Instance.load(file)                # its errors name the file
+        if (seen := first.setdefault(instance.name, file)) != file:
+            raise ValueError(f"{file}: instance name {instance.name!r} is also that of {seen.name}; name each "
+                             "instance apart")
+        instances.append(instance)
     return instances

@@ -374,15 +374,25 @@ class TopologyMap:
                     raise ValueError(f"topology {topo.name!r} ({topo.n_gpus} GPUs) mapped to {model} "
                                      f"with {n_gpus} GPUs")
                 return topo
-        raise ValueError(f"no topology for model {model!r} with {n_gpus} GPUs (keys: {sorted(self.entries)})")
+        counts = sorted({t.n_gpus for t in SHIPPED.values()})
+        raise ValueError(f"no topology for model {model!r} with {n_gpus} GPUs (keys: {sorted(self.entries)}; the "
+                         f"shipped topologies have {', '.join(map(str, counts))} GPUs)")
 
     def for_cluster(self, cluster: Cluster) -> ClusterTopology:
-        """Every node's topology, as the lookup tables the policies and the evaluator use."""
+        """Every node's topology, as the lookup tables the policies and the evaluator use.
+
+        Raises
+        ------
+        ValueError : a node has none (:meth:`lookup`); one line naming the node.
+        """
         topos: list[Topology] = []
         index = np.zeros(cluster.n_nodes, dtype=np.int64)
         seen: dict[str, int] = {}
         for n, (model, g) in enumerate(zip(cluster.model.tolist(), cluster.gpu.tolist(), strict=True)):
-            topo = self.lookup(model, int(g)) if g else single_gpu()
+            try:
+                topo = self.lookup(model, int(g)) if g else single_gpu()
+            except ValueError as exc:
+                raise ValueError(f"node {n} ({cluster.names[n]}): {exc}") from None
             if topo.name not in seen:
                 seen[topo.name] = len(topos)
                 topos.append(topo)

@@ -170,6 +170,12 @@ def trace_files(variant: str = "default", data_dir_: str | os.PathLike | None = 
     return folder / NODE_FILE, folder / pod_file(variant)
 
 
+def is_published(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> bool:
+    """Whether the two CSVs of ``variant`` (:func:`trace_files`) are the published ones (their :data:`SHA256`),
+    not a user's own files in the openb format: what the paper's figures may be compared with."""
+    return all(path.is_file() and sha256_of(path) == SHA256[path.name] for path in trace_files(variant, data_dir_))
+
+
 def read_pods(variant: str = "default", data_dir_: str | os.PathLike | None = None) -> pd.DataFrame:
     """The raw pod list of ``variant`` as a DataFrame (all trace columns, including phase and times)."""
     return _read_csv(data_dir(data_dir_) / pod_file(variant), TASK_FIELDS, POD_EXTRA_COLUMNS)
@@ -190,7 +196,8 @@ def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = No
 
     Raises
     ------
-    ValueError : unknown variant, unknown / missing columns, invalid values (row and field named).
+    ValueError : unknown variant, unknown / missing columns, invalid values (row and field named), a pod list of no
+        pods or a node list of no GPUs (every study measures against the GPU capacity; the file named).
     FileNotFoundError : the CSV is not there (the message says how to fetch it).
 
     Examples
@@ -201,11 +208,23 @@ def load_openb(variant: str = "default", data_dir: str | os.PathLike | None = No
     """
     pods = read_pods(variant, data_dir)
     nodes = read_nodes(data_dir)
-    cluster = Cluster(nodes["cpu_milli"].to_numpy(), nodes["memory_mib"].to_numpy(), nodes["gpu"].to_numpy(),
-                      nodes["model"].to_numpy(), names=tuple(nodes["sn"]) if "sn" in nodes else ())
-    tasks = TaskSet(pods["cpu_milli"].to_numpy(), pods["memory_mib"].to_numpy(), pods["num_gpu"].to_numpy(),
-                    pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
-                    names=tuple(pods["name"]) if "name" in pods else ())
+    node_path, pod_path = trace_files(variant, data_dir)
+    try:
+        cluster = Cluster(nodes["cpu_milli"].to_numpy(), nodes["memory_mib"].to_numpy(), nodes["gpu"].to_numpy(),
+                          nodes["model"].to_numpy(), names=tuple(nodes["sn"]) if "sn" in nodes else ())
+    except ValueError as exc:
+        raise ValueError(f"{node_path}: {exc}") from None
+    try:
+        tasks = TaskSet(pods["cpu_milli"].to_numpy(), pods["memory_mib"].to_numpy(), pods["num_gpu"].to_numpy(),
+                        pods["gpu_milli"].to_numpy(), pods["gpu_spec"].to_numpy(),
+                        names=tuple(pods["name"]) if "name" in pods else ())
+    except ValueError as exc:
+        raise ValueError(f"{pod_path}: {exc}") from None
+    if len(tasks) == 0:
+        raise ValueError(f"{pod_path}: no pods (a header only); a pod list needs at least one")
+    if cluster.total_gpus == 0:
+        raise ValueError(f"{node_path}: no GPUs ({'no nodes' if len(cluster) == 0 else 'every node has gpu 0'}); "
+                         "the node list needs a GPU (the studies measure against the GPU capacity)")
     return cluster, tasks
 
 

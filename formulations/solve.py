@@ -22,6 +22,14 @@ MIN_FRAG = ("milp-cbc", "milp-highs", "cpsat")
 RELAXATIONS = ("lp", "unified-device", "config-lp")
 FLAWED = ("unified-device-milp", "per-gpu-dimension-milp")
 OBJECTIVES = ("max_gpu", "min_frag")
+GANGS = ("milp-cbc", "milp-highs", "cpsat")
+"""The methods whose model takes gangs (tasks of ``workers > 1``, :mod:`formulations.exact`), for ``max_gpu``; the
+others report such an instance ``skipped``."""
+
+
+def kind_of(method: str) -> str:
+    """``"exact"``, ``"relaxation"`` or ``"flawed"``: what the :class:`Solution` of ``method`` is."""
+    return "exact" if method in EXACT else ("relaxation" if method in RELAXATIONS else "flawed")
 
 
 def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limit: float = 60.0,
@@ -43,7 +51,8 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
 
     Returns
     -------
-    Solution, already validated. A solver crash is reported as status ``"error"`` (``info["error"]``).
+    Solution, already validated. A solver crash is reported as status ``"error"`` (``info["error"]``); an instance
+    with gangs, for a method or objective that takes none (:data:`GANGS`), as ``"skipped"`` (``info["reason"]``).
     """
     if method == "milp":
         method = f"milp-{solver or 'highs'}"
@@ -53,6 +62,10 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
         raise ValueError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
     if objective == "min_frag" and method not in MIN_FRAG:
         raise ValueError(f"objective 'min_frag' needs one of {MIN_FRAG}, not {method!r}")
+    if instance.tasks.has_gangs and (method not in GANGS or objective != "max_gpu"):
+        return make_solution(instance, method, solver or "", "skipped", None, None, 0.0, kind_of(method),
+                             info={"reason": f"gangs (workers > 1): only {', '.join(GANGS)} with objective "
+                                             "max_gpu take them"})
     t0 = time.perf_counter()
     try:
         if method == "config-milp":
@@ -67,6 +80,5 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
                   "unified-device-milp": unified_device_milp, "per-gpu-dimension-milp": per_gpu_dimension_milp}[method]
         return runner(instance, time_limit, threads)
     except (RuntimeError, OSError) as exc:  # a solver binary / library failure, not a modelling error
-        kind = "exact" if method in EXACT else ("relaxation" if method in RELAXATIONS else "flawed")
-        return make_solution(instance, method, solver or "", "error", None, None, time.perf_counter() - t0, kind,
-                             info={"error": repr(exc)})
+        return make_solution(instance, method, solver or "", "error", None, None, time.perf_counter() - t0,
+                             kind_of(method), info={"error": repr(exc)})

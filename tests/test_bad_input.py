@@ -46,6 +46,10 @@ def _inputs(root: Path) -> dict[str, str]:
         "cut-openb/openb_node_list_gpu_node.csv": "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,V100M32\n"
                                                   "n1,96000,78",
         "cut-openb/openb_pod_list_default.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,1000",
+        "openb-16/openb_node_list_gpu_node.csv": "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,G2\n"
+                                                 "n1,96000,786432,16,MI300",
+        "openb-16/openb_pod_list_default.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,4,1000",
+        "openb-16/openb_pod_list_multigpu50.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,4,1000",
         "cut-gavel/simulation_throughputs.json": '{"v100": {"(\'ResNet-18 (batch size 16)\', 1)": {"null": 5.',
         "mapping-list.json": "[1]",
         "synergy-models/toy_1.py": "class toy_1:\n    def update_stats(self):\n" + "".join(
@@ -58,8 +62,8 @@ def _inputs(root: Path) -> dict[str, str]:
         (root / name).write_text(text + "\n" if text else "")
     return {name: str(root / name) for name in files} | {
         "missing": str(root / "missing"), "a-file": str(root / "workload.csv"),
-        **{d: str(root / d) for d in ("cut-openb", "cut-gavel", "suite-no-nodes", "suite-list", "suite-bad-node",
-                                      "synergy-models")}}
+        **{d: str(root / d) for d in ("cut-openb", "openb-16", "cut-gavel", "suite-no-nodes", "suite-list",
+                                      "suite-bad-node", "synergy-models")}}
 
 
 W = ["--policies", "fgd", "--queue", "fifo", "--seeds", "1", "--instants", "0"]
@@ -137,13 +141,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
                  (["--data-dir", "{cut-openb}"], "row 1")],
     "defrag": [(["--at", "0"], "--at"), (["--budgets", "-1"], "--budgets"), (["--solver", "gurobi"], "--solver"),
                (["--slices", "-1"], "--slices"), (["--suite", "nope"], "--suite"), (["--seeds", "x"], "--seeds"),
-               (["--time-limit", "0"], "--time-limit"), (["--data", "{cut-openb}"], "row 1")],
+               (["--time-limit", "0"], "--time-limit"), (["--data", "{cut-openb}"], "row 1"),
+               (["--suite", "small", "--trace", "cpu050", "--seeds", "1"],
+                "--suite runs on the suite's instances, not the trace; drop --trace, --seeds")],
     "mig": [(["--nodes", "0"], "--nodes"), (["--ratio", "0"], "--ratio"), (["--seeds", "2-1"], "--seeds"),
             (["--threads", "0"], "--threads")],
     "topology": [(["--mapping", "{mapping-list.json}"], "mapping-list.json: expected a JSON object"),
                  (["--mapping", "{missing}"], "--mapping"), (["--exact-nodes", "0"], "--exact-nodes"),
                  (["--exact-time", "-1"], "--exact-time"), (["--bench", "-1"], "--bench"),
-                 (["--seeds", "5-2"], "--seeds"), (["--data", "{cut-openb}"], "row 1")],
+                 (["--seeds", "5-2"], "--seeds"), (["--data", "{cut-openb}"], "row 1"),
+                 # a 16-GPU node has no shipped topology: the replays stopped with a ValueError traceback
+                 (["--data", "{openb-16}"], "openb-16/openb_node_list_gpu_node.csv: node 1 (n1): no topology for "
+                                            "model 'MI300' with 16 GPUs")],
     "schedule": [(["--objective", "mean-flow"], "mean-flow"), (["--time-limit", "-1"], "--time-limit"),
                  (["--instances", "huge"], "--instances"), (["--jobs", "0"], "--jobs"),
                  (["--workload", "{missing}", "--cluster", "{cluster.json}"], "--workload"),

@@ -180,6 +180,11 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     ("spot2026", lambda d: _bad(d, "job_info_df.csv", "job_name,organization,gpu_model,cpu_request,gpu_request,"
                                                       "worker_num,submit_time,duration,job_type\n1,o,A10,1,1,0,0,5,HP\n"),
      r"job_info_df.csv: row 0: field 'worker_num' is 0 \(workers 0\)"),
+    # every row dropped (no duration): it said "no jobs (a header and no rows)" of a file with a row
+    ("helios", lambda d: _bad(d, "c.csv", "job_id,user,gpu_num,cpu_num,node_num,submit_time,duration\n"
+                                          "1,u,8,1,1,2020-01-01 00:00:00,\n"),
+     r"c.csv: no job kept of the 1 row\(s\) read \(dropped: 1 no submit_time, duration or node_num\)"),
+    ("helios", lambda d: d, r": a folder; expected a file$"),               # it said "no such file" of a folder
     ("yarn", lambda d: _bad(d, "c.csv", "x\n1\n"), r"argument --format: unknown format 'yarn' \(valid: philly, helios"),
     ("helio", lambda d: _bad(d, "c.csv", "x\n1\n"), r"unknown format 'helio': did you mean helios\? \(valid: philly"),
 ])

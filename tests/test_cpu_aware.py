@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -180,3 +181,16 @@ def test_study_table_pairs_each_run_with_its_request_run():
                    run("best-fit", "synergy", [1, 1, 1])])
     assert frame["jct_ratio"].tolist()[:2] == [1.0, 0.75]
     assert np.isnan(frame["jct_ratio"].iloc[2])
+
+
+def test_figure_of_runs_where_no_job_finished(tmp_path, laid_out):
+    """A stream none of whose jobs fits the cluster (openb-format CSVs of your own) finishes no job: mean JCT NaN,
+    F(M) 100. The figure set its y limit to NaN (matplotlib's ValueError after every run had finished); now the
+    unmeasured values are left out and the JCT axis spans (0, 1)."""
+    from fgdopt.plot import plot_cpu_aware
+
+    runs = pd.DataFrame({"load": 1.1, "policy": "fgd", "rule": list(RULES), "mean_jct_s": np.nan,
+                         "frag_time_avg_pct": 100.0})
+    plot_cpu_aware(runs, tmp_path / "cpu_aware.png")
+    jct, frag = laid_out[0].axes
+    assert jct.get_ylim() == (0.0, 1.0) and frag.get_ylim() == pytest.approx((0.0, 115.0))

@@ -188,7 +188,10 @@ def test_bad_problems_name_the_task():
     p = two_halves()
     huge = TaskSet([1000, 1000, 99_000], [0, 0, 0], [1, 1, 1], [500, 500, 1000])
     with pytest.raises(ValueError, match=r"waiting task 2 \(task-2\) fits no node even when it is empty"):
-        DefragProblem(p.cluster, huge, Placement([0, 1, -1], [(0,), (0,), ()]))
+        DefragProblem(p.cluster, huge, Placement([0, 1, -1], [(0,), (0,), ()]), waiting=[2])
+    # by default, an unplaced task that fits no empty node is not waiting (no plan can admit it): the study on a
+    # trace with such a task (a GPU model the cluster lacks) stopped with this ValueError
+    assert DefragProblem(p.cluster, huge, Placement([0, 1, -1], [(0,), (0,), ()])).waiting.tolist() == []
     with pytest.raises(ValueError, match="waiting task 9 is unknown"):
         DefragProblem(p.cluster, p.tasks, p.placement, waiting=[9])
     with pytest.raises(ValueError, match="already running"):
@@ -439,3 +442,27 @@ def test_trace_study_runs_heuristics_whole_and_exact_on_slices(openb_dir, tmp_pa
         assert rows[rows.kind == "heuristic"].admitted_milli.max() <= exact.admitted_milli <= exact.bound_milli
     assert (whole[whole.budget == 0].admitted_milli == 0).all()   # the failed tasks fit nowhere without moves
     assert (tmp_path / "defrag.png").is_file() and (tmp_path / "defrag.md").is_file()
+
+
+def test_study_names_a_policy_of_your_own_and_stops_on_its_error_in_one_line(tmp_path, capsys):
+    """A spec with a ``name`` heads its rows by it (the spec was printed); a policy that places where the task does
+    not fit stops the study in one line naming the seed, the policy and the task (a PolicyError traceback)."""
+    from experiments.defrag import main
+
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    (tmp_path / "mine.py").write_text(
+        "from fgdopt.policies import make_policy\n\n"
+        "class Named:\n    name = 'my-fit'\n\n    def __init__(self, **kw):\n"
+        "        self.inner = make_policy('best-fit', **kw)\n\n    def __call__(self, state, task):\n"
+        "        return self.inner(state, task)\n\n"
+        "def wrong(**kw):\n    return lambda state, task: (0, (0,))\n")
+    common = ["--data", str(tmp_path), "--budgets", "0", "--slices", "0"]
+    assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:Named"]) == 0
+    assert "| default | my-fit   | none" in capsys.readouterr().out
+    assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:wrong"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("python -m experiments.defrag: openb default seed 42: policy ")
+    assert "where it does not fit" in err[0]

@@ -116,3 +116,20 @@ def test_empty_instances_have_optimum_zero(two_processes):
     assert df[(df.instance == "adv-pack-trap") & (df.kind == "exact")].allocated_milli.tolist() == \
         [KNOWN_OPTIMA["adv-pack-trap"]]
     assert "| no-tasks " in stdout and "0.00 (optimal)" in stdout
+
+
+def test_gang_instance_runs_every_method_that_takes_gangs():
+    # Two 4-GPU nodes; a gang of 2 parts x 4 GPUs (8000 milli-GPU, the whole cluster) and a half GPU after it: the
+    # optimum is the gang. The exact model takes gangs; the relaxations and flawed models, which do not, are
+    # `skipped` rows with no gap (an instance with a gang stopped the study with a traceback before)
+    cluster = Cluster([96000, 96000], [393216, 393216], [4, 4], ["G2", "G2"])
+    tasks = TaskSet([4000, 4000], [8192, 8192], [4, 1], [1000, 500], workers=[2, 1])
+    config = gap.Config(("config-milp", "milp-cbc", "lp", "unified-device-milp"), ("fgd", "best-fit"), 10.0, 0,
+                        None)
+    rows = pd.DataFrame(gap.instance_rows(Instance("gang", cluster, tasks), config)).set_index("method")
+    assert rows.loc["milp-cbc", ["status", "allocated_milli", "bound_milli"]].tolist() == ["optimal", 8000, 8000]
+    assert (rows.loc[["fgd", "best-fit"], "allocated_milli"] == 8000).all()
+    skipped = rows.loc[["lp", "config-milp", "unified-device-milp"]]
+    assert (skipped.status == "skipped").all() and skipped.allocated_milli.isna().all()
+    assert skipped.gap_pct.isna().all()
+    assert (rows.best_bound_milli == 8000).all() and (rows.bound_by == "milp-cbc").all()

@@ -136,6 +136,18 @@ def test_tasks_objective_and_study_instance():
     assert np.sum(task_slices(inst.cluster, inst.tasks)[fgd.placement.placed]) <= exact.objective <= exact.bound
 
 
+@pytest.mark.parametrize(("ratio", "arrivals"), [(1.0, [100]), (0.5, [50]), (1.3, [100, 130])])
+def test_mig_study_has_one_row_per_arrival_point(ratio, arrivals):
+    # --ratio 1 solved the 100% prefix twice (two sets of identical rows); ratio <= 1 drew no curves (an empty panel)
+    from experiments.mig import run
+
+    frame, curves = run([1], [0], ratio, quick=True)
+    assert sorted(set(frame["arrival"])) == arrivals
+    assert len(frame) == len(arrivals) * (len(MIG_POLICY_NAMES) + 2)       # policies, the bound, exact-cpsat
+    assert not frame.duplicated(["instance", "method"]).any()
+    assert sorted(set(curves["method"])) == sorted(MIG_POLICY_NAMES)
+
+
 # -- the MIG mapping and the instance builders (fgdopt.mig.suites) ------------------------------------------------
 # Compute codes floor(1000 * g / max_g): A100 (max 7g) 1g 142, 2g 285, 3g 428, 4g 571, 7g 1000; A30 (max 4g) 1g 250,
 # 2g 500, 4g 1000. A demand maps to the smallest code >= it.

@@ -20,6 +20,13 @@ def test_task_kinds_and_demand():
         tasks.cpu_milli[0] = 5
 
 
+def test_gpu_spec_models_are_stripped():
+    # "T4 | V100" (a spec typed with blanks) allowed no model: the task was rejected on a V100 node
+    tasks = TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 500], [" T4 | V100 ", "A10||"])
+    assert tasks.gpu_spec.tolist() == ["T4|V100", "A10"]
+    assert spec_allows(tasks[0].gpu_spec, "V100")
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"cpu_milli": [1000, -1]}, r"task row 1: field 'cpu_milli' is negative \(-1\)"),
     ({"memory_mib": [1, -5]}, r"task row 1: field 'memory_mib' is negative"),
@@ -30,7 +37,13 @@ def test_task_kinds_and_demand():
     ({"workers": [1, 0]}, r"task row 1: field 'workers' must be >= 1, got 0"),
     ({"workers": [1, -2]}, r"task row 1: field 'workers' is negative"),
     ({"workers": [1]}, r"task field 'workers' has length 1, expected 2"),
-    ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer"),
+    ({"cpu_milli": [1.5, 2]}, r"task row 0: field 'cpu_milli' must be an integer, got 1.5$"),
+    ({"memory_mib": [1, float("nan")]}, r"task row 1: field 'memory_mib' must be an integer, got nan$"),
+    # a CSV column with a word, a JSON text or a bool: no row was named ("must hold integers")
+    ({"gpu_milli": np.array(["500", "abc"], dtype=object)}, r"task row 1: field 'gpu_milli' must be an integer, "
+                                                            r"got 'abc'$"),
+    ({"cpu_milli": [1000, "1000"]}, r"task row 1: field 'cpu_milli' must be an integer, got '1000'$"),
+    ({"memory_mib": [True, True]}, r"task row 0: field 'memory_mib' must be an integer, got True$"),
     ({"cpu_milli": [1]}, r"task field 'memory_mib' has length 2, expected 1"),
 ])
 def test_taskset_rejects(kwargs, match):

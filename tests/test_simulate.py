@@ -130,6 +130,12 @@ def test_run_online_keeps_order_and_reports_allocation():
     assert result.allocated_milli == 1200 == validate(c, tasks, result.placement).allocated_milli
 
 
+def test_replay_refuses_a_cluster_of_no_gpu():
+    # arrivals are measured against the GPU capacity: a CPU-only cluster divided by 0 before
+    with pytest.raises(ValueError, match=r"Cluster\(1 nodes, 0 GPUs, models=\['C'\]\) has no GPU"):
+        replay(Cluster([64000], [MEM], [0], ["C"]), TaskSet([1000], [0], [1], [500]), "fgd", 0)
+
+
 @pytest.fixture(scope="module")
 def openb_small(openb_default):
     """Every 10th openb node and the first 1000 tasks: a fast but real replay."""

@@ -288,6 +288,7 @@ def test_load_suite_dir(tmp_path):
     for inst, file in zip(adversarial_instances()[:3], ("c.json", "a.json", "b.json"), strict=True):
         inst.save(tmp_path / file)
     (tmp_path / "notes.txt").write_text("not an instance")
+    (tmp_path / "old.json").mkdir()             # a folder of that name: 'instance file old.json not found' before
     loaded = load_suite_dir(tmp_path)
     assert [inst.name for inst in loaded] == ["adv-pack-trap", "adv-reject-500", "adv-spread-slices"]
     with pytest.raises(FileNotFoundError):
@@ -299,6 +300,19 @@ def test_load_suite_dir(tmp_path):
     (empty / "bad.json").write_text('{"nodes": []}')
     with pytest.raises(ValueError, match="bad.json"):
         load_suite_dir(empty)
+
+
+def test_instances_of_a_folder_have_distinct_names(tmp_path):
+    # two files of one instance name: the gap study merged their rows (a policy 1.00 GPUs against an optimum of
+    # 0.50, a gap of -100%); now refused naming both. Unnamed instances take their file's name
+    node = {"cpu_milli": 8000, "memory_mib": 8192, "gpu": 1, "model": "A"}
+    task = {"cpu_milli": 1000, "memory_mib": 0, "num_gpu": 1, "gpu_milli": 500}
+    for file in ("x.json", "y.json"):
+        (tmp_path / file).write_text(json.dumps({"nodes": [node], "tasks": [task]}))
+    assert [inst.name for inst in load_suite_dir(tmp_path)] == ["x", "y"]
+    (tmp_path / "z.json").write_text(json.dumps({"name": "x", "nodes": [node], "tasks": []}))
+    with pytest.raises(ValueError, match=r"z.json: instance name 'x' is also that of x.json; name each instance apart"):
+        load_suite_dir(tmp_path)
 
 
 # -- samples of the trace ------------------------------------------------------------------------

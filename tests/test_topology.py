@@ -6,6 +6,7 @@ import itertools
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fgdopt.frag import Workload, cluster_fragmentation, fragmentation_by_category, node_fragmentation
@@ -250,3 +251,22 @@ def test_exact_rule_on_a_dgx1_instance():
     assert (free.status, free.objective, free.bound) == ("optimal", 8000, 8000)
     assert (rule.status, rule.objective, rule.bound) == ("optimal", 8000, 8000)
     assert ring_report(topo, small.tasks.num_gpu, rule.placement.node, rule.placement.gpus).n_misplaced == 0
+
+
+def test_study_names_a_policy_of_your_own_and_its_error_names_the_seed(tmp_path, capsys):
+    """The rows carried the spec (a path) of a policy with a ``name``; its error did not say which trace and seed."""
+    from experiments.topology import main
+    from tests.test_frontier import MINE
+
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,G2\n")
+    pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,8192,4,1000\n"
+    (tmp_path / "openb_pod_list_default.csv").write_text(pods)
+    (tmp_path / "openb_pod_list_multigpu50.csv").write_text(pods)
+    (tmp_path / "mine.py").write_text(MINE)
+    common = ["--trace", "default", "--seeds", "1", "--jobs", "1", "--exact-seeds", "0", "--exact-nodes", "1",
+              "--data", str(tmp_path), "--output", str(tmp_path / "out")]
+    assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:Named"]) == 0
+    assert set(pd.read_csv(tmp_path / "out" / "topology.csv")["policy"]) == {"my-fit"}
+    assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:wrong"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("python -m experiments.topology: openb default seed 1: policy ")

@@ -75,6 +75,29 @@ def test_bad_trace_rows_are_named(openb_dir, tmp_path):
         load_openb("default", tmp_path)
 
 
+NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time," \
+    "scheduled_time"
+
+
+@pytest.mark.parametrize(("nodes", "pods", "match"), [
+    # a header-only pod list: Workload.from_tasks failed in the studies, without naming the file
+    (["n0,32000,65536,2,T4"], [], r"openb_pod_list_default.csv: no pods \(a header only\)"),
+    # CPU-only nodes: every replay divided by a GPU capacity of 0 (ZeroDivisionError in experiments.openb)
+    (["n0,32000,65536,0,CPU"], ["p0,4000,8192,1,500,,LS,Running,0,100,0"],
+     r"openb_node_list_gpu_node.csv: no GPUs \(every node has gpu 0\)"),
+    ([], ["p0,4000,8192,1,500,,LS,Running,0,100,0"], r"openb_node_list_gpu_node.csv: no GPUs \(no nodes\)"),
+    # a bad value names its file, not only the row
+    (["n0,32000,65536,2,T4", "n1,32000,-1,2,T4"], ["p0,4000,8192,1,500,,LS,Running,0,100,0"],
+     r"openb_node_list_gpu_node.csv: node row 1: field 'memory_mib' is negative"),
+])
+def test_unusable_trace_files_are_named(tmp_path, nodes, pods, match):
+    (tmp_path / NODE_FILE).write_text("\n".join([NODE_HEADER, *nodes]) + "\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text("\n".join([POD_HEADER, *pods]) + "\n")
+    with pytest.raises(ValueError, match=match):
+        load_openb("default", tmp_path)
+
+
 @pytest.fixture
 def http_server():
     """Serve a folder on 127.0.0.1; yields a function folder -> base URL."""

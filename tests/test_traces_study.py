@@ -3,6 +3,8 @@ rejections with their reason, a converted folder as --workload, bad input in one
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -67,6 +69,59 @@ def test_bad_workload_is_one_line(tmp_path, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "workload.csv: job row 0: field 'duration_s' must be a number >= 0, got -1" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("cluster", "named"), [
+    # a bad node value, and a bare list of nodes: neither named cluster.json before (the second said only "list
+    # indices must be integers or slices, not str")
+    ({"nodes": [{"cpu_milli": -1, "memory_mib": 1, "gpu": 2, "model": "T4"}]},
+     "cluster.json: not a valid node list (node row 0: field 'cpu_milli' is negative (-1))"),
+    ([{"cpu_milli": 1, "memory_mib": 1, "gpu": 2, "model": "T4"}],
+     "cluster.json: not a valid node list (expected a JSON object with a 'nodes' list, got a list)"),
+    ({"nodes": []}, "cluster.json: no nodes"),
+])
+def test_bad_cluster_file_is_one_line_naming_it(tmp_path, capsys, cluster, named):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n0,1,1,1,1\n")
+    (tmp_path / "w" / "cluster.json").write_text(json.dumps(cluster))
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--workload", str(tmp_path / "w"), "--output", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_default_cluster_of_jobs_that_never_end_is_one_node_per_gpu_worker(tmp_path):
+    # three GPU jobs submitted at one instant, one never ending and one of 1e12 s: at load 1 over a span of (at
+    # least) 1 s they asked for inf nodes (OverflowError) or 4e10 (MemoryError); one node per GPU worker runs them
+    # all at once
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,gpu_milli,cpu_milli,memory_mib,workers\n"
+                                                 "5,inf,1,1000,1,1,1\n5,1e12,8,1000,1,1,1\n5,100,1,300,1,1,2\n"
+                                                 "5,inf,0,0,1,1,1\n")
+    frame, cluster = study.load(str(tmp_path / "w"))
+    assert cluster is None
+    assert study.default_cluster(frame, None).gpu.tolist() == [8] * 4
+    assert study.main(["--workload", str(tmp_path / "w"), "--policies", "fgd", "--queue", "fifo", "--output",
+                       str(tmp_path / "o")]) == 0
+    runs = pd.read_csv(tmp_path / "o" / "traces.csv")
+    assert runs[["jobs_run", "rejected", "finished", "mean_wait_single_s", "mean_wait_gang_s"]].values.tolist() == \
+        [[4, 0, 2, 0.0, 0.0]]
+
+
+def test_nodes_without_a_workload_it_sizes_is_refused(tmp_path, capsys):
+    # --nodes sizes only a workload without cluster.json: with every workload listing its nodes it was ignored
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n0,1,1,1,1\n")
+    (tmp_path / "w" / "cluster.json").write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192,
+                                                                        "gpu": 2, "model": "T4"}]}))
+    with pytest.raises(SystemExit) as exit_:
+        study.main(["--workload", str(tmp_path / "w"), "--nodes", "3", "--output", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("python -m experiments.traces: error: argument --nodes: it sizes the cluster of "
+                                       "a workload without cluster.json, and every workload lists its nodes\n")
     assert not (tmp_path / "o").exists()
 
 

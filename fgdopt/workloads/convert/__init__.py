@@ -28,12 +28,22 @@ def format_module(fmt: str):
 
 
 def convert(fmt: str, paths: list[str | os.PathLike]) -> Conversion:
-    """Convert the raw files ``paths`` of a trace in format ``fmt`` (:data:`FORMATS`)."""
+    """Convert the raw files ``paths`` of a trace in format ``fmt`` (:data:`FORMATS`).
+
+    Raises
+    ------
+    ValueError : one line naming the file: an unknown format, a missing file, a bad row (the converter's), a trace
+        of no rows, or rows all dropped (with the reasons).
+    """
     module = format_module(fmt)
     paths = [str(p) for p in paths]
     if missing := [p for p in paths if not Path(p).is_file()]:
-        raise ValueError(f"{missing[0]}: no such file")
+        what = "a folder; expected a file" if Path(missing[0]).is_dir() else "no such file"
+        raise ValueError(f"{missing[0]}: {what}")
     conv = module.convert(paths)
+    if conv.rows and not len(conv.jobs):                         # every row read was dropped: say why
+        why = "; ".join(f"{n} {reason}" for reason, n in conv.dropped.items() if n)
+        raise ValueError(f"{paths[0]}: no job kept of the {conv.rows} row(s) read (dropped: {why or 'none'})")
     conv.jobs = check_workload_frame(conv.jobs, paths[0])      # the open format's columns, defaults and checks
     return conv
 
