@@ -210,3 +210,17 @@ def test_mig_instance_draws_up_to_the_ratio(model):
     total, limit = int(task_slices(inst.cluster, inst.tasks).sum()), 1.3 * capacity_slices(inst.cluster)
     assert capacity_slices(inst.cluster) == mig.n_slices * inst.cluster.total_gpus
     assert limit - biggest < total <= limit
+
+
+def test_mig_study_resumes_its_runs(tmp_path, capsys):
+    """``--resume`` reuses the finished run of each node count and seed (``OUTPUT/.runs/mig``): the same rows, times
+    included; without it the run starts afresh."""
+    from experiments.mig import main
+
+    argv = ["--quick", "--nodes", "1", "--seeds", "0", "--ratio", "1", "--output", str(tmp_path)]
+    assert main(argv) == 0
+    first = (tmp_path / "mig.csv").read_text()
+    assert (tmp_path / "mig.png").is_file() and len(list((tmp_path / ".runs" / "mig").glob("*.pkl"))) == 1
+    assert main([*argv, "--resume"]) == 0
+    assert (tmp_path / "mig.csv").read_text() == first
+    assert "1 nodes, seed 0, 100% arrived: slices accepted by" in capsys.readouterr().out
