@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.defrag --trace default --seeds 42-51 --at 100 --budgets 0,10,50,100,500 \\
-        [--jobs N | --dask ADDRESS] --output DIR
+        [--jobs N | --dask ADDRESS] [--resume] --output DIR
     python -m experiments.defrag --quick --output DIR     # fgd, budgets 0,10,50, 10 s per exact run
 
 For every seed and replay policy (``--policies``, default ``fgd,best-fit``): replay the trace to ``--at``
@@ -20,7 +20,9 @@ side by side.
 option written on the command line wins).
 
 ``--jobs N`` runs the (seed, replay policy) pairs N at a time in local processes, ``--dask ADDRESS`` on a Dask
-cluster (:mod:`experiments.executors`); the rows come back in the same order either way.
+cluster (:mod:`experiments.executors`); the rows come back in the same order either way. With ``--output``,
+``--resume`` keeps the pairs already finished in ``OUTPUT/.runs/defrag`` (the same trace files, policy source and
+options) and runs the rest.
 
 With ``--suite small``, the trace is replaced by the instances of :func:`fgdopt.suites.suite`: on the state
 :func:`fgdopt.simulate.run_online` leaves with each policy (policy seed 0), its failed tasks waiting, the
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from experiments.args import (
     int_list,
@@ -56,7 +59,17 @@ from experiments.args import (
     real,
     study_parser,
 )
-from experiments.executors import add_dask_option, executor, run_all, stop_message
+from experiments.executors import (
+    RunJournal,
+    SweepInterrupted,
+    add_dask_option,
+    add_resume_option,
+    content_digest,
+    executor,
+    policy_digest,
+    run_all,
+    stop_message,
+)
 from experiments.outputs import staged
 from fgdopt.defrag import HEURISTICS, DefragProblem, PlanReport, defrag, extend_plan
 from fgdopt.frag import Workload
@@ -66,7 +79,7 @@ from fgdopt.policies import PolicyError, policy_labels
 from fgdopt.simulate import replay, run_online
 from fgdopt.state import UNPLACED, ClusterState, Placement, validate
 from fgdopt.suites import SUITES, suite
-from fgdopt.traces import VARIANTS, load_openb
+from fgdopt.traces import VARIANTS, load_openb, trace_files
 
 if TYPE_CHECKING:
     from formulations.defrag import DefragSolution
@@ -212,9 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=positive_int, default=1,
                     help="(seed, policy) pairs run side by side (trace study)")
     add_dask_option(ap)
+    add_resume_option(ap)
     ap.add_argument("--quick", action="store_true", help="seed 42, fgd, budgets 0,10,50, 10 s per exact run (an "
                     "option written on the command line wins)")
     args = ap.parse_args(argv)
+    if args.resume and (args.output is None or args.suite):
+        ap.error("--resume keeps the trace study's runs in --output DIR: give --output, without --suite")
     if args.suite and (trace_only := [f"--{d.replace('_', '-')}" for d in TRACE_OPTIONS if d in ap.written()]):
         ap.error(f"--suite runs on the suite's instances, not the trace; drop {', '.join(trace_only)}")
     if args.quick:
@@ -239,11 +255,16 @@ def main(argv: list[str] | None = None) -> int:
                  f"{cluster.n_nodes}")
     jobs = [(args.trace, args.data, seed, policy, args.at, budgets, args.slices, args.slice_nodes, args.time_limit,
              args.threads, args.solver) for seed in args.seeds for policy in args.policies]
+    keys = [(trace, content_digest(*trace_files(trace, data)), seed, policy_digest(policy), *rest)
+            for trace, data, seed, policy, *rest in jobs]    # a file or policy edited since is a new run
+    journal = RunJournal.for_study(args.output, "defrag", resume=args.resume)
     try:
-        with executor(args.jobs, args.dask) as pool:
-            rows = [row for rows_ in run_all(pool, trace_rows, jobs) for row in rows_]
-    except PolicyError as exc:                             # one line naming the policy, the task and the seed
-        return stop_message(exc, ap.prog)
+        with executor(args.jobs, args.dask) as pool, tqdm(total=len(jobs), desc="replays", unit="run",
+                                                           file=sys.stderr) as bar:
+            results = run_all(pool, trace_rows, jobs, lambda _: bar.update(), journal=journal, keys=keys)
+    except (PolicyError, SweepInterrupted) as exc:         # one line naming the policy, the task and the seed; the
+        return stop_message(exc, ap.prog)                  # finished runs stay in OUTPUT/.runs/defrag
+    rows = [row for rows_ in results for row in rows_]
     return _write(pd.DataFrame(rows, columns=list(COLUMNS)), args.output, f"openb {args.trace}, {args.at:g}% arrived",
                   labels)
 

@@ -3,7 +3,8 @@
 Usage::
 
     python -m experiments.topology --trace default,multigpu50 --seeds 42-44 [--quick] [--resume] --output DIR \\
-        [--policies fgd,best-fit] [--mapping FILE.json] [--jobs N] [--exact-nodes 2,3 --exact-seeds 0-2]
+        [--policies fgd,best-fit] [--mapping FILE.json] [--jobs N | --dask ADDRESS] \\
+        [--exact-nodes 2,3 --exact-seeds 0-2]
     python -m experiments.topology --trace default,multigpu50 --seeds 42 --policies fgd,best-fit --bench 3
 
 Every (trace, seed) is replayed at ratio 1.3 (the paper's protocol, :func:`fgdopt.simulate.replay`) by each
@@ -57,6 +58,7 @@ from experiments.args import (
 from experiments.executors import (
     RunJournal,
     SweepInterrupted,
+    add_dask_option,
     add_resume_option,
     content_digest,
     executor,
@@ -202,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exact-time", type=positive, default=None,
                     help="seconds per exact solve (default 60; quick 10)")
     ap.add_argument("--jobs", type=positive_int, default=2, help="worker processes (default: 2)")
+    add_dask_option(ap)
     ap.add_argument("--bench", type=non_negative_int, default=0, metavar="REPEATS",
                     help="only time best-ring against lowest-index replays (first seed), REPEATS per choice")
     ap.add_argument("--data", type=openb_dir, default=None, help="openb folder (default: $FGDOPT_DATA)")
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     journal = RunJournal.for_study(args.output, "topology", resume=args.resume)
     start = time.perf_counter()
     try:
-        with executor(args.jobs) as pool:
+        with executor(args.jobs, args.dask) as pool:
             rows = run_all(pool, run_cell, jobs, journal=journal, keys=keys)
     except SweepInterrupted as stop:
         with staged(args.output, partial=True) as out:

@@ -442,6 +442,11 @@ def test_trace_study_runs_heuristics_whole_and_exact_on_slices(openb_dir, tmp_pa
         assert rows[rows.kind == "heuristic"].admitted_milli.max() <= exact.admitted_milli <= exact.bound_milli
     assert (whole[whole.budget == 0].admitted_milli == 0).all()   # the failed tasks fit nowhere without moves
     assert (tmp_path / "defrag.png").is_file() and (tmp_path / "defrag.md").is_file()
+    # --resume reuses the finished (seed, policy) run kept in OUTPUT/.runs/defrag: the same rows, times included
+    assert len(list((tmp_path / ".runs" / "defrag").glob("*.pkl"))) == 1
+    first = (tmp_path / "defrag.csv").read_text()
+    assert main([*argv, "--resume"]) == 0
+    assert (tmp_path / "defrag.csv").read_text() == first
 
 
 def test_study_names_a_policy_of_your_own_and_stops_on_its_error_in_one_line(tmp_path, capsys):
@@ -463,6 +468,19 @@ def test_study_names_a_policy_of_your_own_and_stops_on_its_error_in_one_line(tmp
     assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:Named"]) == 0
     assert "| default | my-fit   | none" in capsys.readouterr().out
     assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:wrong"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("python -m experiments.defrag: openb default seed 42: policy ")
-    assert "where it does not fit" in err[0]
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]                                     # after the progress bar
+    assert "Traceback" not in err and last.startswith("python -m experiments.defrag: openb default seed 42: policy ")
+    assert "where it does not fit" in last
+
+
+
+def test_resume_needs_the_trace_study_and_an_output(tmp_path, capsys):
+    """``--resume`` keeps the trace study's runs in ``--output``: with ``--suite``, or without ``--output``, it stops
+    in one line before any work."""
+    from experiments.defrag import main
+
+    for argv in (["--suite", "small", "--resume", "--output", str(tmp_path)], ["--resume"]):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2 and "--resume keeps the trace study's runs" in capsys.readouterr().err
