@@ -69,3 +69,18 @@ def test_pooled_lp_stopped_early_keeps_a_certified_bound(monkeypatch):
     early = pooled_bound(cluster, jobs, step_s=1.0)
     assert early.status == "time_limit"
     assert 1.0 < early.mean_wait_s <= full.mean_wait_s
+
+
+def test_the_pinned_bound_sees_the_background_hold_the_gpu():
+    """One GPU; a pinned background job holds it over [0, 100) s; a counted 1-GPU job of 10 s submitted at 0 can
+    start at 100 at the earliest (wait 100 s). The pooled LP on 1 s steps proves 99.5 s (its last step may hold part
+    of the job), on 5 s steps 97.5 s: both at most the optimum. Two pinned jobs on that GPU at once: no schedule
+    runs them on time (status ``infeasible``)."""
+    cluster = Cluster([8000], [8192], [1], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 3, [0] * 3, [1] * 3, [1000] * 3), [0.0, 0.0, 0.0], [100.0, 10.0, 100.0])
+    counted, pinned = np.array([False, True, False]), np.array([True, False, False])
+    for step_s, wait in ((1.0, 99.5), (5.0, 97.5)):
+        b = pooled_bound(cluster, jobs, counted=counted, pinned=pinned, step_s=step_s, slack_s=200.0)
+        assert b.status == "optimal" and wait - 1e-3 <= b.mean_wait_s <= wait
+    both = pooled_bound(cluster, jobs, counted=counted, pinned=np.array([True, False, True]), step_s=1.0)
+    assert both.status == "infeasible"
