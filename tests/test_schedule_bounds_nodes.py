@@ -217,3 +217,14 @@ def test_half_gpu_jobs_share_a_gpu():
     three = JobSet(TaskSet([1000] * 3, [1024] * 3, [1, 1, 1], [500, 500, 500]), [0, 0, 0], [100, 100, 100])
     assert config_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
     assert nodedecomp_bound(cluster, three).wait_s == pytest.approx(100 / 3, rel=1e-5)
+
+
+@pytest.mark.parametrize(("milli", "wait_s"), [(500, 0.0), (501, 5.0)])
+def test_config_bound_at_half_a_gpu(milli, wait_s):
+    """Two jobs of ``milli`` on one GPU for 10 s, both submitted at 0: two halves share it (optimum 0 s), two jobs
+    above half a GPU run one after the other (mean wait 5 s). The configuration LP's half-GPU counts prove exactly
+    that: at most the optimum, and tight."""
+    cluster = Cluster([8000], [8192], [1], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 2, [0] * 2, [1] * 2, [milli] * 2), [0.0, 0.0], [10.0, 10.0])
+    bound = config_bound(cluster, jobs, intervals=8)
+    assert bound.status == "optimal" and wait_s - 1e-4 <= bound.wait_s <= wait_s
