@@ -167,9 +167,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--names: none of {wanted} among the workload files")
         apps = load_applications(args.pollux_dir)
         for _, f in files:
-            unknown = set(read_workload(f).application) - set(apps)
-            if unknown:
-                raise ValueError(f"{f}: unknown application(s) {', '.join(sorted(map(str, unknown)))}")
+            frame = read_workload(f)
+            for policy in args.policies:                   # what the policy keeps of each job, it can run
+                try:
+                    make_jobs(frame, apps, policy)
+                except ValueError as exc:
+                    raise ValueError(f"{f}: {exc}") from None
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())
