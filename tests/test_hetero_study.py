@@ -185,3 +185,18 @@ def test_bench_timer_adds_every_call_even_one_that_raises(monkeypatch):
     with pytest.raises(ValueError):
         timed(-1)
     assert spent == {"f": 3.0} and timed.__name__ == "f"
+
+
+def test_bench_without_the_table_stops_in_one_line_naming_the_variable(tmp_path, monkeypatch, capsys):
+    """``experiments.bench_hetero`` with ``FGDOPT_GAVEL`` pointing at an empty folder: exit 2 and one line naming the
+    variable and the command that fetches the table (it ended in a traceback); ``--data-dir`` is read as the study's."""
+    from experiments.bench_hetero import main
+
+    monkeypatch.setenv("FGDOPT_GAVEL", str(tmp_path))
+    for argv in ([], ["--data-dir", str(tmp_path)]):
+        with pytest.raises(SystemExit) as stop:
+            main(["--sizes", "20", "--repeat", "1", *argv, "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert "FGDOPT_GAVEL" in line and "python -m fgdopt.hetero download" in line and str(tmp_path) in line
+    assert not (tmp_path / "out").exists()
