@@ -47,6 +47,7 @@ from experiments.args import (
 from experiments.hetero import parse_cluster
 from experiments.outputs import staged
 from fgdopt.hetero import gavel_jobs, load_throughputs
+from fgdopt.hetero.jobs import check_cluster
 from fgdopt.hetero.rounds import Gavel
 from fgdopt.timeline import engine
 from fgdopt.timeline.rounds import RoundLoop
@@ -136,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster, data_dir = args.cluster, None if args.data_dir is None else str(args.data_dir)
     try:
-        load_throughputs(data_dir)                         # a missing or broken table stops here, in one line
+        table = load_throughputs(data_dir)                 # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    try:                                                   # the LP shares GPUs out: a job needs a type, not 8 GPUs
+        check_cluster(table, {g: c for g, c in cluster.items() if c > 0}, multi_gpu=True, whole=False)
+    except ValueError as exc:
+        parser.error(f"--cluster: {exc}")
     frame = bench(args.sizes, args.policies, cluster, args.seed, args.repeat, data_dir)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     points = bench_points(args.points, cluster, args.seed, data_dir) if args.points else None

@@ -93,6 +93,36 @@ def test_a_gpu_type_with_no_gpus_is_left_out_of_the_cluster(gavel_table):
         study.run_point("fifo", {"v100": 8, "p100": 4, "k80": 4}, 0.05, 1, (20, 60), True, 4, 360.0)
 
 
+@pytest.mark.parametrize("module, args, message", [
+    ("hetero", ["--multi-gpu", "--policies", "las", "--cluster", "0:0:16"],
+     "'ResNet-50 (batch size 128)' on 2 GPUs, which run on v100, p100 only, and the cluster (16 k80) has no such "
+     "type with 2 GPUs or more"),
+    ("hetero", ["--multi-gpu", "--policies", "las,makespan", "--cluster", "2:0:16"],
+     "'ResNet-50 (batch size 128)' on 4 GPUs, which run on v100, p100 only, and the cluster (2 v100, 16 k80) "
+     "has no such type with 4 GPUs or more"),
+    ("bench_hetero", ["--sizes", "20", "--repeat", "1", "--cluster", "0:0:4"], "'ResNet-50 (batch size 128)' on 2 "
+     "GPUs, which run on v100, p100 only, and the cluster (4 k80) has no such type")])
+def test_a_cluster_where_some_jobs_of_the_trace_run_nowhere_stops_before_any_run(gavel_table, tmp_path, capsys,
+                                                                                module, args, message):
+    """Multi-GPU jobs of ResNet-50 (batch 128) have no K80 throughput: on K80s only (or too few V100s for its 4 GPUs)
+    a round-based run ended in the LP's traceback, fifo started one at speed 0, and bench_hetero's LP raised; now
+    each stops with exit 2 and one line naming --cluster, the job kind and where it runs. 1 V100 does for the
+    benchmark's LP (it shares GPUs out): it runs."""
+    import importlib
+
+    main = importlib.import_module(f"experiments.{module}").main
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"error: --cluster: Gavel's trace has jobs of "
+                                                                     f"{message}")
+    assert not (tmp_path / "out").exists()
+    jobs = study.take_jobs(study.iter_gavel_jobs(gavel_table, 1.0, multi_gpu=True), 30)
+    with pytest.raises(ValueError, match=r"^job 17 \('ResNet-50 \(batch size 128\)' on 4 GPUs\) runs on none of the "
+                       "GPU types k80$"):
+        jobs.to_jobset(gavel_table, ("k80",))
+
+
 def test_quick_multi_gpu_leaves_fifo_out_on_one_gpu_nodes(gavel_table, tmp_path, monkeypatch):
     """``--multi-gpu --quick`` runs (fifo left out on 1-GPU nodes, lower rates); checked on the cells it makes."""
     seen = {}
