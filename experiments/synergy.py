@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             for model in models:
                 table[model]
     except ProfileError as exc:
-        parser.error(f"--profiles: {exc}")
+        parser.error(f"--profiles: {exc}" if args.profiles is not None else str(exc))
     profiles = None if args.profiles is None else str(Path(args.profiles).resolve())
     cells = [(p, load, tuple(args.split), s, args.multi_gpu, tuple(args.window), args.bound_every or 0, profiles)
              for p in args.policies for load in args.loads for s in args.seeds]

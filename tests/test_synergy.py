@@ -6,6 +6,7 @@ commit 1bb2bed6, kept in ``fgdopt/data/synergy_profiles.json``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,23 @@ def test_bad_model_file_is_one_line(tmp_path, text, words):
     with pytest.raises(ProfileError, match=words) as info:
         load_profiles(tmp_path)
     assert "\n" not in str(info.value) and "bad_1.py" in str(info.value)
+
+
+def test_a_wrong_synergy_variable_is_named_with_the_fetch_command(tmp_path, monkeypatch, capsys):
+    """``FGDOPT_SYNERGY`` naming a missing folder, or one without model files: the error names the variable (not
+    ``--profiles``, which the user did not write) and the command that fetches a checkout; the study exits 2."""
+    from experiments.synergy import main
+
+    for where, said in ((tmp_path / "nowhere", "no such Synergy profile file or folder"),
+                        (tmp_path, "no Synergy model files")):
+        monkeypatch.setenv("FGDOPT_SYNERGY", str(where))
+        with pytest.raises(ProfileError, match=f"^FGDOPT_SYNERGY: {re.escape(str(where))}: {said}.*git clone "
+                           "https://github.com/msr-fiddle/synergy .* or unset it"):
+            load_profiles()
+        with pytest.raises(SystemExit) as stop:
+            main(["--quick", "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        assert "error: FGDOPT_SYNERGY: " in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_bad_json_unknown_model_and_checksum(tmp_path):

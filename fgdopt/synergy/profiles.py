@@ -287,16 +287,24 @@ def load_profiles(path: str | os.PathLike | None = None) -> ProfileTable:
 
     Raises
     ------
-    ProfileError : one line naming the file that does not parse, or the folder without model files.
+    ProfileError : one line naming the file that does not parse, or the folder without model files (a folder of
+        ``$FGDOPT_SYNERGY``: the variable named, with the command that fetches a checkout).
     """
-    if path is None and os.environ.get(ENV):
+    from_env = path is None and bool(os.environ.get(ENV))
+    if from_env:
         path = folder(SYNERGY)
     if path is None:
         return _committed()
     path = Path(path)
-    if not path.exists():
-        raise ProfileError(f"{path}: no such Synergy profile file or folder")
-    return read_models_dir(path) if path.is_dir() else read_json(path)
+    try:
+        if not path.exists():
+            raise ProfileError(f"{path}: no such Synergy profile file or folder")
+        return read_models_dir(path) if path.is_dir() else read_json(path)
+    except ProfileError as exc:
+        if not from_env:
+            raise
+        raise ProfileError(f"{ENV}: {exc}; set it to a checkout of {REPO} (`{SYNERGY.command}`) or unset it to read "
+                           "the committed profiles") from None
 
 
 _CACHE: dict[str, ProfileTable] = {}
