@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_trace_jobs,
     gavel_dir,
     integer,
     names,
@@ -274,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.quick(args, cluster=parse_cluster("12:12:12"), rates=[0.25, 0.5] if args.multi_gpu else [0.5, 1.0],
                      seeds=[0], window=(300, 500), policies=["fifo"] * (largest <= per_node)
                      + ["las", "las-aware", "makespan-aware"])
+    check_trace_jobs(parser, "--window", args.window[1], trace_length(0.0, args.window), "the window and a quarter "
+                     "of its end or its width more")
+    for rate in args.rates:
+        check_trace_jobs(parser, "--rates", rate, trace_length(rate, args.window),
+                         f"--window {args.window[0]}:{args.window[1]}, then {TAIL_H:,.0f} hours of arrivals or more")
+    check_trace_jobs(parser, "--batch", args.batch, args.batch, "all measured")
     if max(args.cluster.values()) < largest:
         parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "
                      f"{':'.join(str(args.cluster[g]) for g in GPU_TYPES)} has that many")

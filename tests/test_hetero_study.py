@@ -58,6 +58,10 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     (["--multi-gpu", "--policies", "fifo,las"], "--policies: fifo places each job on one node, and with --multi-gpu a "
      "job asks for up to 8 GPUs: add --gpus-per-node 8 or keep to the round-based policies"),
     (["--multi-gpu", "--gpus-per-node", "8", "--policies", "gandiva"], "--policies: gandiva shares GPUs"),
+    (["--rates", "1,1e6"], "argument --rates: at 1e+06 a run generates 4,000,005,000 jobs (--window 4000:5000, then "
+     "4,000 hours of arrivals or more), more than the 5,000,000 it can hold; lower it"),     # it ran out of memory
+    (["--window", "0:4000000"], "argument --window: at 4e+06 a run generates 8,000,000 jobs"),
+    (["--batch", "6000000"], "argument --batch: at 6e+06 a run generates 6,000,000 jobs (all measured)"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_:

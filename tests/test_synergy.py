@@ -103,6 +103,22 @@ def test_a_wrong_synergy_variable_is_named_with_the_fetch_command(tmp_path, monk
         assert "error: FGDOPT_SYNERGY: " in capsys.readouterr().err.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--loads", "9,1e6"], "argument --loads: at 1e+06 a run generates 1,500,005,000 jobs (ids up to --window's end "
+     "5000, then 1,500 hours of arrivals), more than the 5,000,000 it can hold; lower it"),
+    (["--window", "0:6000000"], "argument --window: at 6e+06 a run generates 6,000,000 jobs")])
+def test_a_trace_too_long_to_hold_stops_in_one_line(tmp_path, capsys, args, message):
+    """A load mistyped (jobs per second for per hour) or a window of millions: the run generated the trace until the
+    memory ran out; now exit 2 and one line naming the option, before any run."""
+    from experiments.synergy import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
+
+
 def test_bad_json_unknown_model_and_checksum(tmp_path):
     bad = tmp_path / "cut.json"
     bad.write_text('{"models": {"res18_1": {"name": "res18"')
