@@ -308,12 +308,16 @@ def test_cross_check_with_pollux_results(name, policies):
 
 
 def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
-    """``experiments.pollux``: a job load Pollux does not have, or a folder without workload files, stops before any
-    run with exit code 2 and one line naming the option."""
+    """``experiments.pollux``: a job load Pollux does not have, a folder without workload files, loads and a folder
+    mixed, or nothing, stops before any run with exit code 2 and one line naming the option."""
     from experiments.pollux import main
 
     for argv, message in ((["--workloads", "3.0"], "--workloads: job load 3.0"),
-                          (["--workloads", str(tmp_path)], "--workloads: no workload files")):
+                          (["--workloads", str(tmp_path)], "--workloads: no workload files"),
+                          (["--workloads", f"1.0,{tmp_path}"], "argument --workloads: expected Pollux's job loads "
+                           f"(0.5, 1.0, 1.5, 2.0) separated by commas, or one folder of workload files, got "
+                           f"'1.0,{tmp_path}'"),                   # was: could not convert string to float
+                          (["--workloads", ""], "argument --workloads: expected Pollux's job loads")):  # IndexError
         with pytest.raises(SystemExit) as stop:
             main([*argv, "--output", str(tmp_path / "out")])
         assert stop.value.code == 2
