@@ -133,6 +133,11 @@ TAIL_H = 4000.0
 last arrival, as they do in Gavel's endless trace (checked after every run)."""
 
 
+HORIZON_S = 1e10
+"""The latest expected arrival (seconds) of a trace: the time engine's clock, float seconds, keeps a microsecond's
+precision up to about this (its spacing there is 2e-6 s); at 1e-8 jobs/hour its consistency check failed."""
+
+
 def trace_length(rate: float, window: tuple[int, int]) -> int:
     """Jobs of Gavel's stream a run at ``rate`` jobs/hour simulates for the measured jobs ``window`` (by index): the
     window, then at least a quarter of its end, its width and :data:`TAIL_H` hours of arrivals. A round-based run
@@ -278,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     check_trace_jobs(parser, "--window", args.window[1], trace_length(0.0, args.window), "the window and a quarter "
                      "of its end or its width more")
     for rate in args.rates:
-        check_trace_jobs(parser, "--rates", rate, trace_length(rate, args.window),
+        n = trace_length(rate, args.window)
+        check_trace_jobs(parser, "--rates", rate, n,
                          f"--window {args.window[0]}:{args.window[1]}, then {TAIL_H:,.0f} hours of arrivals or more")
+        if n * 3600 / rate > HORIZON_S:
+            parser.error(f"argument --rates: at {rate:g} jobs/hour the {n:,} jobs of a run arrive over about "
+                         f"{n * 3600 / rate:.2g} s, beyond the {HORIZON_S:g} s the time engine's clock resolves to a "
+                         "microsecond; raise the rate")
     check_trace_jobs(parser, "--batch", args.batch, args.batch, "all measured")
     if max(args.cluster.values()) < largest:
         parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "

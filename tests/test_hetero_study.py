@@ -61,6 +61,8 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     (["--rates", "1,1e6"], "argument --rates: at 1e+06 a run generates 4,000,005,000 jobs (--window 4000:5000, then "
      "4,000 hours of arrivals or more), more than the 5,000,000 it can hold; lower it"),     # it ran out of memory
     (["--window", "0:4000000"], "argument --window: at 4e+06 a run generates 8,000,000 jobs"),
+    (["--rates", "1e-8", "--window", "1:3"], "argument --rates: at 1e-08 jobs/hour the 5 jobs of a run arrive over "
+     "about 1.8e+12 s, beyond the 1e+10 s the time engine's clock resolves to a microsecond; raise the rate"),
     (["--batch", "6000000"], "argument --batch: at 6e+06 a run generates 6,000,000 jobs (all measured)"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
