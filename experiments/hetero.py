@@ -49,7 +49,9 @@ policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores). With 
 0.25 and 0.5, and fifo is left out when a job may ask for more GPUs than a node has. With ``--multi-gpu``, ``fifo``
 (which places a job on one node) needs ``--gpus-per-node 8``, ``gandiva`` does not run (a job that shares a GPU asks
 for one), ``allox`` does not run either (AlloX takes single-GPU jobs only), and every policy needs a GPU type with at
-least 8 GPUs.
+least 8 GPUs, and a type where each kind of job runs with as many GPUs as it asks for (ResNet-50 at batch 128 has
+no K80 throughput on 2 GPUs or more: :func:`fgdopt.hetero.jobs.check_cluster`). A run generates at most
+:data:`experiments.args.MAX_TRACE_JOBS` jobs, whose arrivals end by :data:`HORIZON_S`.
 """
 
 from __future__ import annotations
