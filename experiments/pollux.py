@@ -49,6 +49,7 @@ from experiments.executors import (
     run_and_write,
 )
 from experiments.outputs import printed, write_runs
+from fgdopt.datasets import DataNotFound
 from fgdopt.elastic.applications import load_applications, pollux_dir
 from fgdopt.elastic.jobs import GPUS, LOADS, NODES, read_workload, workload_files
 from fgdopt.elastic.planners import PLANNERS, make_jobs, make_planner
@@ -189,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                     make_jobs(frame, apps, policy)
                 except ValueError as exc:
                     raise ValueError(f"{f}: {exc}") from None
+    except DataNotFound as exc:                            # the folder of --pollux-dir, else of the variable
+        parser.error(f"--pollux-dir: {exc}" if args.pollux_dir is not None else str(exc))
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())

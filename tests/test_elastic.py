@@ -317,7 +317,9 @@ def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
                           (["--workloads", f"1.0,{tmp_path}"], "argument --workloads: expected Pollux's job loads "
                            f"(0.5, 1.0, 1.5, 2.0) separated by commas, or one folder of workload files, got "
                            f"'1.0,{tmp_path}'"),                   # was: could not convert string to float
-                          (["--workloads", ""], "argument --workloads: expected Pollux's job loads")):  # IndexError
+                          (["--workloads", ""], "argument --workloads: expected Pollux's job loads"),  # IndexError
+                          (["--workloads", "1.0", "--pollux-dir", str(tmp_path)],
+                           f"error: --pollux-dir: Pollux's simulator folder not found in {tmp_path}")):
         with pytest.raises(SystemExit) as stop:
             main([*argv, "--output", str(tmp_path / "out")])
         assert stop.value.code == 2
