@@ -86,6 +86,21 @@ def test_bad_model_file_is_one_line(tmp_path, text, words):
     assert "\n" not in str(info.value) and "bad_1.py" in str(info.value)
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("cpus", -3, "field 'cpus' must be a finite number >= 0, got -3.0"),       # InfeasiblePlacement mid-run
+    ("iter_time", 0, "field 'iter_time' must be a finite number > 0, got 0.0"),  # ZeroDivisionError mid-run
+    ("speedup", float("nan"), "field 'speedup' must be a finite number > 0, got nan")])
+def test_a_profile_with_a_value_out_of_range_is_one_line(tmp_path, field, value, message):
+    """A user's profile file (the committed one, one model's field edited) is refused where it is read, naming the
+    model and the field as the file names them, before any run."""
+    doc = json.loads(profiles.DATA_FILE.read_text())
+    doc["models"]["res18_1"][field] = value
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=re.escape(f"res18_1: {message}")):
+        load_profiles(path)
+
+
 def test_a_wrong_synergy_variable_is_named_with_the_fetch_command(tmp_path, monkeypatch, capsys):
     """``FGDOPT_SYNERGY`` naming a missing folder, or one without model files: the error names the variable (not
     ``--profiles``, which the user did not write) and the command that fetches a checkout; the study exits 2."""
