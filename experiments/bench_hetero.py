@@ -47,7 +47,7 @@ from experiments.args import (
 from experiments.hetero import parse_cluster
 from experiments.outputs import staged
 from fgdopt.hetero import gavel_jobs, load_throughputs
-from fgdopt.hetero.jobs import check_cluster
+from fgdopt.hetero.jobs import check_cluster, check_table
 from fgdopt.hetero.rounds import Gavel
 from fgdopt.timeline import engine
 from fgdopt.timeline.rounds import RoundLoop
@@ -139,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = load_throughputs(data_dir)                 # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    try:
+        check_table(table, multi_gpu=True)
+    except ValueError as exc:
         parser.error(str(exc))
     try:                                                   # the LP shares GPUs out: a job needs a type, not 8 GPUs
         check_cluster(table, {g: c for g, c in cluster.items() if c > 0}, multi_gpu=True, whole=False)

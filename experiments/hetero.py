@@ -88,7 +88,14 @@ from experiments.executors import (
 from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
 from fgdopt.hetero.allox import AlloXGavel, allox_allocator
-from fgdopt.hetero.jobs import REFERENCE_GPU, check_cluster, gavel_cluster, iter_gavel_jobs, take_jobs
+from fgdopt.hetero.jobs import (
+    REFERENCE_GPU,
+    check_cluster,
+    check_table,
+    gavel_cluster,
+    iter_gavel_jobs,
+    take_jobs,
+)
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.plot import plot_hetero
@@ -308,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    try:
+        check_table(table, multi_gpu=args.multi_gpu)
+    except ValueError as exc:
         parser.error(str(exc))
     try:
         check_cluster(table, {g: c for g, c in args.cluster.items() if c > 0}, multi_gpu=args.multi_gpu)

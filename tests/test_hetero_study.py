@@ -236,3 +236,25 @@ def test_bench_without_the_table_stops_in_one_line_naming_the_variable(tmp_path,
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert "FGDOPT_GAVEL" in line and "python -m fgdopt.hetero download" in line and str(tmp_path) in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_table_without_a_v100_throughput_for_a_kind_of_job_stops_before_any_run(gavel_table, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """A user's throughput table where A3C on 1 GPU has a V100 throughput of 0: Gavel's generator makes its steps
+    from it (0 steps), and the run ended mid-way in HeteroJobs' traceback; now exit 2 and one line naming the file
+    and the kind of job, before any run."""
+    from fgdopt.hetero import JOB_TYPES, ThroughputTable
+    from fgdopt.hetero.jobs import check_table
+
+    iso = gavel_table.isolated.copy()
+    iso[JOB_TYPES.index("A3C"), 0, gavel_table.gpu_types.index("v100")] = 0.0
+    mine = ThroughputTable(gavel_table.gpu_types, iso, gavel_table.colocated, tmp_path / "mine.json")
+    check_table(gavel_table, multi_gpu=True)
+    monkeypatch.setattr(study, "load_throughputs", lambda data_dir: mine)
+    with pytest.raises(SystemExit) as stop:
+        study.main(["--quick", "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        f"error: {tmp_path / 'mine.json'}: 'A3C' on 1 GPU has no positive v100 throughput, which Gavel's trace needs "
+        "(a drawn duration becomes steps at it)")
+    assert not (tmp_path / "out").exists()

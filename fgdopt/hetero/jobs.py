@@ -287,10 +287,33 @@ def take_jobs(stream: Iterator[tuple], n_jobs: int) -> HeteroJobs:
     return HeteroJobs(*cols)
 
 
+def gavel_kinds(multi_gpu: bool) -> list[tuple[int, int, int]]:
+    """The kinds of job :func:`iter_gavel_jobs` may draw, as ``(job type, scale factor index, scale factor)``: each
+    job type at 1 GPU, and with ``multi_gpu`` each distributed type at 2, 4 and 8 GPUs."""
+    return [(a, s, scale) for s, scale in enumerate(SCALE_FACTORS if multi_gpu else (1,))
+            for a in range(len(JOB_TYPES)) if scale == 1 or DISTRIBUTED[a]]
+
+
+def check_table(table: ThroughputTable, *, multi_gpu: bool) -> None:
+    """Check that every kind of job :func:`iter_gavel_jobs` may draw (:func:`gavel_kinds`) has a positive
+    :data:`REFERENCE_GPU` throughput in ``table``: a drawn duration becomes steps at it.
+
+    Raises
+    ------
+    ValueError : one line naming the table's file and the first job type and scale factor without it.
+    """
+    ref = table.gpu_index([REFERENCE_GPU])[0]
+    for a, s, scale in gavel_kinds(multi_gpu):
+        if not table.isolated[a, s, ref] > 0:
+            raise ValueError(f"{table.source}: {JOB_TYPES[a]!r} on {scale} GPU{'s' * (scale > 1)} has no positive "
+                             f"{REFERENCE_GPU} throughput, which Gavel's trace needs (a drawn duration becomes steps "
+                             "at it)")
+
+
 def check_cluster(table: ThroughputTable, gpus: dict[str, int], *, multi_gpu: bool, whole: bool = True) -> None:
-    """Check that every kind of job :func:`iter_gavel_jobs` may draw runs on the cluster ``gpus`` (GPU type ->
-    count): each job type at 1 GPU, and with ``multi_gpu`` each distributed type at 2, 4 and 8 GPUs, has a positive
-    throughput on a type with GPUs — with ``whole``, with at least that many GPUs (a job's GPUs are of one type).
+    """Check that every kind of job :func:`iter_gavel_jobs` may draw (:func:`gavel_kinds`) runs on the cluster
+    ``gpus`` (GPU type -> count): it has a positive throughput on a type with GPUs — with ``whole``, with at least as
+    many GPUs as it asks for (a job's GPUs are of one type).
 
     Raises
     ------
@@ -306,16 +329,14 @@ def check_cluster(table: ThroughputTable, gpus: dict[str, int], *, multi_gpu: bo
     types = tuple(gpus)
     thr = table.isolated[:, :, table.gpu_index(types)]
     counts = np.array([gpus[g] for g in types])
-    for s, scale in enumerate(SCALE_FACTORS if multi_gpu else (1,)):
-        for a, name in enumerate(JOB_TYPES):
-            if scale > 1 and not DISTRIBUTED[a]:
-                continue
-            if not ((thr[a, s] > 0) & (counts >= (scale if whole else 1))).any():
-                where = [g for g in GPU_TYPES if table.throughput(name, scale, g) > 0]
-                have = ", ".join(f"{gpus[g]} {g}" for g in types)
-                raise ValueError(f"Gavel's trace has jobs of {name!r} on {scale} GPU{'s' * (scale > 1)}, which run "
-                                 f"on {', '.join(where) or 'no GPU type'} only, and the cluster ({have}) has no such "
-                                 f"type{f' with {scale} GPUs or more' if whole and scale > 1 else ''}")
+    for a, s, scale in gavel_kinds(multi_gpu):
+        if not ((thr[a, s] > 0) & (counts >= (scale if whole else 1))).any():
+            name = JOB_TYPES[a]
+            where = [g for g in GPU_TYPES if table.throughput(name, scale, g) > 0]
+            have = ", ".join(f"{gpus[g]} {g}" for g in types)
+            raise ValueError(f"Gavel's trace has jobs of {name!r} on {scale} GPU{'s' * (scale > 1)}, which run "
+                             f"on {', '.join(where) or 'no GPU type'} only, and the cluster ({have}) has no such "
+                             f"type{f' with {scale} GPUs or more' if whole and scale > 1 else ''}")
 
 
 def gavel_jobs(table: ThroughputTable, n_jobs: int, rate_per_hour: float, seed: int = 0, *,
