@@ -444,6 +444,19 @@ def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], s
                 parser.error(f"argument {option}: openb {trace}, seed {seed}: {exc}")
 
 
+MAX_TRACE_JOBS = 5_000_000
+"""The most jobs a study over time generates for one run (the whole trace is held in memory, a few hundred bytes a
+job): more comes of a rate mistyped (per second for per hour), and would exhaust the memory rather than end."""
+
+
+def check_trace_jobs(parser: argparse.ArgumentParser, option: str, value: float, jobs: int, counted: str) -> None:
+    """Stop (``parser.error``, one line naming ``option`` and its ``value``) when a run would generate ``jobs`` jobs,
+    more than :data:`MAX_TRACE_JOBS`; ``counted`` says how the study counts them (its tail of arrivals)."""
+    if jobs > MAX_TRACE_JOBS:
+        parser.error(f"argument {option}: at {value:g} a run generates {jobs:,} jobs ({counted}), more than the "
+                     f"{MAX_TRACE_JOBS:,} it can hold; lower it")
+
+
 def check_paths(parser: argparse.ArgumentParser, output: Path | None, writes: Sequence[str],
                 inputs: dict[str, str | Path | None]) -> None:
     """Stop (``parser.error``) when an output file the study writes into ``output`` (``writes``: names, shell

@@ -3,7 +3,7 @@
 Usage::
 
     python -m experiments.bench_hetero [--sizes 50,200,1000] [--policies las,las-aware,...] [--cluster 36:36:36]
-        [--seed 0] [--repeat 3] [--points 1,3] [--output DIR]
+        [--seed 0] [--repeat 3] [--points 1,3] [--data-dir DIR] [--output DIR]
 
 Each row is :func:`formulations.hetero.allocate` of ``n`` jobs of :func:`fgdopt.hetero.gavel_jobs` (multi-GPU,
 Gavel's job types and durations) present at once on a V100:P100:K80 cluster, with nothing run yet; ``ftf*`` also
@@ -34,10 +34,20 @@ from unittest.mock import patch
 import numpy as np
 import pandas as pd
 
-from experiments.args import int_list, names, non_negative_int, output_dir, positive_int, real_list, study_parser
+from experiments.args import (
+    gavel_dir,
+    int_list,
+    names,
+    non_negative_int,
+    output_dir,
+    positive_int,
+    real_list,
+    study_parser,
+)
 from experiments.hetero import parse_cluster
 from experiments.outputs import staged
 from fgdopt.hetero import gavel_jobs, load_throughputs
+from fgdopt.hetero.jobs import check_cluster, check_table
 from fgdopt.hetero.rounds import Gavel
 from fgdopt.timeline import engine
 from fgdopt.timeline.rounds import RoundLoop
@@ -121,12 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=real_list(0.0), default=[], help="also time whole simulation points of "
                         "Gavel's pair at these rates, jobs/hour, comma-separated (bench_hetero_points.csv; "
                         "default: none)")
+    parser.add_argument("--data-dir", type=gavel_dir, default=None,
+                        help="Gavel's throughputs folder (default: $FGDOPT_GAVEL)")
     parser.add_argument("--output", type=output_dir, default=Path("."), help="folder of bench_hetero.csv")
     args = parser.parse_args(argv)
-    cluster = args.cluster
-    frame = bench(args.sizes, args.policies, cluster, args.seed, args.repeat)
+    cluster, data_dir = args.cluster, None if args.data_dir is None else str(args.data_dir)
+    try:
+        table = load_throughputs(data_dir)                 # a missing or broken table stops here, in one line
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    try:
+        check_table(table, multi_gpu=True)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:                                                   # the LP shares GPUs out: a job needs a type, not 8 GPUs
+        check_cluster(table, {g: c for g, c in cluster.items() if c > 0}, multi_gpu=True, whole=False)
+    except ValueError as exc:
+        parser.error(f"--cluster: {exc}")
+    frame = bench(args.sizes, args.policies, cluster, args.seed, args.repeat, data_dir)
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    points = bench_points(args.points, cluster, args.seed) if args.points else None
+    points = bench_points(args.points, cluster, args.seed, data_dir) if args.points else None
     with staged(args.output) as out:
         frame.to_csv(out / "bench_hetero.csv", index=False)
         if points is not None:

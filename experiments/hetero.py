@@ -49,7 +49,9 @@ policies fifo, las, las-aware, makespan-aware (about a minute on 2 cores). With 
 0.25 and 0.5, and fifo is left out when a job may ask for more GPUs than a node has. With ``--multi-gpu``, ``fifo``
 (which places a job on one node) needs ``--gpus-per-node 8``, ``gandiva`` does not run (a job that shares a GPU asks
 for one), ``allox`` does not run either (AlloX takes single-GPU jobs only), and every policy needs a GPU type with at
-least 8 GPUs.
+least 8 GPUs, and a type where each kind of job runs with as many GPUs as it asks for (ResNet-50 at batch 128 has
+no K80 throughput on 2 GPUs or more: :func:`fgdopt.hetero.jobs.check_cluster`). A run generates at most
+:data:`experiments.args.MAX_TRACE_JOBS` jobs, whose arrivals end by :data:`HORIZON_S`.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.args import (
+    check_trace_jobs,
     gavel_dir,
     integer,
     names,
@@ -85,7 +88,14 @@ from experiments.executors import (
 from experiments.outputs import printed
 from fgdopt.hetero import GPU_TYPES, SCALE_FACTORS, load_throughputs
 from fgdopt.hetero.allox import AlloXGavel, allox_allocator
-from fgdopt.hetero.jobs import REFERENCE_GPU, gavel_cluster, iter_gavel_jobs, take_jobs
+from fgdopt.hetero.jobs import (
+    REFERENCE_GPU,
+    check_cluster,
+    check_table,
+    gavel_cluster,
+    iter_gavel_jobs,
+    take_jobs,
+)
 from fgdopt.hetero.metrics import HETERO_COLUMNS, hetero_stats
 from fgdopt.hetero.rounds import ROUND_S, Gavel
 from fgdopt.plot import plot_hetero
@@ -130,6 +140,11 @@ def parse_window(text: str) -> tuple[int, int]:
 TAIL_H = 4000.0
 """Hours of arrivals generated past the measured window (at least): the measured jobs must finish before the trace's
 last arrival, as they do in Gavel's endless trace (checked after every run)."""
+
+
+HORIZON_S = 1e10
+"""The latest expected arrival (seconds) of a trace: the time engine's clock, float seconds, keeps a microsecond's
+precision up to about this (its spacing there is 2e-6 s); at 1e-8 jobs/hour its consistency check failed."""
 
 
 def trace_length(rate: float, window: tuple[int, int]) -> int:
@@ -274,6 +289,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.quick(args, cluster=parse_cluster("12:12:12"), rates=[0.25, 0.5] if args.multi_gpu else [0.5, 1.0],
                      seeds=[0], window=(300, 500), policies=["fifo"] * (largest <= per_node)
                      + ["las", "las-aware", "makespan-aware"])
+    check_trace_jobs(parser, "--window", args.window[1], trace_length(0.0, args.window), "the window and a quarter "
+                     "of its end or its width more")
+    for rate in args.rates:
+        n = trace_length(rate, args.window)
+        check_trace_jobs(parser, "--rates", rate, n,
+                         f"--window {args.window[0]}:{args.window[1]}, then {TAIL_H:,.0f} hours of arrivals or more")
+        if n * 3600 / rate > HORIZON_S:
+            parser.error(f"argument --rates: at {rate:g} jobs/hour the {n:,} jobs of a run arrive over about "
+                         f"{n * 3600 / rate:.2g} s, beyond the {HORIZON_S:g} s the time engine's clock resolves to a "
+                         "microsecond; raise the rate")
+    check_trace_jobs(parser, "--batch", args.batch, args.batch, "all measured")
     if max(args.cluster.values()) < largest:
         parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "
                      f"{':'.join(str(args.cluster[g]) for g in GPU_TYPES)} has that many")
@@ -290,6 +316,14 @@ def main(argv: list[str] | None = None) -> int:
         table = load_throughputs(args.data_dir)            # a missing or broken table stops here, in one line
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    try:
+        check_table(table, multi_gpu=args.multi_gpu)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        check_cluster(table, {g: c for g, c in args.cluster.items() if c > 0}, multi_gpu=args.multi_gpu)
+    except ValueError as exc:
+        parser.error(f"--cluster: {exc}")
     points = [(rate, s) for s in args.seeds for rate in args.rates]
     if args.batch:
         points += [(math.inf, s) for s in args.seeds]

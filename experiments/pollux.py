@@ -31,6 +31,7 @@ generations (35 CPU seconds).
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -48,8 +49,9 @@ from experiments.executors import (
     run_and_write,
 )
 from experiments.outputs import printed, write_runs
+from fgdopt.datasets import DataNotFound
 from fgdopt.elastic.applications import load_applications, pollux_dir
-from fgdopt.elastic.jobs import GPUS, NODES, read_workload, workload_files
+from fgdopt.elastic.jobs import GPUS, LOADS, NODES, read_workload, workload_files
 from fgdopt.elastic.planners import PLANNERS, make_jobs, make_planner
 from fgdopt.elastic.pollux import GENERATIONS, PolluxPlanner
 from fgdopt.elastic.results import ElasticResult
@@ -62,6 +64,22 @@ _APPS: dict = {}
 
 
 parse_policies = names(PLANNERS, "policy")
+
+
+def parse_workloads(text: str) -> list[float] | Path:
+    """``--workloads``: Pollux's job loads, comma-separated (numbers; :data:`~fgdopt.elastic.jobs.LOADS` checks
+    them), or one folder of workload files."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        loads = [float(p) for p in parts]
+    except ValueError:
+        loads = None
+    if loads:
+        return loads
+    if loads is None and len(parts) == 1:
+        return Path(parts[0])
+    raise argparse.ArgumentTypeError(f"expected Pollux's job loads ({', '.join(map(str, LOADS))}) separated by "
+                                     f"commas, or one folder of workload files, got {text!r}")
 
 
 def reference(root: str | None, policy: str, load: float, workload: str) -> float:
@@ -136,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser("experiments.pollux", __doc__)
     parser.add_argument("--policies", type=parse_policies, default=list(PLANNERS),
                         help=f"comma-separated, of {', '.join(PLANNERS)} (default: all)")
-    parser.add_argument("--workloads", default="0.5,1.0,1.5,2.0",
+    parser.add_argument("--workloads", type=parse_workloads, default=list(LOADS),
                         help="Pollux's job loads (0.5,1.0,1.5,2.0), comma-separated, or a folder of workload files "
                         "(default: all four loads)")
     parser.add_argument("--names", default=None, help="only these workload files (names without .csv, "
@@ -154,22 +172,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=output_dir, required=True, help="folder for pollux.csv, pollux_jobs.csv, .png")
     args = parser.parse_args(argv)
     if args.quick:
-        parser.quick(args, workloads="1.0", names="workload-6", generations=10)
+        parser.quick(args, workloads=[1.0], names="workload-6", generations=10)
     try:                                                   # missing data or a bad file stop here, in one line
-        parts = [p.strip() for p in args.workloads.split(",") if p.strip()]
-        if len(parts) > 1 or parts[0].replace(".", "", 1).isdigit():
-            sets = [workload_files(float(p), args.pollux_dir) for p in parts]
+        if isinstance(args.workloads, Path):
+            sets = [workload_files(args.workloads)]
         else:
-            sets = [workload_files(parts[0])]
+            sets = [workload_files(load, args.pollux_dir) for load in args.workloads]
         wanted = None if args.names is None else [n.strip() for n in args.names.split(",") if n.strip()]
         files = [(load, f) for load, fs in sets for f in fs if wanted is None or f.stem in wanted]
         if not files:
             raise ValueError(f"--names: none of {wanted} among the workload files")
         apps = load_applications(args.pollux_dir)
         for _, f in files:
-            unknown = set(read_workload(f).application) - set(apps)
-            if unknown:
-                raise ValueError(f"{f}: unknown application(s) {', '.join(sorted(map(str, unknown)))}")
+            frame = read_workload(f)
+            for policy in args.policies:                   # what the policy keeps of each job, it can run
+                try:
+                    make_jobs(frame, apps, policy)
+                except ValueError as exc:
+                    raise ValueError(f"{f}: {exc}") from None
+    except DataNotFound as exc:                            # the folder of --pollux-dir, else of the variable
+        parser.error(f"--pollux-dir: {exc}" if args.pollux_dir is not None else str(exc))
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     root = None if args.pollux_dir is None else str(Path(args.pollux_dir).resolve())

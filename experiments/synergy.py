@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.args import output_dir, parse_seeds, positive_int, real_list, study_parser
+from experiments.args import check_trace_jobs, output_dir, parse_seeds, positive_int, real_list, study_parser
 from experiments.executors import add_dask_option, add_resume_option, content_digest, run_and_write
 from experiments.outputs import printed, write_runs
 from fgdopt.synergy.jobs import TASK_MODELS, synergy_jobs
@@ -87,13 +87,19 @@ def parse_window(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+def trace_length(load: float, window: tuple[int, int]) -> int:
+    """Jobs of Synergy's stream a run at ``load`` jobs/hour generates for the measured ids ``window``: up to its end,
+    then :data:`TAIL_H` hours of arrivals."""
+    return window[1] + math.ceil(load * TAIL_H)
+
+
 def run_cell(policy: str, load: float, split: tuple, seed: int, multi_gpu: bool, window: tuple[int, int],
              bound_every: int, profiles: str | None = None) -> dict:
     """One run: its row of synergy.csv and its measured jobs (as records)."""
     t0, c0 = time.perf_counter(), time.process_time()
     table = load_profiles(profiles)
     lo, hi = window
-    n = hi + math.ceil(load * TAIL_H)
+    n = trace_length(load, window)
     frame = synergy_jobs(n, load, split, seed=seed, multi_gpu=multi_gpu, table=table).frame
     measured = np.zeros(n, dtype=bool)
     measured[lo:hi] = True
@@ -193,13 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         parser.quick(args, policies=["FIFO+fair", "FIFO+greedy", "FIFO+tune"], loads=[9.0], window=(400, 600))
+    check_trace_jobs(parser, "--window", args.window[1], args.window[1], "ids up to the window's end")
+    for load in args.loads:
+        check_trace_jobs(parser, "--loads", load, trace_length(load, args.window),
+                         f"ids up to --window's end {args.window[1]}, then {TAIL_H:,.0f} hours of arrivals")
     try:                                                   # a bad profile file or a missing model stops here
         table = load_profiles(args.profiles)
         for models in TASK_MODELS:
             for model in models:
                 table[model]
     except ProfileError as exc:
-        parser.error(f"--profiles: {exc}")
+        parser.error(f"--profiles: {exc}" if args.profiles is not None else str(exc))
     profiles = None if args.profiles is None else str(Path(args.profiles).resolve())
     cells = [(p, load, tuple(args.split), s, args.multi_gpu, tuple(args.window), args.bound_every or 0, profiles)
              for p in args.policies for load in args.loads for s in args.seeds]

@@ -8,6 +8,7 @@ per second (at batch 64 without accumulation); its two epochs end at progress 60
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -243,7 +244,7 @@ def test_a_plan_is_checked_node_by_node_before_it_runs():
 def test_bad_workload_stops_with_one_line(tmp_path, toy):
     path = tmp_path / "w.csv"
     path.write_text("name,time,application,num_replicas,batch_size\na,0,toy,0,64\n")
-    with pytest.raises(ValueError, match=r"w.csv: row 1: field 'num_replicas' must be a number >= 1, got 0$"):
+    with pytest.raises(ValueError, match=r"w.csv: row 1: field 'num_replicas' must be an integer >= 1, got 0$"):
         read_workload(path)
     path.write_text("name,time,application,num_replicas,batch_size\na,0,resnet,1,64\n")
     with pytest.raises(ValueError, match="unknown application 'resnet'"):
@@ -253,6 +254,39 @@ def test_bad_workload_stops_with_one_line(tmp_path, toy):
     (bad / "placements.csv").write_text("placement,local_bsz\n1,16\n")
     with pytest.raises(ValueError, match="placements.csv: missing column"):
         Application.load(bad)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ("", "no jobs (only a header)"),
+    ("a,0,toy,1,64\nb,5,toy,1,64\na,9,toy,2,64\n", "row 3: field 'name': 'a' repeats row 1's"),
+    ("a,0,toy,1.5,64\n", "row 1: field 'num_replicas' must be an integer >= 1, got 1.5"),
+    ("a,0,toy,1,64.5\n", "row 1: field 'batch_size' must be an integer >= 1, got 64.5")])
+def test_a_workload_without_jobs_or_with_a_repeated_name_or_a_fractional_count_stops(tmp_path, rows, message):
+    """A user's workload file: a header only, a name twice (the planners key jobs by name), a GPU count or batch of
+    1.5 (read as 1 before): one line naming the file, the row and the field."""
+    path = tmp_path / "w.csv"
+    path.write_text("name,time,application,num_replicas,batch_size\n" + rows)
+    with pytest.raises(ValueError, match=re.escape(f"w.csv: {message}")):
+        read_workload(path)
+
+
+@pytest.mark.parametrize("policy, row, message", [
+    ("tiresias", "a,0,toy,65,1024", "num_replicas 65 above the cluster's 64 GPUs"),
+    ("singularity", "a,0,toy,65,1024", "num_replicas 65 above the cluster's 64 GPUs"),
+    ("optimus", "a,0,toy,1,32", "batch_size 32 outside toy's validated range 64..1024"),
+    ("tiresias", "a,0,toy,1,2048", "batch_size 2048 outside toy's validated range 64..1024"),
+    ("tiresias", "a,0,toy,8,64", "batch_size 64 on num_replicas 8 is 8 per GPU, below toy's least measured 16")])
+def test_a_job_its_policy_cannot_run_stops_in_one_line(tmp_path, toy, policy, row, message):
+    """What a policy keeps of a job (tiresias and singularity the GPU count and batch, optimus the batch) must be
+    runnable: before, 65 GPUs on Pollux's 64 waited for ever (the run never ended), and a batch outside the
+    application's measurements failed mid-run with a traceback. pollux keeps neither: the same rows make jobs."""
+    path = tmp_path / "w.csv"
+    path.write_text(f"name,time,application,num_replicas,batch_size\n{row}\n")
+    frame = read_workload(path)
+    with pytest.raises(ValueError, match=f"^workload job a: {message}"):
+        make_jobs(frame, {"toy": toy}, policy)
+    (job,) = make_jobs(frame, {"toy": toy}, "pollux")
+    assert (job.replicas, job.batch_size) == (None, None)
 
 
 @pytest.mark.parametrize("name, policies", [
@@ -274,16 +308,39 @@ def test_cross_check_with_pollux_results(name, policies):
 
 
 def test_study_bad_input_exits_2_in_one_line(tmp_path, capsys):
-    """``experiments.pollux``: a job load Pollux does not have, or a folder without workload files, stops before any
-    run with exit code 2 and one line naming the option."""
+    """``experiments.pollux``: a job load Pollux does not have, a folder without workload files, loads and a folder
+    mixed, or nothing, stops before any run with exit code 2 and one line naming the option."""
     from experiments.pollux import main
 
     for argv, message in ((["--workloads", "3.0"], "--workloads: job load 3.0"),
-                          (["--workloads", str(tmp_path)], "--workloads: no workload files")):
+                          (["--workloads", str(tmp_path)], "--workloads: no workload files"),
+                          (["--workloads", f"1.0,{tmp_path}"], "argument --workloads: expected Pollux's job loads "
+                           f"(0.5, 1.0, 1.5, 2.0) separated by commas, or one folder of workload files, got "
+                           f"'1.0,{tmp_path}'"),                   # was: could not convert string to float
+                          (["--workloads", ""], "argument --workloads: expected Pollux's job loads"),  # IndexError
+                          (["--workloads", "1.0", "--pollux-dir", str(tmp_path)],
+                           f"error: --pollux-dir: Pollux's simulator folder not found in {tmp_path}")):
         with pytest.raises(SystemExit) as stop:
             main([*argv, "--output", str(tmp_path / "out")])
         assert stop.value.code == 2
         assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_study_stops_on_a_job_a_policy_cannot_run_before_any_run(tmp_path, capsys):
+    """``experiments.pollux`` on a user's folder whose one job asks for 100 GPUs (Pollux's cluster has 64): tiresias
+    waited for ever; now exit 2 and one line naming the file and the job, before any run (no output folder)."""
+    root = require_pollux()
+    from experiments.pollux import main
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "w.csv").write_text("name,time,application,num_replicas,batch_size\nj,0,cifar10,100,128\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--policies", "pollux,tiresias", "--workloads", str(tmp_path / "mine"), "--pollux-dir", str(root),
+              "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "w.csv: workload job j: num_replicas 100 above the cluster's 64 GPUs (tiresias keeps it)")
+    assert not (tmp_path / "out").exists()
 
 
 def test_study_writes_its_tables(tmp_path):

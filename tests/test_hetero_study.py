@@ -58,6 +58,12 @@ def test_two_processes_give_the_same_rows(gavel_table, tmp_path):
     (["--multi-gpu", "--policies", "fifo,las"], "--policies: fifo places each job on one node, and with --multi-gpu a "
      "job asks for up to 8 GPUs: add --gpus-per-node 8 or keep to the round-based policies"),
     (["--multi-gpu", "--gpus-per-node", "8", "--policies", "gandiva"], "--policies: gandiva shares GPUs"),
+    (["--rates", "1,1e6"], "argument --rates: at 1e+06 a run generates 4,000,005,000 jobs (--window 4000:5000, then "
+     "4,000 hours of arrivals or more), more than the 5,000,000 it can hold; lower it"),     # it ran out of memory
+    (["--window", "0:4000000"], "argument --window: at 4e+06 a run generates 8,000,000 jobs"),
+    (["--rates", "1e-8", "--window", "1:3"], "argument --rates: at 1e-08 jobs/hour the 5 jobs of a run arrive over "
+     "about 1.8e+12 s, beyond the 1e+10 s the time engine's clock resolves to a microsecond; raise the rate"),
+    (["--batch", "6000000"], "argument --batch: at 6e+06 a run generates 6,000,000 jobs (all measured)"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_:
@@ -91,6 +97,36 @@ def test_a_gpu_type_with_no_gpus_is_left_out_of_the_cluster(gavel_table):
     assert row["cluster"] == "8:0:4" and row["measured_jobs"] == 10 and np.isfinite(row["mean_jct_s"])
     with pytest.raises(StudyError, match=r"^--cluster: fifo cannot place job 38 \(8 GPUs\) on 8:4:4 in nodes of 4 "):
         study.run_point("fifo", {"v100": 8, "p100": 4, "k80": 4}, 0.05, 1, (20, 60), True, 4, 360.0)
+
+
+@pytest.mark.parametrize("module, args, message", [
+    ("hetero", ["--multi-gpu", "--policies", "las", "--cluster", "0:0:16"],
+     "'ResNet-50 (batch size 128)' on 2 GPUs, which run on v100, p100 only, and the cluster (16 k80) has no such "
+     "type with 2 GPUs or more"),
+    ("hetero", ["--multi-gpu", "--policies", "las,makespan", "--cluster", "2:0:16"],
+     "'ResNet-50 (batch size 128)' on 4 GPUs, which run on v100, p100 only, and the cluster (2 v100, 16 k80) "
+     "has no such type with 4 GPUs or more"),
+    ("bench_hetero", ["--sizes", "20", "--repeat", "1", "--cluster", "0:0:4"], "'ResNet-50 (batch size 128)' on 2 "
+     "GPUs, which run on v100, p100 only, and the cluster (4 k80) has no such type")])
+def test_a_cluster_where_some_jobs_of_the_trace_run_nowhere_stops_before_any_run(gavel_table, tmp_path, capsys,
+                                                                                module, args, message):
+    """Multi-GPU jobs of ResNet-50 (batch 128) have no K80 throughput: on K80s only (or too few V100s for its 4 GPUs)
+    a round-based run ended in the LP's traceback, fifo started one at speed 0, and bench_hetero's LP raised; now
+    each stops with exit 2 and one line naming --cluster, the job kind and where it runs. 1 V100 does for the
+    benchmark's LP (it shares GPUs out): it runs."""
+    import importlib
+
+    main = importlib.import_module(f"experiments.{module}").main
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"error: --cluster: Gavel's trace has jobs of "
+                                                                     f"{message}")
+    assert not (tmp_path / "out").exists()
+    jobs = study.take_jobs(study.iter_gavel_jobs(gavel_table, 1.0, multi_gpu=True), 30)
+    with pytest.raises(ValueError, match=r"^job 17 \('ResNet-50 \(batch size 128\)' on 4 GPUs\) runs on none of the "
+                       "GPU types k80$"):
+        jobs.to_jobset(gavel_table, ("k80",))
 
 
 def test_quick_multi_gpu_leaves_fifo_out_on_one_gpu_nodes(gavel_table, tmp_path, monkeypatch):
@@ -185,3 +221,40 @@ def test_bench_timer_adds_every_call_even_one_that_raises(monkeypatch):
     with pytest.raises(ValueError):
         timed(-1)
     assert spent == {"f": 3.0} and timed.__name__ == "f"
+
+
+def test_bench_without_the_table_stops_in_one_line_naming_the_variable(tmp_path, monkeypatch, capsys):
+    """``experiments.bench_hetero`` with ``FGDOPT_GAVEL`` pointing at an empty folder: exit 2 and one line naming the
+    variable and the command that fetches the table (it ended in a traceback); ``--data-dir`` is read as the study's."""
+    from experiments.bench_hetero import main
+
+    monkeypatch.setenv("FGDOPT_GAVEL", str(tmp_path))
+    for argv in ([], ["--data-dir", str(tmp_path)]):
+        with pytest.raises(SystemExit) as stop:
+            main(["--sizes", "20", "--repeat", "1", *argv, "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert "FGDOPT_GAVEL" in line and "python -m fgdopt.hetero download" in line and str(tmp_path) in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_table_without_a_v100_throughput_for_a_kind_of_job_stops_before_any_run(gavel_table, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """A user's throughput table where A3C on 1 GPU has a V100 throughput of 0: Gavel's generator makes its steps
+    from it (0 steps), and the run ended mid-way in HeteroJobs' traceback; now exit 2 and one line naming the file
+    and the kind of job, before any run."""
+    from fgdopt.hetero import JOB_TYPES, ThroughputTable
+    from fgdopt.hetero.jobs import check_table
+
+    iso = gavel_table.isolated.copy()
+    iso[JOB_TYPES.index("A3C"), 0, gavel_table.gpu_types.index("v100")] = 0.0
+    mine = ThroughputTable(gavel_table.gpu_types, iso, gavel_table.colocated, tmp_path / "mine.json")
+    check_table(gavel_table, multi_gpu=True)
+    monkeypatch.setattr(study, "load_throughputs", lambda data_dir: mine)
+    with pytest.raises(SystemExit) as stop:
+        study.main(["--quick", "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        f"error: {tmp_path / 'mine.json'}: 'A3C' on 1 GPU has no positive v100 throughput, which Gavel's trace needs "
+        "(a drawn duration becomes steps at it)")
+    assert not (tmp_path / "out").exists()

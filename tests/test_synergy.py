@@ -6,6 +6,7 @@ commit 1bb2bed6, kept in ``fgdopt/data/synergy_profiles.json``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,54 @@ def test_bad_model_file_is_one_line(tmp_path, text, words):
     with pytest.raises(ProfileError, match=words) as info:
         load_profiles(tmp_path)
     assert "\n" not in str(info.value) and "bad_1.py" in str(info.value)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("cpus", -3, "field 'cpus' must be a finite number >= 0, got -3.0"),       # InfeasiblePlacement mid-run
+    ("iter_time", 0, "field 'iter_time' must be a finite number > 0, got 0.0"),  # ZeroDivisionError mid-run
+    ("speedup", float("nan"), "field 'speedup' must be a finite number > 0, got nan")])
+def test_a_profile_with_a_value_out_of_range_is_one_line(tmp_path, field, value, message):
+    """A user's profile file (the committed one, one model's field edited) is refused where it is read, naming the
+    model and the field as the file names them, before any run."""
+    doc = json.loads(profiles.DATA_FILE.read_text())
+    doc["models"]["res18_1"][field] = value
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=re.escape(f"res18_1: {message}")):
+        load_profiles(path)
+
+
+def test_a_wrong_synergy_variable_is_named_with_the_fetch_command(tmp_path, monkeypatch, capsys):
+    """``FGDOPT_SYNERGY`` naming a missing folder, or one without model files: the error names the variable (not
+    ``--profiles``, which the user did not write) and the command that fetches a checkout; the study exits 2."""
+    from experiments.synergy import main
+
+    for where, said in ((tmp_path / "nowhere", "no such Synergy profile file or folder"),
+                        (tmp_path, "no Synergy model files")):
+        monkeypatch.setenv("FGDOPT_SYNERGY", str(where))
+        with pytest.raises(ProfileError, match=f"^FGDOPT_SYNERGY: {re.escape(str(where))}: {said}.*git clone "
+                           "https://github.com/msr-fiddle/synergy .* or unset it"):
+            load_profiles()
+        with pytest.raises(SystemExit) as stop:
+            main(["--quick", "--output", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        assert "error: FGDOPT_SYNERGY: " in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--loads", "9,1e6"], "argument --loads: at 1e+06 a run generates 1,500,005,000 jobs (ids up to --window's end "
+     "5000, then 1,500 hours of arrivals), more than the 5,000,000 it can hold; lower it"),
+    (["--window", "0:6000000"], "argument --window: at 6e+06 a run generates 6,000,000 jobs")])
+def test_a_trace_too_long_to_hold_stops_in_one_line(tmp_path, capsys, args, message):
+    """A load mistyped (jobs per second for per hour) or a window of millions: the run generated the trace until the
+    memory ran out; now exit 2 and one line naming the option, before any run."""
+    from experiments.synergy import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--output", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
 
 
 def test_bad_json_unknown_model_and_checksum(tmp_path):

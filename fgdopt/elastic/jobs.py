@@ -212,14 +212,26 @@ class ElasticJob:
 
 
 def read_workload(path: str | os.PathLike) -> pd.DataFrame:
-    """One of Pollux's workload files (one line naming the file, and the row and field of a bad value)."""
+    """One of Pollux's workload files: at least one job, ``time`` a number >= 0 (seconds), ``num_replicas`` and
+    ``batch_size`` integers >= 1, each ``name`` once (``ValueError``: one line naming the file, and the row and field
+    of a bad value; rows count from 1 after the header)."""
     path = Path(path)
     frame = read_table(path, WORKLOAD_COLUMNS)
+    if frame.empty:
+        raise ValueError(f"{path}: no jobs (only a header)")
     for col in ("time", "num_replicas", "batch_size"):
         values = pd.to_numeric(frame[col], errors="coerce")
-        if (bad := np.flatnonzero(values.isna() | (values < (0 if col == "time" else 1)))).size:
-            raise ValueError(f"{path}: row {int(bad[0]) + 1}: field {col!r} must be a number >= "
-                             f"{0 if col == 'time' else 1}, got {frame[col].tolist()[bad[0]]!r}")
+        whole = "" if col == "time" else "an integer"
+        bad = values.isna() | (values < (0 if col == "time" else 1)) | (bool(whole) & (values != values.round()))
+        if (rows := np.flatnonzero(bad)).size:
+            raise ValueError(f"{path}: row {int(rows[0]) + 1}: field {col!r} must be {whole or 'a number'} >= "
+                             f"{0 if col == 'time' else 1}, got {frame[col].tolist()[rows[0]]!r}")
+    if (again := np.flatnonzero(frame["name"].astype(str).duplicated())).size:
+        row = int(again[0])
+        name = str(frame["name"].iloc[row])
+        first = int(np.flatnonzero(frame["name"].astype(str) == name)[0])
+        raise ValueError(f"{path}: row {row + 1}: field 'name': {name!r} repeats row {first + 1}'s (each job "
+                         "needs its own name)")
     return frame
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fgdopt.elastic.applications import Application
-from fgdopt.elastic.jobs import ElasticJob
+from fgdopt.elastic.jobs import GPUS, NODES, ElasticJob
 from fgdopt.elastic.policies import Optimus, Planner, Tiresias
 from fgdopt.elastic.pollux import PolluxPlanner
 from fgdopt.elastic.singularity import Singularity, SlicedJob
@@ -36,11 +36,19 @@ PLANNERS = ("pollux", "optimus", "tiresias", "singularity")
 """The planners, in the order of the study's tables."""
 
 
-def make_jobs(frame: pd.DataFrame, apps: dict[str, Application], policy: str) -> list[ElasticJob]:
+def make_jobs(frame: pd.DataFrame, apps: dict[str, Application], policy: str,
+              cluster_gpus: int = NODES * GPUS) -> list[ElasticJob]:
     """The jobs of a workload as ``policy`` runs them (Pollux's ``Cluster``): ``tiresias`` keeps the workload's
     GPU count and batch size, ``optimus`` its batch size, ``pollux`` neither (but NCF's batch is 32,768);
     ``singularity`` keeps both, the GPU count as the world size of a job that may run time-sliced on fewer GPUs
-    (:class:`fgdopt.elastic.singularity.SlicedJob`)."""
+    (:class:`fgdopt.elastic.singularity.SlicedJob`).
+
+    Raises
+    ------
+    ValueError : one line naming the job, for an unknown application, or where ``policy`` keeps what the
+        application cannot run: a batch size outside its validated range, a GPU count above ``cluster_gpus`` (the
+        job would wait for ever), or one whose local batch (per GPU) is below the least measured.
+    """
     jobs = []
     for row in frame.itertuples(index=False):
         if row.application not in apps:
@@ -50,6 +58,16 @@ def make_jobs(frame: pd.DataFrame, apps: dict[str, Application], policy: str) ->
         fixed = policy in ("tiresias", "singularity")
         replicas = int(row.num_replicas) if fixed else None
         batch = int(row.batch_size) if fixed or policy == "optimus" else (32768 if app.name == "ncf" else None)
+        if policy != "pollux" and not app.init_batch_size <= batch <= app.max_batch_size:
+            raise ValueError(f"workload job {row.name}: batch_size {batch} outside {app.name}'s validated range "
+                             f"{app.init_batch_size}..{app.max_batch_size} ({policy} keeps it)")
+        if fixed and replicas > cluster_gpus:
+            raise ValueError(f"workload job {row.name}: num_replicas {replicas} above the cluster's {cluster_gpus} "
+                             f"GPUs ({policy} keeps it)")
+        if fixed and (local := app.fixed_batch(batch, replicas)[0]) < app.min_local_bsz:
+            raise ValueError(f"workload job {row.name}: batch_size {batch} on num_replicas {replicas} is "
+                             f"{local} per GPU, below {app.name}'s least measured {app.min_local_bsz} ({policy} "
+                             "keeps both)")
         kind = SlicedJob if policy == "singularity" else ElasticJob
         jobs.append(kind(str(row.name), app, float(row.time), replicas, batch))
     return jobs

@@ -148,6 +148,10 @@ class HeteroJobs:
         Returns
         -------
         (JobSet, ``{gpu type: float64 (n,)}``): pass the second as ``simulate(..., speed=...)``.
+
+        Raises
+        ------
+        ValueError : a job without a V100 throughput, or one that runs on none of ``gpu_types``.
         """
         thr = np.nan_to_num(self.throughputs(table, gpu_types), nan=0.0)
         ref = self.throughputs(table, [REFERENCE_GPU])[:, 0]
@@ -155,6 +159,10 @@ class HeteroJobs:
             raise ValueError(f"job {int(bad[0])} has no {REFERENCE_GPU} throughput")
         n = len(self)
         runs = thr > 0                                       # a job may only be placed where it runs
+        if (nowhere := np.flatnonzero(~runs.any(axis=1))).size:
+            j = int(nowhere[0])
+            raise ValueError(f"job {j} ({self.type_names[j]!r} on {self.scale_factor[j]} GPUs) runs on none of the "
+                             f"GPU types {', '.join(gpu_types)}")
         spec = ["" if row.all() else "|".join(g for g, ok in zip(gpu_types, row, strict=True) if ok) for row in runs]
         tasks = TaskSet(np.zeros(n, np.int64), np.zeros(n, np.int64), self.scale_factor, np.full(n, gpu_milli), spec,
                         names=tuple(f"{name}#{i}" for i, name in enumerate(self.type_names)))
@@ -277,6 +285,58 @@ def take_jobs(stream: Iterator[tuple], n_jobs: int) -> HeteroJobs:
     rows = list(islice(stream, n_jobs))
     cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
     return HeteroJobs(*cols)
+
+
+def gavel_kinds(multi_gpu: bool) -> list[tuple[int, int, int]]:
+    """The kinds of job :func:`iter_gavel_jobs` may draw, as ``(job type, scale factor index, scale factor)``: each
+    job type at 1 GPU, and with ``multi_gpu`` each distributed type at 2, 4 and 8 GPUs."""
+    return [(a, s, scale) for s, scale in enumerate(SCALE_FACTORS if multi_gpu else (1,))
+            for a in range(len(JOB_TYPES)) if scale == 1 or DISTRIBUTED[a]]
+
+
+def check_table(table: ThroughputTable, *, multi_gpu: bool) -> None:
+    """Check that every kind of job :func:`iter_gavel_jobs` may draw (:func:`gavel_kinds`) has a positive
+    :data:`REFERENCE_GPU` throughput in ``table``: a drawn duration becomes steps at it.
+
+    Raises
+    ------
+    ValueError : one line naming the table's file and the first job type and scale factor without it.
+    """
+    ref = table.gpu_index([REFERENCE_GPU])[0]
+    for a, s, scale in gavel_kinds(multi_gpu):
+        if not table.isolated[a, s, ref] > 0:
+            raise ValueError(f"{table.source}: {JOB_TYPES[a]!r} on {scale} GPU{'s' * (scale > 1)} has no positive "
+                             f"{REFERENCE_GPU} throughput, which Gavel's trace needs (a drawn duration becomes steps "
+                             "at it)")
+
+
+def check_cluster(table: ThroughputTable, gpus: dict[str, int], *, multi_gpu: bool, whole: bool = True) -> None:
+    """Check that every kind of job :func:`iter_gavel_jobs` may draw (:func:`gavel_kinds`) runs on the cluster
+    ``gpus`` (GPU type -> count): it has a positive throughput on a type with GPUs — with ``whole``, with at least as
+    many GPUs as it asks for (a job's GPUs are of one type).
+
+    Raises
+    ------
+    ValueError : one line naming the first job type and scale factor that runs nowhere on ``gpus``, and where it runs.
+
+    Examples
+    --------
+    >>> check_cluster(load_throughputs(), {"k80": 16}, multi_gpu=True)   # doctest: +SKIP
+    Traceback (most recent call last):
+    ValueError: Gavel's trace has jobs of 'ResNet-50 (batch size 128)' on 2 GPUs, which run on v100, p100 only, and
+    the cluster (16 k80) has no such type with 2 GPUs or more
+    """
+    types = tuple(gpus)
+    thr = table.isolated[:, :, table.gpu_index(types)]
+    counts = np.array([gpus[g] for g in types])
+    for a, s, scale in gavel_kinds(multi_gpu):
+        if not ((thr[a, s] > 0) & (counts >= (scale if whole else 1))).any():
+            name = JOB_TYPES[a]
+            where = [g for g in GPU_TYPES if table.throughput(name, scale, g) > 0]
+            have = ", ".join(f"{gpus[g]} {g}" for g in types)
+            raise ValueError(f"Gavel's trace has jobs of {name!r} on {scale} GPU{'s' * (scale > 1)}, which run "
+                             f"on {', '.join(where) or 'no GPU type'} only, and the cluster ({have}) has no such "
+                             f"type{f' with {scale} GPUs or more' if whole and scale > 1 else ''}")
 
 
 def gavel_jobs(table: ThroughputTable, n_jobs: int, rate_per_hour: float, seed: int = 0, *,

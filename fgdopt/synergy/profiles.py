@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -91,6 +92,15 @@ class Profile:
     tput: np.ndarray
 
     def __post_init__(self) -> None:
+        for attr, name, low, strict in (("gpus", "gpus", 1, False), ("cpus", "cpus", 0, False),
+                                        ("mem_gb", "mem", 0, False), ("storage_mbps", "speed", 0, False),
+                                        ("batch", "batch", 1, False),
+                                        ("placement_penalty", "placement_penalty", 0, True),
+                                        ("speedup", "speedup", 0, True), ("iter_time_s", "iter_time", 0, True)):
+            value = getattr(self, attr)                    # named as the model files and the JSON name it
+            if not (math.isfinite(value) and (value > low if strict else value >= low)):
+                raise ProfileError(f"{self.key}: field {name!r} must be a finite number {'>' if strict else '>='} "
+                                   f"{low}, got {value}")
         tput = np.array(self.tput, dtype=np.float64)
         if tput.ndim != 2 or tput.shape[0] != len(CPU_LEVELS) or tput.shape[1] not in (4, 5):
             raise ProfileError(f"{self.key}: tput matrix of shape {tput.shape}; expected (9, 5) or (9, 4)")
@@ -287,16 +297,24 @@ def load_profiles(path: str | os.PathLike | None = None) -> ProfileTable:
 
     Raises
     ------
-    ProfileError : one line naming the file that does not parse, or the folder without model files.
+    ProfileError : one line naming the file that does not parse, or the folder without model files (a folder of
+        ``$FGDOPT_SYNERGY``: the variable named, with the command that fetches a checkout).
     """
-    if path is None and os.environ.get(ENV):
+    from_env = path is None and bool(os.environ.get(ENV))
+    if from_env:
         path = folder(SYNERGY)
     if path is None:
         return _committed()
     path = Path(path)
-    if not path.exists():
-        raise ProfileError(f"{path}: no such Synergy profile file or folder")
-    return read_models_dir(path) if path.is_dir() else read_json(path)
+    try:
+        if not path.exists():
+            raise ProfileError(f"{path}: no such Synergy profile file or folder")
+        return read_models_dir(path) if path.is_dir() else read_json(path)
+    except ProfileError as exc:
+        if not from_env:
+            raise
+        raise ProfileError(f"{ENV}: {exc}; set it to a checkout of {REPO} (`{SYNERGY.command}`) or unset it to read "
+                           "the committed profiles") from None
 
 
 _CACHE: dict[str, ProfileTable] = {}
