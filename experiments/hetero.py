@@ -300,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
                          f"{n * 3600 / rate:.2g} s, beyond the {HORIZON_S:g} s the time engine's clock resolves to a "
                          "microsecond; raise the rate")
     check_trace_jobs(parser, "--batch", args.batch, args.batch, "all measured")
+    written = parser.written()
+    if "spread_throughput" in written and not args.multi_gpu:
+        parser.error("--spread-throughput: a job's GPUs span nodes only with --multi-gpu; add it, or drop the option")
+    if "steps" in written and not set(args.policies) & set(ROUND_POLICIES):
+        parser.error(f"--steps: only the round-based policies ({', '.join(ROUND_POLICIES)}) run in steps, and "
+                     f"--policies has none of them")
     if max(args.cluster.values()) < largest:
         parser.error(f"--cluster: with --multi-gpu a job asks for up to {largest} GPUs of one type, and no type of "
                      f"{':'.join(str(args.cluster[g]) for g in GPU_TYPES)} has that many")

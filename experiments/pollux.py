@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         parser.quick(args, workloads=[1.0], names="workload-6", generations=10)
+    if "generations" in parser.written() and "pollux" not in args.policies:
+        parser.error("--generations: only pollux searches by generations, and --policies leaves it out")
     try:                                                   # missing data or a bad file stop here, in one line
         if isinstance(args.workloads, Path):
             sets = [workload_files(args.workloads)]

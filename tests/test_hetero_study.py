@@ -258,3 +258,25 @@ def test_a_table_without_a_v100_throughput_for_a_kind_of_job_stops_before_any_ru
         f"error: {tmp_path / 'mine.json'}: 'A3C' on 1 GPU has no positive v100 throughput, which Gavel's trace needs "
         "(a drawn duration becomes steps at it)")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("module", "argv", "message"), [
+    ("hetero", ["--spread-throughput", "consolidated"], "--spread-throughput: a job's GPUs span nodes only with"),
+    ("hetero", ["--steps", "continuous", "--policies", "fifo"], "--steps: only the round-based policies"),
+    ("pollux", ["--generations", "5", "--policies", "tiresias"], "--generations: only pollux searches"),
+])
+def test_an_option_the_run_would_ignore_stops_in_one_line(module, argv, message, tmp_path, capsys):
+    """An option that changes nothing of the runs asked for (it was silently ignored) stops before any work."""
+    import importlib
+
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"experiments.{module}").main([*argv, "--output", str(tmp_path)])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_gavel_cluster_needs_gpus():
+    from fgdopt.hetero.jobs import gavel_cluster
+
+    for gpus in ({}, {"v100": 0, "k80": 0}):
+        with pytest.raises(ValueError, match="a cluster needs GPUs"):
+            gavel_cluster(gpus)

@@ -219,6 +219,8 @@ def gavel_cluster(gpus: dict[str, int], gpus_per_node: int = 4) -> Cluster:
         full, rest = divmod(int(count), gpus_per_node)
         sizes += [gpus_per_node] * full + ([rest] if rest else [])
         models += [g] * (full + bool(rest))
+    if not sizes:
+        raise ValueError(f"a cluster needs GPUs, got {dict(gpus)}")
     big = np.full(len(sizes), 10**9, dtype=np.int64)
     return Cluster(big, big, sizes, models, names=tuple(f"{m}-{i}" for i, m in enumerate(models)))
 
