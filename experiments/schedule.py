@@ -213,6 +213,14 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--workload and --cluster go together")
     if args.scale and args.workload is None and args.instances is None:
         p.error("--scale runs the full-scale methods on --workload (with --cluster) or on the --instances suite")
+    full = args.trace is not None or args.scale
+    written = p.written()
+    for dests, applies, where in (
+            (("load", "n_jobs", "seeds", "data_dir"), args.trace is not None, "with --trace (the openb stream)"),
+            (("lns_time_limit", "reserve_wait", "reserve_nodes"), full, "with --trace or --scale"),
+            (("objective",), not full, "to the small study (without --trace and --scale)")):
+        if not applies and (stray := [d for d in dests if d in written]):
+            p.error(f"--{stray[0].replace('_', '-')} applies only {where}; it would be ignored here")
     if args.points is not None:
         if args.trace is None:
             p.error("--points names points of the openb stream: give it with --trace")
