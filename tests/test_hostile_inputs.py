@@ -275,6 +275,7 @@ def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatc
     ("1,a\n{j},,b", [], "row 1: scale_factor empty is not one of Gavel's GPU counts 1, 2, 4, 8"),
     ("1,a\n{j},3,b", [], "row 1: scale_factor '3' is not one of Gavel's GPU counts 1, 2, 4, 8"),
     ("1,a\n{j},1,", [], "row 1: no user"),
+    ("1,a\n{j},1,b,c", [], "row 1 (line 3) has 4 fields, more than the 3 of the header (job_type,scale_factor,user)"),
     ("1,a\n{j},8,b", ["--cluster", "4:0:4"], "row 1: scale_factor 8: no GPU type of --cluster has that many (at "
      "most 4); the job would never run")])
 def test_fairness_workload_rows_are_checked_at_the_door(tmp_path, capsys, cells, extra, message):
