@@ -330,6 +330,25 @@ def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch, openb_dir):
     assert seen["frontier"] == (["default"], [42], [100, 130], 20.0)
 
 
+def test_timeline_refuses_a_series_of_millions_of_rows(tmp_path, capsys, monkeypatch):
+    """Submission times in Unix seconds (a window of 1.7e9 s) sampled every 60 s made a series.csv of 28 million
+    rows (1.2 GB for 1e9 s); it stops in one line before any run, naming the --sample that fits; that one runs."""
+    from fgdopt.timeline.metrics import sample_count
+
+    monkeypatch.setattr(timeline, "run_and_write", lambda *a: (None, 1))
+    work, nodes = tmp_path / "epoch.csv", tmp_path / "c.json"
+    work.write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n1700000000,10,1,1000,1024\n")
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}]}))
+    argv = ["--workload", str(work), "--cluster", str(nodes), "--output", str(tmp_path / "o")]
+    err = _stops(timeline.main, argv, capsys)
+    assert err.endswith("--sample: every 60 s up to the last submission of --workload (1.7e+09 s) is 28,333,334 "
+                        "rows of series.csv per run (at most 1,000,000); give --sample 1701 or more, or submit_s in "
+                        "seconds from the start of the run"), err
+    assert sample_count(1701, 1.7e9) <= timeline.SERIES_MAX_ROWS < sample_count(1700, 1.7e9)
+    assert timeline.main([*argv, "--sample", "1701"]) == 1             # past the check: the runs (stubbed)
+    assert [sample_count(60, e) for e in (0, 30, 31, 89, 90, 91)] == [1, 1, 2, 2, 2, 3]      # np.arange's
+
+
 def test_timeline_says_a_workload_with_gangs_takes_no_optimum_instant(tmp_path, capsys, monkeypatch):
     seen = {}
 
