@@ -238,3 +238,16 @@ def test_jobs_and_resources_are_conserved_under_failures(seed, node_mtbf, gpu_mt
     assert int(r.preemptions.sum()) == sum(e["stopped"] for e in mech.log)
     assert (r.lost_s >= 0).all() and (r.lost_s <= r.run_s).all()
     assert (r.run_s >= jobs.duration_s / 1.0 - 1e-6).all()       # no factor above 1
+
+
+def test_a_free_checkpoint_is_refused_at_the_door(tmp_path, capsys):
+    """``--checkpoint-cost-s 0`` made Young/Daly's interval 0 and the sweep's checkpoints every 0 s: an
+    OverflowError deep in the engine after the runs; it stops in one line, exit 2, before any."""
+    from experiments import failures
+
+    with pytest.raises(SystemExit) as stop:
+        failures.main(["--checkpoint-cost-s", "0", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert err == ("python -m experiments.failures: error: argument --checkpoint-cost-s: expected a finite number > "
+                   "0, got '0'")
