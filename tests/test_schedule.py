@@ -226,6 +226,21 @@ def test_a_zero_duration_job_is_placed_and_removed_within_its_instant():
     assert objective_value(jobs, schedule, "mean-jct") == 10.0 and objective_value(jobs, schedule, "makespan") == 10.0
 
 
+def test_a_zero_duration_job_frees_its_gpus_for_a_job_started_at_the_same_instant():
+    """One node of 2 GPUs; A (2 GPUs, 0 s) and B (1 GPU, 10 s) at 0. The engine's pass at 0 starts A, whose finish
+    is a further instant at 0 (SPEC "Time"), and its pass starts B on a GPU A held: both start at 0. The replay
+    placed both before A's removal and refused the engine's own run (found by random ``--scale`` workloads). A
+    zero-duration job still needs room beside the jobs running across its instant: A at 5 while B runs is
+    refused."""
+    cluster = Cluster([32_000], [65_536], [2], ["T4"])
+    jobs = jobs_of((2, 1000, 0, 0), (1, 1000, 0, 10))
+    _, run = recorded_run(cluster, jobs, "best-fit", "fifo")
+    assert run.start_s.tolist() == [0.0, 0.0] and run.gpus == ((0, 1), (0,))
+    validate_schedule(cluster, jobs, run)
+    with pytest.raises(InfeasiblePlacement, match="at 5.0 s: task 0"):
+        validate_schedule(cluster, jobs, Schedule([5.0, 0.0], [0, 0], ((0, 1), (0,))))
+
+
 def test_solves_are_deterministic():
     inst = random_time_instance(4, 20, 0.7, 0)
     a, b = (solve_schedule(inst.cluster, inst.jobs, "makespan", 20.0, seed=3) for _ in range(2))
