@@ -116,8 +116,9 @@ def _profile(start: np.ndarray, end: np.ndarray, d: np.ndarray) -> tuple[np.ndar
 def zero_wait_profile(cluster: Cluster, jobs: JobSet) -> pd.DataFrame:
     """Per group (module docstring: ``all``, then every job's fit set) and resource, the demand of its confined
     jobs when every job starts at its submission: ``jobs`` (confined), ``capacity``, ``peak`` (the most demand at
-    once), ``peak_frac`` (peak / capacity), ``above_s`` (seconds with the demand above capacity; ``inf`` when it
-    stays above for good). Units: milli-GPU, milli-cores, MiB; seconds."""
+    once), ``peak_frac`` (peak / capacity; 0 where nothing is asked of none, inf where something is), ``above_s``
+    (seconds with the demand above capacity; ``inf`` when it stays above for good). Units: milli-GPU, milli-cores,
+    MiB; seconds."""
     names, type_of = node_types(cluster)
     cap_t = type_capacity(cluster, type_of, len(names))
     fits = fit_types(cluster, jobs, type_of, len(names))
@@ -136,7 +137,7 @@ def zero_wait_profile(cluster: Cluster, jobs: JobSet) -> pd.DataFrame:
             over = level[:, q] > cap[q] * (1 + 1e-12) if len(t) else np.zeros(0, dtype=bool)
             peak = float(level[:, q].max(initial=0.0))
             rows.append({"group": label, "resource": res, "jobs": int(confined.sum()), "capacity": float(cap[q]),
-                         "peak": peak, "peak_frac": peak / cap[q] if cap[q] > 0 else np.inf,
+                         "peak": peak, "peak_frac": peak / cap[q] if cap[q] > 0 else np.inf if peak > 0 else 0.0,
                          "above_s": float(span[over].sum())})
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 
