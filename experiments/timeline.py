@@ -93,6 +93,7 @@ from fgdopt.plot import plot_timeline
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, JobSet, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.admission import REJECT_REASONS, reason_lines, rejection_reasons
+from fgdopt.timeline.engine import Engine
 from fgdopt.timeline.mechanisms import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_count, sample_series
 from fgdopt.traces import load_openb, trace_files
@@ -348,11 +349,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--layout goes with --mig")
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
-            jobs = read_workload(args.workload)
-            check_some_job_fits(load_cluster(args.cluster), jobs)
+            jobs, cluster = read_workload(args.workload), load_cluster(args.cluster)
+            check_some_job_fits(cluster, jobs)
             gangs = jobs.tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
+        for m in args.mechanism:                # what the engine refuses with these jobs (gangs and 'migrate', ...)
+            try:
+                Engine(cluster, jobs, "best-fit", "fifo", mechanism=make_mechanism(m, checkpoint_s=args.checkpoint_s),
+                       gang_reserve_s=args.gang_reserve_s, gang_slowdown=args.gang_slowdown)
+            except ValueError as exc:
+                parser.error(f"--mechanism {m}: {exc} (--workload {Path(args.workload).name})")
         if (rows := sample_count(args.sample, jobs.window_s[1])) > SERIES_MAX_ROWS:
             parser.error(f"--sample: every {args.sample:g} s up to the last submission of --workload "
                          f"({jobs.window_s[1]:.4g} s) is {rows:,} rows of series.csv per run (at most "

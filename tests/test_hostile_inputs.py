@@ -349,6 +349,19 @@ def test_timeline_refuses_a_series_of_millions_of_rows(tmp_path, capsys, monkeyp
     assert [sample_count(60, e) for e in (0, 30, 31, 89, 90, 91)] == [1, 1, 2, 2, 2, 3]      # np.arange's
 
 
+def test_timeline_refuses_a_mechanism_the_engine_refuses_for_the_workload(tmp_path, capsys):
+    """``--mechanism migrate`` on a workload of gangs: the engine's ValueError came as a traceback from the first
+    run, after an empty timeline.csv was written; it stops in one line before any run."""
+    work, nodes = tmp_path / "gangs.csv", tmp_path / "c.json"
+    work.write_text("name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib,workers\ng,0,10,1,1000,1024,2\n")
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}] * 2}))
+    out = tmp_path / "o"
+    err = _stops(timeline.main, ["--workload", str(work), "--cluster", str(nodes), "--mechanism", "none,migrate",
+                                 "--output", str(out)], capsys)
+    assert err.endswith("error: --mechanism migrate: jobs with workers > 1 (gangs) are not supported with "
+                        "mechanism 'migrate' (--workload gangs.csv)") and not out.exists()
+
+
 def test_timeline_says_a_workload_with_gangs_takes_no_optimum_instant(tmp_path, capsys, monkeypatch):
     seen = {}
 
