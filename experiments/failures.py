@@ -244,8 +244,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"mean time between failures of a GPU, hours (default: {GPU_MTBF_S / HOUR_S:.0f})")
     parser.add_argument("--repair-h", type=real(0), default=6.0, help="repair time, hours (default: 6, assumed)")
     parser.add_argument("--checkpoint-s", type=positive, default=1800.0, help="checkpoint interval (default: 1800)")
-    parser.add_argument("--checkpoint-cost-s", type=real(0), default=60.0,
-                        help="seconds one checkpoint takes (default: 60)")
+    parser.add_argument("--checkpoint-cost-s", type=positive, default=60.0,
+                        help="seconds one checkpoint takes, > 0: the sweep's intervals are ratios of Young/Daly's "
+                        "sqrt(2 x cost x MTBF) (default: 60)")
     parser.add_argument("--spread", type=real(0, 0.99), default=0.1,
                         help="factors drawn in [1-spread, 1] (default: 0.1)")
     parser.add_argument("--stragglers", type=fraction, default=0.05, help="share of straggler GPUs (default: 0.05)")

@@ -68,6 +68,7 @@ from fgdopt.hetero.jobs import gavel_cluster
 from fgdopt.hetero.throughputs import SCALE_FACTORS
 from fgdopt.timeline import simulate
 from fgdopt.timeline.jobs import JobSet
+from fgdopt.traces import check_csv_rows
 
 TOLERANCE = 0.01
 """How far below its work without trading a user may fall for the claim to hold (the default of ``--tolerance``)."""
@@ -101,7 +102,9 @@ def parse_price_point(text: str) -> float:
 
 def read_workload(path: str, column: str) -> tuple[list[str], list[int], list[int]]:
     """Job types (names), scale factors (GPUs, one of Gavel's :data:`~fgdopt.hetero.throughputs.SCALE_FACTORS`)
-    and users (numbered by first appearance) of a workload CSV; ``ValueError`` naming the column or row at fault."""
+    and users (numbered by first appearance) of a workload CSV; ``ValueError`` naming the file and the column or row
+    at fault (also: an empty file, not text, a row with more or fewer fields than the header)."""
+    check_csv_rows(path)
     frame = pd.read_csv(path)
     missing = [c for c in ("job_type", "scale_factor", column) if c not in frame.columns]
     if missing:
@@ -139,6 +142,16 @@ def make_workload(table, gpus: dict, seed: int, users: int, per_user: int, multi
     return trace, user
 
 
+def quantum_windows(ends: np.ndarray, window_s: float) -> np.ndarray:
+    """The windows of the series over quanta ending at ``ends`` (seconds, increasing): per window, the index one past
+    its last quantum; a window closes with the last quantum ending at or before each multiple of ``window_s``
+    (seconds) and the last holds the rest of the run. None is empty: a window shorter than a quantum adds none, one
+    longer than the run is the whole run."""
+    cuts = np.searchsorted(ends, np.arange(window_s, ends[-1], window_s), side="right")
+    windows = np.unique(np.append(cuts, len(ends)))
+    return windows[windows > 0]
+
+
 def run_seed(seed: int, gpus: dict, users: int, tickets: tuple, per_user: int, multi_gpu: bool, per_node: int,
              hours: float, quantum_s: float, window_s: float, price_point: float, tolerance: float,
              workload: tuple | None = None, data_dir: str | None = None) -> dict:
@@ -165,7 +178,7 @@ def run_seed(seed: int, gpus: dict, users: int, tickets: tuple, per_user: int, m
         fair_s = np.array([q.fair.sum(axis=1) for q in log]) * span[:, None]        # GPU-seconds of fair share
         fair_work = np.array([(q.fair * q.value).sum(axis=1) for q in log]) * span[:, None]
         ends = np.array([q.end_s for q in log])
-        windows = np.searchsorted(ends, np.arange(window_s, ends[-1] + window_s / 2, window_s), side="right")
+        windows = quantum_windows(ends, window_s)
         jains, values = [], []
         for lo, hi in zip(np.concatenate(([0], windows[:-1])), windows, strict=True):
             on = fair_s[lo:hi].sum(axis=0) > 0

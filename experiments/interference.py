@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         parser.quick(args, load=[1.1], seeds=[42], n_jobs=1000, policies=["fgd", "best-fit", "gpu-packing", AWARE],
                      weights=[0.0, 1.0])
+    if AWARE not in args.policies and "weights" in parser.written():
+        parser.error(f"--weights weighs {AWARE}'s slowdown term: give --policies with {AWARE} (the weights "
+                     "would be ignored)")
     try:                                                   # a missing or broken data set stops here, in one line
         table = load_throughputs(args.gavel_dir)
         for trace in args.trace:

@@ -22,7 +22,8 @@ gap_pct, wall_s``; ``method`` is
 ``bound`` its proven bound, ``status`` ``optimal`` when proven); ``gap_pct = 100 (value - bound) / bound``),
 ``schedule.md`` (per instance; per method: mean and max gap, proven count, wins = instances where it has the
 best engine value), ``starts.csv`` (the optimal schedule, and the best run's that warm-started it: ``instance,
-objective, method, job, start_s, node, gpus, status, reason``, ``gpus`` space-separated ids, ``status``
+objective, method, job, start_s, node, gpus, status, reason``, ``gpus`` space-separated ids (a gang's, every
+part's as ``NODE:ID+ID``, e.g. ``0:0+1 1:2+3``; ``node`` its first part's), ``status``
 ``finished`` or ``rejected``, ``reason`` why a rejected job fits no empty node,
 :data:`fgdopt.timeline.admission.REJECT_REASONS`) and
 ``gantt.png`` (the instance where the best run is furthest from the optimum: that run above the optimum, or above
@@ -213,6 +214,14 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--workload and --cluster go together")
     if args.scale and args.workload is None and args.instances is None:
         p.error("--scale runs the full-scale methods on --workload (with --cluster) or on the --instances suite")
+    full = args.trace is not None or args.scale
+    written = p.written()
+    for dests, applies, where in (
+            (("load", "n_jobs", "seeds", "data_dir"), args.trace is not None, "with --trace (the openb stream)"),
+            (("lns_time_limit", "reserve_wait", "reserve_nodes"), full, "with --trace or --scale"),
+            (("objective",), not full, "to the small study (without --trace and --scale)")):
+        if not applies and (stray := [d for d in dests if d in written]):
+            p.error(f"--{stray[0].replace('_', '-')} applies only {where}; it would be ignored here")
     if args.points is not None:
         if args.trace is None:
             p.error("--points names points of the openb stream: give it with --trace")
@@ -311,11 +320,18 @@ def run_instance(suite: str | None, name: str, workload: str | None, cluster: st
                  "bound": res.bound, "status": res.status, "gap_pct": res.gap_pct, "wall_s": res.wall_s})
     why = rejection_reasons(inst.cluster, inst.jobs.tasks)        # "" where the job fits an empty node
     starts = [{"instance": name, "objective": objective, "method": method, "job": inst.jobs.tasks.names[j],
-               "start_s": s.start_s[j], "node": int(s.node[j]), "gpus": " ".join(map(str, s.gpus[j])),
+               "start_s": s.start_s[j], "node": int(s.node[j]), "gpus": gpu_text(s, j),
                "status": "rejected" if why[j] else "finished", "reason": why[j]}
               for method, s in (("optimum", res.schedule), (best, runs[best][2])) for j in range(len(s))]
     return {"rows": rows, "starts": starts, "best": best, "best_schedule": runs[best][2], "optimum": res.schedule,
             "cpu_s": res.cpu_s}
+
+
+def gpu_text(schedule: Schedule, j: int) -> str:
+    """``starts.csv``'s ``gpus`` of job ``j``: its GPU ids, space-separated; a gang's parts as ``NODE:ID+ID``."""
+    if schedule.parts is not None and schedule.parts[j]:
+        return " ".join(f"{n}:{'+'.join(map(str, gpus))}" for n, gpus in schedule.parts[j])
+    return " ".join(map(str, schedule.gpus[j]))
 
 
 def _gap(value: float, bound: float) -> float:

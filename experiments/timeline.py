@@ -93,8 +93,9 @@ from fgdopt.plot import plot_timeline
 from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, JobSet, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.admission import REJECT_REASONS, reason_lines, rejection_reasons
+from fgdopt.timeline.engine import Engine
 from fgdopt.timeline.mechanisms import MECHANISM_NAMES, make_mechanism, mechanism_factory
-from fgdopt.timeline.metrics import STATS_COLUMNS, sample_series
+from fgdopt.timeline.metrics import STATS_COLUMNS, sample_count, sample_series
 from fgdopt.traces import load_openb, trace_files
 
 KEYS = ("trace", "seed", "load", "policy", "queue", "mechanism", "layout")
@@ -107,6 +108,9 @@ JOB_COLUMNS = ("name", "workers", "submit_s", "start_s", "finish_s", "node", "st
                "evictions")
 """The columns of ``jobs.csv`` after the run keys (``status``: :data:`fgdopt.timeline.STATUSES`; ``reason``: why a job
 was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
+SERIES_MAX_ROWS = 1_000_000
+"""Most rows of ``series.csv`` per run of a ``--workload`` (about 100 MB): a window of Unix-epoch submission times
+(1.7e9 s) sampled every 60 s would be 28 million rows per run."""
 
 
 def parse_queues(text: str) -> list[str]:
@@ -345,11 +349,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--layout goes with --mig")
     if args.workload is not None:
         try:                                               # bad files stop here, in one line, before any run
-            jobs = read_workload(args.workload)
-            check_some_job_fits(load_cluster(args.cluster), jobs)
+            jobs, cluster = read_workload(args.workload), load_cluster(args.cluster)
+            check_some_job_fits(cluster, jobs)
             gangs = jobs.tasks.has_gangs
         except (OSError, ValueError) as exc:
             parser.error(str(exc))
+        for m in args.mechanism:                # what the engine refuses with these jobs (gangs and 'migrate', ...)
+            try:
+                Engine(cluster, jobs, "best-fit", "fifo", mechanism=make_mechanism(m, checkpoint_s=args.checkpoint_s),
+                       gang_reserve_s=args.gang_reserve_s, gang_slowdown=args.gang_slowdown)
+            except ValueError as exc:
+                parser.error(f"--mechanism {m}: {exc} (--workload {Path(args.workload).name})")
+        if (rows := sample_count(args.sample, jobs.window_s[1])) > SERIES_MAX_ROWS:
+            parser.error(f"--sample: every {args.sample:g} s up to the last submission of --workload "
+                         f"({jobs.window_s[1]:.4g} s) is {rows:,} rows of series.csv per run (at most "
+                         f"{SERIES_MAX_ROWS:,}); give --sample {math.ceil(jobs.window_s[1] / (SERIES_MAX_ROWS - 1)):g}"
+                         " or more, or submit_s in seconds from the start of the run")
         if gangs and args.instants:                      # the optimum models of an instant hold no gangs
             print(f"{Path(args.workload).name} has gangs (workers > 1): the optimum models place single-node jobs "
                   "only, so no optimum instant is taken (optimum.csv has no rows)", file=sys.stderr)

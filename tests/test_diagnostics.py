@@ -62,6 +62,25 @@ def test_pooled_list_schedule_by_hand():
     assert pooled_list_schedule(two, jobs, per_type=False).mean_wait_s == 0.0
 
 
+def test_gangs_count_every_part_and_a_gang_that_cannot_run_is_left_out():
+    """Two CPU nodes of 32 cores. A gang of 2 parts of 20 cores and a 30-core job, both at 0 for 100 s: pooled,
+    they hold 70 of 64 cores, so one waits 100 s (mean 50, ceilings (a) and (b)); counting the gang as one part
+    (20 cores) the ceilings said 0, below the pooled LP's bound, and ``experiments.schedule --scale`` stopped
+    calling the bound wrong. A gang of 3 parts of 17 cores (two do not share a node) is rejected: the profile and
+    the ceilings leave it out as the engine does. No GPU asked of no GPU: a peak fraction of 0 (it said inf)."""
+    cluster = Cluster([32_000] * 2, [65_536] * 2, [0, 0], ["", ""])
+    tasks = TaskSet([20_000, 30_000, 17_000], [1024] * 3, [0] * 3, [0] * 3, [""] * 3, workers=[2, 1, 3])
+    jobs = JobSet(tasks, [0, 0, 0], [100, 100, 100])
+    prof = zero_wait_profile(cluster, jobs).set_index("resource")
+    assert (prof.loc["cpu", "jobs"], prof.loc["cpu", "peak"], prof.loc["cpu", "above_s"]) == (2, 70_000, 100.0)
+    assert prof.loc["memory", "peak"] == 3 * 1024
+    assert (prof.loc["gpu", "capacity"], prof.loc["gpu", "peak"], prof.loc["gpu", "peak_frac"]) == (0, 0, 0.0)
+    for per_type in (False, True):
+        s = pooled_list_schedule(cluster, jobs, per_type=per_type)
+        assert s.start_s[:2].tolist() in ([0, 100], [100, 0]) and np.isnan(s.start_s[2])
+        assert s.mean_wait_s == 50.0
+
+
 def test_sjf_order_by_hand():
     """One pooled GPU; A (0, 10 s), then B (1, 5 s) and C (1, 1 s): shortest first runs C at 10, B at 11 (waits
     0, 10, 9: mean 19/3); in submission order B at 10 and C at 15 (waits 0, 9, 14: mean 23/3)."""

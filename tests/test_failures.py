@@ -245,3 +245,16 @@ def test_health_aware_threshold_must_lie_in_zero_one(healthy):
     with pytest.raises(ValueError, match=r"healthy must lie in \(0, 1\]"):
         HealthAware(healthy=healthy)
     assert HealthAware(healthy=1.0).healthy == 1.0 and HealthAware(healthy=1e-9).healthy == 1e-9
+
+
+def test_a_free_checkpoint_is_refused_at_the_door(tmp_path, capsys):
+    """``--checkpoint-cost-s 0`` made Young/Daly's interval 0 and the sweep's checkpoints every 0 s: an
+    OverflowError deep in the engine after the runs; it stops in one line, exit 2, before any."""
+    from experiments import failures
+
+    with pytest.raises(SystemExit) as stop:
+        failures.main(["--checkpoint-cost-s", "0", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert err == ("python -m experiments.failures: error: argument --checkpoint-cost-s: expected a finite number > "
+                   "0, got '0'")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -256,3 +257,28 @@ def test_bad_input_ends_in_one_line_and_exit_2_and_touches_nothing(args, names, 
     assert [p.name for p in out.iterdir()] == ["fairness.csv"]
     assert (out / "fairness.csv").read_text() == "results of an earlier run\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["OUT", "w.csv"]
+
+
+def test_series_windows_are_never_empty_and_cover_the_run():
+    """The study's windows over the quanta (ends in seconds): at the multiples of ``--window-s``, the rest of the
+    run last. A window longer than the run (``--hours 0.01``, one 360 s quantum against 3,600 s) or shorter than
+    a quantum (``--quantum-s 7200``) made an empty window: a crash (zip of unequal lengths) or NaN indices."""
+    from experiments.fairness import quantum_windows
+
+    ends = 360.0 * np.arange(1, 11)                                   # ten quanta, one hour
+    assert quantum_windows(ends, 1800.0).tolist() == [5, 10]
+    assert quantum_windows(ends, 1500.0).tolist() == [4, 8, 10]        # cuts at 1,500 and 3,000 s; the rest
+    assert quantum_windows(ends, 3600.0).tolist() == [10]
+    assert quantum_windows(ends, 100_000.0).tolist() == [10]
+    assert quantum_windows(np.array([360.0]), 3600.0).tolist() == [1]
+    assert quantum_windows(np.array([7200.0]), 3600.0).tolist() == [1]
+    assert quantum_windows(np.array([100.0, 3600.0, 3700.0]), 60.0).tolist() == [1, 2, 3]
+
+
+def test_the_study_runs_a_window_longer_than_the_run(tmp_path, gavel_table):
+    from experiments import fairness
+
+    out = tmp_path / "o"
+    assert fairness.main(["--quick", "--hours", "0.1", "--window-s", "3600", "--output", str(out)]) == 0
+    series = pd.read_csv(out / "fairness_series.csv")
+    assert series["window_end_h"].tolist() == [0.1, 0.1] and series["jain_gpu_time"].notna().all()

@@ -151,3 +151,25 @@ def test_static_exact_model_sharing_gang_on_one_gpu():
     assert sol.status == "optimal" and sol.objective == 1000
     validate(cluster, tasks, sol.placement)
     assert [g for _, g in sol.placement.spans[0]] == [(0,), (0,), (0,)] and sol.placement.node[2] == -1
+
+
+def test_starts_csv_gives_every_part_of_a_gang(tmp_path):
+    """``starts.csv`` gave a gang's first part only (its node and GPUs), so a gang of 2 x 2 GPUs on two 2-GPU nodes
+    read as 2 GPUs of node 0; every part is written as NODE:ID+ID. The gang (2 x 2 GPUs, 10 s) and a 1-GPU job of
+    5 s, both at 0: the gang holds the cluster, so the small job runs first or after (the optimum: first, 0-5)."""
+    import pandas as pd
+
+    from experiments.schedule import main
+
+    work, nodes = tmp_path / "w.csv", tmp_path / "c.json"
+    work.write_text("name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib,workers\ng,0,10,2,1000,1024,2\n"
+                    "s,0,5,1,1000,1024,1\n")
+    nodes.write_text('{"nodes": [' + ", ".join(['{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}']
+                                               * 2) + "]}")
+    assert main(["--workload", str(work), "--cluster", str(nodes), "--objective", "mean-jct", "--policies",
+                 "best-fit", "--queue", "fifo", "--time-limit", "10", "--output", str(tmp_path / "o")]) == 0
+    starts = pd.read_csv(tmp_path / "o" / "starts.csv", dtype={"gpus": str}).set_index(["method", "job"])
+    assert starts.loc[("optimum", "g"), ["start_s", "node", "gpus"]].tolist() == [5.0, 0, "0:0+1 1:0+1"]
+    small = starts.loc[("optimum", "s")]
+    assert small["start_s"] == 0.0 and small["gpus"] in ("0", "1")                  # a plain job: its ids only
+    assert starts.loc[("best-fit/fifo", "g"), "gpus"] == "0:0+1 1:0+1"

@@ -275,6 +275,7 @@ def test_timeline_quick_runs_the_policies_and_seeds_written(tmp_path, monkeypatc
     ("1,a\n{j},,b", [], "row 1: scale_factor empty is not one of Gavel's GPU counts 1, 2, 4, 8"),
     ("1,a\n{j},3,b", [], "row 1: scale_factor '3' is not one of Gavel's GPU counts 1, 2, 4, 8"),
     ("1,a\n{j},1,", [], "row 1: no user"),
+    ("1,a\n{j},1,b,c", [], "row 1 (line 3) has 4 fields, more than the 3 of the header (job_type,scale_factor,user)"),
     ("1,a\n{j},8,b", ["--cluster", "4:0:4"], "row 1: scale_factor 8: no GPU type of --cluster has that many (at "
      "most 4); the job would never run")])
 def test_fairness_workload_rows_are_checked_at_the_door(tmp_path, capsys, cells, extra, message):
@@ -327,6 +328,38 @@ def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch, openb_dir):
     with pytest.raises(_Keys):
         frontier.main(["--quick", "--time-limit", "20", "--output", str(tmp_path)])
     assert seen["frontier"] == (["default"], [42], [100, 130], 20.0)
+
+
+def test_timeline_refuses_a_series_of_millions_of_rows(tmp_path, capsys, monkeypatch):
+    """Submission times in Unix seconds (a window of 1.7e9 s) sampled every 60 s made a series.csv of 28 million
+    rows (1.2 GB for 1e9 s); it stops in one line before any run, naming the --sample that fits; that one runs."""
+    from fgdopt.timeline.metrics import sample_count
+
+    monkeypatch.setattr(timeline, "run_and_write", lambda *a: (None, 1))
+    work, nodes = tmp_path / "epoch.csv", tmp_path / "c.json"
+    work.write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n1700000000,10,1,1000,1024\n")
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}]}))
+    argv = ["--workload", str(work), "--cluster", str(nodes), "--output", str(tmp_path / "o")]
+    err = _stops(timeline.main, argv, capsys)
+    assert err.endswith("--sample: every 60 s up to the last submission of --workload (1.7e+09 s) is 28,333,334 "
+                        "rows of series.csv per run (at most 1,000,000); give --sample 1701 or more, or submit_s in "
+                        "seconds from the start of the run"), err
+    assert sample_count(1701, 1.7e9) <= timeline.SERIES_MAX_ROWS < sample_count(1700, 1.7e9)
+    assert timeline.main([*argv, "--sample", "1701"]) == 1             # past the check: the runs (stubbed)
+    assert [sample_count(60, e) for e in (0, 30, 31, 89, 90, 91)] == [1, 1, 2, 2, 2, 3]      # np.arange's
+
+
+def test_timeline_refuses_a_mechanism_the_engine_refuses_for_the_workload(tmp_path, capsys):
+    """``--mechanism migrate`` on a workload of gangs: the engine's ValueError came as a traceback from the first
+    run, after an empty timeline.csv was written; it stops in one line before any run."""
+    work, nodes = tmp_path / "gangs.csv", tmp_path / "c.json"
+    work.write_text("name,submit_s,duration_s,num_gpu,cpu_milli,memory_mib,workers\ng,0,10,1,1000,1024,2\n")
+    nodes.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 8192, "gpu": 2, "model": "T4"}] * 2}))
+    out = tmp_path / "o"
+    err = _stops(timeline.main, ["--workload", str(work), "--cluster", str(nodes), "--mechanism", "none,migrate",
+                                 "--output", str(out)], capsys)
+    assert err.endswith("error: --mechanism migrate: jobs with workers > 1 (gangs) are not supported with "
+                        "mechanism 'migrate' (--workload gangs.csv)") and not out.exists()
 
 
 def test_timeline_says_a_workload_with_gangs_takes_no_optimum_instant(tmp_path, capsys, monkeypatch):

@@ -253,3 +253,15 @@ def test_study_writes_its_files(openb_dir, gavel_table, tmp_path, capsys, monkey
     assert off["mean_slowdown"].tolist() == pytest.approx([1.0] * 2) and off["jct_ratio"].isna().all()
     assert (on["mean_slowdown"] > 1.0).all() and (on["jct_ratio"] > 1.0).all()
     assert "fgd-interference" in capsys.readouterr().out
+
+
+def test_weights_without_the_aware_policy_are_refused(tmp_path, capsys):
+    """``--policies fgd --weights 1`` ran FGD alone and dropped the weights without a word; it stops in one line."""
+    from experiments import interference
+
+    with pytest.raises(SystemExit) as stop:
+        interference.main(["--policies", "fgd,best-fit", "--weights", "1", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert err == ("python -m experiments.interference: error: --weights weighs fgd-interference's slowdown term: "
+                   "give --policies with fgd-interference (the weights would be ignored)")

@@ -226,6 +226,37 @@ def test_a_zero_duration_job_is_placed_and_removed_within_its_instant():
     assert objective_value(jobs, schedule, "mean-jct") == 10.0 and objective_value(jobs, schedule, "makespan") == 10.0
 
 
+def test_a_zero_duration_job_frees_its_gpus_for_a_job_started_at_the_same_instant():
+    """One node of 2 GPUs; A (2 GPUs, 0 s) and B (1 GPU, 10 s) at 0. The engine's pass at 0 starts A, whose finish
+    is a further instant at 0 (SPEC "Time"), and its pass starts B on a GPU A held: both start at 0. The replay
+    placed both before A's removal and refused the engine's own run (found by random ``--scale`` workloads). A
+    zero-duration job still needs room beside the jobs running across its instant: A at 5 while B runs is
+    refused."""
+    cluster = Cluster([32_000], [65_536], [2], ["T4"])
+    jobs = jobs_of((2, 1000, 0, 0), (1, 1000, 0, 10))
+    _, run = recorded_run(cluster, jobs, "best-fit", "fifo")
+    assert run.start_s.tolist() == [0.0, 0.0] and run.gpus == ((0, 1), (0,))
+    validate_schedule(cluster, jobs, run)
+    with pytest.raises(InfeasiblePlacement, match="at 5.0 s: task 0"):
+        validate_schedule(cluster, jobs, Schedule([5.0, 0.0], [0, 0], ((0, 1), (0,))))
+
+
+def test_the_exact_model_places_zero_duration_jobs_as_the_replay_does():
+    """Zero-duration jobs held nothing in CP-SAT's cumulatives (intervals of size 0), so it started one on a GPU
+    share a running job held and its schedule failed the replay (found by random ``--scale`` workloads). One GPU,
+    jobs of 600 milli-GPU: B (10 s) at 0, A (0 s) at 5: A waits for B's end, mean JCT (5 + 10) / 2. Two zero-duration
+    jobs and B at 0 all start at 0 (mean 10 / 3). Two GPUs: A (both whole, 0 s) and B (one, 10 s) at 0 both start
+    at 0 (mean 5). Each is proven optimal and replayed (:func:`solve_schedule` validates)."""
+    two = Cluster([32_000], [65_536], [2], ["T4"])
+    for cluster, jobs, starts, mean in (
+            (one_gpu(), jobs_of((1, 600, 5, 0), (1, 600, 0, 10)), [10.0, 0.0], 7.5),
+            (one_gpu(), jobs_of((1, 600, 0, 0), (1, 600, 0, 0), (1, 600, 0, 10)), [0.0, 0.0, 0.0], 10 / 3),
+            (two, jobs_of((2, 1000, 0, 0), (1, 1000, 0, 10)), [0.0, 0.0], 5.0)):
+        res = solve_schedule(cluster, jobs, "mean-jct", 10.0)
+        assert res.status == "optimal" and res.schedule.start_s.tolist() == starts
+        assert res.value == pytest.approx(mean) and res.bound == pytest.approx(mean)
+
+
 def test_solves_are_deterministic():
     inst = random_time_instance(4, 20, 0.7, 0)
     a, b = (solve_schedule(inst.cluster, inst.jobs, "makespan", 20.0, seed=3) for _ in range(2))

@@ -244,3 +244,17 @@ def test_config_bound_on_two_job_classes_below_the_hand_optimum():
     _, sched = recorded_run(cluster, jobs, "best-fit", "fifo")
     validate_schedule(cluster, jobs, sched)
     assert float((sched.start_s - jobs.submit_s).mean()) >= 6.25
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_config_bound_of_cpu_only_jobs(gpus):
+    """Jobs without GPUs form no class of the configuration LP (with none at all it priced an empty class table:
+    IndexError, found by ``experiments.schedule --scale`` on a CPU-only cluster). One node of 4 cores; three
+    CPU-only jobs of 3 cores at t = 0 (100 s): pooled, 4/3 of a job runs at a time, so the LP starts job 2 a third
+    at 0 and two thirds at 100 s, job 3 two thirds at 100 and a third at 200 s: mean wait (0 + 66.7 + 133.3) / 3;
+    the optimum runs them one by one (100 s)."""
+    cluster = Cluster([4000], [65_536], [gpus], ["T4" if gpus else ""])
+    jobs = JobSet(TaskSet([3000] * 3, [1024] * 3, [0] * 3, [0] * 3), [0, 0, 0], [100, 100, 100])
+    b = config_bound(cluster, jobs)
+    assert b.status == "optimal" and b.wait_s == pytest.approx(200 / 3, rel=1e-4)
+    assert b.wait_s <= solve_schedule(cluster, jobs, time_limit=10).mean_wait_s == pytest.approx(100.0)

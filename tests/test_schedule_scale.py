@@ -240,6 +240,21 @@ def test_points_refused_with_the_options_they_replace(extra, said, tmp_path, cap
     assert said in capsys.readouterr().err.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--seeds", "1-3"], "--seeds applies only with --trace (the openb stream)"),
+    (["--load", "0.5"], "--load applies only with --trace"),
+    (["--lns-time-limit", "3"], "--lns-time-limit applies only with --trace or --scale"),
+    (["--scale", "--objective", "makespan"], "--objective applies only to the small study")])
+def test_options_of_another_mode_are_refused(extra, said, tmp_path, capsys):
+    """An option the chosen mode ignores stops the study in one line (``--seeds 1-3`` beside a workload ran it
+    once, on ``--seed`` 0, without a word)."""
+    work, cluster = _write(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--workload", str(work), "--cluster", str(cluster), *extra, "--output", str(tmp_path / "o")])
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
 @pytest.mark.trace
 @pytest.mark.parametrize(("extra", "points"), [
     (["--points", "44:1.2,42:1"], [(44, 1.2), (42, 1.0)]),

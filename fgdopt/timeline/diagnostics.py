@@ -51,6 +51,7 @@ from fgdopt.model import Cluster
 from fgdopt.state import ClusterState
 from fgdopt.suites import node_type_label
 from fgdopt.timeline.jobs import JobSet
+from fgdopt.timeline.schedule import rejected_jobs
 
 RESOURCES = ("gpu", "cpu", "memory")
 """The pooled resources: milli-GPU, CPU milli-cores, memory MiB."""
@@ -60,9 +61,10 @@ PROFILE_COLUMNS = ("group", "resource", "jobs", "capacity", "peak", "peak_frac",
 
 
 def demands(jobs: JobSet) -> np.ndarray:
-    """float64 (n, 3): every job's demand of :data:`RESOURCES` (milli-GPU, milli-cores, MiB)."""
+    """float64 (n, 3): every job's demand of :data:`RESOURCES` (milli-GPU, milli-cores, MiB), all its parts (a gang
+    of ``workers`` holds ``workers`` times a part's)."""
     t = jobs.tasks
-    return np.column_stack([t.gpu_demand, t.cpu_milli, t.memory_mib]).astype(np.float64)
+    return np.column_stack([t.gpu_demand, t.cpu_milli * t.workers, t.memory_mib * t.workers]).astype(np.float64)
 
 
 def node_types(cluster: Cluster) -> tuple[tuple[str, ...], np.ndarray]:
@@ -82,7 +84,9 @@ def type_capacity(cluster: Cluster, type_of: np.ndarray, n_types: int) -> np.nda
 
 
 def fit_types(cluster: Cluster, jobs: JobSet, type_of: np.ndarray, n_types: int) -> np.ndarray:
-    """bool (n, types): does each job fit some empty node of each type (all False: the job is rejected)."""
+    """bool (n, types): does each job (a part of a gang) fit some empty node of each type; all False where the job
+    is rejected (:func:`fgdopt.timeline.schedule.rejected_jobs`: also a gang whose parts do not fit the empty
+    cluster together)."""
     empty = ClusterState(cluster, jobs.tasks)
     t = jobs.tasks
     key = pd.DataFrame({"c": t.cpu_milli, "m": t.memory_mib, "g": t.num_gpu, "u": t.gpu_milli,
@@ -93,7 +97,9 @@ def fit_types(cluster: Cluster, jobs: JobSet, type_of: np.ndarray, n_types: int)
     for j in np.flatnonzero(first.to_numpy()).tolist():
         on = empty.feasible_nodes(t[j])
         fits[shape_of[j], np.unique(type_of[on])] = True
-    return fits[shape_of] if len(jobs) else np.zeros((0, n_types), dtype=bool)
+    if not len(jobs):
+        return np.zeros((0, n_types), dtype=bool)
+    return fits[shape_of] & ~rejected_jobs(cluster, jobs)[:, None]
 
 
 def _profile(start: np.ndarray, end: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,8 +116,9 @@ def _profile(start: np.ndarray, end: np.ndarray, d: np.ndarray) -> tuple[np.ndar
 def zero_wait_profile(cluster: Cluster, jobs: JobSet) -> pd.DataFrame:
     """Per group (module docstring: ``all``, then every job's fit set) and resource, the demand of its confined
     jobs when every job starts at its submission: ``jobs`` (confined), ``capacity``, ``peak`` (the most demand at
-    once), ``peak_frac`` (peak / capacity), ``above_s`` (seconds with the demand above capacity; ``inf`` when it
-    stays above for good). Units: milli-GPU, milli-cores, MiB; seconds."""
+    once), ``peak_frac`` (peak / capacity; 0 where nothing is asked of none, inf where something is), ``above_s``
+    (seconds with the demand above capacity; ``inf`` when it stays above for good). Units: milli-GPU, milli-cores,
+    MiB; seconds."""
     names, type_of = node_types(cluster)
     cap_t = type_capacity(cluster, type_of, len(names))
     fits = fit_types(cluster, jobs, type_of, len(names))
@@ -130,7 +137,7 @@ def zero_wait_profile(cluster: Cluster, jobs: JobSet) -> pd.DataFrame:
             over = level[:, q] > cap[q] * (1 + 1e-12) if len(t) else np.zeros(0, dtype=bool)
             peak = float(level[:, q].max(initial=0.0))
             rows.append({"group": label, "resource": res, "jobs": int(confined.sum()), "capacity": float(cap[q]),
-                         "peak": peak, "peak_frac": peak / cap[q] if cap[q] > 0 else np.inf,
+                         "peak": peak, "peak_frac": peak / cap[q] if cap[q] > 0 else np.inf if peak > 0 else 0.0,
                          "above_s": float(span[over].sum())})
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 

@@ -15,6 +15,8 @@ checkpoint time), both in GPU-seconds (GPU demand x seconds), and ``thrashed_job
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -126,12 +128,18 @@ def run_stats(result: TimelineResult) -> dict:
     return {k: stats[k] for k in STATS_COLUMNS}
 
 
+def sample_count(every_s: float, end_s: float) -> int:
+    """How many samples :func:`sample_series` takes every ``every_s`` seconds up to ``end_s`` seconds (the last within
+    half a step of ``end_s``; one when ``every_s`` is 0)."""
+    return math.ceil((end_s + every_s / 2) / every_s) if every_s > 0 else 1
+
+
 def sample_series(series: pd.DataFrame, every_s: float, end_s: float | None = None) -> pd.DataFrame:
     """The series at ``0, every_s, 2 every_s, ...`` up to ``end_s`` (default: the last instant): each sample is the
     state after the last instant at or before it (the empty cluster before the first)."""
     times = series["time_s"].to_numpy()
     end = float(times[-1]) if end_s is None and len(times) else float(end_s or 0.0)
-    grid = np.arange(0.0, end + every_s / 2, every_s) if every_s > 0 else np.array([0.0])
+    grid = every_s * np.arange(sample_count(every_s, end), dtype=np.float64)
     k = np.searchsorted(times, grid, side="right") - 1
     out = series.iloc[np.clip(k, 0, None)].reset_index(drop=True).copy()
     if len(out):

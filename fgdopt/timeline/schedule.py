@@ -164,7 +164,9 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     some empty node, :func:`rejected_jobs`); no job starts before its submission or runs forever; at every
     instant, after the finishes at that instant, each job starting then is placed by
     :meth:`ClusterState.place` (the one feasibility rule) on its node and GPUs; a zero-duration job is placed
-    and removed at once. Returns the state at the end (empty again).
+    and removed at once, before the other jobs starting then (it finishes at its start instant, processed as a
+    further instant at the same time: the engine may start a job in the resources it held, SPEC "Time"). Returns
+    the state at the end (empty again).
 
     Raises
     ------
@@ -187,20 +189,22 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     state = ClusterState(cluster, jobs.tasks)
     rows = np.flatnonzero(started)
     finish = schedule.finish_s(jobs)
-    # events (time, kind, job): kind 0 = finish, 1 = start, 2 = the finish of a zero-duration job started then
-    events = [(float(finish[j]), 0, int(j)) for j in rows if jobs.duration_s[j] > 0]
-    events += [(float(schedule.start_s[j]), 1, int(j)) for j in rows]
-    events += [(float(finish[j]), 2, int(j)) for j in rows if jobs.duration_s[j] == 0]
+    # events (time, kind, job): kind 0 = finish, 1 = a zero-duration job (placed, then removed), 2 = start
+    zero = jobs.duration_s == 0
+    events = [(float(finish[j]), 0, int(j)) for j in rows if not zero[j]]
+    events += [(float(schedule.start_s[j]), 1 if zero[j] else 2, int(j)) for j in rows]
     for t, kind, j in sorted(events):
+        if kind == 0:
+            state.remove(j)
+            continue
+        try:
+            if jobs.tasks.workers[j] > 1:
+                state.place_parts(j, schedule.parts[j] if schedule.parts is not None else ())
+            else:
+                state.place(j, int(schedule.node[j]), schedule.gpus[j])
+        except InfeasiblePlacement as exc:
+            raise InfeasiblePlacement(f"at {t} s: {exc}") from None
         if kind == 1:
-            try:
-                if jobs.tasks.workers[j] > 1:
-                    state.place_parts(j, schedule.parts[j] if schedule.parts is not None else ())
-                else:
-                    state.place(j, int(schedule.node[j]), schedule.gpus[j])
-            except InfeasiblePlacement as exc:
-                raise InfeasiblePlacement(f"at {t} s: {exc}") from None
-        else:
             state.remove(j)
     return state
 

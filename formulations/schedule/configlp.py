@@ -332,12 +332,13 @@ def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s
                   ) -> tuple[np.ndarray, np.ndarray]:
         """Every job's cheapest start at prices ``(pq, pr)`` and its cost (module docstring), or the cost of the
         starts ``fixed``."""
-        cum_q = np.concatenate([np.zeros((n_q, 1)), np.cumsum(pq, axis=1)], axis=1)
+        cum_q = np.zeros((n_q + 1, K + 1))                          # row 0: a job of no class (no GPU)
+        cum_q[1:, 1:] = np.cumsum(pq, axis=1)
         cum_r = np.concatenate([np.zeros((3, 1)), np.cumsum(pr, axis=1)], axis=1)
         low, starts = np.empty(n), np.empty(n)
         for b in range(0, n, JOB_BLOCK):
             js = everyone[b:b + JOB_BLOCK]
-            cum = demand[js] @ cum_r + np.where(cls[js, None] >= 0, cum_q[np.maximum(cls[js], 0)], 0.0)
+            cum = demand[js] @ cum_r + cum_q[cls[js] + 1]
             if fixed is None:
                 cand = np.concatenate([np.broadcast_to(grid.edges, (len(js), K + 1)),
                                        grid.edges[None, :] - p[js, None], r[js, None]], axis=1)

@@ -19,6 +19,15 @@ num_gpu c_jn``. A sharing part: per GPU an integer ``k_jng`` in ``0..floor(1000 
 interval present iff ``y_jng`` (``k_jng >= 1``), its demand ``k_jng gpu_milli``, and ``sum_g k_jng = c_jn``. Every
 part holds its interval ``[S_j, E_j)``: all parts start and end together.
 
+Zero-duration jobs. Such a job finishes at its start instant in a further instant at the same time (SPEC "Time",
+:func:`fgdopt.timeline.schedule.validate_schedule`): it needs room beside the jobs running across its instant
+(``S_i < S_j < E_i``), not beside those ending or starting then, nor beside another zero-duration job. With ``Z``
+of them, numbered ``z = 1..Z``, the intervals of the resource constraints lie on the time grid scaled by ``Z + 1``:
+a job of ``p > 0`` holds ``[(Z + 1) S + Z, (Z + 1) E)``, the ``z``-th zero-duration job ``[(Z + 1) S + z - 1,
+(Z + 1) S + z)``; two of the former overlap exactly when their ``[S, E)`` do, the ``z``-th overlaps one of the
+former exactly when ``S_i < S_z < E_i``, and two of the latter never. Without them (``Z = 0``) every interval is
+``[S, E)``.
+
 Constraints. Per node a cumulative of CPU (milli-cores) and one of memory (MiB) over its ``x`` intervals (left out
 where its candidate jobs' whole demand fits); per GPU a cumulative of milli-GPU with capacity 1000 over its ``y``
 intervals (a no-overlap where all its candidates ask 1000). So a whole-GPU job (1000 per GPU) only runs on wholly
@@ -204,6 +213,23 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
     m = cp_model.CpModel()
     empty = ClusterState(cluster, tasks)
     start, end, main = {}, {}, {}
+    slot = np.zeros(len(jobs), dtype=np.int64)                  # zero-duration jobs: 1..Z (module docstring)
+    zero = rows[p[rows] == 0]
+    slot[zero] = np.arange(1, len(zero) + 1)
+    scale = len(zero) + 1
+
+    def holds(j: int, name: str, lit=None):
+        """The interval over which job ``j`` holds its resources, on the time grid scaled by ``Z + 1``."""
+        if not len(zero):                                       # the model as it is without them
+            begin, size = start[j], int(p[j])
+        elif slot[j]:
+            begin, size = scale * start[j] + int(slot[j]) - 1, 1
+        else:
+            begin, size = scale * start[j] + len(zero), scale * int(p[j]) - len(zero)
+        if lit is None:
+            return m.new_fixed_size_interval_var(begin, size, name)
+        return m.new_optional_fixed_size_interval_var(begin, size, lit, name)
+
     on_node: dict[int, list[tuple[int, object, object]]] = defaultdict(list)      # node -> (job, lit, interval)
     on_gpu: dict[tuple[int, int], list[tuple[int, object, object]]] = defaultdict(list)
     x: dict[tuple[int, int], object] = {}
@@ -213,7 +239,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         low, high = (pin_start[j], pin_start[j]) if pin[j] else (r[j], max(r[j], ends_ub[j] - p[j]))
         start[j] = m.new_int_var(int(low), int(high), f"S{j}")
         end[j] = start[j] + int(p[j])
-        main[j] = m.new_fixed_size_interval_var(start[j], int(p[j]), f"I{j}")
+        main[j] = holds(j, f"I{j}")
         task = tasks[j]
         fits = empty.part_counts(task) if gang[j] else empty.feasible_nodes(task).astype(np.int64)
         cands = [int(fixed.node[j])] if pin[j] else np.flatnonzero(fits).tolist()
@@ -225,8 +251,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
                 parts = count[(j, n)] = m.new_int_var(0, int(fits[n]), f"c{j}_{n}")
                 m.add(parts >= 1).only_enforce_if(lit)
                 m.add(parts == 0).only_enforce_if(~lit)
-            on_node[n].append((j, parts, m.new_optional_fixed_size_interval_var(start[j], int(p[j]), lit,
-                                                                                f"I{j}_{n}")))
+            on_node[n].append((j, parts, holds(j, f"I{j}_{n}", lit)))
             if task.num_gpu:
                 lits, per_gpu = [], []
                 for g in range(int(cluster.gpu[n])):
@@ -241,8 +266,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
                         m.add(use >= 1).only_enforce_if(lg)
                         m.add(use == 0).only_enforce_if(~lg)
                     per_gpu.append(use)
-                    on_gpu[(n, g)].append((j, use, m.new_optional_fixed_size_interval_var(
-                        start[j], int(p[j]), lg, f"I{j}_{n}_{g}")))
+                    on_gpu[(n, g)].append((j, use, holds(j, f"I{j}_{n}_{g}", lg)))
                 if gang[j] and task.gpu_milli < GPU_MILLI:
                     m.add(sum(per_gpu) == parts)
                 else:
