@@ -173,3 +173,20 @@ def test_starts_csv_gives_every_part_of_a_gang(tmp_path):
     small = starts.loc[("optimum", "s")]
     assert small["start_s"] == 0.0 and small["gpus"] in ("0", "1")                  # a plain job: its ids only
     assert starts.loc[("best-fit/fifo", "g"), "gpus"] == "0:0+1 1:0+1"
+
+
+@pytest.mark.parametrize("workers", [[3, 1, 1], [2, 1, 1]])
+def test_free_repacking_leaves_gangs_where_they_are(workers):
+    """Ceiling (c)'s free re-packing beside a gang: it neither clears a node for a gang nor moves one (a gang is
+    placed in parts, by ``place_parts``; the rule re-places single parts). It crashed on the gang (found by the time
+    sweep: ``--scale`` on any workload with gangs); now every job finishes and the gang never migrates."""
+    from fgdopt.timeline import simulate
+    from fgdopt.timeline.jobtable import FINISHED
+    from fgdopt.timeline.preemption import FreeRepack
+
+    cluster = Cluster([32000], [65536], [4], ["A100"])
+    tasks = TaskSet([8000, 500, 500], [4096, 1024, 1024], [1, 1, 1], [700, 700, 500], ["", "A100|T4", ""],
+                    workers=workers)
+    jobs = JobSet(tasks, [0.0, 0.0, 0.0], [10.0, 30.0, 100.0])
+    r = simulate(cluster, jobs, "fgd", "backfill", seed=0, frag=False, mechanism=FreeRepack())
+    assert (r.status == FINISHED).all() and r.migrations[0] == 0

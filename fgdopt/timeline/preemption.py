@@ -768,7 +768,10 @@ class FreeRepack(MechanismBase):
     (ties: lowest index; its lowest-numbered fitting GPUs). The first node where every cleared job finds a place
     gives the plan (the cleared jobs migrate, transparently, in no time). A shape's search is skipped until the
     cluster's free milli-GPU exceed what they were when it last failed, and when the free capacity of its
-    candidate nodes, pooled, cannot hold it. Every placement goes through :meth:`ClusterState.place` (the one rule).
+    candidate nodes, pooled, cannot hold it. A gang is neither cleared for nor moved: a node holding a part of one is
+    not cleared. Every placement goes through
+    :meth:`ClusterState.place` (the one rule). Each plan is a feasible migration, so a run under it is a schedule
+    with migration, however little it re-packs: its wait stays a ceiling (c).
     """
 
     name: str = "repack"
@@ -785,6 +788,8 @@ class FreeRepack(MechanismBase):
         free = int(state.gpu_left.sum())
         tasks = state.tasks
         for j in view.pending()[:self.scan]:
+            if tasks.workers[j] > 1:                     # a gang: placed in parts, not by this rule
+                continue
             shape = (tasks.cpu_milli[j], tasks.memory_mib[j], tasks.num_gpu[j], tasks.gpu_milli[j], tasks.gpu_spec[j])
             if self.failed.get(shape, -1) >= free:
                 continue
@@ -804,7 +809,10 @@ class FreeRepack(MechanismBase):
             return None
         cand = np.flatnonzero(ok)
         used = cluster.gpu[cand] * GPU_MILLI - state.gpu_left[cand].sum(axis=1)
+        held = _nodes_of_multipart_jobs(state)
         for n in cand[np.lexsort((cand, used))][:self.nodes].tolist():
+            if n in held:
+                continue
             on = np.flatnonzero(state.node_of == n)
             trial = state.copy()
             trial.remove_many(on)
@@ -823,6 +831,15 @@ class FreeRepack(MechanismBase):
             else:
                 return MigratePlan(moves=tuple(moves), admits=(admit,))
         return None
+
+
+def _nodes_of_multipart_jobs(state: ClusterState) -> set[int]:
+    """The nodes holding a part of a placed gang (no other job is in several parts under :class:`FreeRepack`: one
+    mechanism a run, and the placement policies place one part)."""
+    if not state.tasks.has_gangs:
+        return set()
+    return {node for v in np.flatnonzero(state.node_of >= 0).tolist() if len(parts := state.parts_of[v]) > 1
+            for node, _ in parts}
 
 
 @dataclass
