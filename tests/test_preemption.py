@@ -246,3 +246,15 @@ def test_fits_without_equals_removing_and_asking(seed):
             for v in victims:
                 probe.remove(v)
             assert state.fits_without(task, node, victims) == probe.fits(task, node)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"interval_s": 0.0}, "interval_s must be > 0"), ({"interval_s": -5.0}, "interval_s must be > 0"),
+    ({"interval_s": math.nan}, "interval_s must be > 0"), ({"cost_s": -1.0}, "cost_s must be a finite number"),
+    ({"cost_s": math.inf}, "cost_s must be a finite number"),
+])
+def test_checkpointing_refuses_a_period_of_zero_or_a_negative_cost(kwargs, message):
+    """A checkpoint every 0 s made an eviction's cycle count overflow mid-run (found by the time sweep)."""
+    with pytest.raises(ValueError, match=message):
+        Checkpointing(**kwargs)
+    assert Checkpointing(interval_s=1e-3, cost_s=0.0).interval_s == 1e-3

@@ -105,11 +105,22 @@ def helios_restart_s(num_gpu: int) -> float:
 
 @dataclass(frozen=True)
 class Checkpointing:
-    """How a job's progress survives an eviction (module docstring); seconds throughout."""
+    """How a job's progress survives an eviction (module docstring); seconds throughout.
+
+    Raises
+    ------
+    ValueError : an ``interval_s`` that is not > 0 (inf: never), or a ``cost_s`` that is not a finite number >= 0.
+    """
 
     interval_s: float = math.inf
     cost_s: float = 0.0
     transparent: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.interval_s > 0:
+            raise ValueError(f"checkpoint interval_s must be > 0 seconds (inf: never), got {self.interval_s}")
+        if not (math.isfinite(self.cost_s) and self.cost_s >= 0):
+            raise ValueError(f"checkpoint cost_s must be a finite number of seconds >= 0, got {self.cost_s}")
 
     def run_time(self, remaining_s: float, start_cost_s: float) -> float:
         """Wall seconds to finish ``remaining_s`` of work from a checkpoint, after ``start_cost_s`` seconds."""
