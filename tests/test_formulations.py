@@ -16,6 +16,7 @@ from formulations import EXACT, METHODS, RELAXATIONS, solve
 from formulations.aggregate import aggregate
 from formulations.exact import build_exact
 from formulations.solution import make_solution
+from formulations.solve import GANGS
 
 TASK_SHAPES = [  # (cpu_milli, memory_mib, num_gpu, gpu_milli)
     (2000, 1024, 1, 300), (4000, 2048, 1, 500), (1000, 1024, 1, 600), (3000, 1024, 1, 700),
@@ -214,6 +215,20 @@ def test_solution_rejects_bad_results():
         make_solution(instance, "x", "x", "feasible", Placement([0, -1], [(0,), ()]), 500.0, 0.0, "exact")
     sol = make_solution(instance, "x", "x", "feasible", Placement([0, -1], [(0,), ()]), 600.4, 0.0, "exact")
     assert (sol.status, sol.bound, sol.gap) == ("optimal", 600, 0.0)
+    # a bound above what the cluster holds (1000) and the tasks ask (1200) is cut to the first
+    sol = make_solution(instance, "x", "x", "feasible", Placement([0, -1], [(0,), ()]), 5000.0, 0.0, "exact")
+    assert (sol.status, sol.bound) == ("feasible", 1000)
+
+
+@pytest.mark.parametrize("method", GANGS)
+def test_a_gang_of_two_that_fits_no_node_set_is_left_out_exactly(method):
+    """One 1-GPU node; a gang of 2 workers of 1 GPU each (parts on distinct nodes) cannot run, a 500-milli task can:
+    the optimum is 500, proven (a model taking the gang's parts one by one would place half of it and bound 1000)."""
+    instance = Instance("gang-of-two", Cluster([8000], [8192], [1], ["T4"]),
+                        TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 500], workers=[2, 1]))
+    sol = solve(instance, method, time_limit=10)
+    check(sol, instance)
+    assert (sol.status, sol.objective, sol.bound) == ("optimal", 500, 500)
 
 
 def test_unknown_method():
