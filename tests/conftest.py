@@ -106,6 +106,24 @@ def openb_default(openb_dir):
 
 
 @pytest.fixture
+def own_openb(tmp_path):
+    """A writer of a user's own trace in the openb format in ``tmp_path``: ``own_openb(nodes, pods)`` writes the node
+    list (rows ``sn,cpu_milli,memory_mib,gpu,model``; default one 2-GPU T4 node) and the default pod list (rows of
+    ``name,...,scheduled_time`` as the published one; default one pod of half a GPU living 100 s) and returns the
+    folder, as ``--data-dir`` takes it."""
+
+    def write(nodes=("n0,32000,65536,2,T4",), pods=("p0,4000,8192,1,500,,LS,Running,0,100,0",)) -> Path:
+        (tmp_path / "openb_node_list_gpu_node.csv").write_text(
+            "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(f"{row}\n" for row in nodes))
+        (tmp_path / "openb_pod_list_default.csv").write_text(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n" + "".join(f"{row}\n" for row in pods))
+        return tmp_path
+
+    return write
+
+
+@pytest.fixture
 def saved(monkeypatch):
     """The figures saved while the test runs (every study writes its PNG through ``Figure.savefig``)."""
     from matplotlib.figure import Figure

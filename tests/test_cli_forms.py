@@ -115,13 +115,10 @@ def test_frontier_command_reads_the_readme_forms(monkeypatch, tmp_path):
                     "seeds": [42, 43, 44], "points": [80, 90]}
 
 
-def test_a_pod_deleted_before_it_was_scheduled_is_named(tmp_path):
+def test_a_pod_deleted_before_it_was_scheduled_is_named(own_openb):
     """A pod list row whose deletion_time precedes its scheduled_time stops in one line naming the file, the row and
     the pod (it was 'scale < 0' from a draw, naming none)."""
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\np1,4000,8192,1,500,,LS,Running,100,50,100\n")
+    data = own_openb(pods=("p0,4000,8192,1,500,,LS,Running,0,100,0", "p1,4000,8192,1,500,,LS,Running,100,50,100"))
     with pytest.raises(ValueError, match=r"openb_pod_list_default.csv row 1 \(p1\): deletion_time 50 is before "
                                          r"scheduled_time 100"):
-        trace_lifetimes("default", data_dir=tmp_path)
+        trace_lifetimes("default", data_dir=data)

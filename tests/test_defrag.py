@@ -449,15 +449,12 @@ def test_trace_study_runs_heuristics_whole_and_exact_on_slices(openb_dir, tmp_pa
     assert (tmp_path / "defrag.csv").read_text() == first
 
 
-def test_study_names_a_policy_of_your_own_and_stops_on_its_error_in_one_line(tmp_path, capsys):
+def test_study_names_a_policy_of_your_own_and_stops_on_its_error_in_one_line(tmp_path, capsys, own_openb):
     """A spec with a ``name`` heads its rows by it (the spec was printed); a policy that places where the task does
     not fit stops the study in one line naming the seed, the policy and the task (a PolicyError traceback)."""
     from experiments.defrag import main
 
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    own_openb()
     (tmp_path / "mine.py").write_text(
         "from fgdopt.policies import make_policy\n\n"
         "class Named:\n    name = 'my-fit'\n\n    def __init__(self, **kw):\n"

@@ -87,14 +87,10 @@ def test_command_writes_exactly_the_documented_columns(openb_dir, tmp_path, caps
     assert "openb default, 90% arrived" in capsys.readouterr().out
 
 
-def test_nodes_without_a_gpu_are_refused_before_any_work(tmp_path, capsys):
+def test_nodes_without_a_gpu_are_refused_before_any_work(tmp_path, capsys, own_openb):
     # --nodes 1 on a node list whose first node is CPU-only: every replay divided by a GPU capacity of 0
     # (ZeroDivisionError from the worker); now one line naming the option, exit 2
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
-                                                           "n1,32000,65536,0,CPU\nn0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    own_openb(nodes=("n1,32000,65536,0,CPU", "n0,32000,65536,2,T4"))
     with pytest.raises(SystemExit) as stop:
         main(["--quick", "--nodes", "1", "--data-dir", str(tmp_path), "--output", str(tmp_path / "out")])
     assert stop.value.code == 2
@@ -110,12 +106,9 @@ MINE = ("from fgdopt.policies import make_policy\n\n\nclass Named:\n    name = '
 """A module of two policies of your own: one named ``my-fit``, one that places where the task does not fit."""
 
 
-def test_a_policy_of_your_own_is_named_and_its_error_names_the_seed(tmp_path, capsys):
+def test_a_policy_of_your_own_is_named_and_its_error_names_the_seed(tmp_path, capsys, own_openb):
     # the rows and the headline carried the spec (a path), and an error did not say which trace and seed
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    own_openb()
     (tmp_path / "mine.py").write_text(MINE)
     common = ["--quick", "--points", "130", "--data-dir", str(tmp_path), "--output", str(tmp_path / "out")]
     assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:Named"]) == 0

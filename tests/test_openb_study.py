@@ -19,28 +19,20 @@ def test_a_missing_trace_is_one_line_and_exit_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_own_trace_files_are_not_compared_with_the_paper(tmp_path, capsys):
+def test_own_trace_files_are_not_compared_with_the_paper(tmp_path, capsys, own_openb):
     # openb-format CSVs of your own (one 2-GPU node, one pod of half a GPU): clones up to 130% fill both GPUs; the
     # paper's published allocation (95.39 for fgd on default) was printed beside them as if it applied
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
-                                                           "n0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    own_openb()
     assert openb.main(["--policies", "fgd", "--seeds", "1", "--data-dir", str(tmp_path), "--output",
                        str(tmp_path / "out")]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
     assert row == "| default | fgd | 1 | 100.00 | 100.00 | 0.00 | 0.00 | " + row.split(" | ")[-2] + " |  |"
 
 
-def test_a_trace_that_alone_brings_more_than_the_ratio_is_said(tmp_path, capsys):
+def test_a_trace_that_alone_brings_more_than_the_ratio_is_said(tmp_path, capsys, own_openb):
     # one pod of half a GPU on 2 GPUs brings 25% alone: at --ratio 0.1 the table's "at 10% arrived" columns held
     # the state at 25% without a word
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
-                                                           "n0,32000,65536,2,T4\n")
-    (tmp_path / "openb_pod_list_default.csv").write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\np0,4000,8192,1,500,,LS,Running,0,100,0\n")
+    own_openb()
     assert openb.main(["--policies", "fgd", "--seeds", "1", "--ratio", "0.1", "--data-dir", str(tmp_path),
                        "--output", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out.splitlines()
