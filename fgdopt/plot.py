@@ -724,8 +724,9 @@ def _job_colours(n: int) -> list[tuple[float, float, float, float]]:
 
 
 def _gpu_bands(cluster, jobs, schedule) -> dict[tuple[int, int], int]:
-    """Where each job sits inside the row of each of its GPUs in :func:`plot_gantt`: ``(job, row) -> offset``
-    (milli-GPU from the top of the row), ``row`` the GPU's index over the cluster (node by node).
+    """Where each job sits inside the row of each of its GPUs (a gang's: of every part) in :func:`plot_gantt`:
+    ``(job, row) -> offset`` (milli-GPU from the top of the row), ``row`` the GPU's index over the cluster (node by
+    node).
 
     The jobs of one GPU, by start time, each take the lowest band ``[offset, offset + gpu_milli)`` of ``[0, 1000)``
     clear of the bands of the jobs it overlaps in time, so jobs sharing a GPU are stacked, each as tall as its share.
@@ -735,8 +736,11 @@ def _gpu_bands(cluster, jobs, schedule) -> dict[tuple[int, int], int]:
     first = np.concatenate([[0], np.cumsum(cluster.gpu)])
     tenants: dict[int, list[int]] = {}
     for j in np.flatnonzero(schedule.node >= 0).tolist():
-        for g in schedule.gpus[j]:
-            tenants.setdefault(int(first[schedule.node[j]]) + g, []).append(j)
+        parts = schedule.parts[j] if schedule.parts is not None and schedule.parts[j] else (
+            (schedule.node[j], schedule.gpus[j]),)                # a gang: every part
+        for node, gpus in parts:
+            for g in gpus:
+                tenants.setdefault(int(first[node]) + g, []).append(j)
     finish = schedule.finish_s(jobs)
     bands = {}
     for row, members in tenants.items():

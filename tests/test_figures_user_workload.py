@@ -268,3 +268,18 @@ def test_workload_fixture_is_readable(tmp_path):
     tasks = read_workload(workload).tasks
     assert len(tasks) == 16 and int((tasks.gpu_milli == 0).sum()) == 3 and int((tasks.num_gpu == 2).sum()) == 3
     assert int(((tasks.gpu_milli > 0) & (tasks.gpu_milli < 1000)).sum()) == 6
+
+
+def test_a_gang_is_drawn_and_relabelled_on_every_part():
+    """A gang of two 1-GPU parts on T4 nodes 0 and 2 (job 1, a 500 share, on node 1): the Gantt rows hold both parts
+    (rows 0 and 4: node 0 GPU 0, node 2 GPU 0), and the schedule with nodes 0 and 2 exchanged, relabelled onto it,
+    has the same parts again and stays valid."""
+    tasks = TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 500], workers=[2, 1])
+    jobs = JobSet(tasks, [0.0, 0.0], [10.0, 5.0])
+    ref = Schedule([0.0, 0.0], [0, 1], [(0,), (0,)], (((0, (0,)), (2, (0,))), ()))
+    validate_schedule(TWO_TYPES, jobs, ref)
+    assert _gpu_bands(TWO_TYPES, jobs, ref) == {(0, 0): 0, (0, 4): 0, (1, 2): 0}
+    swapped = Schedule([0.0, 0.0], [2, 1], [(0,), (0,)], (((2, (0,)), (0, (0,))), ()))
+    back = relabel_like(TWO_TYPES, swapped, ref)
+    validate_schedule(TWO_TYPES, jobs, back)
+    assert sorted(back.parts[0]) == sorted(ref.parts[0]) and back.node.tolist() == [0, 1]

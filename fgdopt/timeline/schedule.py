@@ -154,7 +154,10 @@ def relabel_like(cluster: Cluster, schedule: Schedule, reference: Schedule) -> S
         rows, cols = linear_sum_assignment(common, maximize=True)
         gpu_map[n] = dict(zip(rows.tolist(), cols.tolist(), strict=True))
     gpus = tuple(tuple(gpu_map[int(node[j])][g] for g in gs) for j, gs in enumerate(schedule.gpus))
-    return Schedule(schedule.start_s, node, gpus)
+    parts = None if schedule.parts is None else tuple(   # a gang's every part, on the same renumbering
+        tuple((int(node_map[n]), tuple(gpu_map[int(node_map[n])][g] for g in gs)) for n, gs in ps)
+        for ps in schedule.parts)
+    return Schedule(schedule.start_s, node, gpus, parts)
 
 
 def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> ClusterState:
