@@ -765,8 +765,9 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
     (:func:`_gpu_bands`). A job has one colour in every panel (:func:`_job_colours`), its name on bars wide enough
     and, up to :data:`GANTT_LEGEND_JOBS` jobs, in a legend. The panels after the first are renumbered onto the
     first's nodes and GPUs (:func:`fgdopt.timeline.schedule.relabel_like`: identical nodes and GPUs permuted to
-    share the most job placements), so that the same placement is drawn on the same row. CPU-only jobs are not drawn
-    (the caption counts them). Time in seconds, ticks on every panel.
+    share the most job placements), so that the same placement is drawn on the same row. CPU-only jobs and jobs
+    started in no panel (rejected) are not drawn, nor in the legend (the caption counts them). Time in seconds,
+    ticks on every panel.
     """
     from matplotlib.patches import Patch
 
@@ -779,7 +780,10 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
     n_jobs = len(jobs)
     colours = _job_colours(n_jobs)
     names = [str(jobs.tasks.names[j]) if jobs.tasks.names else str(j) for j in range(n_jobs)]
-    gpu_jobs = [j for j in range(n_jobs) if int(jobs.tasks.gpu_milli[j]) > 0]
+    started = np.zeros(n_jobs, dtype=bool)                     # in some panel (a rejected job is in none)
+    for sched in schedules.values():
+        started |= np.asarray(sched.node) >= 0
+    gpu_jobs = [j for j in range(n_jobs) if int(jobs.tasks.gpu_milli[j]) > 0 and started[j]]
     legend = 0 < len(gpu_jobs) <= GANTT_LEGEND_JOBS
     cols = 1 + (len(gpu_jobs) > 24) if legend else 0
     rows_in = min(0.34 * len(rows), 3.2)                        # inches of GPU rows per panel (a page at most)
@@ -810,9 +814,11 @@ def plot_gantt(cluster, jobs, schedules: dict, path: str | Path, title: str = ""
         handles = [Patch(facecolor=colours[j], edgecolor="black", linewidth=0.4, label=names[j]) for j in gpu_jobs]
         fig.legend(handles=handles, loc="upper right", ncol=cols, fontsize=7, title="jobs", title_fontsize=8,
                    frameon=False)
-    cpu_only = n_jobs - len(gpu_jobs)
+    cpu_only = int((started & (jobs.tasks.gpu_milli == 0)).sum())
+    never = int((~started).sum())
     caption = ("Each GPU's row is split between the jobs sharing it (band height = milli-GPU / 1000)"
-               + (f"; {cpu_only} CPU-only job(s) not drawn" if cpu_only else "") + ".")
+               + (f"; {cpu_only} CPU-only job(s) not drawn" if cpu_only else "")
+               + (f"; {never} job(s) never started (rejected) not drawn" if never else "") + ".")
     fig.text(0.01, 0.005, caption, fontsize=7, va="bottom")
     if title:
         fig.suptitle(title, fontsize=10)

@@ -6,6 +6,7 @@ readable (one legend for every panel, bars for one load, stacked GPU sharers, th
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -283,3 +284,20 @@ def test_a_gang_is_drawn_and_relabelled_on_every_part():
     back = relabel_like(TWO_TYPES, swapped, ref)
     validate_schedule(TWO_TYPES, jobs, back)
     assert sorted(back.parts[0]) == sorted(ref.parts[0]) and back.node.tolist() == [0, 1]
+
+
+def test_gantt_leaves_a_rejected_job_out_of_its_legend(tmp_path, laid_out):
+    """A job that fits no node (2 GPUs on a 1-GPU node) never starts: no bar, so no legend entry either (the legend
+    listed it); the caption counts it beside the CPU-only job."""
+    from fgdopt.plot import plot_gantt
+
+    cluster = Cluster([8000], [8192], [1], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 3, [0] * 3, [1, 2, 0], [500, 1000, 0], names=("a", "big", "cpu")), [0.0] * 3,
+                  [10.0] * 3)
+    sched = Schedule([0.0, math.nan, 0.0], [0, -1, 0], [(0,), (), ()])
+    plot_gantt(cluster, jobs, {"run": sched}, tmp_path / "gantt.png")
+    (fig,) = laid_out
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["a"]
+    caption = " ".join(t.get_text() for t in fig.texts)
+    assert "1 CPU-only job(s) not drawn" in caption and "1 job(s) never started (rejected) not drawn" in caption
