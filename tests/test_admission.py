@@ -60,8 +60,8 @@ def test_engine_and_schedule_give_the_reasons():
     assert reason_lines(frame["reason"].to_numpy()) == [
         "1 job(s) rejected (gpu_spec): no node has a GPU model its gpu_spec allows",
         "2 job(s) rejected (gpus): no node of an allowed GPU model has num_gpu GPUs",
-        "1 job(s) rejected (cpu): no node with the GPUs has cpu_milli milli-cores",
-        "2 job(s) rejected (memory): no node with the GPUs and the CPU has memory_mib MiB"]
+        "1 job(s) rejected (cpu): no node that holds its GPUs (if any) has cpu_milli milli-cores",
+        "2 job(s) rejected (memory): no node that holds its GPUs (if any) and its CPU has memory_mib MiB"]
 
 
 def test_dropped_jobs_are_busy():

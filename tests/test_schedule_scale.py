@@ -60,10 +60,10 @@ def test_scale_on_the_pinned_family_and_a_job_that_fits_no_node(tmp_path, capsys
     out = tmp_path / "out"
     assert main(["--workload", str(work), "--cluster", str(cluster), *ARGS, "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "job 7 (huge): rejected (cpu: no node with the GPUs has cpu_milli milli-cores)" in said
+    assert "job 7 (huge): rejected (cpu: no node that holds its GPUs (if any) has cpu_milli milli-cores)" in said
     rejected = pd.read_csv(out / "rejected.csv")
-    assert rejected.to_dict("records") == [{"job": 7, "name": "huge",
-                                            "reason": "cpu: no node with the GPUs has cpu_milli milli-cores"}]
+    assert rejected.to_dict("records") == [
+        {"job": 7, "name": "huge", "reason": "cpu: no node that holds its GPUs (if any) has cpu_milli milli-cores"}]
     frame = pd.read_csv(out / "schedule-bound.csv")
     assert frame["method"].tolist() == ["best-fit/fifo", "best-fit/sjf", "lns(best-fit/fifo)",
                                         "lns-holds(best-fit/fifo)", "bound-all", "bound-config", "bound-rigid",
@@ -333,7 +333,7 @@ def test_a_workload_no_job_of_which_fits_stops_in_one_line(tmp_path, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert err.endswith("error: --workload: none of its 7 jobs fits an empty node of --cluster (job 0 (P0): cpu: "
-                            "no node with the GPUs has cpu_milli milli-cores); nothing to run"), err
+                            "no node that holds its GPUs (if any) has cpu_milli milli-cores); nothing to run"), err
     assert (out / "schedule-bound.csv").read_text() == "kept\n" and len(list(out.iterdir())) == 1
 
 

@@ -36,8 +36,8 @@ REJECT_REASONS = {
     "gpu_spec": "no node has a GPU model its gpu_spec allows",
     "gpus": "no node of an allowed GPU model has num_gpu GPUs",
     "gpu_milli": "no node offers gpu_milli of a GPU (MIG: no instance of that size)",
-    "cpu": "no node with the GPUs has cpu_milli milli-cores",
-    "memory": "no node with the GPUs and the CPU has memory_mib MiB",
+    "cpu": "no node that holds its GPUs (if any) has cpu_milli milli-cores",
+    "memory": "no node that holds its GPUs (if any) and its CPU has memory_mib MiB",
     "workers": "the gang's workers do not fit the empty cluster together",
 }
 """Why a job is rejected at submission (module docstring), in the order the tests are made."""
