@@ -285,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.quick(args, cluster=parse_cluster("8:0:8"), users=4, jobs_per_user=10, hours=3.0, seeds=[0])
     workload = None
     if args.workload is not None:
+        if ignored := [f"--{d.replace('_', '-')}" for d in ("users", "jobs_per_user", "multi_gpu")
+                       if d in parser.written()]:
+            parser.error(f"--workload: its file gives the users and their jobs; drop {', '.join(ignored)}")
         try:
             workload = read_workload(str(args.workload), args.user_column)
         except ValueError as exc:

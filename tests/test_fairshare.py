@@ -239,6 +239,8 @@ def test_gang_stride_takes_the_lowest_pass_first_and_fills_what_fits():
     (["--users", "2", "--tickets", "1,1,1"], "--tickets: 3 values for 2 users"),
     (["--workload", "{w}", "--user-column", "owner"], "no column 'owner'"),
     (["--price-point", "1"], "--price-point"),
+    (["--workload", "{w}", "--users", "3"], "--workload: its file gives the users and their jobs; drop --users"),
+    (["--workload", "{w}", "--jobs-per-user", "5", "--multi-gpu"], "drop --jobs-per-user, --multi-gpu"),
 ])
 def test_bad_input_ends_in_one_line_and_exit_2_and_touches_nothing(args, names, tmp_path, capsys):
     workload = tmp_path / "w.csv"
