@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user-column", default="user", help="the user column of --workload (default: user)")
     parser.add_argument("--multi-gpu", action="store_true", help="generated jobs of 1 to 8 GPUs (Gavel's -m)")
     parser.add_argument("--gpus-per-node", type=integer(1, 8), default=4, help="GPUs per node (default: 4)")
-    parser.add_argument("--hours", type=positive, default=6.0, help="hours run (default: 6)")
+    parser.add_argument("--hours", type=positive, default=6.0,
+                        help="hours run, rounded to whole quanta, at least one (default: 6)")
     parser.add_argument("--quantum-s", type=positive, default=360.0, help="seconds per quantum (default: 360)")
     parser.add_argument("--window-s", type=positive, default=3600.0,
                         help="seconds per window of the series (default: 3600)")
