@@ -190,3 +190,15 @@ def test_free_repacking_leaves_gangs_where_they_are(workers):
     jobs = JobSet(tasks, [0.0, 0.0, 0.0], [10.0, 30.0, 100.0])
     r = simulate(cluster, jobs, "fgd", "backfill", seed=0, frag=False, mechanism=FreeRepack())
     assert (r.status == FINISHED).all() and r.migrations[0] == 0
+
+
+@pytest.mark.parametrize("parts", [
+    (((0, (0,)), (1, (0,))),),                       # one list for two jobs
+    (((1, (0,)), (0, (0,))), ()),                    # the gang's first part is not its node and GPUs
+])
+def test_a_schedule_refuses_parts_that_disagree_with_its_jobs(parts):
+    from fgdopt.timeline.schedule import Schedule
+
+    with pytest.raises(ValueError, match="one list per job, its first part the job's node and GPUs"):
+        Schedule([0.0, 0.0], [0, 1], [(0,), (0,)], parts)
+    assert Schedule([0.0, 0.0], [0, 1], [(0,), (0,)], (((0, (0,)), (1, (0,))), ())).parts[1] == ()
