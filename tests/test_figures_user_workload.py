@@ -301,3 +301,12 @@ def test_gantt_leaves_a_rejected_job_out_of_its_legend(tmp_path, laid_out):
     assert [t.get_text() for t in legend.get_texts()] == ["a"]
     caption = " ".join(t.get_text() for t in fig.texts)
     assert "1 CPU-only job(s) not drawn" in caption and "1 job(s) never started (rejected) not drawn" in caption
+
+
+def test_relabel_like_counts_every_node_of_a_type():
+    """Jobs 0 and 1 on T4 nodes 0 and 2 in the reference, on nodes 1 and 0 in the other schedule: the relabelling
+    maps 1 -> 0 and 0 -> 2 (node 0, the type's first, counts as any other), putting both jobs where the reference
+    has them."""
+    ref = Schedule([0.0, 0.0], [0, 2], [(0,), (0,)])
+    other = Schedule([0.0, 0.0], [1, 0], [(0,), (0,)])
+    assert relabel_like(TWO_TYPES, other, ref).node.tolist() == [0, 2]
