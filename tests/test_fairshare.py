@@ -166,6 +166,14 @@ def test_load_balancing_migrates_to_keep_users_at_their_shares():
     assert got == pytest.approx([2.0, 2.0])
 
 
+def test_load_balancing_moves_no_job_that_only_flips_the_imbalance():
+    """Two servers of 1 GPU; one user with three 1-GPU jobs (1/3 ticket each). New jobs go to the least loaded
+    server (ties to the first): 0 and 2 to the first (2/3), 1 to the second (1/3). Moving a job would leave 1/3 and
+    2/3: the gap is as wide as before, so nothing migrates, quantum after quantum."""
+    mech = _run({"g": 2}, [1, 1, 1], [0, 0, 0], [1.0], {"g": [1.0] * 3}, quanta=3, per_node=1)
+    assert mech.migrations == 0
+
+
 def test_jain_index_on_known_vectors():
     assert jain_index([1, 1, 1, 1]) == 1.0
     assert jain_index([1, 0, 0, 0]) == 0.25                      # one of four holds everything: 1/n
