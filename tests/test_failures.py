@@ -258,3 +258,15 @@ def test_a_free_checkpoint_is_refused_at_the_door(tmp_path, capsys):
     assert stop.value.code == 2 and not (tmp_path / "o").exists()
     assert err == ("python -m experiments.failures: error: argument --checkpoint-cost-s: expected a finite number > "
                    "0, got '0'")
+
+
+def test_a_failure_log_replays_its_events_in_time_order():
+    """Given events are sorted by time, peeked and popped one by one; repair_s 0 is allowed, a negative or
+    infinite one and a negative time are not."""
+    late, early = Outage(0, (1,), False), Outage(1, (), True)
+    log = FailureLog([(10.0, late), (5.0, early)], repair_s=0.0)
+    assert log.peek() == (5.0, early) and log.pop() == (5.0, early)
+    assert log.peek() == (10.0, late) and log.pop() == (10.0, late) and log.peek() is None
+    for repair_s, events in ((-1.0, []), (math.inf, []), (0.0, [(-1.0, late)])):
+        with pytest.raises(ValueError, match="must be finite numbers of seconds >= 0"):
+            FailureLog(events, repair_s=repair_s)
