@@ -80,6 +80,16 @@ def test_a_trade_that_helps_both():
     assert after.sum(axis=0) == pytest.approx(share.sum(axis=0))          # every type's GPUs conserved
 
 
+def test_a_trade_stops_where_the_seller_s_demand_is_met():
+    """The trade above with B demanding 2.5 GPUs: B gains 2.75 - 1 = 1.75 GPUs per fast GPU it sells, so it sells
+    0.5 / 1.75 = 2/7 fast GPU, for 11/14 slow: A has 9/7 fast and 3/14 slow, B 5/7 fast and 25/14 slow (2.5 in all,
+    its demand)."""
+    value = np.array([[4.0, 1.0], [1.5, 1.0]])
+    after, trades = trade_shares(np.ones((2, 2)), value, np.array([2.0, 2.5]))
+    assert len(trades) == 1 and trades[0].gpus == pytest.approx(2 / 7)
+    assert after == pytest.approx(np.array([[9 / 7, 3 / 14], [5 / 7, 25 / 14]]))
+
+
 def test_no_trade_when_users_gain_alike_or_the_seller_cannot_use_more():
     value = np.array([[3.0, 1.0], [3.0, 1.0]])
     assert trade_shares(np.ones((2, 2)), value, np.array([4.0, 4.0]))[1] == []
