@@ -270,3 +270,11 @@ def test_a_failure_log_replays_its_events_in_time_order():
     for repair_s, events in ((-1.0, []), (math.inf, []), (0.0, [(-1.0, late)])):
         with pytest.raises(ValueError, match="must be finite numbers of seconds >= 0"):
             FailureLog(events, repair_s=repair_s)
+
+
+@pytest.mark.parametrize("kwargs", [{"spread": 1.0}, {"spread": -0.1}, {"drift": 1.0}, {"stragglers": 1.5},
+                                    {"straggler_factor": 0.0}, {"drift_period_s": math.inf}])
+def test_a_speed_model_refuses_factors_out_of_range(kwargs):
+    with pytest.raises(ValueError):
+        SpeedModel(**kwargs)
+    assert SpeedModel(spread=0.99, drift=0.5, stragglers=1.0, straggler_factor=1.0).stragglers == 1.0
