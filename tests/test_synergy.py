@@ -394,3 +394,20 @@ def test_multi_gpu_jobs_run_over_servers_and_conserve_work():
     assert np.isfinite(result.finish_s).all()
     assert result.work_s == pytest.approx((frame.iterations * frame.iter_time_s).to_numpy())
     assert mech.min_free.min() >= -1e-9
+
+
+def test_a_rate_at_the_lowest_profiled_levels_is_the_profile_s_and_below_them_zero():
+    """res18 on one GPU: at exactly 1 core and the least memory level the profile's first entry (0.1), a hair below
+    either level 0 (the job cannot run there)."""
+    p = load_profiles()["res18"]
+    m0 = p.mem_levels_gb[0]
+    assert p.normalized_rate(1, m0) == float(p.tput[0, 0]) > 0
+    assert p.normalized_rate(0.99, m0) == 0.0 and p.normalized_rate(1, m0 - 0.5) == 0.0
+
+
+@pytest.mark.parametrize("split", [(-10, 100, 10), (20, 70), (0, 0, 0)])
+def test_a_job_class_split_needs_three_non_negative_percentages(split):
+    from fgdopt.synergy.jobs import synergy_jobs
+
+    with pytest.raises(ValueError, match="expected three non-negative percentages"):
+        synergy_jobs(5, 1.0, split)
