@@ -357,3 +357,20 @@ def test_study_writes_its_tables(tmp_path):
     assert frame.mean_jct_s.iloc[0] == pytest.approx(3469.69375, abs=1e-6)
     assert abs(frame.ref_err_pct.iloc[0]) < 1e-6
     assert len(pd.read_csv(tmp_path / "pollux_jobs.csv")) == 160 and (tmp_path / "pollux.png").is_file()
+
+
+@pytest.mark.parametrize("reps", [[1, 2, 4] * 2, [1, 2] * 3])
+def test_goodput_fit_pins_what_the_measurements_cannot_identify(reps):
+    """Measurements on one node leave the across-node terms unidentified: the fit pins them, then takes Pollux's
+    prior (across nodes 1.1 times as slow as within one); at most 2 replicas leave the within-node retrogression
+    ``beta_r`` unidentified too: pinned at its lower bound, 1e-8. (Free, an unidentified term would keep its start
+    value, 0.1 or 0.01: no measurement moves it.)"""
+    reps = np.array(reps)
+    bsz = np.repeat([32, 64], len(reps) // 2)
+    truth = GoodputModel(PerfParams(0.02, 0.004, 0.1, 0.01, 0.03, 0.002, 2.0), (1.0, 0.5), 32)
+    nodes = np.ones(len(reps), dtype=np.int64)
+    step = reps * bsz / truth.throughput(nodes, reps, bsz, 0)
+    fitted = fit_perf_params(nodes, reps, bsz, 0.02 + 0.004 * bsz, step)
+    assert fitted.alpha_r > 1e-6 and fitted.alpha_n == pytest.approx(1.1 * fitted.alpha_r)
+    assert fitted.beta_n == pytest.approx(1.1 * fitted.beta_r)
+    assert (fitted.beta_r == 1e-8) == (reps.max() <= 2)
