@@ -46,6 +46,7 @@ import pandas as pd
 from fgdopt.model import Cluster, TaskSet
 from fgdopt.timeline.jobs import JobSet
 from fgdopt.traces import check_timed, load_openb, read_pods, trace_files
+from fgdopt.workloads.convert.common import check_duration
 
 SERVICE_S = 86_400.0
 """Pods living longer than this (seconds) are the background services (one day)."""
@@ -72,10 +73,7 @@ def trace_lifetimes(variant: str = "default", data_dir: str | os.PathLike | None
     pods = read_pods(variant, data_dir)
     qos = pods["qos"].to_numpy()
     lived = _seconds(pods, "deletion_time") - _seconds(pods, "scheduled_time")
-    if (bad := np.flatnonzero(lived < 0)).size:                  # NaN (never ran) compares False: drawn below
-        k = int(bad[0])
-        raise ValueError(f"{trace_files(variant, data_dir)[1]} row {k} ({pods['name'].iloc[k]}): deletion_time "
-                         f"{pods['deletion_time'].iloc[k]} is before scheduled_time {pods['scheduled_time'].iloc[k]}")
+    check_duration(lived, trace_files(variant, data_dir)[1], "deletion_time")     # the converter's check
     life = fill_lifetimes(lived, qos, rng)
     priority = np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64)
     return tasks, life, pods["creation_time"].to_numpy(dtype=np.float64), priority
