@@ -196,7 +196,7 @@ print(jain_index([720, 720]), jain_index([1, 0, 0, 0]), round(jain_index([1, 2, 
 # %% [markdown]
 # ## Trading fast GPUs for slow ones
 #
-# On a cluster of V100s and K80s, some models run 10x faster on a V100 and others barely faster. Gandiva-Fair lets
+# On a cluster of V100s and K80s, some models run 10x faster on a V100 and others hardly at all. Gandiva-Fair lets
 # users **trade**: the user whose jobs gain most from the fast GPUs buys fast-GPU share from the user whose jobs
 # gain least, and pays in slow-GPU share at a price between their two speedups. Both gain, in their own work.
 #
