@@ -138,3 +138,18 @@ def test_the_readme_gap_summary_is_the_committed_small_study():
             assert same, (policy, column, cell, want)
     closed = (runs.incumbent_milli == runs.best_bound_milli).groupby(runs.instance).all()
     assert closed.all() and f"({len(closed)} instances, all proven optimal;" in readme
+
+
+def test_the_gap_sentence_names_the_open_proofs_only_where_there_are(tmp_path):
+    """Instance a is proven (incumbent = bound = 10 GPUs); b is open (incumbent 9.9, bound 10: 1% above)."""
+    import pandas as pd
+
+    (tmp_path / "s").mkdir()
+    rows = [{"instance": name, "method": "fgd", "kind": "policy", "allocated_milli": 9000, "gap_pct": 10.0,
+             "incumbent_milli": found, "best_bound_milli": 10000} for name, found in (("a", 10000), ("b", 9900))]
+    pd.DataFrame(rows).to_csv(tmp_path / "s" / "gap.csv", index=False)
+    items = report._gap(tmp_path, "s", "k")
+    assert (items["gap_k_proven"], items["gap_k_instances"]) == ("1", "2")
+    assert items["gap_k_open"] == "on the other 1 the best bound is at most 1.000% above the best placement"
+    pd.DataFrame(rows[:1]).to_csv(tmp_path / "s" / "gap.csv", index=False)
+    assert report._gap(tmp_path, "s", "k")["gap_k_open"] == "no proof is left open"
