@@ -335,6 +335,7 @@ def timeline_tables(results: Path) -> dict[str, str]:
                 "multi_wait": (top, "backfill", "mean_wait_s_multi", "{:,.0f}"),
                 "sharing_wait": (top, "backfill", "mean_wait_s_sharing", "{:,.0f}"),
                 "wait": (top, "backfill", "mean_wait_s", "{:,.0f}"),
+                "fifo_alloc": (top, "fifo", "alloc_time_avg_pct", "{:.1f}"),
                 "fifo09_wait": (0.9, "fifo", "mean_wait_s", "{:,.0f}")}.items():
             if (load, policy, queue) in mean.index:
                 items[f"timeline_{key}_{name}"] = fmt.format(mean.loc[(load, policy, queue), column])
