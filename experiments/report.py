@@ -859,6 +859,9 @@ def schedule_tables(results: Path) -> dict[str, str]:
                           "capacity_s", "non_migration_s", "order_and_placement_s"]].round(1)
             items["schedule_split"] = split.reset_index().to_markdown(index=False)
             items["schedule_diag_max_wall"] = f"{wide['diagnostics_wall_s'].max():.0f}"
+            over = wide[wide.index.get_level_values("load") > 1]          # above capacity: the ceiling is positive
+            below = over["best_run_s"] / over["capacity_s"]
+            items["schedule_ceiling_below"] = f"{below.min():.1f}-{below.max():.1f}"
     return items
 
 
