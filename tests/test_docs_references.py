@@ -56,3 +56,10 @@ def test_every_name_and_file_a_page_mentions_exists(page):
     links = [m for m in LINK.findall(text) if "://" not in m and not m.startswith("mailto:")]
     broken = sorted({m for m in links if not (page.parent / m).exists()})
     assert not broken, f"{page.name} links to files that are not there: {broken}"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/studies.md"])
+def test_the_notebook_list_counts_every_notebook(page):
+    """The pages that list what the notebooks teach name how many there are (docs/studies.md listed 4 of 11)."""
+    count = len(list((ROOT / "notebooks").glob("*.ipynb")))
+    assert f"the {count} notebooks" in " ".join((ROOT / page).read_text().split())
