@@ -64,12 +64,14 @@ class StudyParser(OneLineParser):
     """Command lines shown after the options by ``--help`` (as written: no re-wrapping)."""
 
     def format_help(self) -> str:
-        """argparse's help, then the examples: a first small run (``--quick``, where the study has it) and the
-        command lines of the study's docstring."""
+        """argparse's help, then the examples: a first small run (``--quick``, where the study has it, into
+        ``out/NAME`` where it takes ``--output``) and the command lines of the study's docstring."""
         lines = []
-        if any("--quick" in action.option_strings for action in self._actions):
+        options = {option for action in self._actions for option in action.option_strings}
+        if "--quick" in options:
             name = self.prog.split()[-1].split(".")[-1]
-            lines.append(f"{self.prog} --quick --output out/{name}    # a first, small run")
+            output = f" --output out/{name}" if "--output" in options else ""
+            lines.append(f"{self.prog} --quick{output}    # a first, small run")
         if self.examples:
             lines.append(self.examples)
         text = super().format_help()

@@ -51,6 +51,14 @@ class Workload:
     gpu_spec : tuple of str (M,), allowed GPU models joined by ``|`` (``""`` = any).
     popularity : float64 array (M,), summing to 1.
     counts : int64 array (M,), how many tasks had the shape (1 each when built from shapes).
+
+    Examples
+    --------
+    Shapes as ``(cpu_milli, num_gpu, gpu_milli, popularity)``; :meth:`from_tasks` counts them in a task list.
+
+    >>> w = Workload.from_shapes([(4000, 1, 500, 0.5), (8000, 1, 1000, 0.3), (2000, 0, 0, 0.2)])
+    >>> len(w), w.gpu_milli.tolist(), w.popularity.tolist()
+    (3, [500, 1000, 0], [0.5, 0.3, 0.2])
     """
 
     cpu_milli: np.ndarray
@@ -347,7 +355,8 @@ def fragmentation_by_category(state: ClusterState, workload: Workload, rows: np.
 
 def cluster_fragmentation(state: ClusterState, workload: Workload,
                           topology: ClusterTopology | None = None) -> FragmentationReport:
-    """Fragmentation of the whole cluster with its breakdown by category (``topology``: the topology form).
+    """Fragmentation of the whole cluster with its breakdown by category (``topology``: the topology form): a
+    :class:`FragmentationReport`: ``total`` in milli-GPU, ``rate`` = total / idle milli-GPU (0..1).
 
     Examples
     --------

@@ -90,6 +90,14 @@ class Cluster:
     gpu : int64 array, number of GPUs per node (0..16), each of capacity 1000 milli-GPU.
     model : object array of str, GPU model per node (e.g. ``"G2"``, ``"T4"``).
     names : tuple of node names (defaults to ``node-<i>``).
+
+    Examples
+    --------
+    Two nodes: 32 cores, 64 GiB and two T4s; 16 cores, 64 GiB and one V100.
+
+    >>> cluster = Cluster(cpu_milli=[32000, 16000], memory_mib=[65536, 65536], gpu=[2, 1], model=["T4", "V100"])
+    >>> cluster.n_nodes, cluster.total_gpus, cluster.gpu_capacity_milli       # capacity in milli-GPU
+    (2, 3, 3000)
     """
 
     cpu_milli: np.ndarray
@@ -223,6 +231,15 @@ class TaskSet:
     workers : int64 array, parts of each task (default 1; >= 1): a task of ``workers > 1`` is a *gang* of that
         many identical parts, each of the demand above and each on one node (:class:`Task`). CPU, memory and GPU
         fields are per part.
+
+    Examples
+    --------
+    Half a GPU with 4 cores; two whole T4 GPUs with 8 cores; a CPU-only task of 2 cores.
+
+    >>> tasks = TaskSet(cpu_milli=[4000, 8000, 2000], memory_mib=[1024, 2048, 512], num_gpu=[1, 2, 0],
+    ...                 gpu_milli=[500, 1000, 0], gpu_spec=["", "T4", ""])
+    >>> [task.kind for task in tasks], tasks.gpu_demand.tolist()                # demand in milli-GPU
+    (['sharing', 'whole', 'cpu'], [500, 2000, 0])
     """
 
     cpu_milli: np.ndarray

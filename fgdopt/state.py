@@ -166,6 +166,21 @@ class ClusterState:
         GPU part of feasibility is the slice rule (an allowed start of the task's profile whose slices
         are free, :mod:`fgdopt.mig.slices`) instead of ``gpu_left >= gpu_milli``; ``gpu_left`` still loses
         ``gpu_milli`` (the profile's compute code) per GPU, so the milli-GPU views stay meaningful.
+
+    Examples
+    --------
+    Two T4 nodes; a task of two whole GPUs fits only node 0, a half-GPU task goes to GPU 0 of node 1.
+
+    >>> from fgdopt.model import Cluster, TaskSet
+    >>> cluster = Cluster([32000, 16000], [65536, 65536], [2, 1], ["T4", "T4"])
+    >>> tasks = TaskSet([8000, 4000], [2048, 1024], [2, 1], [1000, 500])
+    >>> state = ClusterState(cluster, tasks)
+    >>> state.feasible_nodes(tasks[0]).tolist()
+    [True, False]
+    >>> state.place(0, 0, (0, 1))
+    >>> state.place(1, 1, (0,))
+    >>> state.gpu_left.tolist(), state.cpu_left.tolist(), state.allocated_milli    # milli-GPU, milli-cores
+    ([[0, 0], [500, 0]], [24000, 12000], 2500)
     """
 
     def __init__(self, cluster: Cluster, tasks: TaskSet, elastic: np.ndarray | None = None):

@@ -53,6 +53,23 @@ def solve(instance: Instance, method: str, objective: str = "max_gpu", time_limi
     -------
     Solution, already validated. A solver crash is reported as status ``"error"`` (``info["error"]``); an instance
     with gangs, for a method or objective that takes none (:data:`GANGS`), as ``"skipped"`` (``info["reason"]``).
+
+    Examples
+    --------
+    ``adv-reject-500``: three 500-milli tasks, then two 600s, on three GPUs. FGD places every task that fits and
+    allocates 2100 milli-GPU; the optimum rejects a 500 and allocates 2200, proven (bound = objective); the LP
+    relaxation bounds it by 2400 with no placement.
+
+    >>> from fgdopt.simulate import run_online
+    >>> from fgdopt.suites import adversarial_instances
+    >>> instance = {i.name: i for i in adversarial_instances()}["adv-reject-500"]
+    >>> fgd = run_online(instance.cluster, instance.tasks, "fgd")
+    >>> best = solve(instance, "milp-highs", time_limit=10, warm_start=fgd.placement)
+    >>> fgd.allocated_milli, best.status, best.objective, best.bound          # milli-GPU
+    (2100, 'optimal', 2200, 2200)
+    >>> lp = solve(instance, "lp", time_limit=10)
+    >>> lp.kind, lp.objective, lp.bound
+    ('relaxation', None, 2400)
     """
     if method == "milp":
         method = f"milp-{solver or 'highs'}"

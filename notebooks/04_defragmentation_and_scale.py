@@ -118,14 +118,16 @@ if len(frontier):
     assert 100 < at_100["FGD short by at least"] <= at_100["at most"] < 120    # the prose below says so
     at_80 = frontier.set_index("arrived %").loc[80]
     assert at_80["FGD GPUs"] == at_80["demand GPUs"]                           # FGD placed everything at 80%
+    assert at_80["status"] == "optimal" and at_80["bound GPUs"] == at_80["FGD GPUs"]   # the demand caps the bound
 
 # %% [markdown]
-# At 80% arrived FGD places the whole arrived demand: it is optimal there, a fact that needs no solver. The bound
-# still sits a few milli-GPU above: `solve` adds a relative safety margin of one millionth to every bound it reports
-# (`formulations.solution.BOUND_TOLERANCE`, against solver round-off), so at this scale the status says `feasible`
-# even when nothing is left to gain. At 100% the paths part: a placement of the same tasks exists with more than a
-# hundred GPUs more than FGD's, and none with more than the bound; FGD decides one task at a time, the optimum knows
-# the whole list (the cells above print the exact figures).
+# At 80% arrived FGD places the whole arrived demand: it is optimal there, a fact that needs no solver, and the
+# status says so. `solve` widens every bound it computes by a relative safety margin of one millionth
+# (`formulations.solution.BOUND_TOLERANCE`, against solver round-off), a few milli-GPU at this scale, but never above
+# the trivial bound (the arrived demand, or the capacity if smaller), so a run that places everything is `optimal`
+# with bound = FGD. At 100% the paths part: a placement of the same tasks exists with more than a hundred GPUs more
+# than FGD's, and none with more than the bound; FGD decides one task at a time, the optimum knows the whole list
+# (the cells above print the exact figures).
 #
 # What this does **not** prove: anything at other points or seeds, or that the optimum is *reachable online*
 # (it knows the future). At 130% arrived one solve needs from tens of seconds to more than a minute on 2 shared

@@ -158,12 +158,14 @@ if stream is not None:
     if r.series["pending"].max() == 0:
         assert abs(stats["alloc_time_avg_pct"] - 80) <= 4
     fig, ax = plt.subplots(figsize=(8, 3))
-    ax.plot(r.series["time_s"] / 3600, 100 * r.series["alloc_milli"] / cluster.gpu_capacity_milli)
-    ax.axvspan(*(np.array(stream.window_s) / 3600), alpha=0.1, label="measurement window")
-    ax.set_xlim(0, stream.window_s[1] / 3600)
-    ax.set_xlabel("hours")
+    ax.plot(r.series["time_s"] / 60, 100 * r.series["alloc_milli"] / cluster.gpu_capacity_milli)
+    ax.axvspan(*(np.array(stream.window_s) / 60), alpha=0.1, label="measurement window")
+    ax.set_xlim(0, stream.window_s[1] / 60)
+    ax.set_xlabel("minutes")
     ax.set_ylabel("GPU allocation (%)")
+    ax.set_title("openb default at load 0.8: allocation over time")
     ax.legend()
+    fig.tight_layout()
     plt.show()
 
 # %% [markdown]

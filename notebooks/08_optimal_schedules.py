@@ -55,11 +55,14 @@ jobs.to_frame()
 #   JCTs is at least 30 + 34 + 2 + 8 = 74. B first: B 1-6 (JCT 5), then A from 6 on one GPU (JCT 36) and D 6-8,
 #   C 8-14 on the other (JCTs 6 and 12): 59, and no order after 6 does better (A's JCT is at least 36, and C and D
 #   share a GPU or wait for A). Mean **59 / 4 = 14.75 s**: the best schedule keeps both GPUs idle for a second
-#   and makes the long job wait, which no work-conserving discipline does.
+#   and makes the long job wait, which no work-conserving discipline does. It is not the only optimum: D 6-8 then
+#   A 8-38 on one GPU and C 6-12 on the other also sum to 59 (the one the solver below may return).
 
 # %%
 runs = {q: recorded_run(cluster, jobs, "best-fit", q)[1] for q in ("fifo", "backfill", "sjf")}
-{q: objective_value(jobs, s, "mean-jct") for q, s in runs.items()}
+mean_jct = {q: objective_value(jobs, s, "mean-jct") for q, s in runs.items()}
+assert mean_jct == {"fifo": 34.5, "backfill": 19.5, "sjf": 18.5}          # the means worked by hand above
+mean_jct
 
 # %% [markdown]
 # ## The exact model
@@ -73,6 +76,7 @@ runs = {q: recorded_run(cluster, jobs, "best-fit", q)[1] for q in ("fifo", "back
 best = min(runs.values(), key=lambda s: objective_value(jobs, s, "mean-jct"))
 result = solve_schedule(cluster, jobs, "mean-jct", time_limit=10, hint=best)
 validate_schedule(cluster, jobs, result.schedule)
+assert result.status == "optimal" and result.value == result.bound == 14.75
 result.value, result.bound, result.status, result.schedule.start_s.tolist()
 
 # %%
@@ -92,6 +96,7 @@ Image(str(figure))
 
 # %%
 bound = pooled_bound(cluster, jobs, step_s=1.0)
+assert round(bound.mean_jct_s, 2) == 12.85 and bound.status == "optimal"
 bound.mean_jct_s, bound.status
 
 # %% [markdown]
@@ -119,10 +124,13 @@ from formulations.schedule.nodedecomp import nodedecomp_bound
 
 pins = Cluster([64_000] * 3, [262_144] * 3, [8] * 3, ["V100"] * 3)
 pin_jobs = JobSet(TaskSet([1000] * 4, [1024] * 4, [5, 5, 5, 8], [1000] * 4), [0, 0, 0, 0], [100, 100, 100, 10])
-{"pooled": pooled_bound(pins, pin_jobs, step_s=1.0).mean_wait_s,
- "configuration LP": config_bound(pins, pin_jobs).wait_s,
- "node schedules": nodedecomp_bound(pins, pin_jobs).wait_s,
- "optimum": solve_schedule(pins, pin_jobs, time_limit=10).mean_wait_s}
+waits = {"pooled": pooled_bound(pins, pin_jobs, step_s=1.0).mean_wait_s,
+         "configuration LP": config_bound(pins, pin_jobs).wait_s,
+         "node schedules": nodedecomp_bound(pins, pin_jobs).wait_s,
+         "optimum": solve_schedule(pins, pin_jobs, time_limit=10).mean_wait_s}
+assert waits["pooled"] == 0 and waits["optimum"] == 2.5
+assert all(2.5 * (1 - 2e-6) <= waits[b] <= 2.5 for b in ("configuration LP", "node schedules"))
+waits
 
 # %% [markdown]
 # The pooled bound says 0, both node-aware bounds say 2.5 s (less a millionth, the safety margin), the optimum.

@@ -51,6 +51,9 @@ pd.DataFrame({"ideal cores per GPU": [table[m].cpus for m in table.models],
 # %%
 curves = pd.DataFrame({m: [table[m].normalized_rate(c, 62.5) for c in CPU_LEVELS] for m in table.models},
                       index=pd.Index(CPU_LEVELS, name="cores per GPU"))
+at9 = curves.loc[9]
+assert at9[["res18", "alexnet", "shufflenet"]].between(2, 2.4).all() and (at9[["gnmt", "bert"]] == 1).all()
+assert all(round(table[m].speedup, 1) == 2.9 for m in ("alexnet", "shufflenet"))     # with more memory too
 curves[["res18", "alexnet", "shufflenet", "res50", "gnmt", "bert"]]
 
 # %% [markdown]
@@ -75,7 +78,10 @@ for rule in RULES:
     result = simulate(cluster, jobs, "best-fit", "fifo", mechanism=mech)
     rows.append({"rule": rule, "A ends (s)": result.finish_s[0], "B ends (s)": result.finish_s[1],
                  "cores lent (core-s)": mech.lent_core_s, "A's cores": mech.cores[0], "B's cores": mech.cores[1]})
-pd.DataFrame(rows).set_index("rule")
+lent = pd.DataFrame(rows).set_index("rule")
+assert (lent["A ends (s)"].tolist(), lent["cores lent (core-s)"].tolist()) == ([300, 100, 100], [0, 600, 200])
+assert (lent.loc["proportional", ["A's cores", "B's cores"]] == 4).all() and lent.loc["synergy", "A's cores"] == 3
+lent
 
 # %% [markdown]
 # ## C. On an openb-like cluster
@@ -131,4 +137,5 @@ speedup.round(2)
 splits = pd.DataFrame([{"wide GPUs": k, "narrow GPUs": 4 - k,
                         "sum of speed-ups": speedup["wide"].get(k, 0.0) + speedup["narrow"].get(4 - k, 0.0)}
                        for k in range(1, 4)])
+assert splits.loc[splits["sum of speed-ups"].idxmax(), "wide GPUs"] == 3
 splits.round(3)

@@ -25,7 +25,8 @@
 # the same as the cells below: `python -m experiments.convert --format helios --input cluster_log.csv --output DIR`.
 #
 # The raw traces are large downloads (`python -m fgdopt.workloads.download --list` shows their pinned addresses);
-# here we use the small Helios-shaped fixture the converter's tests use: 27 jobs, a few of them on two nodes.
+# here we use the small Helios-shaped fixture the converter's tests use: 27 rows, 25 of them jobs the converter
+# keeps, a few of those on two nodes.
 
 # %%
 from experiments.traces import FIXTURE_DIR
@@ -37,6 +38,7 @@ summary = conversion.summary("helios", ["cluster_log.csv"])
 print(f"{summary['rows_read']} rows read, {summary['jobs_kept']} jobs kept, dropped: {summary['dropped']}")
 for line in summary["assumed"]:
     print("assumed:", line)
+assert (summary["rows_read"], summary["jobs_kept"]) == (27, 25)
 conversion.jobs.head(6)
 
 # %% [markdown]
@@ -100,8 +102,9 @@ for reserve, slowdown in ((np.inf, 1.0), (0.0, 1.0), (np.inf, 1.2)):
 #
 # A job whose shape fits no *empty* node is rejected at its submission, and `jobs.csv` says why (`status`
 # `rejected`, `reason` one of `gpu_spec`, `gpus`, `gpu_milli`, `cpu`, `memory`, `workers`). On nodes of 4 GPUs the
-# 8-GPU jobs of the fixture are rejected for `gpus` (the gang `j0`, 2 workers of 8 GPUs, too); on one 8-GPU node,
-# the gangs whose two parts do not fit together are rejected for `workers`:
+# jobs whose parts ask more than 4 GPUs are rejected for `gpus`: the five 8-GPU jobs and the gangs `j0` (2 workers of
+# 8 GPUs) and `j3` (2 of 6); on one 8-GPU node, the gangs whose two parts do not fit together are rejected for
+# `workers`:
 
 # %%
 from fgdopt.timeline.admission import reason_lines
@@ -109,6 +112,9 @@ from fgdopt.timeline.admission import reason_lines
 small = Cluster([128_000] * 4, [1 << 20] * 4, [4] * 4, ["GPU"] * 4)
 run = simulate(small, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False).job_frame()
 print("\n".join(reason_lines(run["reason"].to_numpy())))
+too_big = run.loc[run["reason"] == "gpus"]
+per_part = frame.set_index("name")["num_gpu"]
+assert set(too_big["name"]) == set(per_part.index[per_part > 4]) and {"j0", "j3"} <= set(too_big["name"])
 one = Cluster([128_000], [1 << 20], [8], ["GPU"])
 alone = simulate(one, jobs_from_frame(frame, "helios fixture"), "best-fit", "backfill", frag=False).job_frame()
 print("\n".join(reason_lines(alone["reason"].to_numpy())))

@@ -77,6 +77,7 @@ gang = JobSet(TaskSet([1000], [0], [4], [1000], workers=[2]), [0.0], [10_000.0])
 mech = FailuresAndDrift(FailureLog([(3_500.0, Outage(1, (0, 1, 2, 3), True))], repair_s=1_000.0),
                         checkpointing=Checkpointing(1_000.0, 100.0))
 r = simulate(cluster, gang, "best-fit", "fifo", mechanism=mech)
+assert (r.finish_s[0], r.lost_s[0], r.overhead_s[0]) == (12_130.0, 200.0, 9 * 100.0 + 30.0)   # the story above
 pd.Series({"finish (s)": r.finish_s[0], "lost (s, each of 8 GPUs)": r.lost_s[0],
            "checkpoints and restart (s)": r.overhead_s[0], "run time (s)": r.run_s[0]})
 
@@ -95,6 +96,7 @@ month = 30 * 24 * 3600
 trace = failure_trace(big, fast, month)
 expected = month * (64 / fast.node_mtbf_s + 512 / fast.gpu_mtbf_s)
 print(f"{len(trace)} failures in 30 days ({expected:.1f} expected), {trace['whole_node'].sum()} of them nodes")
+assert len(trace) < expected
 trace.head()
 
 # %% [markdown]
@@ -119,6 +121,7 @@ for ratio in (0.25, 1.0, 4.0):
     rows.append({"interval (min)": ratio * best / 60, "lost (%)": 100 * run.lost_s.sum() / gangs.duration_s.sum(),
                  "checkpoints + restarts (%)": 100 * run.overhead_s.sum() / gangs.duration_s.sum()})
 sweep = pd.DataFrame(rows).assign(**{"waste (%)": lambda f: f["lost (%)"] + f["checkpoints + restarts (%)"]})
+assert sweep["waste (%)"].idxmin() == 1                  # the least time lost at Young/Daly's interval
 sweep.round(2)
 
 # %% [markdown]
@@ -184,6 +187,7 @@ simulate(gavel_cluster({"g": 2}, 2), jobs_of([1, 1, 1, 1]), mechanism=mech.loop(
          until_s=720, restart_s=lambda g: 0.0)
 for q in mech.log:
     print(f"{q.start_s:4.0f}-{q.end_s:4.0f} s: GPU-seconds of A, B = {q.gpu_s[:, 0].tolist()}")
+assert [q.gpu_s[:, 0].tolist() for q in mech.log] == [[720.0, 0.0], [0.0, 720.0]]
 
 # %% [markdown]
 # **Jain's index** measures how even a set of values is: `(sum x)^2 / (n sum x^2)`, 1 when they are all equal,
@@ -196,7 +200,7 @@ print(jain_index([720, 720]), jain_index([1, 0, 0, 0]), round(jain_index([1, 2, 
 # %% [markdown]
 # ## Trading fast GPUs for slow ones
 #
-# On a cluster of V100s and K80s, some models run 10x faster on a V100 and others barely faster. Gandiva-Fair lets
+# On a cluster of V100s and K80s, some models run 10x faster on a V100 and others hardly at all. Gandiva-Fair lets
 # users **trade**: the user whose jobs gain most from the fast GPUs buys fast-GPU share from the user whose jobs
 # gain least, and pays in slow-GPU share at a price between their two speedups. Both gain, in their own work.
 #
@@ -213,6 +217,7 @@ print(trades[0])
 print("shares after:", np.round(after, 4).tolist())
 print("work before:", (share * value).sum(axis=1).tolist())
 print("work after:", np.round((after * value).sum(axis=1), 4).tolist())
+assert np.allclose((after * value).sum(axis=1) - (share * value).sum(axis=1), 5 / 11)     # each gains 5/11
 
 # %% [markdown]
 # On the engine, with Gavel's measured throughputs: four users of 10 one-GPU jobs each, ranked by how much their
@@ -225,7 +230,7 @@ gpus = {"v100": 8, "k80": 8}
 trace, user = make_workload(table, gpus, seed=0, users=4, per_user=10, multi_gpu=False, workload=None)
 jobs, speed = trace.to_jobset(table, tuple(gpus))
 jobs = JobSet(jobs.tasks, jobs.submit_s, np.full(len(jobs), math.inf))
-work = {}
+work, jain = {}, {}
 for trading in (False, True):
     mech = GandivaFair(user, [1, 1, 1, 1], speed, tuple(gpus), trading=trading)
     simulate(gavel_cluster(gpus, 4), jobs, mechanism=mech.loop(), speed=speed, frag=False, until_s=3 * 3600,
@@ -234,9 +239,12 @@ for trading in (False, True):
     gpu_time = sum(q.gpu_s for q in mech.log).sum(axis=1)
     fair = sum(q.fair * (q.end_s - q.start_s) for q in mech.log).sum(axis=1)
     work[trading] = sum(q.work_s for q in mech.log).sum(axis=1) / span
-    print(f"trading={trading}: Jain of GPU time / fair share {jain_index(gpu_time / fair):.3f}, "
+    jain[trading] = jain_index(gpu_time / fair)
+    print(f"trading={trading}: Jain of GPU time / fair share {jain[trading]:.3f}, "
           f"work per user (V100s) {np.round(work[trading], 2).tolist()}, cluster {work[trading].sum():.2f}")
 print("each user's work with trading over without:", np.round(work[True] / work[False], 3).tolist())
+assert round(jain[False], 3) == 1 and jain[True] < 0.9
+assert (work[True] > work[False]).all() and 1.25 < work[True].sum() / work[False].sum() < 1.45   # "about a third"
 
 # %% [markdown]
 # Without trading every user gets its fair share of GPU time (Jain's index 1.000). With trading the GPU time is

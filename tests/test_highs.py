@@ -164,15 +164,6 @@ def test_bad_input_names_the_array(kwargs, message):
         add_columns(build_highs(rows_lp([-INF], [1.0])), [1.0, 1.0], sp.csc_matrix([[1.0]]))
 
 
-def test_the_module_examples_hold():
-    import doctest
-
-    import formulations.highs
-
-    result = doctest.testmod(formulations.highs)
-    assert result.attempted >= 5 and result.failed == 0
-
-
 def test_a_matrix_index_out_of_range_is_rejected():
     """Row index 5 of a 2-row matrix: HiGHS refuses the model, which :func:`build_highs` turns into ValueError."""
     bad = sp.csc_matrix((np.array([1.0]), np.array([5], np.int32), np.array([0, 1, 1], np.int32)), shape=(2, 2))

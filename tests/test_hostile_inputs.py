@@ -304,8 +304,11 @@ def test_help_explains_every_option_and_ends_with_examples(module, capsys):
     assert not bare, bare                                # an option alone on its line, no help below it
     name = module.split(".")[-1]
     assert f"python -m {module}" in examples.partition("\n")[0], out
+    first = examples.partition("\n")[0].partition("#")[0].split()
+    assert {word for word in first if word.startswith("--")} <= set(re.findall(r"--[\w-]+", options)), first
     if "--quick" in options:
-        assert f"  python -m {module} --quick --output out/{name}    # a first, small run" in examples
+        output = f" --output out/{name}" if "--output" in options else ""      # paper writes into paper/
+        assert f"  python -m {module} --quick{output}    # a first, small run" in examples
 
 
 def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch, openb_dir):

@@ -113,3 +113,43 @@ def test_figure8_seeds_are_counted_once(tmp_path):
     assert sorted(runs["seed"].tolist()) == [0, 0, 1, 1, 2, 2]
     gains = report._seed_gains(runs)
     assert gains["seed"].tolist() == [0, 1, 2] and gains["gain"].tolist() == [2.0, 3.0, 4.0]
+
+
+
+def test_the_readme_gap_summary_is_the_committed_small_study():
+    """The README's summary table quotes ``paper/results/gap-small`` (the study section 4.2 reports): each of its rows
+    is that policy's row of :func:`experiments.gap.summary_table`, column for column, and its count of proven
+    instances is the study's."""
+    import pandas as pd
+
+    from experiments import gap
+
+    readme = (report.PAPER_DIR.parent / "README.md").read_text()
+    block = readme[readme.index("| policy | mean gap to the bound (%) |"):].split("\n\n", 1)[0].splitlines()
+    columns = [c.strip() for c in block[0].strip("|").split("|")]
+    runs = pd.read_csv(paper.RESULTS_DIR / "gap-small" / "gap.csv")
+    summary = gap.summary_table(runs).rename(columns=gap.HEADINGS).set_index("policy")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in block[2:]]
+    assert len(rows) == 5
+    for policy, *cells in rows:
+        for column, cell in zip(columns[1:], cells, strict=True):
+            want = summary.loc[policy, column]
+            same = cell == want if isinstance(want, str) else float(cell) == pytest.approx(want, abs=5e-4)
+            assert same, (policy, column, cell, want)
+    closed = (runs.incumbent_milli == runs.best_bound_milli).groupby(runs.instance).all()
+    assert closed.all() and f"({len(closed)} instances, all proven optimal;" in readme
+
+
+def test_the_gap_sentence_names_the_open_proofs_only_where_there_are(tmp_path):
+    """Instance a is proven (incumbent = bound = 10 GPUs); b is open (incumbent 9.9, bound 10: 1% above)."""
+    import pandas as pd
+
+    (tmp_path / "s").mkdir()
+    rows = [{"instance": name, "method": "fgd", "kind": "policy", "allocated_milli": 9000, "gap_pct": 10.0,
+             "incumbent_milli": found, "best_bound_milli": 10000} for name, found in (("a", 10000), ("b", 9900))]
+    pd.DataFrame(rows).to_csv(tmp_path / "s" / "gap.csv", index=False)
+    items = report._gap(tmp_path, "s", "k")
+    assert (items["gap_k_proven"], items["gap_k_instances"]) == ("1", "2")
+    assert items["gap_k_open"] == "on the other 1 the best bound is at most 1.000% above the best placement"
+    pd.DataFrame(rows[:1]).to_csv(tmp_path / "s" / "gap.csv", index=False)
+    assert report._gap(tmp_path, "s", "k")["gap_k_open"] == "no proof is left open"
