@@ -103,8 +103,20 @@ def heading(column: str) -> str:
 
 def printed(frame: pd.DataFrame, headings: dict[str, str] | None = None, digits: int = 2) -> str:
     """The table a study prints on the terminal: ``frame`` without the columns empty in every row (NaN or ""),
-    headed in words (``headings``, else :func:`heading`), numbers with ``digits`` decimals."""
+    headed in words (``headings``, else :func:`heading`), numbers with ``digits`` decimals (a number that would
+    read 0 that way, with ``digits`` significant digits: a rate of 0.004 jobs/hour is not shown as 0.00).
+
+    Examples
+    --------
+    >>> print(printed(pd.DataFrame({"rate": [0.004, 2.0, 0.0]})))
+     rate
+    0.004
+     2.00
+     0.00
+    """
     empty = [c for c in frame.columns if frame[c].isna().all() or (frame[c].astype(str) == "").all()]
     shown = frame.drop(columns=empty)
     shown.columns = [(headings or {}).get(c, heading(c)) for c in shown.columns]
-    return shown.to_string(index=False, float_format=lambda v: f"{v:.{digits}f}")
+    small = 0.5 * 10.0 ** -digits
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.{digits}g}" if 0 < abs(v) < small
+                           else f"{v:.{digits}f}")

@@ -246,7 +246,7 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             cluster, jobs = load_cluster(args.cluster), read_workload(args.workload)
             args.workload, args.cluster = str(args.workload), str(args.cluster)
             check_some_job_fits(cluster, jobs)
-            check_exact_times(jobs, args.workload)
+            check_exact_times(jobs, args.workload, whole=not args.scale)
             if args.scale:
                 args.rejected = rejections(cluster, jobs)
                 for row in args.rejected:
@@ -258,18 +258,21 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(str(exc))
 
 
-def check_exact_times(jobs: JobSet, path: str) -> None:
+def check_exact_times(jobs: JobSet, path: str, whole: bool = True) -> None:
     """Stop (``ValueError``, one line naming ``path`` and the job) before a workload reaches the exact model and the
     bounds, which need every job to end (a finite ``duration_s``) and count time in whole milliseconds
-    (:func:`formulations.schedule.exact.time_unit`)."""
-    from formulations.schedule.exact import time_unit
+    (:func:`formulations.schedule.exact.time_unit`); with ``whole`` (the exact model of the whole workload, not
+    ``--scale``'s windows), within CP-SAT's integers too (:func:`formulations.schedule.exact.check_range`)."""
+    from formulations.schedule.exact import check_range, time_unit
 
     never = np.flatnonzero(~np.isfinite(jobs.duration_s))
     if never.size:
         raise ValueError(f"{path}: job {jobs.tasks.names[never[0]]!r}: duration_s is {jobs.duration_s[never[0]]:g}; "
                          "the optimum and its bounds need every job to end (give it a finite duration)")
     try:
-        time_unit(np.concatenate([jobs.submit_s, jobs.duration_s]))
+        unit = time_unit(np.concatenate([jobs.submit_s, jobs.duration_s]))
+        if whole:
+            check_range(jobs.submit_s, jobs.duration_s, unit)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
 

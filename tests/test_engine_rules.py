@@ -438,3 +438,17 @@ def test_hetero_generators_take_their_boundaries(gavel_table):
     assert len(HeteroJobs([0], [1], [0.5], [0.0])) == 1
     with pytest.raises(ValueError, match="total_steps"):
         HeteroJobs([0], [1], [0.0], [0.0])
+
+
+@pytest.mark.parametrize("mechanism", ["none", "transparent"])
+def test_a_run_far_out_in_time_is_checked_at_the_clocks_resolution(mechanism):
+    """One GPU; A (1e15 s) and B (1 ms) at 0, in that order: B starts when A ends, at 1e15 s, where float64 times
+    are multiples of 1/8 s, so B's recorded run is 0 or 125 ms, not 1 ms. The run's consistency check compares each
+    job's run time with its work to within what the clock resolves there (it raised on this run); B still finishes
+    once, with its whole work done."""
+    cluster = Cluster([8000], [8192], [1], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 2, [1024] * 2, [1, 1], [1000, 1000]), [0.0, 0.0], [1e15, 1e-3])
+    r = simulate(cluster, jobs, "best-fit", "fifo", mechanism=make_mechanism(mechanism))
+    assert r.status.tolist() == [STATUSES.index("finished")] * 2
+    assert r.start_s.tolist() == [0.0, 1e15] and r.finish_s[1] - r.start_s[1] in (0.0, 0.125)
+    assert r.work_s[1] == pytest.approx(1e-3)

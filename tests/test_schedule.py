@@ -166,6 +166,18 @@ def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
     assert b.status == "optimal" and 40.0 < b.mean_jct_s <= 145 / 3 + 1e-9
 
 
+def test_pooled_bound_on_jobs_ten_million_times_longer_than_others():
+    """One whole GPU; A and B (1e7 s each) at 0, C (1 s) at 1, D (30 s) at 30. Waiting for the short ones is best:
+    C 1-2, D 30-60, A 60-(1e7 + 60), B after A: waits 60, 1e7 + 60, 0, 0, mean 2,500,030 s (starting A at 0 makes
+    C, D and B wait about 1e7 s each: mean about 7.5e6). The default grid gives A and B about 69,000 columns each;
+    the LP is then solved in seconds (as an equation, their work rows kept HiGHS' presolve busy for minutes, past
+    its time limit), and its bound is at most the optimum and within the grid's step (290 s) per job of it."""
+    jobs = jobs_of((1, 1000, 0, 1e7), (1, 1000, 0, 1e7), (1, 1000, 1, 1), (1, 1000, 30, 30))
+    b = pooled_bound(one_gpu(), jobs, time_limit=20.0)
+    assert b.status == "optimal" and b.columns > 100_000
+    assert 2_500_030 - 290 <= b.mean_wait_s <= 2_500_030
+
+
 def test_forced_time_limit_gives_a_true_bound(shared_solve):
     """A stop after almost no search is reported ``time_limit`` with the hint as incumbent and a bound at most
     the proven optimum (:data:`SHARED_SPEC`'s, solved once by :func:`shared_solve`)."""

@@ -258,3 +258,15 @@ def test_config_bound_of_cpu_only_jobs(gpus):
     b = config_bound(cluster, jobs)
     assert b.status == "optimal" and b.wait_s == pytest.approx(200 / 3, rel=1e-4)
     assert b.wait_s <= solve_schedule(cluster, jobs, time_limit=10).mean_wait_s == pytest.approx(100.0)
+
+
+def test_config_bound_counts_a_multi_gpu_job_by_all_its_gpus():
+    """One 4-GPU node; at 0 a 2-GPU job and three 600-milli jobs, all of 10 s. No two 600s share a GPU, so all four
+    need 5 GPUs: one waits 10 s (optimum mean 2.5 s, proven). Only the half-GPU counts see it (2 x 2 + 3 x 2 = 10
+    halves > 8; the milli-GPUs, 3,800 <= 4,000, fit): the LP's bound is above 0 (1.25 s measured) and at most the
+    optimum. Counting the 2-GPU job as one GPU's two halves made the bound 0."""
+    cluster = Cluster([8000], [8192], [4], ["T4"])
+    jobs = JobSet(TaskSet([1000] * 4, [0] * 4, [2, 1, 1, 1], [1000, 600, 600, 600]), [0.0] * 4, [10.0] * 4)
+    assert solve_schedule(cluster, jobs, "mean-jct", 10.0).mean_wait_s == pytest.approx(2.5)
+    bound = config_bound(cluster, jobs, intervals=8)
+    assert bound.status == "optimal" and 1.2 <= bound.wait_s <= 2.5

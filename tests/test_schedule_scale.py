@@ -352,3 +352,43 @@ def test_the_pooled_bound_leaves_out_a_resource_the_cluster_has_none_of():
     assert bare.status == roomy.status == "optimal"
     assert bare.mean_wait_s == pytest.approx(roomy.mean_wait_s, abs=1e-6)
     assert 1.0 < bare.mean_wait_s <= 15.0 + 1e-6
+
+
+FAR = "submit_s,duration_s,num_gpu,gpu_milli,cpu_milli,memory_mib\n0,1e15,1,1000,1000,1024\n0,3e14,1,1000,1000,1024\n" \
+      "1000,1,1,1000,1000,1024\n5,30.5,1,1000,1000,1024\n7,0.001,1,500,500,1024\n"
+"""Five jobs on one GPU whose times span 1 ms to 1e15 s: in the exact model's 1 ms unit, 6.5e18 units of ends."""
+
+
+def test_times_beyond_the_exact_models_integers(tmp_path, capsys):
+    """Times from 1 ms to 1e15 s (:data:`FAR`): the exact model would need ends of about 1.3e18 ms each, beyond
+    CP-SAT's integers. The exact study refuses the workload in one line naming it, before any work (CP-SAT said
+    ``MODEL_INVALID`` in a traceback); ``--scale`` runs: its search leaves the windows it cannot model as they are,
+    the node decomposition reports ``error`` with the trivial bound 0 (it crashed in its pricing), and the 1 ms job,
+    whose finish at 3e14 s (after B, shortest first) is its start in float64, is validated as an instant one (the
+    replay raised)."""
+    from fgdopt import Cluster
+    from fgdopt.timeline.jobs import read_workload
+    from fgdopt.timeline.schedule import recorded_run, validate_schedule
+    from formulations.schedule.exact import RangeError, solve_exact
+    from formulations.schedule.lns import improve
+    from formulations.schedule.nodedecomp import nodedecomp_bound
+
+    work, cluster_file = tmp_path / "far.csv", tmp_path / "one.json"
+    work.write_text(FAR)
+    cluster_file.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 65536, "gpu": 1,
+                                                   "model": "T4"}]}))
+    with pytest.raises(SystemExit) as exc:
+        main(["--workload", str(work), "--cluster", str(cluster_file), "--output", str(tmp_path / "out")])
+    assert exc.value.code == 2 and not (tmp_path / "out").exists()
+    assert capsys.readouterr().err.strip().endswith(
+        "far.csv: the exact model counts time in units of 0.001 s: 5 jobs over a horizon of 1.3e+15 s make 6.5e+18 "
+        "units, beyond CP-SAT's integers (1.15e+18); coarsen or shorten the workload's times")
+    cluster, jobs = Cluster([8000], [65536], [1], ["T4"]), read_workload(work)
+    with pytest.raises(RangeError):
+        solve_exact(cluster, jobs, "mean-jct", 5.0)
+    _, run = recorded_run(cluster, jobs, "best-fit", "sjf")
+    validate_schedule(cluster, jobs, run)
+    assert run.start_s[4] + 0.001 == run.start_s[4] > 1e14
+    assert improve(cluster, jobs, run, budget_s=1.0, seed=0).schedule.start_s.tolist() == run.start_s.tolist()
+    bound = nodedecomp_bound(cluster, jobs, time_limit=5.0)
+    assert bound.status == "error" and bound.wait_s == 0.0 and "CP-SAT's integers" in bound.info["reason"]

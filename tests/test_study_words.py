@@ -227,3 +227,13 @@ def test_hetero_prints_hours_as_its_figure_does():
         "las 12:12:12 0.50 0 200 16.67 27.78 277.78 1.20 3.00 0.90 50.00 3 2.00 10 whole",
         "las-aware 12:12:12 0.50 0 200 8.33 25.00 277.78 1.10 2.00 0.95 60.00 4 3.00 12 whole"]
     assert ratio_lines(frame) == ["at 0.5 jobs/hour, mean JCT without heterogeneity awareness: las 2.00x las-aware"]
+
+
+def test_a_printed_table_shows_a_small_number_as_it_is_not_as_zero():
+    """A rate of 0.004 jobs/hour read 0.00 in the hetero table (two decimals): a number that would read 0 is printed
+    with two significant digits instead; zero, and every other number, with two decimals as before."""
+    from experiments.outputs import printed
+
+    frame = pd.DataFrame({"lambda_per_hour": [0.004, 0.00001234, 0.0, 3.14159, -0.001]})
+    assert printed(frame, {"lambda_per_hour": "jobs/hour"}).split() == [
+        "jobs/hour", "0.004", "1.2e-05", "0.00", "3.14", "-0.001"]

@@ -168,7 +168,8 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     instant, after the finishes at that instant, each job starting then is placed by
     :meth:`ClusterState.place` (the one feasibility rule) on its node and GPUs; a zero-duration job is placed
     and removed at once, before the other jobs starting then (it finishes at its start instant, processed as a
-    further instant at the same time: the engine may start a job in the resources it held, SPEC "Time"). Returns
+    further instant at the same time: the engine may start a job in the resources it held, SPEC "Time"), as is a job
+    whose finish, in float64, is its start (too short for the clock that far out). Returns
     the state at the end (empty again).
 
     Raises
@@ -192,8 +193,9 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     state = ClusterState(cluster, jobs.tasks)
     rows = np.flatnonzero(started)
     finish = schedule.finish_s(jobs)
-    # events (time, kind, job): kind 0 = finish, 1 = a zero-duration job (placed, then removed), 2 = start
-    zero = jobs.duration_s == 0
+    # events (time, kind, job): kind 0 = finish, 1 = a zero-duration job (placed, then removed), 2 = start; a job
+    # too short for the clock where it runs (1 ms at 1e15 s, where times are multiples of 1/8 s) ends at its start
+    zero = finish == schedule.start_s
     events = [(float(finish[j]), 0, int(j)) for j in rows if not zero[j]]
     events += [(float(schedule.start_s[j]), 1 if zero[j] else 2, int(j)) for j in rows]
     for t, kind, j in sorted(events):

@@ -12,7 +12,10 @@ The LP. Cut time into intervals ``I_k = [k D, (k+1) D)`` up to a cap ``T`` (``D`
 ``w_j = min(T, r_j + p_j + slack_s)`` rounded up to the grid), ``z_j`` = the fraction done after ``w_j``, and
 ``C_j``. Constraints, each implied by every solution of the relaxation:
 
-1. ``sum_k f_jk + z_j = 1`` (the whole work is done);
+1. ``sum_k f_jk + z_j >= 1`` (the whole work is done; as an inequality, a relaxation with the same optimum:
+   lowering any f_jk or z_j loosens every other row; HiGHS 1.14's dual fixing spends time quadratic in
+   the length of an equation row in presolve, where no time limit is checked: minutes for a job with 10^5
+   columns);
 2. ``p_j f_jk <= |I_k cap [r_j, inf)|`` (rate at most 1, nothing before the submission);
 3. per interval and resource, ``sum_j d_j p_j f_jk <= cap D - (what pinned jobs use in I_k)`` (pooled capacity;
    nothing is imposed after ``w_j``: dropping constraints only relaxes);
@@ -277,7 +280,7 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     arrays = (np.concatenate([np.zeros(n_f + n), np.ones(n), -np.ones(len(gk_of))]), np.zeros(n_cols),
               np.concatenate([f_upper, np.ones(n), np.full(n, np.inf), g_upper]),
               np.concatenate([np.ones(n), -p / 2, *cap_lo]),
-              np.concatenate([np.ones(n), np.full(n, np.inf), *cap_hi]), a)
+              np.concatenate([np.full(n, np.inf), np.full(n, np.inf), *cap_hi]), a)
     h = build_highs(highs_lp(*arrays), time_limit=time_limit, options={"solver": solver, "run_crossover": crossover})
     res = solve(h)
     status = res.status

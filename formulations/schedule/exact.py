@@ -71,6 +71,32 @@ from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, v
 UNITS = (1.0, 0.1, 0.01, 0.001)
 """Candidate model time units (seconds), coarsest first."""
 MODEL_OBJECTIVES = ("mean-jct", "makespan")
+MAX_UNITS = 2**60
+"""The most model units the horizon times the jobs may reach: CP-SAT's integers stay below 2^62, and the mean-JCT
+objective adds every job's end."""
+
+
+class RangeError(ValueError):
+    """The exact model's times do not fit CP-SAT's integers (:data:`MAX_UNITS`)."""
+
+
+def check_range(submit_s: np.ndarray, duration_s: np.ndarray, unit: float) -> None:
+    """``RangeError`` (one line) unless the horizon of these jobs (the last submission plus every duration, seconds)
+    in ``unit``, times the number of jobs, is at most :data:`MAX_UNITS`.
+
+    Examples
+    --------
+    >>> check_range(np.array([0.0, 1e15]), np.array([1e15, 0.001]), 0.001)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    formulations.schedule.exact.RangeError: the exact model counts time in units of 0.001 s: 2 jobs ... 4e+18 units, ...
+    """
+    n = len(duration_s)
+    horizon = (float(np.max(submit_s, initial=0.0)) + float(np.sum(duration_s))) / unit
+    if horizon * n > MAX_UNITS:
+        raise RangeError(f"the exact model counts time in units of {unit:g} s: {n} jobs over a horizon of "
+                         f"{horizon * unit:g} s make {horizon * n:.3g} units, beyond CP-SAT's integers "
+                         f"({MAX_UNITS:.3g}); coarsen or shorten the workload's times")
 
 
 def time_unit(times: np.ndarray) -> float:
@@ -172,6 +198,12 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         unchecked (it may overlap a little; CP-SAT repairs the hint); it bounds nothing.
     cap : without ``hint``: only schedules of objective at most ``cap`` (seconds) are sought; the horizon is cut
         as by a hint of that value (module docstring), and status ``infeasible`` says there is none.
+
+    Raises
+    ------
+    ValueError : an unknown objective, a MIG cluster, a job that never ends, times finer than 1 ms
+        (:func:`time_unit`), an infeasible ``hint``; :class:`RangeError`, a horizon beyond CP-SAT's integers
+        (:func:`check_range`).
     """
     import time
 
@@ -188,6 +220,7 @@ def solve_exact(cluster: Cluster, jobs: JobSet, objective: str = "mean-jct", tim
         raise ValueError("a job never finishes (duration inf): no schedule has a finite objective")
     fixed_starts = fixed.start_s[fixed.started] if fixed is not None else np.zeros(0)
     unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows], fixed_starts]))
+    check_range(np.concatenate([jobs.submit_s[rows], fixed_starts]), jobs.duration_s[rows], unit)
     r = np.round(jobs.submit_s / unit).astype(np.int64)
     p = np.round(np.where(np.isfinite(jobs.duration_s), jobs.duration_s, 0) / unit).astype(np.int64)
     gang = tasks.workers > 1

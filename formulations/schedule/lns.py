@@ -64,7 +64,7 @@ from fgdopt.model import Cluster
 from fgdopt.state import ClusterState, InfeasiblePlacement
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, objective_value, rejected_jobs, validate_schedule
-from formulations.schedule.exact import solve_exact, time_unit
+from formulations.schedule.exact import RangeError, solve_exact, time_unit
 
 GRID_S = 0.001
 """The window model's time unit (seconds): a millisecond, the finest the exact model counts."""
@@ -146,8 +146,12 @@ def improve(cluster: Cluster, jobs: JobSet, schedule: Schedule, *, budget_s: flo
             break
         focus = int(rng.choice(len(jobs), p=wait / wait.sum()))
         window = _window(empty, jobs, start, node, focus, nodes, max_jobs, rng, neighbourhood == "holds")
-        run = _solve(cluster, jobs, start, node, gpus, window, seed, min(window_s, budget_s - used))
         solved += 1
+        try:
+            run = _solve(cluster, jobs, start, node, gpus, window, seed, min(window_s, budget_s - used))
+        except RangeError:                              # times too far apart for the model's integers: kept as is
+            used += WINDOW_CHARGE_S
+            continue
         used += max(run.info["deterministic_s"], WINDOW_CHARGE_S)
         if run.schedule is None:
             continue

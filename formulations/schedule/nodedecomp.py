@@ -53,7 +53,7 @@ from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import Schedule, rejected_jobs
 from formulations.highs import add_columns, build_highs, rows_lp, run_until
 from formulations.schedule.bound import SAFETY
-from formulations.schedule.exact import node_types, time_unit
+from formulations.schedule.exact import RangeError, check_range, node_types, time_unit
 from formulations.schedule.portfolio import run as portfolio_run
 from formulations.schedule.record import BoundRecord
 
@@ -245,6 +245,11 @@ def nodedecomp_bound(cluster: Cluster, jobs: JobSet, subsets: list[np.ndarray] |
     if len(np.unique(flat)) != len(flat) or not admitted[flat].all():
         raise ValueError("subsets must be disjoint sets of admitted jobs")
     unit = time_unit(np.concatenate([jobs.submit_s[rows], jobs.duration_s[rows]]))
+    try:                                                            # pricing counts 1 / PRICE_SCALE of a unit
+        check_range(jobs.submit_s[rows], jobs.duration_s[rows], unit / PRICE_SCALE)
+    except RangeError as exc:                                       # no pricing model: the trivial bound
+        return BoundRecord("nodedecomp", 0.0, float(jobs.duration_s[rows].mean()), "error", "all",
+                           time.perf_counter() - wall0, time.process_time() - cpu0, len(rows), {"reason": str(exc)})
     groups = node_types(cluster)
     empty = ClusterState(cluster, jobs.tasks)
     firsts = [g[0] for g in groups]
