@@ -13,7 +13,7 @@ from fgdopt.state import ClusterState
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import objective_value, recorded_run, validate_schedule
 from fgdopt.timeline.suites import time_suite, trap_instances, trap_wait_beats_start
-from formulations.schedule.lns import GRID_S, _window, improve
+from formulations.schedule.lns import GRID_S, WINDOW_CHARGE_S, _window, improve
 
 
 def jobs_of(*rows) -> JobSet:
@@ -78,7 +78,8 @@ def test_lns_is_deterministic_for_a_seed():
     inst = next(i for i in time_suite("small-time") if i.name == "time-n6-j24-l1.6-s0")
     _, run = recorded_run(inst.cluster, inst.jobs, "best-fit", "sjf")
     a, b = (improve(inst.cluster, inst.jobs, run, budget_s=2.0, seed=3, windows=6, window_s=0.2) for _ in range(2))
-    assert a.windows == b.windows and a.accepted == b.accepted >= 1
+    assert a.windows == b.windows == 6 and a.accepted == b.accepted >= 1     # the cap, within the budget,
+    assert a.deterministic_s >= 6 * WINDOW_CHARGE_S - 1e-9                   # each window charged at least this
     np.testing.assert_array_equal(a.schedule.start_s, b.schedule.start_s)
     np.testing.assert_array_equal(a.schedule.node, b.schedule.node)
     assert a.schedule.gpus == b.schedule.gpus

@@ -176,8 +176,8 @@ class _Window:
     nodes: np.ndarray
     free: np.ndarray
     fixed: np.ndarray
-    unit: float = GRID_S
-    pad: int = 1
+    unit: float
+    pad: int
 
 
 def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarray, focus: int, size: int,
@@ -185,9 +185,7 @@ def _window(empty: ClusterState, jobs: JobSet, start: np.ndarray, node: np.ndarr
     """The window around waiting job ``focus`` (module docstring); ``holds``: the candidates are the jobs running
     while it waits, not only those starting then."""
     lo, hi = float(jobs.submit_s[focus]), float(start[focus])
-    single = node >= 0
-    if jobs.tasks.has_gangs:
-        single &= jobs.tasks.workers == 1
+    single = node >= 0                                 # (no gangs: improve returns them as they are)
     inside = single & (start <= hi) & ((start + jobs.duration_s > lo) if holds else (start >= lo))
     starts = np.bincount(node[inside], minlength=empty.cluster.n_nodes).astype(np.float64)
     holders = np.flatnonzero(empty.feasible_nodes(jobs.tasks[focus]))
