@@ -4,7 +4,8 @@ Every backend reports an honest status and the solver's own best bound: PuLP 3.3
 hit its time limit with an incumbent "Optimal" (``prob.status``), so the status here comes from the
 solver itself — CBC's log (``Result - Optimal solution found`` / ``Stopped on time limit``, bound
 from ``Lower bound:`` / ``Upper bound:`` (maximizing) or the objective when optimal), HiGHS's model
-status and ``mip_dual_bound``, CP-SAT's status and ``BestObjectiveBound()``.
+status and ``mip_dual_bound``, CP-SAT's status and ``BestObjectiveBound()`` (none when it stopped with nothing found
+and that is still its response's default 0: a search stopped before it bounds the objective).
 """
 
 from __future__ import annotations
@@ -297,5 +298,9 @@ def _solve_cpsat(model: LinearModel, time_limit: float, threads: int, start, opt
     if code == cp_model.INFEASIBLE:
         return RawResult("infeasible", None, None, None, wall)
     if code == cp_model.UNKNOWN:
-        return RawResult("time_limit", None, None, float(solver.best_objective_bound), wall)
+        # stopped with nothing found: a search stopped before it bounds the objective (in presolve: measured with a
+        # 0.5 s limit on 64 openb nodes) leaves the response's default 0, no bound; a proven 0 would mean nothing
+        # fits, and that search proved nothing
+        bound = float(solver.best_objective_bound)
+        return RawResult("time_limit", None, None, bound if bound != 0 else None, wall)
     return RawResult("error", None, None, None, wall)

@@ -34,7 +34,7 @@ import numpy as np
 from fgdopt.instance import Instance
 from fgdopt.state import Placement
 from formulations.aggregate import Aggregation, aggregate, node_contents, recover
-from formulations.backends import solve_model
+from formulations.backends import RawResult, solve_model
 from formulations.exact import build_exact, exact_solution
 from formulations.linear import LinearModel
 from formulations.solution import Solution, make_solution
@@ -47,6 +47,10 @@ suite: 29 to 91k contents (15 to 35k maximal) per 2-GPU or 4-GPU node type; one 
 
 class TooManyConfigurations(ValueError):
     """Enumerating the configurations visits more node contents than the limit."""
+
+
+class EnumerationOutOfTime(Exception):
+    """Enumerating the configurations ran past its wall-clock deadline."""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -162,13 +166,15 @@ class _NodeFit:
         return counts
 
 
-def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) -> tuple[np.ndarray, int]:
+def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT,
+                        deadline: float = math.inf) -> tuple[np.ndarray, int]:
     """Every maximal non-empty configuration of ``node`` (C, S): shape counts within availability; and the
     number of node contents the depth-first search visited to find them.
 
     Raises
     ------
     TooManyConfigurations : the search visits more than ``limit`` contents.
+    EnumerationOutOfTime : the search runs past the ``time.perf_counter()`` instant ``deadline``.
     """
     fit = _NodeFit(agg, node)
     counts = [0] * agg.n_shapes
@@ -181,6 +187,9 @@ def node_configurations(agg: Aggregation, node: int, limit: int = CONFIG_LIMIT) 
         visited += 1
         if visited > limit:
             raise TooManyConfigurations(f"more than {limit} node contents to enumerate (node {node})")
+        if time.perf_counter() > deadline:
+            raise EnumerationOutOfTime(f"the time limit stopped the enumeration at {visited} node contents "
+                                       f"(node {node})")
         if any(counts) and fit.is_maximal(counts, state):
             out.append(counts.copy())
         for i in range(start, len(fit.shapes)):
@@ -225,16 +234,17 @@ class Columns:
     iterations: int = 0
 
 
-def enumerate_columns(agg: Aggregation, limit: int = CONFIG_LIMIT) -> Columns:
+def enumerate_columns(agg: Aggregation, limit: int = CONFIG_LIMIT, deadline: float = math.inf) -> Columns:
     """Every maximal configuration of every node type.
 
     Raises
     ------
     TooManyConfigurations : the search visits more than ``limit`` node contents in all.
+    EnumerationOutOfTime : the search runs past the ``time.perf_counter()`` instant ``deadline``.
     """
     kinds, mats = [], []
     for t, nodes in enumerate(agg.node_types):
-        mat, visited = node_configurations(agg, int(nodes[0]), limit)
+        mat, visited = node_configurations(agg, int(nodes[0]), limit, deadline)
         limit -= visited
         kinds.append(np.full(len(mat), t, dtype=np.int64))
         mats.append(mat)
@@ -364,17 +374,21 @@ def run_config_milp(instance: Instance, method: str, solver: str = "cbc", time_l
     """Solve the configuration MILP over every maximal configuration with ``solver`` (``cbc`` or ``highs``).
 
     Returns a checked :class:`Solution`: status and bound are the solver's; ``skipped`` (no placement, no bound)
-    when enumerating them visits more than ``limit`` node contents. ``warm_start`` (a feasible placement) is
-    the MIP start and the incumbent floor; the placement is completed by
+    when enumerating them visits more than ``limit`` node contents; ``time_limit`` (no bound; the warm start, if
+    given, as the placement) when the enumeration runs past the time limit. ``warm_start`` (a feasible placement)
+    is the MIP start and the incumbent floor; the placement is completed by
     :func:`~formulations.aggregate.fill_greedy`. ``time_limit`` is wall seconds, enumeration included.
     """
     t0 = time.perf_counter()
     agg = aggregate(instance)
     try:
-        columns = enumerate_columns(agg, limit)
+        columns = enumerate_columns(agg, limit, t0 + time_limit)
     except TooManyConfigurations as exc:
         return make_solution(instance, method, solver, "skipped", None, None, time.perf_counter() - t0, "exact",
                              info={"reason": str(exc)})
+    except EnumerationOutOfTime as exc:
+        raw = RawResult("time_limit", None, None, None, time.perf_counter() - t0)
+        return exact_solution(instance, method, solver, raw, None, warm_start, agg.unit, t0, {"reason": str(exc)})
     start = encode(agg, columns, warm_start) if warm_start is not None else None
     model = master_model(agg, columns.kind, columns.mat, integer=True)
     if start is not None:

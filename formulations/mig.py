@@ -5,8 +5,9 @@ The exact model, per node n (model j, G_n GPUs):
 * ``y[n, g, p, s]`` binary: GPU g holds an instance of profile p at allowed start s (only the profiles the
   tasks ask for on model j); slice overlap: for every GPU and memory slice q, ``sum y`` over the (p, s)
   covering q is <= 1;
-* ``z[n, k]`` integer: how many tasks of shape k (``cpu_milli, memory_mib, num_gpu, gpu_milli``; tasks of
-  one shape are interchangeable) go to n; ``sum_n z[n, k] <= count_k``; CPU and memory rows per node;
+* ``z[n, k]`` integer: how many tasks of shape k (``cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec``; tasks
+  of one shape are interchangeable) go to n, 0 where the shape's ``gpu_spec`` excludes n's model (a cluster may
+  mix MIG models); ``sum_n z[n, k] <= count_k``; CPU and memory rows per node;
 * profile link: ``sum_{k -> p} num_gpu_k z[n, k] <= sum_{g, s} y[n, g, p, s]`` (a whole-GPU task of k GPUs
   takes k full-GPU instances, which are on distinct GPUs by the overlap rows);
 * GPU symmetry: the used slices of GPU g >= those of GPU g+1 (GPUs of one node are interchangeable).
@@ -32,6 +33,7 @@ import numpy as np
 
 from fgdopt.instance import Instance
 from fgdopt.mig.slices import MIG_MODELS, MigModel, MigProfile
+from fgdopt.model import spec_allows
 from fgdopt.state import Placement, validate
 from formulations.backends import solve_model
 from formulations.linear import LinearModel
@@ -41,17 +43,23 @@ OBJECTIVES = ("slices", "tasks")
 
 
 def _shapes(instance: Instance) -> tuple[list[tuple], list[list[int]]]:
-    """Distinct task shapes (cpu, mem, num_gpu, gpu_milli) and the task ids of each, in task order."""
+    """Distinct task shapes (cpu, mem, num_gpu, gpu_milli, gpu_spec) and the task ids of each, in task order."""
     t = instance.tasks
     ids: dict[tuple, list[int]] = {}
     for i, key in enumerate(zip(t.cpu_milli.tolist(), t.memory_mib.tolist(), t.num_gpu.tolist(), t.gpu_milli.tolist(),
-                                strict=True)):
+                                t.gpu_spec.tolist(), strict=True)):
         ids.setdefault(key, []).append(i)
     return list(ids), list(ids.values())
 
 
 def _prof(model: MigModel, num: int, milli: int) -> MigProfile | None:
     return model.profile_for(milli) if num else None
+
+
+def _allowed(shape: tuple, model: str) -> bool:
+    """Whether tasks of ``shape`` (of :func:`_shapes`) may run on a node of GPU model ``model`` (their ``gpu_spec``,
+    docs/semantics.md "Feasibility"; a CPU-only task anywhere)."""
+    return not shape[2] or spec_allows(shape[4], model)
 
 
 class MigModelBuild:
@@ -68,7 +76,8 @@ class MigModelBuild:
         models = [MIG_MODELS[m] for m in c.model]
         for n in range(c.n_nodes):
             model = models[n]
-            profs = {p.name: p for k in self.shapes if (p := _prof(model, k[2], k[3])) is not None}
+            profs = {p.name: p for k in self.shapes
+                     if _allowed(k, c.model[n]) and (p := _prof(model, k[2], k[3])) is not None}
             for g in range(int(c.gpu[n])):
                 cover: dict[int, list[int]] = {q: [] for q in range(model.n_slices)}
                 used, sizes = [], []
@@ -86,16 +95,17 @@ class MigModelBuild:
                 if g > 0 and used:
                     prev = [(self.y[key], profs[key[2]].size) for key in self.y if key[0] == n and key[1] == g - 1]
                     self.lm.add_row([j for j, _ in prev] + used, [w for _, w in prev] + [-w for w in sizes], lo=0)
-            for k, (_, _, num, milli) in enumerate(self.shapes):
+            for k, (_, _, num, milli, _) in enumerate(self.shapes):
                 p = _prof(model, num, milli)
                 gain = (num * p.size if p else 0) if objective == "slices" else 1
-                self.z[(n, k)] = int(self.lm.add_vars(1, ub=len(self.ids[k]), obj=gain)[0])
+                most = len(self.ids[k]) if _allowed(self.shapes[k], c.model[n]) else 0
+                self.z[(n, k)] = int(self.lm.add_vars(1, ub=most, obj=gain)[0])
             zs = [(self.z[(n, k)], sh) for k, sh in enumerate(self.shapes)]
             self.lm.add_row([j for j, _ in zs], [sh[0] for _, sh in zs], hi=float(c.cpu_milli[n]))
             self.lm.add_row([j for j, _ in zs], [sh[1] for _, sh in zs], hi=float(c.memory_mib[n]))
             for name in profs:
                 need = [(self.z[(n, k)], sh[2]) for k, sh in enumerate(self.shapes)
-                        if sh[2] and _prof(model, sh[2], sh[3]).name == name]
+                        if sh[2] and _allowed(sh, c.model[n]) and _prof(model, sh[2], sh[3]).name == name]
                 have = [j for key, j in self.y.items() if key[0] == n and key[2] == name]
                 self.lm.add_row([j for j, _ in need] + have, [w for _, w in need] + [-1] * len(have), hi=0)
         for k in range(len(self.shapes)):
@@ -114,7 +124,7 @@ class MigModelBuild:
                 if nn == n and values[j] > 0.5:
                     slots.setdefault(name, []).append((g, s))
             model = MIG_MODELS[c.model[n]]
-            for k, (_, _, num, milli) in enumerate(self.shapes):
+            for k, (_, _, num, milli, _) in enumerate(self.shapes):
                 for _ in range(int(round(values[self.z[(n, k)]]))):
                     i = pool[k].pop(0)
                     node[i] = n
@@ -253,20 +263,23 @@ def config_bound(instance: Instance, objective: str = "slices", time_limit: floa
     z_of: dict[tuple, dict[int, int]] = {}
     for (cpu, mem, gpus, mname), mult in types.items():
         model = MIG_MODELS[mname]
-        profs = list({p.name: p for k in shapes if (p := _prof(model, k[2], k[3])) is not None}.values())
+        profs = list({p.name: p for k in shapes
+                      if _allowed(k, mname) and (p := _prof(model, k[2], k[3])) is not None}.values())
         configs = gpu_configurations(model, profs) if profs else []
         w = lm.add_vars(len(configs), ub=gpus * mult, integer=False)
         lm.add_row(w, 1, hi=gpus * mult)
         z = {}
-        for k, (_, _, num, milli) in enumerate(shapes):
+        for k, (_, _, num, milli, _) in enumerate(shapes):
             p = _prof(model, num, milli)
             gain = (num * p.size if p else 0) if objective == "slices" else 1
-            z[k] = int(lm.add_vars(1, ub=len(ids[k]), integer=False, obj=gain)[0])
+            z[k] = int(lm.add_vars(1, ub=len(ids[k]) if _allowed(shapes[k], mname) else 0, integer=False,
+                                   obj=gain)[0])
         z_of[(cpu, mem, gpus, mname)] = z
         lm.add_row(list(z.values()), [shapes[k][0] for k in z], hi=cpu * mult)
         lm.add_row(list(z.values()), [shapes[k][1] for k in z], hi=mem * mult)
         for pi, p in enumerate(profs):
-            need = [(z[k], sh[2]) for k, sh in enumerate(shapes) if sh[2] and _prof(model, sh[2], sh[3]).name == p.name]
+            need = [(z[k], sh[2]) for k, sh in enumerate(shapes)
+                    if sh[2] and _allowed(sh, mname) and _prof(model, sh[2], sh[3]).name == p.name]
             lm.add_row([j for j, _ in need] + w.tolist(), [a for _, a in need] + [-cf[pi] for cf in configs], hi=0)
     for k in range(len(shapes)):
         lm.add_row([z[k] for z in z_of.values()], 1, hi=len(ids[k]))

@@ -122,6 +122,49 @@ def test_min_frag_equals_brute_force(instance):
         assert sol.info["frag_lower_bound"] <= best + 1e-6
 
 
+@st.composite
+def edge_instances(draw):
+    """The shapes a random checker draws that :func:`tiny_instances` leaves out: nodes of 0 GPUs or 0 CPU, memory
+    that binds, tasks of 1 and 999 milli, of more whole GPUs than a node holds, pinned to an absent model, and
+    copies of one task (symmetry)."""
+    n_nodes = draw(st.integers(1, 3))
+    nodes = draw(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0, 2000, 16000]),
+                                    st.sampled_from([1024, 8192]), st.sampled_from(["A", "B"])),
+                          min_size=n_nodes, max_size=n_nodes))
+    shape = st.tuples(st.sampled_from([0, 1000, 4000]), st.sampled_from([0, 1024, 4096]),
+                      st.sampled_from([(0, 0), (1, 1), (1, 999), (1, 500), (1, 1000), (2, 1000), (4, 1000)]),
+                      st.sampled_from(["", "B", "C"]))
+    rows = draw(st.lists(shape, min_size=1, max_size=4))
+    rows += [rows[-1]] * draw(st.integers(0, 2))
+    cluster = Cluster([c for _, c, _, _ in nodes], [m for _, _, m, _ in nodes], [g for g, _, _, _ in nodes],
+                      [mo for _, _, _, mo in nodes])
+    tasks = TaskSet([c for c, _, _, _ in rows], [m for _, m, _, _ in rows], [k for _, _, (k, _), _ in rows],
+                    [g for _, _, (_, g), _ in rows], [sp if k else "" for _, _, (k, _), sp in rows])
+    return Instance("edge", cluster, tasks)
+
+
+@FAST
+@given(edge_instances())
+def test_edge_shapes_every_method_against_brute_force(instance):
+    """Every exact method proves the brute-force optimum, every relaxation bounds it, every policy and flawed model
+    stays below it."""
+    from fgdopt.policies import POLICY_NAMES
+    from fgdopt.simulate import run_online
+
+    best = brute_force(instance.cluster, instance.tasks)
+    for method in METHODS:
+        sol = solve(instance, method, time_limit=20)
+        check(sol, instance)
+        if sol.kind == "exact":
+            assert (sol.status, sol.objective, sol.bound) == ("optimal", best, best), method
+        elif sol.kind == "relaxation":
+            assert sol.bound >= best, method
+        else:
+            assert sol.objective <= best, method
+    for policy in POLICY_NAMES:
+        assert run_online(instance.cluster, instance.tasks, policy).allocated_milli <= best, policy
+
+
 def test_min_frag_hand_worked():
     # 2 GPUs, tasks 300, 300, 500: all fit (1100). M = {300-shape: 2/3, 500-shape: 1/3}.
     # 300+300 | 500 leaves free [400, 500]: the 300-shape fits both (0), the 500-shape loses GPU 0 (400)

@@ -160,6 +160,22 @@ def test_online_replay_places_gangs_all_or_nothing():
     validate(TWO_BY_8, tasks, out.placement)
 
 
+def test_a_policy_that_leaves_a_part_unallocated_leaves_the_gang_unallocated():
+    """One node of 2 GPUs: a 600-milli task, then a gang of 2 x 300 milli. per-gpu-dimension pins every sharing part
+    to GPU 0: the first part fits there (900), the second does not (GPU 1 is free, but its fixed vector never uses
+    it), so the view leaves the gang unallocated, as it leaves a task. The gang fits (300 on each GPU), and the
+    part-by-part rule stopped the run with a RuntimeError ("a policy must place a task wherever it fits") although
+    the policy protocol lets any policy answer None; best-fit places both parts."""
+    from fgdopt.simulate import run_online
+    cluster = Cluster([8000], [8192], [2], ["T4"])
+    tasks = TaskSet([1000, 1000], [0, 0], [1, 1], [600, 300], workers=[1, 2])
+    flawed = run_online(cluster, tasks, "per-gpu-dimension")
+    assert flawed.placement.node.tolist() == [0, UNPLACED] and flawed.allocated_milli == 600
+    assert flawed.state.gpu_left[0].tolist() == [400, 1000]
+    best = run_online(cluster, tasks, "best-fit")
+    assert best.state.parts(1) == ((0, (0,)), (0, (1,))) and best.allocated_milli == 1200
+
+
 # -- the engine ------------------------------------------------------------------------------------------------
 
 def _jobs(rows, workers=None, priority=None):

@@ -91,6 +91,48 @@ def test_adversarial_optima_exact_and_brute_force(inst):
     assert config_bound(inst).bound >= opt
 
 
+def test_gpu_spec_pins_tasks_to_their_mig_model():
+    """An A100-40GB node and an A30-24GB node, one GPU each; two full-GPU tasks pinned to the A30: one runs there
+    (4g.24gb, 4 slices), the A100 may take neither. The exact models and the configuration bound ignored the pin
+    (the models placed the second task on the A100, 8 + 4 slices, and validation refused it; the bound said 12)."""
+    cluster = Cluster([8000, 8000], [1 << 20] * 2, [1, 1], ["A100-40GB", "A30-24GB"])
+    inst = Instance("pinned", cluster, TaskSet([1000, 1000], [0, 0], [1, 1], [1000, 1000], ["A30-24GB"] * 2))
+    assert brute_force(inst) == 4
+    for solver in ("cpsat", "highs"):
+        sol = solve_mig(inst, solver, time_limit=10)
+        assert (sol.status, sol.objective, sol.bound) == ("optimal", 4, 4)
+        assert sol.placement.node.tolist() in ([1, -1], [-1, 1])
+    assert config_bound(inst).bound == 4
+
+
+@st.composite
+def mixed_instances(draw) -> Instance:
+    """1-2 nodes of 0-2 GPUs of mixed MIG models, CPU and memory that bind; 1-4 tasks: CPU-only, any per-GPU demand
+    (mapped to the smallest covering profile), one or two full GPUs, some pinned to models."""
+    models = ["A100-40GB", "A30-24GB", "A100-80GB"]
+    n = draw(st.integers(1, 2))
+    nodes = draw(st.lists(st.tuples(st.sampled_from(models), st.integers(0, 2), st.sampled_from([4000, 12000]),
+                                    st.sampled_from([2048, 1 << 20])), min_size=n, max_size=n))
+    shapes = st.sampled_from([(0, 0), (1, 142), (1, 300), (1, 500), (1, 571), (1, 999), (1, 1000), (2, 1000)])
+    tasks = draw(st.lists(st.tuples(shapes, st.sampled_from([0, 4000, 8000]), st.sampled_from([0, 1024, 2048]),
+                                    st.sampled_from(["", "A30-24GB", "A100-40GB|A100-80GB"])), min_size=1, max_size=4))
+    cluster = Cluster([c for _, _, c, _ in nodes], [m for _, _, _, m in nodes], [g for _, g, _, _ in nodes],
+                      [mo for mo, _, _, _ in nodes])
+    return Instance("mixed", cluster, TaskSet([c for _, c, _, _ in tasks], [m for _, _, m, _ in tasks],
+                                              [s[0] for s, _, _, _ in tasks], [s[1] for s, _, _, _ in tasks],
+                                              [sp if s[0] else "" for s, _, _, sp in tasks]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(mixed_instances())
+def test_exact_equals_brute_force_on_mixed_models_and_pins(inst):
+    opt = brute_force(inst)
+    for solver in ("cpsat", "highs"):
+        sol = solve_mig(inst, solver, time_limit=10)
+        assert (sol.status, sol.objective) == ("optimal", opt)
+    assert config_bound(inst).bound >= opt
+
+
 def test_first_fit_falls_into_the_alignment_trap():
     inst = [i for i in mig_adversarial_instances() if i.name == "adv-mig-alignment"][0]
     res = run_online(inst.cluster, inst.tasks, "mig-first-fit", workload=Workload.from_tasks(inst.tasks))

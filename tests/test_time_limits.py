@@ -54,6 +54,22 @@ def test_a_time_limited_stop_reports_time_limit_and_a_true_bound(hard, method):
     assert sol.gap == pytest.approx((sol.bound - sol.objective) / sol.bound) and sol.gap > 0
 
 
+def test_a_cpsat_stop_before_any_bound_reports_no_bound():
+    """CP-SAT stopped before its search bounds the objective (here right after presolve; a 0.5 s limit on 64 openb
+    nodes stopped there too) leaves its response's default bound, 0. It was reported as the proven bound of an
+    instance whose optimum is 1600 milli-GPU (:func:`~formulations.exact.run_exact`, and so ``solve``, ``solve_mig``
+    and the defragmentation models); a gap study then stops on a bound below a feasible run."""
+    from fgdopt.instance import Instance
+    from fgdopt.model import Cluster, TaskSet
+    from formulations.exact import run_exact
+
+    instance = Instance("hand", Cluster([32000], [8192], [2], ["A"]), TaskSet([1000] * 4, [0] * 4, [1] * 4,
+                                                                              [700, 300, 600, 600]))
+    sol = run_exact(instance, "cpsat", "cpsat", 10, options={"stop_after_presolve": True})
+    assert (sol.status, sol.objective, sol.bound) == ("time_limit", None, None)
+    assert solve(instance, "cpsat", time_limit=10).bound == 1600
+
+
 def test_cbc_without_a_start_still_reports_its_bound(hard):
     # no warm start and the same limit: CBC may stop with or without an incumbent; either way its log's bound is parsed
     inst, optimum, _ = hard

@@ -12,7 +12,9 @@ weigh ``n_nodes ** workers`` joint choices), best-fit packs each part tightest, 
 
 The parts fit together iff :meth:`~fgdopt.state.ClusterState.parts_fit` (exact for identical parts: each part
 placed lowers its node's part count by one). So when it holds, a policy that returns a choice wherever the task fits
-places every part; :func:`choose_parts` checks it first and returns ``None`` at once when the gang does not fit.
+places every part; :func:`choose_parts` checks it first and returns ``None`` at once when the gang does not fit. A
+policy may also leave a part unallocated where it fits (``None``, as the policy protocol allows for any task: the
+flawed views ``per-gpu-dimension`` and ``unified-device`` do); the gang is then left unallocated, as a task would be.
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ Parts = tuple[tuple[int, tuple[int, ...]], ...]
 
 def choose_parts(ask: Callable[[ClusterState, Task], tuple | None], state: ClusterState, task: Task) -> Parts | None:
     """The parts of gang ``task`` chosen one by one by ``ask(state, part)`` (module docstring), or ``None`` when the
-    gang does not fit now. ``state`` is left as it was (its ``revision`` advanced by the holds and releases).
+    gang does not fit now or ``ask`` leaves one of its parts unallocated. ``state`` is left as it was (its
+    ``revision`` advanced by the holds and releases).
 
     Raises
     ------
-    RuntimeError : ``ask`` returned None for a part although the gang fits (a policy must place a task wherever it
-        fits).
     fgdopt.state.InfeasiblePlacement : ``ask`` chose a node or GPUs where the part does not fit.
     """
     if not state.parts_fit(task):
@@ -41,10 +42,10 @@ def choose_parts(ask: Callable[[ClusterState, Task], tuple | None], state: Clust
     part = task.part
     held: list[tuple[int, tuple[int, ...]]] = []
     try:
-        for k in range(task.workers):
+        for _ in range(task.workers):
             choice = ask(state, part)
-            if choice is None:
-                raise RuntimeError(f"the policy placed no part {k} of a gang of {task.workers} that fits")
+            if choice is None:  # the policy leaves this part unallocated: so is the gang
+                return None
             node, gpus = int(choice[0]), tuple(int(g) for g in choice[1])
             state.hold(part, node, gpus)
             held.append((node, gpus))
