@@ -270,3 +270,17 @@ def test_study_names_a_policy_of_your_own_and_its_error_names_the_seed(tmp_path,
     assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:wrong"]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("python -m experiments.topology: openb default seed 1: policy ")
+
+
+@pytest.mark.parametrize(("gpus", "said"), [((1, 2), "GPUs must be 0..G-1"), (tuple(range(9)), "1 <= G <= 8")])
+def test_a_topology_numbers_its_gpus_from_zero_and_holds_at_most_eight(gpus, said):
+    """GPUs 1 and 2 (no GPU 0), or nine GPUs 0..8, each fully linked: refused in one line, though every pair has a
+    valid edge (each rule alone refuses; a check that needed both broken refused neither)."""
+    import networkx as nx
+
+    from fgdopt.topology import Topology
+
+    graph = nx.Graph()
+    graph.add_edges_from(itertools.combinations(gpus, 2), kind="PIX", gbps=10.0)
+    with pytest.raises(ValueError, match=said.replace(".", r"\.")):
+        Topology("bad", graph)
