@@ -284,3 +284,22 @@ def test_a_topology_numbers_its_gpus_from_zero_and_holds_at_most_eight(gpus, sai
     graph.add_edges_from(itertools.combinations(gpus, 2), kind="PIX", gbps=10.0)
     with pytest.raises(ValueError, match=said.replace(".", r"\.")):
         Topology("bad", graph)
+
+
+@pytest.mark.parametrize("edge", [None, {"kind": "Ethernet", "gbps": 10.0}, {"kind": "PIX", "gbps": 0.0},
+                                  {"kind": "PIX"}])
+def test_every_pair_of_gpus_needs_a_valid_link(edge):
+    """Three GPUs, pairs 0-1 and 0-2 linked (PIX, 10 Gb/s), pair 1-2 missing, of an unknown kind, or of no
+    bandwidth: refused in one line naming the pair (each fault alone)."""
+    import networkx as nx
+
+    from fgdopt.topology import Topology
+
+    graph = nx.Graph()
+    graph.add_edges_from([(0, 1), (0, 2)], kind="PIX", gbps=10.0)
+    graph.add_node(1)
+    graph.add_node(2)
+    if edge is not None:
+        graph.add_edge(1, 2, **edge)
+    with pytest.raises(ValueError, match="GPUs 1 and 2 need an edge"):
+        Topology("bad", graph)
