@@ -303,3 +303,14 @@ def test_every_pair_of_gpus_needs_a_valid_link(edge):
         graph.add_edge(1, 2, **edge)
     with pytest.raises(ValueError, match="GPUs 1 and 2 need an edge"):
         Topology("bad", graph)
+
+
+def test_a_whole_board_is_well_linked_for_every_size():
+    """On an empty DGX-1 every size of ring reaches its best (the empty board holds it), the 7- and 8-GPU rings
+    included; with GPU 0 busy no 8-GPU ring exists, and a 7-GPU ring over the other seven is the best 7-ring only if
+    the best one avoids GPU 0 (checked against ``best_ring_by_size`` and ``ring`` directly)."""
+    full = gpus_mask(range(8))
+    assert all(DGX.well_linked[k, full] for k in range(9))
+    rest = gpus_mask(range(1, 8))
+    assert not DGX.well_linked[8, rest]
+    assert DGX.well_linked[7, rest] == (DGX.ring[rest] >= DGX.best_ring_by_size[7])
