@@ -233,3 +233,16 @@ def test_mean_jct_agrees_with_gavels_own_allox(gavel_table, rate):
     run = study.run_point("allox", {"v100": 12, "p100": 12, "k80": 12}, rate, 0, (300, 500), False, 1, 360.0)
     assert run["measured_jobs"] == row.measured_jobs == 200
     assert run["mean_jct_s"] == pytest.approx(row.avg_jct_s, rel=1e-9)
+
+
+def test_allox_takes_a_type_with_no_gpus_and_steps_only_all_together():
+    """A GPU type with 0 workers is a valid capacity (its column is never chosen); Gavel's step units
+    (``total_steps``, ``steps_per_s``, ``step_rate``) are given all three or none: any one or two alone are refused."""
+    allox = AlloX(("v100", "k80"), np.array([2, 0]))
+    assert allox.capacity.tolist() == [2, 0]
+    jobs = JobSet(TaskSet([1000], [0], [1], [1000]), [0.0], [10.0])
+    speed = {"v100": np.ones(1), "k80": np.ones(1)}
+    for given_ in ({"total_steps": np.ones(1)}, {"total_steps": np.ones(1), "steps_per_s": np.ones((1, 2))},
+                   {"step_rate": np.ones(1)}):
+        with pytest.raises(ValueError, match="go together"):
+            allox_allocator(speed, jobs, {"v100": 2, "k80": 0}, **given_)

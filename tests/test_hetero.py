@@ -429,3 +429,39 @@ def test_bad_inputs():
         solve_allocation("las-aware", np.array([[1.0, 1.0], [0.0, 1.0]]), [1, 1], np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="assumes the v100 throughput"):
         solve_allocation("ftf", HAND_T, [1, 1], HAND_G, gpu_types=("p100", "k80"), steps_remaining=[1.0, 1.0])
+
+
+@pytest.mark.parametrize(("raw", "said"), [
+    ([1, 2], "expected a JSON object"),                                      # not an object
+    ({g: 1.0 for g in GPU_TYPES}, "expected a JSON object"),                 # an object, but not of objects
+    ({g: {"('ResNet-18 (batch size 16)', 1)": {"null": 1.0, "('ResNet-18 (batch size 16)', 2)": [1.0, 1.0]}}
+      for g in GPU_TYPES}, "not a same-scale pair"),                         # partners of other scales
+    ({g: {"('ResNet-18 (batch size 16)', 1)": {"null": 1.0, "('ResNet-18 (batch size 32)', 1)": [1.0]}}
+      for g in GPU_TYPES}, "not a same-scale pair"),                         # one number, not a pair
+])
+def test_loader_refuses_each_malformed_layout_alone(tmp_path, raw, said):
+    """Each fault of the table's layout alone gives one line naming the file."""
+    bad = tmp_path / "t.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match=said):
+        read_throughputs(bad)
+
+
+def test_gavel_cluster_takes_eight_gpu_nodes_and_a_type_with_none():
+    """Nodes of 8 GPUs are in range (1..8), and a GPU type of 0 GPUs gives no node: 10 V100 on 8-GPU nodes are an 8
+    and a 2, and 0 K80 none."""
+    from fgdopt.hetero.jobs import gavel_cluster
+
+    c = gavel_cluster({"v100": 10, "k80": 0}, gpus_per_node=8)
+    assert c.gpu.tolist() == [8, 2] and c.model.tolist() == ["v100", "v100"]
+    with pytest.raises(ValueError, match="gpus_per_node must be in 1..8"):
+        gavel_cluster({"v100": 10}, gpus_per_node=9)
+
+
+def test_verify_reads_ok_for_the_pinned_table_and_mismatch_for_another(gavel_table, tmp_path, monkeypatch, capsys):
+    """``python -m fgdopt.hetero verify`` on the pinned table: ``ok``, exit 0; on a file of other bytes in its place:
+    ``MISMATCH``, exit 1."""
+    assert tp.main(["verify"]) == 0 and capsys.readouterr().out.startswith("ok ")
+    (tmp_path / tp.FILE).write_text("{}")
+    monkeypatch.setenv("FGDOPT_GAVEL", str(tmp_path))
+    assert tp.main(["verify"]) == 1 and capsys.readouterr().out.startswith("MISMATCH ")

@@ -266,3 +266,16 @@ def test_mig_study_resumes_its_runs(tmp_path, capsys):
     assert main([*argv, "--resume"]) == 0
     assert (tmp_path / "mig.csv").read_text() == first
     assert "1 nodes, seed 0, 100% arrived: slices accepted by" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("config", "instances"), [("all-1g", ["1g.5gb"] * 7), ("all-2g", ["2g.10gb"] * 3),
+                                                   ("all-3g", ["3g.20gb"] * 2), ("all-4g", ["4g.20gb"]),
+                                                   ("all-7g", ["7g.40gb"]),
+                                                   ("all-balanced", ["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"])])
+def test_each_named_config_is_a_valid_static_layout_of_its_instances(config, instances):
+    """mig-parted's example configs on an A100-40GB (their names and instance counts): each builds into a valid
+    static layout (allowed starts, disjoint slices) of exactly those instances."""
+    from fgdopt.mig.slices import static_model_name
+
+    name = static_model_name("A100-40GB", config)
+    assert sorted(item.split("@")[0] for item in name[name.index("[") + 1:-1].split("+")) == sorted(instances)

@@ -98,3 +98,15 @@ def test_only_a_gang_is_reserved():
     gang = JobSet(TaskSet([1000] * 3, [1024] * 3, [2, 1, 1], [1000] * 3, workers=[1, 2, 1]), [0.0, 1.0, 2.0],
                   [100.0, 100.0, 50.0])
     assert simulate(cluster, gang, "best-fit", "backfill", gang_reserve_s=0.0).start_s.tolist() == [0.0, 100.0, 100.0]
+
+
+def test_blocked_counts_jobs_of_a_single_milli_gpu():
+    """Unfit shapes of 1 and 400 milli-GPU (three jobs each) against 803 free milli-GPU: smallest first, all three
+    1-milli jobs (3) and then two of the 400s (800) would fit that total: 5 jobs, 803 milli. A job of one milli-GPU is
+    a job with GPU demand (the count left it out at first)."""
+    tasks = TaskSet([1000] * 6, [512] * 6, [1] * 6, [1, 400] * 3)
+    queue = PendingQueue(Shapes(tasks), np.zeros(6), np.zeros(6), tasks.gpu_demand)
+    queue.enqueue_many(list(range(6)))
+    queue.set_unfit(0)
+    queue.set_unfit(1)
+    assert queue.blocked(803) == (5, 803)

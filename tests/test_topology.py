@@ -270,3 +270,47 @@ def test_study_names_a_policy_of_your_own_and_its_error_names_the_seed(tmp_path,
     assert main([*common, "--policies", f"{tmp_path / 'mine.py'}:wrong"]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("python -m experiments.topology: openb default seed 1: policy ")
+
+
+@pytest.mark.parametrize(("gpus", "said"), [((1, 2), "GPUs must be 0..G-1"), (tuple(range(9)), "1 <= G <= 8")])
+def test_a_topology_numbers_its_gpus_from_zero_and_holds_at_most_eight(gpus, said):
+    """GPUs 1 and 2 (no GPU 0), or nine GPUs 0..8, each fully linked: refused in one line, though every pair has a
+    valid edge (each rule alone refuses; a check that needed both broken refused neither)."""
+    import networkx as nx
+
+    from fgdopt.topology import Topology
+
+    graph = nx.Graph()
+    graph.add_edges_from(itertools.combinations(gpus, 2), kind="PIX", gbps=10.0)
+    with pytest.raises(ValueError, match=said.replace(".", r"\.")):
+        Topology("bad", graph)
+
+
+@pytest.mark.parametrize("edge", [None, {"kind": "Ethernet", "gbps": 10.0}, {"kind": "PIX", "gbps": 0.0},
+                                  {"kind": "PIX"}])
+def test_every_pair_of_gpus_needs_a_valid_link(edge):
+    """Three GPUs, pairs 0-1 and 0-2 linked (PIX, 10 Gb/s), pair 1-2 missing, of an unknown kind, or of no
+    bandwidth: refused in one line naming the pair (each fault alone)."""
+    import networkx as nx
+
+    from fgdopt.topology import Topology
+
+    graph = nx.Graph()
+    graph.add_edges_from([(0, 1), (0, 2)], kind="PIX", gbps=10.0)
+    graph.add_node(1)
+    graph.add_node(2)
+    if edge is not None:
+        graph.add_edge(1, 2, **edge)
+    with pytest.raises(ValueError, match="GPUs 1 and 2 need an edge"):
+        Topology("bad", graph)
+
+
+def test_a_whole_board_is_well_linked_for_every_size():
+    """On an empty DGX-1 every size of ring reaches its best (the empty board holds it), the 7- and 8-GPU rings
+    included; with GPU 0 busy no 8-GPU ring exists, and a 7-GPU ring over the other seven is the best 7-ring only if
+    the best one avoids GPU 0 (checked against ``best_ring_by_size`` and ``ring`` directly)."""
+    full = gpus_mask(range(8))
+    assert all(DGX.well_linked[k, full] for k in range(9))
+    rest = gpus_mask(range(1, 8))
+    assert not DGX.well_linked[8, rest]
+    assert DGX.well_linked[7, rest] == (DGX.ring[rest] >= DGX.best_ring_by_size[7])
