@@ -24,6 +24,7 @@ from fgdopt.timeline.suites import (
     trap_instances,
 )
 from formulations.schedule import pooled_bound, solve_schedule
+from formulations.schedule.bound import default_step
 from formulations.schedule.exact import _sorted_labels, solve_exact, time_unit
 
 
@@ -164,6 +165,20 @@ def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
     assert solve_schedule(one_gpu(), jobs, "mean-jct", 10.0).value == pytest.approx(145 / 3)
     b = pooled_bound(one_gpu(), jobs, step_s=1.0, slack_s=1.0)
     assert b.status == "optimal" and 40.0 < b.mean_jct_s <= 145 / 3 + 1e-9
+
+
+def test_pooled_bound_grid_of_a_few_long_jobs():
+    """A tiny workload of long jobs. Three jobs of 20,000 s at 0: windows of 40,000 s (twice the median duration),
+    on a 1 s grid 120,000 columns, within MAX_COLUMNS, but each window a row of 40,000 entries, over which HiGHS'
+    presolve ran 277 s under a 5 s limit (measured): the default step grows to 24 s (1, 2, 3, 4, 5, 7, 9, 12, 15,
+    19, 24: the first with windows of at most MAX_WINDOW = 2,000 intervals). Two whole-GPU jobs of 1e5 s at 0 on
+    one GPU: one waits 1e5 s, mean wait 5e4; the bound on a 118 s grid (windows of 2e5 s) is within one step of
+    it, proven in well under a second."""
+    p = np.array([20_000.0, 20_000.0, 10.0])
+    assert default_step(np.zeros(3), p, 2 * 20_000.0, np.ones((3, 3))) == 24.0
+    b = pooled_bound(one_gpu(), jobs_of((1, 1000, 0, 1e5), (1, 1000, 0, 1e5)), time_limit=5.0)
+    assert (b.status, b.step_s, b.columns) == ("optimal", 118.0, 2 * 1695 + 4)
+    assert 5e4 - 118 <= b.mean_wait_s <= 5e4
 
 
 def test_forced_time_limit_gives_a_true_bound(shared_solve):
