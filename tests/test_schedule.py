@@ -280,6 +280,24 @@ def test_solves_are_deterministic():
     assert np.array_equal(r1.start_s, r2.start_s, equal_nan=True) and r1.gpus == r2.gpus
 
 
+def test_a_start_meeting_a_finish_up_to_float_rounding_is_one_instant():
+    """One node of 4 cores. A (4 cores, no GPU) from 12.556 s for 0.647 s, B (4 cores) submitted at 13.203 s for
+    1 s: B starts as A ends, without waiting; mean JCT (0.647 + 1) / 2 s. Counted in milliseconds, A starts at
+    12556 x 0.001 = 12.556000000000001 s and ends at 13.203000000000001 s in floats: that finish and B's start are
+    one instant of the replay (else B would start beside A, and the exact model's optimum failed its own replay
+    check). A millisecond later, A overlaps B."""
+    cluster = Cluster([4000], [65_536], [1], ["T4"])
+    jobs = JobSet(TaskSet([4000] * 2, [1024] * 2, [0] * 2, [0] * 2), [12.556, 13.203], [0.647, 1.0])
+    a = 12556 * 0.001
+    assert a + 0.647 > 13.203
+    validate_schedule(cluster, jobs, Schedule([a, 13.203], [0, 0], ((), ())))
+    with pytest.raises(InfeasiblePlacement, match="CPU"):
+        validate_schedule(cluster, jobs, Schedule([12.557, 13.203], [0, 0], ((), ())))
+    res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
+    assert res.status == "optimal" and res.value == pytest.approx((0.647 + 1) / 2)
+    assert res.schedule.start_s.tolist() == pytest.approx([12.556, 13.203])
+
+
 def test_replay_rejects_infeasible_schedules():
     """Two whole-GPU jobs overlapping on the one GPU; a start before the submission; an admitted job never
     started: each is named."""
