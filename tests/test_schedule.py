@@ -285,7 +285,8 @@ def test_a_start_meeting_a_finish_up_to_float_rounding_is_one_instant():
     1 s: B starts as A ends, without waiting; mean JCT (0.647 + 1) / 2 s. Counted in milliseconds, A starts at
     12556 x 0.001 = 12.556000000000001 s and ends at 13.203000000000001 s in floats: that finish and B's start are
     one instant of the replay (else B would start beside A, and the exact model's optimum failed its own replay
-    check). A millisecond later, A overlaps B."""
+    check). A millisecond later, A overlaps B. The model's starts are read back as the submissions are: no wait,
+    not 1e-15 s."""
     cluster = Cluster([4000], [65_536], [1], ["T4"])
     jobs = JobSet(TaskSet([4000] * 2, [1024] * 2, [0] * 2, [0] * 2), [12.556, 13.203], [0.647, 1.0])
     a = 12556 * 0.001
@@ -295,7 +296,7 @@ def test_a_start_meeting_a_finish_up_to_float_rounding_is_one_instant():
         validate_schedule(cluster, jobs, Schedule([12.557, 13.203], [0, 0], ((), ())))
     res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
     assert res.status == "optimal" and res.value == pytest.approx((0.647 + 1) / 2)
-    assert res.schedule.start_s.tolist() == pytest.approx([12.556, 13.203])
+    assert res.schedule.start_s.tolist() == [12.556, 13.203] and res.mean_wait_s == 0.0     # read as k / 1000 s
 
 
 def test_replay_rejects_infeasible_schedules():
