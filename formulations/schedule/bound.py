@@ -185,7 +185,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     ----------
     counted : bool mask of the jobs whose mean JCT is bounded (default: every admitted job); rejected jobs (fit no
         empty node) are never counted.
-    pinned : bool mask of jobs assumed to run from their submission (module docstring); default none.
+    pinned : bool mask of jobs assumed to run from their submission (module docstring); default none. Rejected
+        jobs are never pinned: they never run.
     step_s : the grid step ``D`` (default: :func:`default_step`). slack_s : a job's window beyond ``r_j + p_j``
         (default: a tenth of the submission span plus twice the median duration).
     time_limit : HiGHS' limit in seconds. resources : the pooled resources (``gpu``, ``cpu``, ``memory``).
@@ -193,7 +194,7 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     wall0, cpu0 = time.perf_counter(), time.process_time()
     admitted = ~rejected_jobs(cluster, jobs)
     counted = admitted if counted is None else np.asarray(counted, dtype=bool) & admitted
-    pinned = np.zeros(len(jobs), dtype=bool) if pinned is None else np.asarray(pinned, dtype=bool) & ~counted
+    pinned = np.zeros(len(jobs), dtype=bool) if pinned is None else np.asarray(pinned, dtype=bool) & admitted & ~counted
     rows = np.flatnonzero(counted)
     r, p = jobs.submit_s[rows], jobs.duration_s[rows]
     if not np.isfinite(p).all():
