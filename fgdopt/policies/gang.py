@@ -13,6 +13,8 @@ weigh ``n_nodes ** workers`` joint choices), best-fit packs each part tightest, 
 The parts fit together iff :meth:`~fgdopt.state.ClusterState.parts_fit` (exact for identical parts: each part
 placed lowers its node's part count by one). So when it holds, a policy that returns a choice wherever the task fits
 places every part; :func:`choose_parts` checks it first and returns ``None`` at once when the gang does not fit.
+A policy that keeps some nodes from a job where it would fit (:class:`fgdopt.policies.reserve.Reserving`) may refuse
+the whole gang at its first part (``None``: the gang waits, as a job that fits nowhere), never a later part.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ def choose_parts(ask: Callable[[ClusterState, Task], tuple | None], state: Clust
 
     Raises
     ------
-    RuntimeError : ``ask`` returned None for a part although the gang fits (a policy must place a task wherever it
-        fits).
+    RuntimeError : ``ask`` returned None for a part after the first although the gang fits (a policy must place the
+        rest of a gang it started to place).
     fgdopt.state.InfeasiblePlacement : ``ask`` chose a node or GPUs where the part does not fit.
     """
     if not state.parts_fit(task):
@@ -43,6 +45,8 @@ def choose_parts(ask: Callable[[ClusterState, Task], tuple | None], state: Clust
     try:
         for k in range(task.workers):
             choice = ask(state, part)
+            if choice is None and k == 0:                  # the policy refuses the gang (module docstring)
+                return None
             if choice is None:
                 raise RuntimeError(f"the policy placed no part {k} of a gang of {task.workers} that fits")
             node, gpus = int(choice[0]), tuple(int(g) for g in choice[1])
