@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from experiments.schedule import main
 from fgdopt.model import Cluster, TaskSet
@@ -297,6 +299,33 @@ def test_a_start_meeting_a_finish_up_to_float_rounding_is_one_instant():
     res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
     assert res.status == "optimal" and res.value == pytest.approx((0.647 + 1) / 2)
     assert res.schedule.start_s.tolist() == [12.556, 13.203] and res.mean_wait_s == 0.0     # read as k / 1000 s
+
+
+@st.composite
+def _millisecond_instances(draw):
+    """1-2 nodes of 4 cores and 1-2 GPUs; 2-6 jobs (CPU-only, sharing, whole GPUs) with times in whole milliseconds,
+    some submitted together, some of zero duration."""
+    n_nodes = draw(st.integers(1, 2))
+    cluster = Cluster([4000] * n_nodes, [65_536] * n_nodes, [draw(st.integers(1, 2)) for _ in range(n_nodes)],
+                      ["T4"] * n_nodes)
+    rows = draw(st.lists(st.tuples(st.sampled_from([(0, 0), (1, 500), (1, 1000), (2, 1000)]),
+                                   st.sampled_from([1000, 4000]), st.sampled_from([0, 0, 1283, 12_556]),
+                                   st.sampled_from([0, 647, 5000, 27_667])), min_size=2, max_size=6))
+    tasks = TaskSet([c for _, c, _, _ in rows], [1024] * len(rows), [g for (g, _), _, _, _ in rows],
+                    [m for (_, m), _, _, _ in rows])
+    return cluster, JobSet(tasks, [s / 1000 for _, _, s, _ in rows], [d / 1000 for _, _, _, d in rows])
+
+
+@settings(max_examples=8, deadline=None)
+@given(_millisecond_instances())
+def test_the_optimum_of_millisecond_times_replays_below_every_run(case):
+    """Times in whole milliseconds: the exact model's schedule replays (its own check, in ``solve_schedule``) and is
+    proven, its value at most a FIFO run's, which no bound exceeds."""
+    cluster, jobs = case
+    _, run = recorded_run(cluster, jobs, "best-fit", "fifo")
+    res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
+    if (~rejected_jobs(cluster, jobs)).any():
+        assert res.status == "optimal" and res.bound <= res.value <= objective_value(jobs, run, "mean-jct") + 1e-9
 
 
 def test_replay_rejects_infeasible_schedules():
