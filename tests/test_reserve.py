@@ -220,6 +220,21 @@ def test_finish_align_window_must_be_a_positive_number_of_seconds(window_s):
     assert FinishAlign(window_s=0.5).window_s == 0.5
 
 
+def test_a_gang_waits_whole_for_the_nodes_open_to_it():
+    """Two 2-GPU nodes (ranks: node 0 first). At 0: A (1 GPU, 100 s) and B (1 GPU, 50 s), 40 cores each, start on
+    nodes 0 and 1; W (2 GPUs, 10 s: a whole-node job) waits and reserves node 1, which drains at T = 50. At 1 the
+    gang G (2 parts of 1 GPU, 100 s) would end after T, so node 1 is closed to it, and node 0 holds one part only: G
+    is refused whole (its first part once went to node 0, and its second found no open node: the run stopped with a
+    RuntimeError). W starts at 50 on node 1, G at 60, when W ends."""
+    jobs = JobSet(TaskSet([40_000, 40_000, 1000, 1000], [0] * 4, [1, 1, 2, 1], [1000] * 4, workers=[1, 1, 1, 2]),
+                  [0.0, 0.0, 0.0, 1.0], [100.0, 50.0, 10.0, 100.0])
+    cluster = nodes(2, 2)
+    _, sched = recorded_run(cluster, jobs, Reserving(make_policy("best-fit", ranks=np.arange(2)), jobs, wait_s=0.0,
+                                                     max_nodes=1), "backfill")
+    validate_schedule(cluster, jobs, sched)
+    assert sched.start_s.tolist() == [0.0, 0.0, 50.0, 60.0] and sched.node[:3].tolist() == [0, 1, 1]
+
+
 def test_a_gang_of_whole_node_parts_reserves_no_home():
     """Only a job in one part is a whole-node job (module docstring, step 1): of two 8-GPU jobs, the gang of two
     such parts has no homes, the single one has both nodes."""

@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from experiments.schedule import main
 from fgdopt.model import Cluster, TaskSet
@@ -24,6 +26,7 @@ from fgdopt.timeline.suites import (
     trap_instances,
 )
 from formulations.schedule import pooled_bound, solve_schedule
+from formulations.schedule.bound import default_step
 from formulations.schedule.exact import _sorted_labels, solve_exact, time_unit
 
 
@@ -169,13 +172,30 @@ def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
 def test_pooled_bound_on_jobs_ten_million_times_longer_than_others():
     """One whole GPU; A and B (1e7 s each) at 0, C (1 s) at 1, D (30 s) at 30. Waiting for the short ones is best:
     C 1-2, D 30-60, A 60-(1e7 + 60), B after A: waits 60, 1e7 + 60, 0, 0, mean 2,500,030 s (starting A at 0 makes
-    C, D and B wait about 1e7 s each: mean about 7.5e6). The default grid gives A and B about 69,000 columns each;
-    the LP is then solved in seconds (as an equation, their work rows kept HiGHS' presolve busy for minutes, past
-    its time limit), and its bound is at most the optimum and within the grid's step (290 s) per job of it."""
+    C, D and B wait about 1e7 s each: mean about 7.5e6). On a 290 s grid A and B have about 69,000 columns each;
+    the LP is solved in seconds (with its work rows as equations, HiGHS' presolve spent minutes on them, past its
+    time limit), and its bound is at most the optimum and within one step per job of it; the default grid (windows
+    of at most MAX_WINDOW intervals) gives the same within its step."""
     jobs = jobs_of((1, 1000, 0, 1e7), (1, 1000, 0, 1e7), (1, 1000, 1, 1), (1, 1000, 30, 30))
-    b = pooled_bound(one_gpu(), jobs, time_limit=20.0)
-    assert b.status == "optimal" and b.columns > 100_000
-    assert 2_500_030 - 290 <= b.mean_wait_s <= 2_500_030
+    fine = pooled_bound(one_gpu(), jobs, step_s=290.0, time_limit=20.0)
+    assert fine.status == "optimal" and fine.columns > 100_000
+    assert 2_500_030 - 290 <= fine.mean_wait_s <= 2_500_030
+    coarse = pooled_bound(one_gpu(), jobs, time_limit=20.0)
+    assert coarse.status == "optimal" and 2_500_030 - coarse.step_s <= coarse.mean_wait_s <= 2_500_030
+
+
+def test_pooled_bound_grid_of_a_few_long_jobs():
+    """A tiny workload of long jobs. Three jobs of 20,000 s at 0: windows of 40,000 s (twice the median duration),
+    on a 1 s grid 120,000 columns, within MAX_COLUMNS, but each window a row of 40,000 entries, over which HiGHS'
+    presolve ran 277 s under a 5 s limit (measured): the default step grows to 24 s (1, 2, 3, 4, 5, 7, 9, 12, 15,
+    19, 24: the first with windows of at most MAX_WINDOW = 2,000 intervals). Two whole-GPU jobs of 1e5 s at 0 on
+    one GPU: one waits 1e5 s, mean wait 5e4; the bound on a 118 s grid (windows of 2e5 s) is within one step of
+    it, proven in well under a second."""
+    p = np.array([20_000.0, 20_000.0, 10.0])
+    assert default_step(np.zeros(3), p, 2 * 20_000.0, np.ones((3, 3))) == 24.0
+    b = pooled_bound(one_gpu(), jobs_of((1, 1000, 0, 1e5), (1, 1000, 0, 1e5)), time_limit=5.0)
+    assert (b.status, b.step_s, b.columns) == ("optimal", 118.0, 2 * 1695 + 4)
+    assert 5e4 - 118 <= b.mean_wait_s <= 5e4
 
 
 def test_forced_time_limit_gives_a_true_bound(shared_solve):
@@ -275,6 +295,52 @@ def test_solves_are_deterministic():
     assert (a.status, a.value, a.bound) == (b.status, b.value, b.bound)
     r1, r2 = (recorded_run(inst.cluster, inst.jobs, "fgd", "backfill", seed=5)[1] for _ in range(2))
     assert np.array_equal(r1.start_s, r2.start_s, equal_nan=True) and r1.gpus == r2.gpus
+
+
+def test_a_start_meeting_a_finish_up_to_float_rounding_is_one_instant():
+    """One node of 4 cores. A (4 cores, no GPU) from 12.556 s for 0.647 s, B (4 cores) submitted at 13.203 s for
+    1 s: B starts as A ends, without waiting; mean JCT (0.647 + 1) / 2 s. Counted in milliseconds, A starts at
+    12556 x 0.001 = 12.556000000000001 s and ends at 13.203000000000001 s in floats: that finish and B's start are
+    one instant of the replay (else B would start beside A, and the exact model's optimum failed its own replay
+    check). A millisecond later, A overlaps B. The model's starts are read back as the submissions are: no wait,
+    not 1e-15 s."""
+    cluster = Cluster([4000], [65_536], [1], ["T4"])
+    jobs = JobSet(TaskSet([4000] * 2, [1024] * 2, [0] * 2, [0] * 2), [12.556, 13.203], [0.647, 1.0])
+    a = 12556 * 0.001
+    assert a + 0.647 > 13.203
+    validate_schedule(cluster, jobs, Schedule([a, 13.203], [0, 0], ((), ())))
+    with pytest.raises(InfeasiblePlacement, match="CPU"):
+        validate_schedule(cluster, jobs, Schedule([12.557, 13.203], [0, 0], ((), ())))
+    res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
+    assert res.status == "optimal" and res.value == pytest.approx((0.647 + 1) / 2)
+    assert res.schedule.start_s.tolist() == [12.556, 13.203] and res.mean_wait_s == 0.0     # read as k / 1000 s
+
+
+@st.composite
+def _millisecond_instances(draw):
+    """1-2 nodes of 4 cores and 1-2 GPUs; 2-6 jobs (CPU-only, sharing, whole GPUs) with times in whole milliseconds,
+    some submitted together, some of zero duration."""
+    n_nodes = draw(st.integers(1, 2))
+    cluster = Cluster([4000] * n_nodes, [65_536] * n_nodes, [draw(st.integers(1, 2)) for _ in range(n_nodes)],
+                      ["T4"] * n_nodes)
+    rows = draw(st.lists(st.tuples(st.sampled_from([(0, 0), (1, 500), (1, 1000), (2, 1000)]),
+                                   st.sampled_from([1000, 4000]), st.sampled_from([0, 0, 1283, 12_556]),
+                                   st.sampled_from([0, 647, 5000, 27_667])), min_size=2, max_size=6))
+    tasks = TaskSet([c for _, c, _, _ in rows], [1024] * len(rows), [g for (g, _), _, _, _ in rows],
+                    [m for (_, m), _, _, _ in rows])
+    return cluster, JobSet(tasks, [s / 1000 for _, _, s, _ in rows], [d / 1000 for _, _, _, d in rows])
+
+
+@settings(max_examples=8, deadline=None)
+@given(_millisecond_instances())
+def test_the_optimum_of_millisecond_times_replays_below_every_run(case):
+    """Times in whole milliseconds: the exact model's schedule replays (its own check, in ``solve_schedule``) and is
+    proven, its value at most a FIFO run's, which no bound exceeds."""
+    cluster, jobs = case
+    _, run = recorded_run(cluster, jobs, "best-fit", "fifo")
+    res = solve_schedule(cluster, jobs, "mean-jct", 10.0, threads=1)
+    if (~rejected_jobs(cluster, jobs)).any():
+        assert res.status == "optimal" and res.bound <= res.value <= objective_value(jobs, run, "mean-jct") + 1e-9
 
 
 def test_replay_rejects_infeasible_schedules():

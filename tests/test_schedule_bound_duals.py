@@ -84,3 +84,14 @@ def test_the_pinned_bound_sees_the_background_hold_the_gpu():
         assert b.status == "optimal" and wait - 1e-3 <= b.mean_wait_s <= wait
     both = pooled_bound(cluster, jobs, counted=counted, pinned=np.array([True, False, True]), step_s=1.0)
     assert both.status == "infeasible"
+
+
+def test_a_rejected_background_job_holds_nothing():
+    """Two 1-GPU nodes. A background job of 2 GPUs fits no node: rejected, it never runs, so pinning it at its
+    submission takes nothing from the pooled capacity, and the counted 1-GPU job submitted beside it waits nothing
+    (as in every run, which starts it at once). Charged its 2,000 milli-GPU over [0, 100) s, the pooled GPU was full
+    over the counted job's whole window and the bound 20 s, above every run it is valid for."""
+    cluster = Cluster([8000] * 2, [8192] * 2, [1] * 2, ["T4"] * 2)
+    jobs = JobSet(TaskSet([1000] * 2, [0] * 2, [2, 1], [1000] * 2), [0.0, 0.0], [100.0, 10.0])
+    b = pooled_bound(cluster, jobs, counted=np.array([False, True]), pinned=np.array([True, False]), step_s=1.0)
+    assert (b.status, b.jobs, b.mean_wait_s) == ("optimal", 1, 0.0)

@@ -15,6 +15,8 @@ placed lowers its node's part count by one). So when it holds, a policy that ret
 places every part; :func:`choose_parts` checks it first and returns ``None`` at once when the gang does not fit. A
 policy may also leave a part unallocated where it fits (``None``, as the policy protocol allows for any task: the
 flawed views ``per-gpu-dimension`` and ``unified-device`` do); the gang is then left unallocated, as a task would be.
+A policy that keeps some nodes from a job where it would fit (:class:`fgdopt.policies.reserve.Reserving`) refuses
+the whole gang at its first part (the gang waits, as a job that fits nowhere).
 """
 
 from __future__ import annotations

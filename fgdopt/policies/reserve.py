@@ -18,7 +18,9 @@ placement policy (the *inner* one) and, at every call at time ``now`` (seconds):
    (so a blocking queue, whose head is the oldest job, never waits on a reservation behind it), nor is another
    whole-node job whose home the node is (the queue may put a younger job of the same shape first). A reserved
    node's drain time therefore never moves past ``T``, and the whole-node job finds it empty at ``T`` at the
-   latest, unless the queue order starts it elsewhere first.
+   latest, unless the queue order starts it elsewhere first. A gang (its parts asked one by one,
+   :func:`fgdopt.policies.gang.choose_parts`) is judged whole at its first part: refused unless its parts fit the
+   nodes open to it together, and its later parts see the same nodes closed.
 
 The bound: at most ``max_nodes`` nodes are reserved at once, and a job reserves only after ``wait_s`` seconds, so
 the rest of the cluster stays open; ``max_nodes = 0`` (or ``wait_s = inf``) is the inner policy itself.
@@ -115,6 +117,7 @@ class Reserving:
         self.order = np.zeros(0, dtype=np.int64)          # the whole-node jobs in submission order
         self.arrived = 0                                  # how many of them are submitted by now
         self.waiting: list[int] = []                      # submitted, not placed, in submission order
+        self.gang: tuple | None = None                    # the gang being placed: (job, now, closed, parts left)
 
     def _setup(self, state: ClusterState) -> None:
         """The whole-node jobs of the run on ``state.cluster`` and their homes; a fresh view of ``state``."""
@@ -131,7 +134,7 @@ class Reserving:
                 self.homes[j] = homes_of[key]
         ids = np.fromiter(self.homes, dtype=np.int64, count=len(self.homes))
         self.order = ids[np.lexsort((ids, self.submit[ids]))]
-        self.arrived, self.waiting = 0, []
+        self.arrived, self.waiting, self.gang = 0, [], None
         self.view = ClosedNodes(state)
 
     def reservations(self, now: float, drain: np.ndarray) -> dict[int, tuple[float, int]]:
@@ -170,13 +173,21 @@ class Reserving:
             view = self.view
         drain = self.drain.of(state)
         end = now + work_s
-        view.closed = None
-        if self.max_nodes:
-            held = self.reservations(now, np.maximum(drain, now))
-            shut = [node for node, (t, owner) in held.items() if end > t and self._held_back(job, owner, node)]
-            if shut:
-                view.closed = np.zeros(state.cluster.n_nodes, dtype=bool)
-                view.closed[shut] = True
+        workers = int(self.tasks.workers[job]) if job is not None else 1
+        later = workers > 1 and self.gang is not None and self.gang[:2] == (job, now)
+        if later:                                       # a later part of a gang: the nodes closed at its first
+            view.closed = self.gang[2]
+        else:
+            view.closed = None
+            if self.max_nodes:
+                held = self.reservations(now, np.maximum(drain, now))
+                shut = [node for node, (t, owner) in held.items() if end > t and self._held_back(job, owner, node)]
+                if shut:
+                    view.closed = np.zeros(state.cluster.n_nodes, dtype=bool)
+                    view.closed[shut] = True
+            if workers > 1 and view.closed is not None and \
+                    state.part_counts(self.tasks[job])[~view.closed].sum() < workers:
+                return None                             # the gang's parts do not fit the open nodes together
         if self.inner_time_aware:
             choice = self.policy(view, task, job=job, now=now, work_s=work_s, **keywords)
         elif self.inner_job_aware:
@@ -187,6 +198,9 @@ class Reserving:
             self.drain.record(int(choice[0]), end)
             if job in self.homes and job in self.waiting:
                 self.waiting.remove(job)
+            if workers > 1:                             # the parts still to choose, with the same nodes closed
+                left = (self.gang[3] if later else workers) - 1
+                self.gang = (job, now, view.closed, left) if left else None
         return choice
 
 

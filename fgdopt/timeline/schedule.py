@@ -35,6 +35,17 @@ from fgdopt.timeline.admission import rejection_reasons
 
 OBJECTIVES = ("mean-jct", "makespan", "mean-wait")
 """Objectives of a schedule (seconds); the exact model minimizes the first two, the third is reported."""
+SAME_INSTANT_S = 1e-9
+"""Times of a replay within this many seconds (plus 1e-12 of their size) of each other are one instant: a schedule's
+times are real numbers carried in floats, and a job's ``start + duration`` may miss the start it meets by a rounding
+(12.556 + 0.647 is 13.203000000000001: the exact model's job starting at 13.203 in the CPU a job of 0.647 s frees then
+would otherwise start before that job ends)."""
+
+
+def instant_tolerance(t):
+    """Seconds within which a time ``t`` (seconds; a float or an array) and another are one instant of a replay
+    (:data:`SAME_INSTANT_S`)."""
+    return SAME_INSTANT_S + 1e-12 * np.abs(t)
 
 
 def rejected_jobs(cluster: Cluster, jobs: JobSet) -> np.ndarray:
@@ -165,12 +176,13 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
 
     Checked: the schedule covers the job set; the started jobs are exactly the admitted ones (the jobs that fit
     some empty node, :func:`rejected_jobs`); no job starts before its submission or runs forever; at every
-    instant, after the finishes at that instant, each job starting then is placed by
-    :meth:`ClusterState.place` (the one feasibility rule) on its node and GPUs; a zero-duration job is placed
-    and removed at once, before the other jobs starting then (it finishes at its start instant, processed as a
-    further instant at the same time: the engine may start a job in the resources it held, SPEC "Time"), as is a job
-    whose finish, in float64, is its start (too short for the clock that far out). Returns
-    the state at the end (empty again).
+    instant (times within :func:`instant_tolerance` of each other are one), after the finishes at that instant,
+    each job starting then is placed by :meth:`ClusterState.place` (the one feasibility rule) on its node and
+    GPUs; a zero-duration job is placed and removed at once, before the other jobs starting then (it finishes at
+    its start instant, processed as a further instant at the same time: the engine may start a job in the
+    resources it held, SPEC "Time"), as is a job that ends within the instant it starts (too short for the clock
+    where it runs: 1 ms at 1e15 s, where float64 times are multiples of 1/8 s). Returns the state at the end (empty
+    again).
 
     Raises
     ------
@@ -185,7 +197,7 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
         j = int(bad[0])
         raise InfeasiblePlacement(f"job {j} ({jobs.tasks.names[j]}): " + (
             "fits no empty node but is started" if rejected[j] else "fits an empty node but never starts"))
-    early = started & (schedule.start_s < jobs.submit_s - 1e-9)
+    early = started & (schedule.start_s < jobs.submit_s - instant_tolerance(jobs.submit_s))
     if (bad := np.flatnonzero(early | (started & ~np.isfinite(jobs.duration_s)))).size:
         j = int(bad[0])
         raise InfeasiblePlacement(f"job {j} ({jobs.tasks.names[j]}): starts at {schedule.start_s[j]} s, before "
@@ -193,12 +205,17 @@ def validate_schedule(cluster: Cluster, jobs: JobSet, schedule: Schedule) -> Clu
     state = ClusterState(cluster, jobs.tasks)
     rows = np.flatnonzero(started)
     finish = schedule.finish_s(jobs)
-    # events (time, kind, job): kind 0 = finish, 1 = a zero-duration job (placed, then removed), 2 = start; a job
-    # too short for the clock where it runs (1 ms at 1e15 s, where times are multiples of 1/8 s) ends at its start
-    zero = finish == schedule.start_s
+    # events (time, kind, job): kind 0 = finish, 1 = a job that ends within the instant it starts (zero-duration,
+    # or too short for the clock where it runs: placed, then removed), 2 = start
+    zero = finish - schedule.start_s <= instant_tolerance(schedule.start_s)
     events = [(float(finish[j]), 0, int(j)) for j in rows if not zero[j]]
     events += [(float(schedule.start_s[j]), 1 if zero[j] else 2, int(j)) for j in rows]
+    instants, instant = [], None                     # times within instant_tolerance of an instant's first are it
     for t, kind, j in sorted(events):
+        if instant is None or t - instant > instant_tolerance(instant):
+            instant = t
+        instants.append((instant, kind, j))
+    for t, kind, j in sorted(instants):
         if kind == 0:
             state.remove(j)
             continue

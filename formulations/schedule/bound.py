@@ -65,8 +65,14 @@ from formulations.highs import build_highs, highs_lp, last_row_duals, solve
 SAFETY = 1e-6
 """Relative amount (of the total wait, at least 1 s) by which the LP optimum is lowered before it is reported."""
 MAX_COLUMNS = 150_000
-"""The default grid step starts at 1 s and grows by a quarter (rounded up to whole seconds) until the interval
-variables are at most this many."""
+"""The most interval variables under the default grid step (:func:`default_step`)."""
+MAX_WINDOW = 2_000
+"""The most grid intervals the window of a job that is not *long* (:func:`_groups`) may span under the default
+step. Such a window is a row of that many entries (rows 1. and 4.; long jobs have none), and HiGHS' presolve takes
+time quadratic in a row's length without heeding its time limit (measured: 3 jobs of 20,000 s, windows of 40,000 1-s
+intervals: 277 s under a 5 s limit). Only a few jobs as long as the whole horizon (a tiny workload with day-long
+jobs) reach it; the openb stream's points (20,000 jobs) have windows of at most 19 intervals, the generated suites
+(``small-time``, ``medium-time``) at most 1,579."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,22 @@ def _groups(r: np.ndarray, p: np.ndarray, k0: np.ndarray, k1: np.ndarray, step: 
     return long, group_of, np.flatnonzero(long)[first_local]
 
 
+def default_step(r: np.ndarray, p: np.ndarray, slack: float, shape: np.ndarray) -> float:
+    """The default grid step ``D`` (seconds) of jobs submitted at ``r`` and running ``p`` seconds (float64 (n,)) with
+    windows ``slack`` seconds beyond ``r_j + p_j`` and demands ``shape`` (n, 3): 1 s, grown by a quarter (rounded up
+    to whole seconds) until the interval variables are at most :data:`MAX_COLUMNS` and no window of a job that is not
+    long spans more than :data:`MAX_WINDOW` intervals."""
+    step = 1.0
+    cap_t = float(r.max()) + slack
+    while True:
+        k0, k1 = _columns(r, p, cap_t, step, slack)
+        long, _, first = _groups(r, p, k0, k1, step, shape)
+        size = k1 - k0
+        if size[~long].sum() + size[first].sum() <= MAX_COLUMNS and size[~long].max(initial=0) <= MAX_WINDOW:
+            return step
+        step = float(math.ceil(step * 1.25))
+
+
 def dual_bound(costs: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray, row_lower: np.ndarray,
                row_upper: np.ndarray, matrix: sp.spmatrix, row_duals: np.ndarray) -> float:
     """A lower bound on ``min costs @ x`` over ``col_lower <= x <= col_upper``, ``row_lower <= matrix @ x <=
@@ -166,15 +188,16 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     ----------
     counted : bool mask of the jobs whose mean JCT is bounded (default: every admitted job); rejected jobs (fit no
         empty node) are never counted.
-    pinned : bool mask of jobs assumed to run from their submission (module docstring); default none.
-    step_s : the grid step ``D`` (default: see :data:`MAX_COLUMNS`). slack_s : a job's window beyond ``r_j + p_j``
+    pinned : bool mask of jobs assumed to run from their submission (module docstring); default none. Rejected
+        jobs are never pinned: they never run.
+    step_s : the grid step ``D`` (default: :func:`default_step`). slack_s : a job's window beyond ``r_j + p_j``
         (default: a tenth of the submission span plus twice the median duration).
     time_limit : HiGHS' limit in seconds. resources : the pooled resources (``gpu``, ``cpu``, ``memory``).
     """
     wall0, cpu0 = time.perf_counter(), time.process_time()
     admitted = ~rejected_jobs(cluster, jobs)
     counted = admitted if counted is None else np.asarray(counted, dtype=bool) & admitted
-    pinned = np.zeros(len(jobs), dtype=bool) if pinned is None else np.asarray(pinned, dtype=bool) & ~counted
+    pinned = np.zeros(len(jobs), dtype=bool) if pinned is None else np.asarray(pinned, dtype=bool) & admitted & ~counted
     rows = np.flatnonzero(counted)
     r, p = jobs.submit_s[rows], jobs.duration_s[rows]
     if not np.isfinite(p).all():
@@ -186,17 +209,9 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     t = jobs.tasks                                              # a gang's demand: all its parts'
     shape = np.stack([t.gpu_demand[rows], (t.cpu_milli * t.workers)[rows], (t.memory_mib * t.workers)[rows]], axis=1)
     span = float(r.max() - r.min())
-    med = float(np.median(p))
+    slack = slack_s if slack_s is not None else 0.1 * span + 2 * float(np.median(p))
     if step_s is None:
-        step_s = 1.0
-        while True:
-            slack = slack_s if slack_s is not None else 0.1 * span + 2 * med
-            k0, k1 = _columns(r, p, float(r.max()) + slack, step_s, slack)
-            long, _, first = _groups(r, p, k0, k1, step_s, shape)
-            if (k1 - k0)[~long].sum() + (k1 - k0)[first].sum() <= MAX_COLUMNS:
-                break
-            step_s = float(math.ceil(step_s * 1.25))
-    slack = slack_s if slack_s is not None else 0.1 * span + 2 * med
+        step_s = default_step(r, p, slack, shape)
     cap_t = float(r.max()) + slack
     k0, k1 = _columns(r, p, cap_t, step_s, slack)
     n_int = int(k1.max())

@@ -447,8 +447,9 @@ def _read(solver, cluster: Cluster, jobs: JobSet, rows: np.ndarray, start: dict,
     for (j, n, g), lit in y.items():
         if n == node[j] and solver.boolean_value(lit) and tasks.workers[j] == 1:
             gpus[j] = (*gpus[j], g)
-    for j in rows.tolist():
-        s[j] = solver.value(start[j]) * unit
+    per_s = round(1 / unit)                             # k / 1000 is the float nearest k ms, as a submission read
+    for j in rows.tolist():                             # from a file is (k x 0.001 may miss it: a wait of 1e-15 s)
+        s[j] = solver.value(start[j]) / per_s
     if not tasks.has_gangs:
         return Schedule(s, node, tuple(gpus))
     parts: list[tuple] = [()] * n_jobs
