@@ -452,3 +452,22 @@ def test_a_run_far_out_in_time_is_checked_at_the_clocks_resolution(mechanism):
     assert r.status.tolist() == [STATUSES.index("finished")] * 2
     assert r.start_s.tolist() == [0.0, 1e15] and r.finish_s[1] - r.start_s[1] in (0.0, 0.125)
     assert r.work_s[1] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("load", [0.9, 1.3])
+def test_openb_stream_offers_the_load_asked(openb_dir, load):
+    """With the trace's arrival pattern and one job per stream pod (L of them, found where the pattern wraps), the
+    offered load is exactly the one asked: the services' GPUs plus the stream's GPU-seconds over its span, over the
+    cluster's capacity (the stream's rate makes up what the services leave of ``load``)."""
+    from fgdopt.timeline import openb_jobs
+    from fgdopt.timeline.sources import SERVICE_S
+
+    _, probe = openb_jobs("default", 0.9, 8100, seed=3, arrivals="trace", data_dir=openb_dir)
+    pods = [name.rsplit(":", 1)[-1] for name in probe.tasks.names if name.startswith("job:")]
+    n = pods.index(pods[0], 1)
+    cluster, jobs = openb_jobs("default", load, n, seed=3, arrivals="trace", data_dir=openb_dir)
+    stream = np.array([name.startswith("job:") for name in jobs.tasks.names])
+    services = jobs.duration_s > SERVICE_S
+    demand = jobs.tasks.gpu_demand
+    offered = demand[services].sum() + (demand * jobs.duration_s)[stream].sum() / jobs.submit_s[stream][-1]
+    assert stream.sum() == n and offered / cluster.gpu_capacity_milli == pytest.approx(load, rel=1e-9)

@@ -265,3 +265,17 @@ def test_weights_without_the_aware_policy_are_refused(tmp_path, capsys):
     assert stop.value.code == 2 and not (tmp_path / "o").exists()
     assert err == ("python -m experiments.interference: error: --weights weighs fgd-interference's slowdown term: "
                    "give --policies with fgd-interference (the weights would be ignored)")
+
+
+@pytest.mark.parametrize(("factor", "said"), [
+    ([1.0, 0.5], "square matrix"),                          # one dimension
+    ([[1.0, 0.5, 0.5], [0.8, 1.0, 1.0]], "square matrix"),  # two, not square
+    ([[1.0]], "square matrix"),                             # square, but class 1 beyond it
+    ([[1.0, 0.5], [0.8, 0.0]], "finite and > 0"),           # a zero factor
+    ([[1.0, 0.5], [np.inf, 1.0]], "finite and > 0"),        # an infinite one
+])
+def test_interference_factors_are_checked_one_fault_at_a_time(factor, said):
+    """Jobs of classes 0 and 1: a factor table that is not a square matrix covering both classes, or that holds a
+    factor that is not finite and above 0, is refused in one line (each fault alone)."""
+    with pytest.raises(ValueError, match=said):
+        Interference([0, 1], {"T4": factor})

@@ -13,18 +13,19 @@ HEADER = "submit_s,duration_s,num_gpu,cpu_milli,memory_mib"
 
 
 def test_defaults_fill_the_optional_columns(tmp_path):
-    # row 0: 2 whole GPUs (gpu_milli defaults to 1000); row 1: CPU-only (gpu_milli 0); row 2: a share given
+    # row 0: 2 whole GPUs (gpu_milli defaults to 1000); row 1: CPU-only (gpu_milli 0); row 2: a share given;
+    # row 3: one GPU, gpu_milli left empty (1000)
     path = tmp_path / "w.csv"
-    path.write_text(HEADER + ",gpu_milli\n0,10,2,4000,1024,\n5,inf,0,1000,0,\n7,3.5,1,500,0,250\n")
+    path.write_text(HEADER + ",gpu_milli\n0,10,2,4000,1024,\n5,inf,0,1000,0,\n7,3.5,1,500,0,250\n8,2,1,500,0,\n")
     frame = read_workload_frame(path)
     assert list(frame.columns) == list(FORMAT_COLUMNS)
-    assert frame["gpu_milli"].tolist() == [1000, 0, 250]
-    assert frame["workers"].tolist() == [1, 1, 1] and frame["priority"].tolist() == [0, 0, 0]
-    assert frame["name"].tolist() == ["job-0", "job-1", "job-2"] and frame["gpu_spec"].tolist() == ["", "", ""]
-    assert frame["duration_s"].tolist() == [10.0, np.inf, 3.5]
+    assert frame["gpu_milli"].tolist() == [1000, 0, 250, 1000]
+    assert frame["workers"].tolist() == [1] * 4 and frame["priority"].tolist() == [0] * 4
+    assert frame["name"].tolist() == ["job-0", "job-1", "job-2", "job-3"] and frame["gpu_spec"].tolist() == [""] * 4
+    assert frame["duration_s"].tolist() == [10.0, np.inf, 3.5, 2.0]
     jobs = read_workload(path)
-    assert jobs.tasks.num_gpu.tolist() == [2, 0, 1] and jobs.submit_s.tolist() == [0.0, 5.0, 7.0]
-    assert jobs.offered_gpu_s == 2000 * 10 + 250 * 3.5                     # milli-GPU x s; inf counts 0
+    assert jobs.tasks.num_gpu.tolist() == [2, 0, 1, 1] and jobs.submit_s.tolist() == [0.0, 5.0, 7.0, 8.0]
+    assert jobs.offered_gpu_s == 2000 * 10 + 250 * 3.5 + 1000 * 2            # milli-GPU x s; inf counts 0
 
 
 def test_csv_and_parquet_read_the_same(tmp_path):
