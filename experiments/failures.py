@@ -40,7 +40,9 @@ interval with Young/Daly's marked (:func:`fgdopt.plot.plot_failures`). Prints bo
 
 ``--quick``: 300 stream jobs, seed 42, policies fgd and health-aware, ``--mtbf-scale 20``, a sweep of 150 gangs at
 ratios 0.25, 1, 4 (under two minutes on 2 cores). Each finished run is kept in ``DIR/.runs/``: ``--resume`` skips
-the runs already there with the same inputs.
+the runs already there with the same inputs. Options under which a run would not end (a 1-GPU job, or a gang of the
+sweep, taking more than :data:`MAX_SLOWDOWN` seconds per second of work in expectation: :func:`slowdown_error`) stop
+at the door in one line.
 """
 
 from __future__ import annotations
@@ -100,6 +102,49 @@ SWEEP = {"nodes": 32, "gpus": 8, "workers": 2, "work_h": 24.0, "load": 0.7, "job
 """The interval sweep's cluster and gangs (module docstring)."""
 
 parse_workloads = names(WORKLOADS, "workload")
+MAX_SLOWDOWN = 1000.0
+"""The most run time per second of work a run may ask, in expectation, of its least exposed job (a 1-GPU job; in the
+sweep, its gangs; :func:`slowdown_error`): beyond it the engine would draw failures or drift steps for ages and the
+run would not end (``--mtbf-scale 1e6``: a node fails every 55 s and a checkpoint every 1,800 s is never reached)."""
+
+
+def expected_slowdown(mtbf_s: float, interval_s: float, cost_s: float) -> float:
+    """Run time per second of work of a job that fails every ``mtbf_s`` seconds on average and checkpoints every
+    ``interval_s`` seconds of work, ``cost_s`` seconds each (restarts and repairs aside): a cycle of ``interval_s +
+    cost_s`` is retried until no failure cuts it, ``mtbf_s (exp((interval_s + cost_s) / mtbf_s) - 1)`` seconds in
+    expectation (Daly 2006), for ``interval_s`` of work.
+
+    >>> round(expected_slowdown(43_200.0, 2_276.84, 60.0), 4), expected_slowdown(math.inf, 1.0, 59.0)
+    (1.0546, 60.0)
+    """
+    x = (interval_s + cost_s) / mtbf_s
+    return math.inf if x > 700 else (interval_s + cost_s if x == 0 else mtbf_s * math.expm1(x)) / interval_s
+
+
+def slowdown_error(args: argparse.Namespace) -> str | None:
+    """One line naming the options that would ask more than :data:`MAX_SLOWDOWN` of a run (None: every run can end):
+    a 1-GPU job under each ``--mtbf-scale`` (failures and checkpoints), the slowest GPU of the drift scenario, the
+    sweep's gangs at each ``--intervals`` ratio."""
+    def said(slow: float, who: str) -> str:
+        return (f"{who} would take {slow:.3g} s per second of work in expectation (at most {MAX_SLOWDOWN:g}): "
+                "its run would not end")
+
+    for scale in args.mtbf_scale:
+        mtbf = job_mtbf_s(1, 1, args.node_mtbf_h * HOUR_S / scale, args.gpu_mtbf_h * HOUR_S / scale)
+        if (slow := expected_slowdown(mtbf, args.checkpoint_s, args.checkpoint_cost_s)) > MAX_SLOWDOWN:
+            return (f"--mtbf-scale {scale:g}, --checkpoint-s {args.checkpoint_s:g}, --checkpoint-cost-s "
+                    f"{args.checkpoint_cost_s:g}: " + said(slow, f"a 1-GPU job failing every {mtbf:.3g} s"))
+    speed = (1 - args.spread) * (1 - args.drift) * (args.straggler_factor if args.stragglers > 0 else 1.0)
+    if 1 / speed > MAX_SLOWDOWN:
+        return (f"--straggler-factor {args.straggler_factor:g}, --spread {args.spread:g}, --drift {args.drift:g}: "
+                + said(1 / speed, "a job on the slowest GPU"))
+    mtbf = SWEEP["job_mtbf_h"] * HOUR_S
+    for ratio in args.intervals:
+        interval = ratio * young_daly_s(args.checkpoint_cost_s, mtbf)
+        if (slow := expected_slowdown(mtbf, interval, args.checkpoint_cost_s)) > MAX_SLOWDOWN:
+            return (f"--intervals {ratio:g} (checkpoints every {interval:.3g} s), --checkpoint-cost-s "
+                    f"{args.checkpoint_cost_s:g}: " + said(slow, f"a gang of the sweep failing every {mtbf:g} s"))
+    return None
 
 
 def mtbf_hours(text: str) -> float:
@@ -274,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         load_openb("default", data_dir)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
+    if (said := slowdown_error(args)) is not None:
+        parser.error(said)
     if "openb" in args.workload:
         check_stream_loads(parser, ["default"], args.seeds, args.load, data_dir)
     options = {"node_mtbf_s": args.node_mtbf_h * HOUR_S, "gpu_mtbf_s": args.gpu_mtbf_h * HOUR_S,

@@ -21,6 +21,7 @@ time in local processes, ``--dask ADDRESS`` on a Dask cluster, and ``--resume`` 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -131,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     add_resume_option(ap)
     args = ap.parse_args(argv)
     seeds = args.seeds[:2] if args.quick and "seeds" not in ap.written() else args.seeds
+    for n, seed in ((n, seed) for n in args.nodes for seed in seeds if args.ratio < 1):
+        if not len(mig_instance(n, seed, args.ratio).tasks):     # the first task drawn is above the ratio: none
+            first = mig_instance(n, seed, 1.0)                     # (at 1 every task fits: one node holds it)
+            share = int(task_slices(first.cluster, first.tasks)[0]) / capacity_slices(first.cluster)
+            ap.error(f"argument --ratio: at {args.ratio:g} x the memory slices of {n} node{'s' * (n > 1)}, seed "
+                     f"{seed} draws no task (its first takes {share:.4g} of them); raise it to "
+                     f"{math.ceil(share * 1e4) / 1e4:g} or more")
     t0, c0 = time.perf_counter(), time.process_time()
 
     def write(results: list, folder: Path) -> pd.DataFrame:

@@ -368,14 +368,15 @@ SUMMARY_HEADINGS = {"mean_gap_pct": "mean gap to the bound (%)", "max_gap_pct": 
 
 
 def tables(frame: pd.DataFrame) -> str:
-    """The Markdown tables of ``schedule.csv``: per instance (value of every method) and per method."""
+    """The Markdown tables of ``schedule.csv``: per instance (value of every method, to 2 decimals, all its digits
+    shown: a makespan of 10^12 s is not every method's "1e+12") and per method."""
     out = []
     for objective, part in frame.groupby("objective", sort=False):
         wide = part.pivot(index="instance", columns="method", values="value").round(2)
         opt = part[part["method"] == "optimum"].set_index("instance")
         wide["bound"] = opt["bound"].round(2)
         wide["status"] = opt["status"]
-        out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False), "",
+        out += [f"### {objective} (seconds)", "", wide.reset_index().to_markdown(index=False, floatfmt=".15g"), "",
                 method_summary(part).rename(columns=SUMMARY_HEADINGS).to_markdown(index=False), ""]
     return "\n".join(out)
 

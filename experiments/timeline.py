@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         if (rows := sample_count(args.sample, jobs.window_s[1])) > SERIES_MAX_ROWS:
             parser.error(f"--sample: every {args.sample:g} s up to the last submission of --workload "
                          f"({jobs.window_s[1]:.4g} s) is {rows:,} rows of series.csv per run (at most "
-                         f"{SERIES_MAX_ROWS:,}); give --sample {math.ceil(jobs.window_s[1] / (SERIES_MAX_ROWS - 1)):g}"
+                         f"{SERIES_MAX_ROWS:,}); give --sample {math.ceil(jobs.window_s[1] / (SERIES_MAX_ROWS - 1))}"
                          " or more, or submit_s in seconds from the start of the run")
         if gangs and args.instants:                      # the optimum models of an instant hold no gangs
             print(f"{Path(args.workload).name} has gangs (workers > 1): the optimum models place single-node jobs "

@@ -46,6 +46,7 @@ from experiments.args import (
     study_parser,
 )
 from experiments.executors import add_dask_option, add_resume_option, content_digest, policy_digest, run_and_write
+from experiments.outputs import printed
 from experiments.timeline import load_cluster, parse_queues
 from fgdopt.model import MAX_GPUS_PER_NODE, Cluster
 from fgdopt.plot import plot_traces
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if code:
         return code
     print("\n".join(lines))
-    print(runs.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    print(printed(runs, digits=1))
     jobs = pd.read_csv(args.output / "traces_jobs.csv", keep_default_na=False)
     first = jobs.drop_duplicates(["workload", "name"])              # rejection depends on the shapes only
     for name, group in first.groupby("workload", sort=False):

@@ -260,6 +260,37 @@ def test_a_free_checkpoint_is_refused_at_the_door(tmp_path, capsys):
                    "0, got '0'")
 
 
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--mtbf-scale", "1e6"], "--mtbf-scale 1e+06, --checkpoint-s 1800, --checkpoint-cost-s 60: a 1-GPU job failing "
+     "every 46.9 s would take 4.41e+15 s per second of work"),
+    (["--checkpoint-s", "1e-6"], "--mtbf-scale 1, --checkpoint-s 1e-06, --checkpoint-cost-s 60: a 1-GPU job failing "
+     "every 4.69e+07 s would take 6e+07 s per second of work"),
+    (["--straggler-factor", "1e-9"], "--straggler-factor 1e-09, --spread 0.1, --drift 0.02: a job on the slowest GPU "
+     "would take 1.13e+09 s per second of work"),
+    (["--intervals", "1,1e3"], "--intervals 1000 (checkpoints every 2.28e+06 s), --checkpoint-cost-s 60: a gang of "
+     "the sweep failing every 43200 s would take 1.47e+21 s per second of work"),
+])
+def test_a_run_that_would_not_end_is_refused_at_the_door(extra, said, tmp_path, capsys, monkeypatch):
+    """Valid values whose runs never end (found by an extreme-value sweep; each ran past 2 minutes with 100 jobs): a
+    node failing every 55 s never lets a job reach its checkpoint every 1,800 s, a checkpoint every microsecond at
+    60 s each, a GPU at 1e-9 of its speed whose run lasts 1e9 drift hours, a sweep checkpointing once in 26 days of
+    failures every 12 h. Each stops in one line naming its options, exit 2, before any run; the defaults' expected
+    slowdown is about 1.05 (Young/Daly's interval in the sweep)."""
+    from experiments import failures
+
+    def ran(*args):
+        raise AssertionError("past the door: the runs started")
+
+    monkeypatch.setattr(failures, "run_and_write", ran)
+    with pytest.raises(SystemExit) as stop:
+        failures.main([*extra, "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and not (tmp_path / "o").exists()
+    assert err.startswith(f"python -m experiments.failures: error: {said} in expectation (at most 1000): its run "
+                          "would not end"), err
+    assert failures.expected_slowdown(43_200.0, failures.young_daly_s(60.0, 43_200.0), 60.0) < 1.06
+
+
 def test_a_failure_log_replays_its_events_in_time_order():
     """Given events are sorted by time, peeked and popped one by one; repair_s 0 is allowed, a negative or
     infinite one and a negative time are not."""

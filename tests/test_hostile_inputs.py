@@ -335,7 +335,8 @@ def test_defrag_and_frontier_take_quick(tmp_path, monkeypatch, openb_dir):
 
 def test_timeline_refuses_a_series_of_millions_of_rows(tmp_path, capsys, monkeypatch):
     """Submission times in Unix seconds (a window of 1.7e9 s) sampled every 60 s made a series.csv of 28 million
-    rows (1.2 GB for 1e9 s); it stops in one line before any run, naming the --sample that fits; that one runs."""
+    rows (1.2 GB for 1e9 s); it stops in one line before any run, naming the --sample that fits; that one runs (at
+    1e12 s too, where it was printed to 6 digits, 1e+06, a step that the check refused)."""
     from fgdopt.timeline.metrics import sample_count
 
     monkeypatch.setattr(timeline, "run_and_write", lambda *a: (None, 1))
@@ -350,6 +351,10 @@ def test_timeline_refuses_a_series_of_millions_of_rows(tmp_path, capsys, monkeyp
     assert sample_count(1701, 1.7e9) <= timeline.SERIES_MAX_ROWS < sample_count(1700, 1.7e9)
     assert timeline.main([*argv, "--sample", "1701"]) == 1             # past the check: the runs (stubbed)
     assert [sample_count(60, e) for e in (0, 30, 31, 89, 90, 91)] == [1, 1, 2, 2, 2, 3]      # np.arange's
+    work.write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n1e12,10,1,1000,1024\n")   # 1e12 s:
+    err = _stops(timeline.main, argv, capsys)                  # the step is printed whole (it read 1e+06, refused)
+    assert "give --sample 1000002 or more" in err, err
+    assert timeline.main([*argv, "--sample", "1000002"]) == 1
 
 
 def test_timeline_refuses_a_mechanism_the_engine_refuses_for_the_workload(tmp_path, capsys):

@@ -279,3 +279,20 @@ def test_each_named_config_is_a_valid_static_layout_of_its_instances(config, ins
 
     name = static_model_name("A100-40GB", config)
     assert sorted(item.split("@")[0] for item in name[name.index("[") + 1:-1].split("+")) == sorted(instances)
+
+
+def test_a_ratio_below_the_first_task_stops_at_the_door(tmp_path, capsys):
+    """``--ratio 1e-6`` on one node: the first task drawn (1 slice of the node's 8) is above the limit, so the instance
+    has no task; the study stops in one line naming the ratio that draws one (it was a traceback from the first run,
+    FGD's target workload of no task); that ratio runs."""
+    from experiments.mig import main
+
+    argv = ["--quick", "--nodes", "1", "--seeds", "0", "--output", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--ratio", "1e-6"])
+    assert exc.value.code == 2 and not (tmp_path / "out").exists()
+    assert capsys.readouterr().err.strip().endswith("error: argument --ratio: at 1e-06 x the memory slices of 1 node, "
+                                                    "seed 0 draws no task (its first takes 0.125 of them); raise it "
+                                                    "to 0.125 or more")
+    assert main([*argv, "--ratio", "0.125"]) == 0
+    assert "1 nodes, seed 0, 12% arrived: slices accepted by mig-fgd 8," in capsys.readouterr().out

@@ -438,3 +438,16 @@ def test_cli_starts_say_which_job_is_rejected_and_why(tmp_path):
     starts = pd.read_csv(tmp_path / "o" / "starts.csv", keep_default_na=False)
     assert starts[["job", "node", "status", "reason"]].values.tolist() == [
         ["a", -1, "rejected", "gpus"], ["b", 0, "finished", ""]] * 4   # 2 objectives x (the optimum, the best run)
+
+
+def test_the_value_table_shows_every_digit_of_large_times():
+    """Jobs submitted at 10^12 s: the makespans of fifo (10^12 + 22 s) and of the optimum (10^12 + 17 s) both read
+    "1e+12" in schedule.md (Markdown's 6 significant digits), hiding the 5 s between them."""
+    from experiments.schedule import tables
+
+    frame = pd.DataFrame({"instance": ["far"] * 2, "objective": ["makespan"] * 2, "method": ["fgd/fifo", "optimum"],
+                          "value": [1e12 + 22, 1e12 + 17], "bound": [1e12 + 17] * 2,
+                          "status": ["engine", "optimal"], "gap_pct": [5e-10, 0.0], "wall_s": [0.1, 0.1]})
+    row = next(line for line in tables(frame).splitlines() if line.startswith("| far"))
+    assert [c.strip() for c in row.strip("|").split("|")] == ["far", "1000000000022", "1000000000017",
+                                                              "1000000000017", "optimal"]

@@ -190,3 +190,19 @@ def test_grid_bounds_share_the_counted_jobs_and_horizon():
     for bound in (config_bound, rigid_bound):
         with pytest.raises(ValueError, match="never finishes"):
             bound(cluster, endless)
+
+
+def test_a_grid_finer_than_float64_resolves_at_1e15_s():
+    """Five jobs submitted at 10^15 s + 0..4 s (float64 tells times 1/8 s apart there): the grid's 1,024 intervals
+    over about 12 s had 941 of width 0, and the ascent divided by them (NaN usage, then an IndexError in the
+    cheapest starts, a traceback from ``experiments.schedule --scale``). The edges are now distinct; the bound
+    holds below the best schedule's mean wait (2.2 s: shortest first around the 2-GPU job)."""
+    from formulations.schedule.configlp import busy_edges
+
+    start = 1e15 + np.arange(5.0)
+    end = start + np.array([10.0, 5.0, 1e-3, 3.0, 1.0])
+    edges = busy_edges(1e15, 1e15 + 12.0, 1024, start, end, np.array([2, 4, 2, 2, 2]), 4.0, 0.5)
+    assert (np.diff(edges) > 0).all() and edges[0] == 1e15 and edges[-1] == 1e15 + 12.0 and len(edges) == 97
+    jobs = JobSet(TaskSet([1000] * 5, [1000] * 5, [1, 2, 1, 1, 1], [1000] * 5), start, end - start)
+    bound = rigid_bound(Cluster([96_000], [786_432], [2], ["V100"]), jobs, time_limit=2.0)
+    assert bound.status in ("optimal", "iteration_limit", "time_limit") and 0.5 < bound.wait_s <= 2.2

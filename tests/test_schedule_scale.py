@@ -354,6 +354,23 @@ def test_the_pooled_bound_leaves_out_a_resource_the_cluster_has_none_of():
     assert 1.0 < bare.mean_wait_s <= 15.0 + 1e-6
 
 
+def test_the_pooled_bound_of_jobs_submitted_far_from_zero():
+    """The same four jobs submitted from 0 s and from 10^12 s (one 2-GPU node; the optimum's mean wait is 4 s): the
+    bound is the same (its rows hold waits only), and its grid starts at the first submission (from 0 it had 10^12
+    intervals: numpy could not allocate 7 TiB for their edges, a traceback from ``experiments.schedule
+    --workload``)."""
+    from fgdopt.model import Cluster, TaskSet
+    from fgdopt.timeline import JobSet
+    from formulations.schedule.bound import pooled_bound
+
+    tasks, cluster = TaskSet([1000] * 4, [1024] * 4, [1, 2, 1, 1], [1000] * 4), Cluster([8000], [65536], [2], ["T4"])
+    submit, duration = [0.0, 1.0, 2.0, 3.0], [10.0, 5.0, 7.0, 3.0]
+    near = pooled_bound(cluster, JobSet(tasks, submit, duration))
+    far = pooled_bound(cluster, JobSet(tasks, [1e12 + s for s in submit], duration))
+    assert near.status == far.status == "optimal" and near.step_s == far.step_s == 1.0
+    assert far.mean_wait_s == pytest.approx(near.mean_wait_s, rel=1e-9) and 2.0 < near.mean_wait_s <= 4.0
+
+
 FAR = "submit_s,duration_s,num_gpu,gpu_milli,cpu_milli,memory_mib\n0,1e15,1,1000,1000,1024\n0,3e14,1,1000,1000,1024\n" \
       "1000,1,1,1000,1000,1024\n5,30.5,1,1000,1000,1024\n7,0.001,1,500,500,1024\n"
 """Five jobs on one GPU whose times span 1 ms to 1e15 s: in the exact model's 1 ms unit, 6.5e18 units of ends."""

@@ -132,3 +132,20 @@ def test_two_processes_give_the_same_files(tmp_path):
     for name in ("traces_stats.csv", "traces.csv", "traces_jobs.csv"):
         a, b = (pd.read_csv(tmp_path / d / name).drop(columns="cpu_s", errors="ignore") for d in ("a", "b"))
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_printed_table_shows_times_below_a_tenth(tmp_path, capsys):
+    """Jobs of a microsecond (a converted trace in seconds of a fine clock): the printed run table showed their mean
+    JCT and makespan as 0.0 (one decimal); it shows them to a significant digit, as every study's printed table does
+    (:func:`experiments.outputs.printed`), and leaves out the gang column, empty without gangs."""
+    folder = tmp_path / "micro"
+    folder.mkdir()
+    (folder / "workload.csv").write_text("submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n"
+                                         + "".join(f"{i}e-6,1e-6,1,1000,1000\n" for i in range(4)))
+    assert study.main(["--workload", str(folder), "--policies", "fgd", "--queue", "fifo",
+                       "--output", str(tmp_path / "o")]) == 0
+    assert pd.read_csv(tmp_path / "o" / "traces.csv")["mean_jct_s"].tolist() == [pytest.approx(1e-6)]
+    table = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(table) if line.startswith("workload"))
+    assert "mean JCT (s)" in table[head] and "gang" not in table[head]
+    assert table[head + 1].split()[-3:-1] == ["1e-06", "4e-06"], table[head + 1]     # the last ends at 4 us

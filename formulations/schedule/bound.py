@@ -7,8 +7,9 @@ rate ``rho_j(t)`` in [0, 1] from ``r_j`` on, using ``rho_j(t) d_j`` of each pool
 (:mod:`fgdopt.timeline.schedule`) is such a solution with ``rho_j = 1`` on ``[S_j, S_j + p_j)``: the jobs running
 at any moment fit their nodes, so their sums fit the pooled capacities.
 
-The LP. Cut time into intervals ``I_k = [k D, (k+1) D)`` up to a cap ``T`` (``D`` = ``step_s``). Variable
-``f_jk`` = the fraction of ``j``'s work done in ``I_k`` (only for ``I_k`` meeting ``[r_j, w_j)``, its window,
+The LP. Cut time into intervals ``I_k = [k D, (k+1) D)`` from the one holding the first submission up to a cap
+``T`` (``D`` = ``step_s``; no interval before it, so that jobs submitted at 10^12 s cost what they would at 0).
+Variable ``f_jk`` = the fraction of ``j``'s work done in ``I_k`` (only for ``I_k`` meeting ``[r_j, w_j)``, its window,
 ``w_j = min(T, r_j + p_j + slack_s)`` rounded up to the grid), ``z_j`` = the fraction done after ``w_j``, and
 ``C_j``. Constraints, each implied by every solution of the relaxation:
 
@@ -78,9 +79,9 @@ jobs) reach it; the openb stream's points (20,000 jobs) have windows of at most 
 @dataclass(frozen=True)
 class PooledBound:
     """Lower bounds (seconds) on the counted jobs' mean JCT and mean wait; ``status`` ``optimal`` when the LP was
-    solved (the bounds are then certified), ``infeasible`` when the pinned jobs alone exceed a pooled capacity at
-    some moment (no schedule starts them all on arrival; the bounds are NaN), ``time_limit`` (stopped early) or
-    ``imprecise`` (the interior point method ended short of its tolerances) with the bounds certified by the
+    solved (the bounds are then certified), ``infeasible`` when the pinned jobs alone exceed a pooled capacity in
+    an interval of the grid (no schedule starts them all on arrival; the bounds are NaN), ``time_limit`` (stopped
+    early) or ``imprecise`` (the interior point method ended short of its tolerances) with the bounds certified by the
     solver's last row duals (:func:`dual_bound`, at least the trivial ones), else ``error`` (the trivial bounds:
     JCT >= duration, wait >= 0). ``jobs`` counted, ``columns`` interval variables, ``step_s`` and ``slack_s`` of
     the grid."""
@@ -214,7 +215,8 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
         step_s = default_step(r, p, slack, shape)
     cap_t = float(r.max()) + slack
     k0, k1 = _columns(r, p, cap_t, step_s, slack)
-    n_int = int(k1.max())
+    k_base = int(k0.min())                                          # the grid starts at the first window
+    n_int = int(k1.max()) - k_base
     long, group_of, first = _groups(r, p, k0, k1, step_s, shape)
     mult = np.bincount(group_of[long], minlength=len(first)).astype(np.float64) if long.any() else np.zeros(0)
     g_r, g_w, g_k0, g_k1, g_d = r[first], k1[first] * step_s, k0[first], k1[first], shape[first]
@@ -230,23 +232,24 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
     # a resource the cluster has none of (a trace that records no CPU or memory): every admitted job asks none of it
     # (a job that does fits no node and is rejected), so its rows would be 0 <= 0; they are left out
     resources = tuple(res for res in resources if capacity[res] > 0)
-    edges = np.arange(n_int + 1) * step_s
+    edges = np.arange(k_base, k_base + n_int + 1) * step_s           # edges[k - k_base] = k D
     # columns: f_jk (job-major), then z_j, then C_j
     counts = k1 - k0
     job_of = np.repeat(np.arange(n), counts)
     k_of = np.concatenate([np.arange(a, b) for a, b in zip(k0.tolist(), k1.tolist(), strict=True)]
                           + [np.zeros(0, dtype=np.int64)])
     n_f = len(job_of)
-    left = np.maximum(edges[k_of], r[job_of])
-    room = edges[k_of + 1] - left                                   # rate <= 1 from the submission on
+    left = np.maximum(edges[k_of - k_base], r[job_of])
+    room = edges[k_of - k_base + 1] - left                                   # rate <= 1 from the submission on
     pj = p[job_of]
     f_upper = np.where(pj > 0, np.minimum(1.0, room / np.where(pj > 0, pj, 1.0)), 1.0)
-    w = edges[k1]
+    w = edges[k1 - k_base]
     # long jobs, by group: Y_gk = the group's work (seconds) in I_k, at most its size times the room after r_g
     gk_of = np.repeat(np.arange(len(first)), g_k1 - g_k0)
     gk_k = np.concatenate([np.arange(a, b) for a, b in zip(g_k0.tolist(), g_k1.tolist(), strict=True)]
                           + [np.zeros(0, dtype=np.int64)])
-    g_upper = mult[gk_of] * (edges[gk_k + 1] - np.maximum(edges[gk_k], g_r[gk_of])) if len(first) else np.zeros(0)
+    g_upper = (mult[gk_of] * (edges[gk_k - k_base + 1] - np.maximum(edges[gk_k - k_base], g_r[gk_of])) if len(first)
+               else np.zeros(0))
     f_cols = np.arange(n_f)
     z_cols = n_f + np.arange(n)
     i_cols = n_f + n + np.arange(n)                                 # I_j = C_j - r_j - p_j >= 0 (the wait)
@@ -271,11 +274,11 @@ def pooled_bound(cluster: Cluster, jobs: JobSet, counted: np.ndarray | None = No
                                time.perf_counter() - wall0, time.process_time() - cpu0)
         coef = d[job_of] * pj / total
         keep = coef > 0
-        row_idx.append(2 * n + q * n_int + k_of[keep])
+        row_idx.append(2 * n + q * n_int + k_of[keep] - k_base)
         col_idx.append(f_cols[keep])
         vals.append(coef[keep])
         gcoef = g_d[gk_of, q] / total if len(gk_of) else np.zeros(0)
-        row_idx.append(2 * n + q * n_int + gk_k[gcoef > 0])
+        row_idx.append(2 * n + q * n_int + gk_k[gcoef > 0] - k_base)
         col_idx.append(g_cols[gcoef > 0])
         vals.append(gcoef[gcoef > 0])
         cap_lo.append(np.full(n_int, -np.inf))

@@ -198,7 +198,9 @@ def busy_edges(t0: float, horizon: float, n: int, start: np.ndarray, end: np.nda
     """The edges of ``n`` intervals over ``[t0, horizon)``: ``1 - share`` of them spread evenly, ``share`` spread
     evenly over the *busy* moments, those at which the jobs run from their submission (``[start, end)``, the
     zero-wait profile) hold at least ``capacity`` whole GPUs (``gpus``: each job's GPUs under the dual-feasible
-    function, in halves, so ``capacity`` is twice the cluster's GPUs). With no busy moment, the grid is even.
+    function, in halves, so ``capacity`` is twice the cluster's GPUs). With no busy moment, the grid is even. Edges
+    that float64 cannot tell apart (closer than its resolution at the time: 1/8 s at 10^15 s) are one edge, so that
+    no interval is empty (there are then fewer than ``n``).
 
     Example: ``t0 = 0``, ``horizon = 100``, ``n = 4``, ``share = 0.5`` and ``[0, 50)`` busy: the cumulative
     density is ``F(t) = 0.5 t / 100 + 0.5 min(t, 50) / 50``, so the edges ``F^-1(k / 4)`` are 0, 16.7, 33.3, 50,
@@ -213,11 +215,11 @@ def busy_edges(t0: float, horizon: float, n: int, start: np.ndarray, end: np.nda
     busy = (held >= capacity) * np.diff(cut)
     total = float(busy.sum())
     if total <= 0 or share <= 0:
-        return t0 + (horizon - t0) * np.arange(n + 1) / n
+        return np.unique(t0 + (horizon - t0) * np.arange(n + 1) / n)
     f = (1 - share) * (cut - t0) / (horizon - t0) + share * np.concatenate([[0.0], np.cumsum(busy)]) / total
     edges = np.interp(np.arange(n + 1) / n, f, cut)
     edges[0], edges[-1] = t0, horizon
-    return edges
+    return np.unique(edges)
 
 
 def config_bound(cluster: Cluster, jobs: JobSet, intervals: int = 128, horizon_s: float | None = None,
