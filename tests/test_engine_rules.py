@@ -471,3 +471,16 @@ def test_openb_stream_offers_the_load_asked(openb_dir, load):
     demand = jobs.tasks.gpu_demand
     offered = demand[services].sum() + (demand * jobs.duration_s)[stream].sum() / jobs.submit_s[stream][-1]
     assert stream.sum() == n and offered / cluster.gpu_capacity_milli == pytest.approx(load, rel=1e-9)
+
+
+def test_openb_stream_of_one_job(openb_dir):
+    """One stream job is a valid stream (``n_jobs >= 1``) in both arrival patterns; none is refused
+    in one line."""
+    from fgdopt.timeline import openb_jobs
+
+    for arrivals in ("poisson", "trace"):
+        _, jobs = openb_jobs("default", 0.9, 1, seed=0, arrivals=arrivals, data_dir=openb_dir)
+        stream = [k for k, name in enumerate(jobs.tasks.names) if name.startswith("job:")]
+        assert len(stream) == 1
+    with pytest.raises(ValueError, match="need n_jobs >= 1"):
+        openb_jobs("default", 0.9, 0, data_dir=openb_dir)
