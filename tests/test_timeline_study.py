@@ -193,8 +193,7 @@ def test_the_load_knob_is_real(openb_dir, arrivals):
 def test_failures_on_a_workload_that_cannot_end_in_time_stop_at_the_door(tmp_path, capsys):
     """One 1-GPU node: under the published failure rates it fails every 4.69e7 s (node and GPU), so a job of 1e15 s
     means about 2.1e7 failures before the run can end (it ran past 150 s, far from done); refused in one line,
-    nothing written. A
-    job of 1e7 s (0.2 failures expected) runs."""
+    nothing written. A job of 1e7 s (0.2 failures expected) runs."""
     cluster = tmp_path / "one.json"
     cluster.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 65536, "gpu": 1, "model": "T4"}]}))
     head = "submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n"
