@@ -429,13 +429,15 @@ def check_stream_loads(parser: argparse.ArgumentParser, traces: Iterable[str], s
     """Stop (``parser.error``, one line naming ``option``) when the lowest offered load is at most what the background
     services of a (trace, seed) already hold: :func:`fgdopt.timeline.sources.openb_jobs` refuses it (the services
     are the pods living over a day, some drawn by the seed), checked here on one stream job per (trace, seed)
-    before any run. A trace whose pods cannot make a stream at any load stops with its own error, not ``option``'s."""
+    before any run; or when the highest one would warm-start more than :data:`MAX_TRACE_JOBS` jobs. A trace whose
+    pods cannot make a stream at any load stops with its own error, not ``option``'s."""
     from fgdopt.timeline.sources import openb_jobs
 
-    low = min(loads)
+    low, high = min(loads), max(loads)
     for trace in traces:
         for seed in seeds:
             try:
+                openb_jobs(trace, high, 1, seed=seed, data_dir=data_dir, max_jobs=MAX_TRACE_JOBS)
                 openb_jobs(trace, low, 1, seed=seed, data_dir=data_dir)
             except ValueError as exc:
                 try:                                   # 10 x capacity, above any background: the data fails

@@ -60,6 +60,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from experiments.args import (
@@ -94,6 +95,7 @@ from fgdopt.policies import MIG_POLICY_NAMES, POLICY_NAMES
 from fgdopt.timeline import QUEUE_NAMES, JobSet, make_discipline, openb_jobs, read_workload, run_stats, simulate
 from fgdopt.timeline.admission import REJECT_REASONS, reason_lines, rejection_reasons
 from fgdopt.timeline.engine import Engine
+from fgdopt.timeline.failures import FailureModel
 from fgdopt.timeline.mechanisms import MECHANISM_NAMES, make_mechanism, mechanism_factory
 from fgdopt.timeline.metrics import STATS_COLUMNS, sample_count, sample_series
 from fgdopt.traces import load_openb, trace_files
@@ -111,6 +113,9 @@ was rejected or dropped, :mod:`fgdopt.timeline.admission`)."""
 SERIES_MAX_ROWS = 1_000_000
 """Most rows of ``series.csv`` per run of a ``--workload`` (about 100 MB): a window of Unix-epoch submission times
 (1.7e9 s) sampled every 60 s would be 28 million rows per run."""
+MAX_FAILURES = 1_000_000
+"""The most failures the ``failures`` mechanism may draw, in expectation, before a run's last job can finish (about
+half a millisecond each: minutes already)."""
 
 
 def parse_queues(text: str) -> list[str]:
@@ -139,6 +144,21 @@ def load_cluster(path: str | Path) -> Cluster:
     if cluster.n_nodes == 0:
         raise ValueError(f"{path}: no nodes (the cluster needs at least one)")
     return cluster
+
+
+def failures_error(cluster: Cluster, jobs: JobSet) -> str | None:
+    """Why the ``failures`` mechanism (the published failure rates, :class:`fgdopt.timeline.failures.FailureModel`)
+    would not let a run of ``jobs`` on ``cluster`` end in reasonable time, or None: more than :data:`MAX_FAILURES`
+    failures in expectation before the last finish of a job started at its submission (the earliest a run can end;
+    a job of 1e15 s on one node: about 1.8e7)."""
+    _, rate = FailureModel().rates(cluster)
+    done = jobs.submit_s + jobs.duration_s
+    end = float(done[np.isfinite(done)].max(initial=0.0))
+    if rate * end > MAX_FAILURES:
+        return (f"a failure every {1 / rate:.3g} s on these nodes and GPUs, and the last job cannot finish before "
+                f"{end:.3g} s: about {rate * end:.3g} failures (at most {MAX_FAILURES:,}); the run would not end in "
+                "reasonable time")
+    return None
 
 
 def check_some_job_fits(cluster: Cluster, jobs: JobSet) -> None:
@@ -360,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                        gang_reserve_s=args.gang_reserve_s, gang_slowdown=args.gang_slowdown)
             except ValueError as exc:
                 parser.error(f"--mechanism {m}: {exc} (--workload {Path(args.workload).name})")
+        if "failures" in args.mechanism and (why := failures_error(cluster, jobs)):
+            parser.error(f"--mechanism failures: {why} (--workload {Path(args.workload).name})")
         if (rows := sample_count(args.sample, jobs.window_s[1])) > SERIES_MAX_ROWS:
             parser.error(f"--sample: every {args.sample:g} s up to the last submission of --workload "
                          f"({jobs.window_s[1]:.4g} s) is {rows:,} rows of series.csv per run (at most "

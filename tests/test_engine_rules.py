@@ -484,3 +484,19 @@ def test_openb_stream_of_one_job(openb_dir):
         assert len(stream) == 1
     with pytest.raises(ValueError, match="need n_jobs >= 1"):
         openb_jobs("default", 0.9, 0, data_dir=openb_dir)
+
+
+def test_a_load_whose_warm_start_outgrows_a_run_stops_before_any_draw(openb_dir, capsys):
+    """Load 1,000 on openb default: the stream's rate times its mean lifetime is a warm start of about 8 million
+    jobs (Little's law), more than a run holds; ``openb_jobs`` refuses it before drawing anything, and a study stops
+    at the door in one line naming ``--load`` (it ran past 90 s building the warm start)."""
+    from experiments.args import MAX_TRACE_JOBS
+    from experiments.timeline import main
+    from fgdopt.timeline import openb_jobs
+
+    with pytest.raises(ValueError, match=r"load 1000.0: about 8,0\d\d,\d\d\d jobs"):
+        openb_jobs("default", 1000.0, 1, seed=42, data_dir=openb_dir, max_jobs=MAX_TRACE_JOBS)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--quick", "--load", "1000", "--data-dir", str(openb_dir), "--output", "unused"])
+    assert exit_.value.code == 2
+    assert "error: argument --load: openb default, seed 42: load 1000.0: about 8," in capsys.readouterr().err

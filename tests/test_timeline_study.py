@@ -188,3 +188,27 @@ def test_the_load_knob_is_real(openb_dir, arrivals):
     stats = run_stats(r)
     assert r.series["pending"].max() == 0 and stats["rejected"] == 0
     assert stats["alloc_time_avg_pct"] == pytest.approx(50.0, rel=0.05)
+
+
+def test_failures_on_a_workload_that_cannot_end_in_time_stop_at_the_door(tmp_path, capsys):
+    """One 1-GPU node: under the published failure rates it fails every 4.69e7 s (node and GPU), so a job of 1e15 s
+    means about 2.1e7 failures before the run can end (it ran past 150 s, far from done); refused in one line,
+    nothing written. A job of 1e7 s (0.2 failures expected) runs."""
+    cluster = tmp_path / "one.json"
+    cluster.write_text(json.dumps({"nodes": [{"cpu_milli": 8000, "memory_mib": 65536, "gpu": 1, "model": "T4"}]}))
+    head = "submit_s,duration_s,num_gpu,cpu_milli,memory_mib\n"
+    for duration, runs in (("1e15", False), ("1e7", True)):
+        work = tmp_path / f"w{duration}.csv"
+        work.write_text(head + f"0,{duration},1,1000,1024\n5,30,1,1000,1024\n")
+        argv = ["--workload", str(work), "--cluster", str(cluster), "--mechanism", "failures", "--policies", "fgd",
+                "--queue", "fifo", "--instants", "0", "--output", str(tmp_path / duration)]
+        if runs:
+            assert study.main(argv) == 0
+            continue
+        with pytest.raises(SystemExit) as exit_:
+            study.main(argv)
+        assert exit_.value.code == 2 and not (tmp_path / duration).exists()
+        assert capsys.readouterr().err.strip().endswith(
+            "--mechanism failures: a failure every 4.69e+07 s on these nodes and GPUs, and the last job cannot finish "
+            "before 1e+15 s: about 2.13e+07 failures (at most 1,000,000); the run would not end in reasonable time "
+            "(--workload w1e15.csv)")

@@ -106,6 +106,16 @@ class FailureModel:
         if not (0 <= self.repair_s < math.inf):
             raise ValueError(f"repair_s must be a finite number of seconds >= 0, got {self.repair_s}")
 
+    def rates(self, cluster: Cluster) -> tuple[float, float]:
+        """Failures per second on ``cluster``: of its nodes, and in all (its nodes and its GPUs).
+
+        >>> from fgdopt.model import Cluster
+        >>> FailureModel(node_mtbf_s=100.0, gpu_mtbf_s=400.0).rates(Cluster([8000] * 2, [1024] * 2, [4, 4], ["T4"] * 2))
+        (0.02, 0.04)
+        """
+        node = cluster.n_nodes / self.node_mtbf_s
+        return node, node + int(cluster.gpu.sum()) / self.gpu_mtbf_s
+
 
 class FailureTrace:
     """The failures of ``model`` on ``cluster`` in time order, drawn lazily (module docstring): :meth:`peek` the next
@@ -119,8 +129,7 @@ class FailureTrace:
         gpus = cluster.gpu.astype(np.int64)
         self._gpu_node = np.repeat(np.arange(cluster.n_nodes), gpus)          # flat GPU -> node, GPU id
         self._gpu_id = np.concatenate([np.arange(k) for k in gpus]) if gpus.sum() else np.zeros(0, np.int64)
-        node_rate = cluster.n_nodes / model.node_mtbf_s
-        self.rate = node_rate + len(self._gpu_node) / model.gpu_mtbf_s
+        node_rate, self.rate = model.rates(cluster)
         self._node_share = node_rate / self.rate if self.rate > 0 else 0.0
         self._rng = np.random.default_rng(model.seed)
         self._node_until = np.full(cluster.n_nodes, -math.inf)              # out of service until, s

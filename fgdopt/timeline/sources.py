@@ -38,6 +38,7 @@ the tests).
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -102,7 +103,7 @@ def fill_lifetimes(life: np.ndarray, qos: np.ndarray, rng: np.random.Generator) 
 
 def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000, *, seed: int = 0,
                arrivals: str = "poisson", service_s: float = SERVICE_S, warm: bool = True, warmup: float = 0.1,
-               data_dir: str | os.PathLike | None = None) -> tuple[Cluster, JobSet]:
+               data_dir: str | os.PathLike | None = None, max_jobs: float = math.inf) -> tuple[Cluster, JobSet]:
     """The openb cluster and ``n_jobs`` stream jobs at offered load ``load`` (module docstring).
 
     Parameters
@@ -116,6 +117,8 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     warm : start from the stationary population (module docstring); False starts empty.
     warmup : the measurement window starts at ``warmup`` times the last arrival.
     data_dir : the openb folder (default ``$FGDOPT_DATA``).
+    max_jobs : the most jobs the run may hold, the warm start's expected size (stream rate x mean lifetime, Little's
+        law) included, checked before anything is drawn (a load of 1,000 would warm-start 8 million jobs).
 
     Returns
     -------
@@ -124,7 +127,8 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
 
     Raises
     ------
-    ValueError : unknown arrivals, a load the services alone exceed, no stream rows, ``n_jobs < 1``.
+    ValueError : unknown arrivals, a load the services alone exceed, no stream rows, ``n_jobs < 1``, more than
+        ``max_jobs`` jobs.
     """
     if arrivals not in ARRIVALS:
         raise ValueError(f"unknown arrivals {arrivals!r}; choose one of {', '.join(ARRIVALS)}")
@@ -145,6 +149,10 @@ def openb_jobs(variant: str = "default", load: float = 0.9, n_jobs: int = 20_000
     work = tasks.gpu_demand[stream] * life[stream]                       # milli-GPU x s per stream row
     rate = (load * cap - background) / work.mean()                       # arrivals per second
     horizon = n_jobs / rate
+    expected = len(service) + n_jobs + (rate * float(life[stream].mean()) if warm else 0.0)
+    if expected > max_jobs:
+        raise ValueError(f"load {load}: about {expected:,.0f} jobs (services, stream and a warm start of the stream's "
+                         f"rate times its mean lifetime), more than the {max_jobs:,.0f} a run can hold")
     if arrivals == "poisson":
         rows = stream[rng.integers(len(stream), size=n_jobs)]
         submit = np.cumsum(rng.exponential(1.0 / rate, size=n_jobs))
