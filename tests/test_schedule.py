@@ -172,30 +172,26 @@ def test_pooled_bound_with_long_jobs_stays_below_the_optimum():
 def test_pooled_bound_on_jobs_ten_million_times_longer_than_others():
     """One whole GPU; A and B (1e7 s each) at 0, C (1 s) at 1, D (30 s) at 30. Waiting for the short ones is best:
     C 1-2, D 30-60, A 60-(1e7 + 60), B after A: waits 60, 1e7 + 60, 0, 0, mean 2,500,030 s (starting A at 0 makes
-    C, D and B wait about 1e7 s each: mean about 7.5e6). On a 290 s grid A and B have about 69,000 columns each;
-    the LP is solved in seconds (with its work rows as equations, HiGHS' presolve spent minutes on them, past its
-    time limit), and its bound is at most the optimum and within one step per job of it; the default grid (windows
-    of at most MAX_WINDOW intervals) gives the same within its step."""
+    C, D and B wait about 1e7 s each: mean about 7.5e6). The default grid (290 s) gives A and B about 69,000
+    columns each; the LP is solved in seconds (with its work rows as equations, HiGHS' presolve spent minutes on
+    them, past its time limit), and its bound is at most the optimum and within one step per job of it."""
     jobs = jobs_of((1, 1000, 0, 1e7), (1, 1000, 0, 1e7), (1, 1000, 1, 1), (1, 1000, 30, 30))
-    fine = pooled_bound(one_gpu(), jobs, step_s=290.0, time_limit=20.0)
-    assert fine.status == "optimal" and fine.columns > 100_000
-    assert 2_500_030 - 290 <= fine.mean_wait_s <= 2_500_030
-    coarse = pooled_bound(one_gpu(), jobs, time_limit=20.0)
-    assert coarse.status == "optimal" and 2_500_030 - coarse.step_s <= coarse.mean_wait_s <= 2_500_030
+    b = pooled_bound(one_gpu(), jobs, time_limit=20.0)
+    assert b.status == "optimal" and b.step_s == 290.0 and b.columns > 100_000
+    assert 2_500_030 - 290 <= b.mean_wait_s <= 2_500_030
 
 
 def test_pooled_bound_grid_of_a_few_long_jobs():
     """A tiny workload of long jobs. Three jobs of 20,000 s at 0: windows of 40,000 s (twice the median duration),
-    on a 1 s grid 120,000 columns, within MAX_COLUMNS, but each window a row of 40,000 entries, over which HiGHS'
-    presolve ran 277 s under a 5 s limit (measured): the default step grows to 24 s (1, 2, 3, 4, 5, 7, 9, 12, 15,
-    19, 24: the first with windows of at most MAX_WINDOW = 2,000 intervals). Two whole-GPU jobs of 1e5 s at 0 on
-    one GPU: one waits 1e5 s, mean wait 5e4; the bound on a 118 s grid (windows of 2e5 s) is within one step of
-    it, proven in well under a second."""
+    on a 1 s grid 120,000 columns, within MAX_COLUMNS: the default step stays 1 s, each window a row of 40,000
+    entries (over which HiGHS' presolve ran 277 s under a 5 s limit while the work rows were equations). Two
+    whole-GPU jobs of 1e5 s at 0 on one GPU: one waits 1e5 s, mean wait 5e4; the default step grows to 3 s (1 and
+    2 s exceed MAX_COLUMNS with windows of 2e5 s), and the bound is within one step of it."""
     p = np.array([20_000.0, 20_000.0, 10.0])
-    assert default_step(np.zeros(3), p, 2 * 20_000.0, np.ones((3, 3))) == 24.0
+    assert default_step(np.zeros(3), p, 2 * 20_000.0, np.ones((3, 3))) == 1.0
     b = pooled_bound(one_gpu(), jobs_of((1, 1000, 0, 1e5), (1, 1000, 0, 1e5)), time_limit=5.0)
-    assert (b.status, b.step_s, b.columns) == ("optimal", 118.0, 2 * 1695 + 4)
-    assert 5e4 - 118 <= b.mean_wait_s <= 5e4
+    assert (b.status, b.step_s, b.columns) == ("optimal", 3.0, 2 * 66_667 + 4)
+    assert 5e4 - 3 <= b.mean_wait_s <= 5e4
 
 
 def test_forced_time_limit_gives_a_true_bound(shared_solve):
