@@ -829,8 +829,14 @@ def schedule_tables(results: Path) -> dict[str, str]:
         gap = medium["ratio"].map(certified_gap_pct)
         shown = medium[["trace", "best_run_method", "best_run_wait_s", "best_bound_method", "best_bound_wait_s"]]
         shown = shown.rename(columns={"trace": "instance"}).assign(gap_pct=gap)
-        items["schedule_medium"] = shown.round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "gap_pct": 1}
-                                               ).to_markdown(index=False)
+        diag = _csv(results, "schedule-medium", "diagnostics.csv")
+        if diag is not None and (diag["quantity"] == "ceiling_pooled_cp_s").any():
+            cp = diag[diag["quantity"] == "ceiling_pooled_cp_s"].set_index("trace")["value_s"]
+            shown = shown.assign(pooled_cp_s=shown["instance"].map(cp))
+            share = shown["pooled_cp_s"] / shown["best_run_wait_s"]
+            items["schedule_medium_pooled_cp"] = f"{100 * share.min():.0f}-{100 * share.max():.0f}"
+        items["schedule_medium"] = shown.round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "gap_pct": 1,
+                                                "pooled_cp_s": 1}).to_markdown(index=False)
         items["schedule_medium_certified"] = f"{int((gap <= 10).sum())} of {len(gap)}"
         items["schedule_medium_gap"] = f"{gap.min():.0f}-{gap.max():.0f}"
         cost = results / "schedule-medium" / "run.json"

@@ -49,7 +49,10 @@ start pinned: ``bound-pinned``, valid for the runs that start the whole backgrou
 LP, ``bound-config``; rigid starts against pooled capacities and dual-feasible GPU counts on a fine grid,
 ``bound-rigid``; the node-schedule decomposition on small points, ``bound-nodedecomp``), and the
 diagnostics (:mod:`fgdopt.timeline.diagnostics`: the zero-wait demand profile, the ceilings (a) pooled, (b) per
-node type, (c) free re-packing under the best engine run's policy and queue, and the best run's wait split into
+node type, (c) free re-packing under the best engine run's policy and queue, on points of at most
+:data:`POOLED_CP_MAX_JOBS` jobs the best pooled schedule CP-SAT finds with every pooled row,
+:mod:`formulations.schedule.pooledcp`, ``ceiling_pooled_cp_s``, which no pooled bound may exceed, and the best run's
+wait split into
 capacity, non-migration and order-and-placement). The study stops with the bound's name if a bound exceeds a run it
 is valid for. Writes ``schedule-bound.csv`` (one row per method: ``trace, seed, load, method, status, valid_for,
 mean_wait_s, mean_jct_s, stream_wait_s, stream_jct_s, background_on_time, wall_s, cpu_s``; runs have ``status``
@@ -461,6 +464,9 @@ class RunRecord:
 POOLED_BOUNDS = ("bound-all",)
 """The bounds of a pooled relaxation over every job: at most ceilings (a) and (b)
 (:mod:`fgdopt.timeline.diagnostics`)."""
+ROW_POOLED_BOUNDS = ("bound-all", "bound-rigid")
+"""The bounds whose rows every pooled row of :mod:`formulations.schedule.pooledcp` keeps (the dual-feasible GPU
+counts too): at most its CP-SAT pooled schedule."""
 
 
 def engine_runs(point: Point, runs: dict[str, RunRecord]) -> list[RunRecord]:
@@ -646,16 +652,28 @@ def run_point(point: Point) -> dict:
     best_engine = min((r for r in rows if r["method"] in engine),
                       key=lambda r: (r["mean_wait_s"], r["method"]))["method"]   # ceiling (c) runs its policy/queue
     profile, diag = diagnose(point, best_engine, interval)
-    ceiling = min(d["value_s"] for d in diag if d["quantity"] in ("ceiling_pooled_s", "ceiling_per_type_s"))
-    for r in rows:                                  # a pooled bound never exceeds a pooled schedule (cross-check)
-        if r["method"] in POOLED_BOUNDS and r["mean_wait_s"] > ceiling * (1 + 1e-9) + BOUND_TOLERANCE_S:
-            raise AssertionError(f"{r['method']} ({r['mean_wait_s']:.6g} s) above a pooled list schedule's "
-                                 f"{ceiling:.6g} s (ceiling a or b, load {point.load}, seed {point.seed}): the "
-                                 "bound is wrong")
+    check_pooled_bounds(rows, diag, point)
     diag += [{"quantity": "point_wall_s", "value_s": time.perf_counter() - wall0, "method": "", "wall_s": math.nan},
              {"quantity": "point_cpu_s", "value_s": time.process_time() - cpu0, "method": "", "wall_s": math.nan}]
     return {"rows": rows, "interval": [{**key, **interval}], "diagnostics": [{**key, **d} for d in diag],
             "profile": [{**key, **r} for r in profile]}
+
+
+def check_pooled_bounds(rows: list[dict], diag: list[dict], point: Point) -> None:
+    """Raise ``AssertionError`` naming a pooled bound above a pooled schedule's mean wait (a cross-check): the
+    :data:`POOLED_BOUNDS` against ceilings (a) and (b), the :data:`ROW_POOLED_BOUNDS` against the CP-SAT one."""
+    ceilings = {d["quantity"]: d["value_s"] for d in diag}
+    checks = [(POOLED_BOUNDS, ("ceiling_pooled_s", "ceiling_per_type_s"), "a pooled list schedule (ceiling a or b)"),
+              (ROW_POOLED_BOUNDS, ("ceiling_pooled_cp_s",), "the CP-SAT pooled schedule")]
+    for bounds, quantities, what in checks:
+        values = [ceilings[n] for n in quantities if n in ceilings and math.isfinite(ceilings[n])]
+        if not values:
+            continue
+        ceiling = min(values)
+        for r in rows:
+            if r["method"] in bounds and r["mean_wait_s"] > ceiling * (1 + 1e-9) + BOUND_TOLERANCE_S:
+                raise AssertionError(f"{r['method']} ({r['mean_wait_s']:.6g} s) above {what}'s {ceiling:.6g} s "
+                                     f"(load {point.load}, seed {point.seed}): the bound is wrong")
 
 
 BOUND_TOLERANCE_S = 1e-3
@@ -724,14 +742,16 @@ def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict]
     profile_s = time.perf_counter() - wall0
     pooled = pooled_list_schedule(point.cluster, point.jobs, per_type=False, order="sjf")
     typed = pooled_list_schedule(point.cluster, point.jobs, per_type=True, order="sjf")
+    cp = pooled_cp_ceiling(point)
     pol, q = best_engine.split("/", 1)
     rep = simulate(point.cluster, point.jobs, pol, q, seed=point.seed, frag=False, mechanism=FreeRepack())
     repack_s = float(np.nanmean(rep.start_s - point.jobs.submit_s))
     run_s, bound_s = interval["best_run_wait_s"], interval["best_bound_wait_s"]
-    split = wait_split(run_s, min(pooled.mean_wait_s, typed.mean_wait_s), repack_s)
+    split = wait_split(run_s, np.nanmin([pooled.mean_wait_s, typed.mean_wait_s, cp[1]]), repack_s)
     rows = [("zero_wait_profile", math.nan, "", profile_s),
             ("ceiling_pooled_s", pooled.mean_wait_s, "pooled list schedule, sjf with backfill", pooled.wall_s),
             ("ceiling_per_type_s", typed.mean_wait_s, "per-type list schedule, sjf with backfill", typed.wall_s),
+            *([cp] if math.isfinite(cp[1]) else []),
             ("ceiling_repack_s", repack_s, f"{best_engine}+repack", rep.wall_s),
             ("best_run_s", run_s, interval["best_run_method"], math.nan),
             ("best_bound_s", bound_s, interval["best_bound_method"], math.nan),
@@ -739,6 +759,27 @@ def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict]
             ("diagnostics_wall_s", time.perf_counter() - wall0, "", math.nan)]
     return (profile.to_dict("records"),
             [{"quantity": k, "value_s": v, "method": m, "wall_s": w} for k, v, m, w in rows])
+
+
+POOLED_CP_S = 20.0
+"""CP-SAT deterministic seconds of the pooled ceiling (:mod:`formulations.schedule.pooledcp`; about 100 CPU seconds
+at 300 jobs)."""
+POOLED_CP_MAX_JOBS = 2000
+"""The pooled CP-SAT ceiling runs on points of at most this many jobs (its model is one interval per job; beyond
+a few thousand the deterministic budget goes to presolve and finds nothing)."""
+
+
+def pooled_cp_ceiling(point: Point) -> tuple[str, float, str, float]:
+    """The diagnostics row ``(quantity, value_s, method, wall_s)`` of the best pooled schedule CP-SAT finds
+    (:func:`formulations.schedule.pooledcp.solve`, every pooled row): a ceiling on every pooled bound, rigid starts
+    included; value NaN (no row) above :data:`POOLED_CP_MAX_JOBS` jobs or without a schedule."""
+    from formulations.schedule import pooledcp
+
+    if len(point.jobs) > POOLED_CP_MAX_JOBS:
+        return ("ceiling_pooled_cp_s", math.nan, "", math.nan)
+    cp = pooledcp.solve(point.cluster, point.jobs, deterministic_s=POOLED_CP_S, seed=point.seed)
+    return ("ceiling_pooled_cp_s", cp.mean_wait_s,
+            f"CP-SAT pooled schedule, every pooled row ({cp.status}, {POOLED_CP_S:g} deterministic s)", cp.wall_s)
 
 
 def bound_point(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],

@@ -33,9 +33,11 @@ the pooled relaxation's view (placement, node boundaries, no migration).
   is what this migration rule buys under that queue and policy: a lower estimate of what migration could buy.
 
 **The split** (:func:`wait_split`) of a run's mean wait ``R`` into *capacity* ``min(R, A)`` (``A`` the lesser of
-ceilings (a) and (b): the pooled optimum lies between the best pooled bound and ``A``), *non-migration* (the part
-free re-packing removes: ``R - max(M, capacity)``, at least 0, ``M`` ceiling (c)) and *order and placement* (the
-rest). Taking the capacity part at its ceiling keeps the other two parts from being overstated.
+ceilings (a) and (b), and of any better pooled schedule the caller has, such as the one CP-SAT finds,
+:mod:`formulations.schedule.pooledcp`: the pooled optimum lies between the best pooled bound and ``A``),
+*non-migration* (the part free re-packing removes: ``R - max(M, capacity)``, at least 0, ``M`` ceiling (c)) and
+*order and placement* (the rest). Taking the capacity part at its ceiling keeps the other two parts from being
+overstated.
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ def fit_types(cluster: Cluster, jobs: JobSet, type_of: np.ndarray, n_types: int)
     return fits[shape_of] & ~rejected_jobs(cluster, jobs)[:, None]
 
 
-def _profile(start: np.ndarray, end: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The summed demand ``d`` (rows: jobs) held over ``[start, end)``: breakpoints and the level after each."""
+def demand_profile(start: np.ndarray, end: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The summed demand ``d`` (rows: jobs) held over ``[start, end)`` (seconds; ``end`` inf: for good): the
+    breakpoints and the level after each (a job ending at ``t`` no longer counts at ``t``)."""
     finite = np.isfinite(end)
     times = np.concatenate([start, end[finite]])
     delta = np.concatenate([d, -d[finite]])
@@ -131,7 +134,7 @@ def zero_wait_profile(cluster: Cluster, jobs: JobSet) -> pd.DataFrame:
     for label, members in groups:
         confined = admitted & ~(fits & ~members).any(axis=1)
         cap = cap_t[members].sum(axis=0)
-        t, level = _profile(jobs.submit_s[confined], (jobs.submit_s + jobs.duration_s)[confined], d[confined])
+        t, level = demand_profile(jobs.submit_s[confined], (jobs.submit_s + jobs.duration_s)[confined], d[confined])
         span = np.append(np.diff(t), np.inf)
         for q, res in enumerate(RESOURCES):
             over = level[:, q] > cap[q] * (1 + 1e-12) if len(t) else np.zeros(0, dtype=bool)
