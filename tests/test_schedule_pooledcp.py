@@ -55,9 +55,9 @@ def test_shortest_first_on_one_gpu():
 
 
 def test_real_times_off_the_grid_stay_feasible():
-    """Submissions at 0.25 s and durations of 1 microsecond and 2.5 s are not whole milliseconds: the grid is 1 s,
-    durations rounded up, so the schedule kept on the real times (``check``) is feasible and no job starts before
-    its submission. A job that fits no node (3 GPUs on 2-GPU nodes) gets no start."""
+    """Submissions at 0.25 s and a duration of 1 microsecond are not whole milliseconds: the grid is 1 s, submissions
+    and durations rounded up, so every real run lies in its grid run and no job starts before its submission. A job
+    that fits no node (3 GPUs on 2-GPU nodes) gets no start."""
     cluster, jobs = _jobs(2, [(2, 1000, 0.25, 1e-6), (2, 1000, 0.25, 2.5), (1, 1000, 0.0, 2.5),
                               (3, 1000, 0.0, 1.0)])
     s = solve(cluster, jobs, deterministic_s=5)
@@ -67,10 +67,9 @@ def test_real_times_off_the_grid_stay_feasible():
 
 
 def test_check_names_the_row_above_capacity():
-    with pytest.raises(AssertionError, match="4 of gpu-u1 at 0 s, above the capacity 2"):
-        check(np.array([0.0, 0.0]), np.array([1.0, 1.0]), np.array([[1, 2], [1, 2]]), np.array([4, 2]),
-              ("gpu", "gpu-u1"))
-    check(np.array([0.0, 1.0]), np.array([1.0, 1.0]), np.array([[1, 2], [1, 2]]), np.array([4, 2]), ("gpu", "gpu-u1"))
+    with pytest.raises(AssertionError, match="4 of gpu-u1 at unit 0, above the capacity 2"):
+        check(np.array([0, 0]), np.array([1, 1]), np.array([[1, 2], [1, 2]]), np.array([4, 2]), ("gpu", "gpu-u1"))
+    check(np.array([0, 1]), np.array([1, 1]), np.array([[1, 2], [1, 2]]), np.array([4, 2]), ("gpu", "gpu-u1"))
 
 
 def test_bad_budget_is_refused():

@@ -17,7 +17,8 @@ gang), and for every ``k`` of ``dff`` the GPU count ``u_k`` of :func:`formulatio
 What it caps. The schedule found keeps, at every moment, every row of the pooled LP and of the rigid starts
 (their rows are time averages of these, or fewer of them), so its mean wait is at least both relaxations'
 optima: a bound above it is wrong (the study checks it). It is not a schedule of the cluster (it ignores nodes)
-and not a bound (CP-SAT stops at its time limit). :func:`check` replays it on the real times, event by event.
+and not a bound (CP-SAT stops at its time limit). :func:`check` replays it on the grid, event by event, and every
+real run is checked to lie inside its grid run.
 
 Search and determinism: CP-SAT's portfolio of :data:`WORKERS` strategies interleaved in one thread
 (``interleave_search``: its large-neighbourhood workers are what improve a schedule here; one default worker stalled
@@ -38,7 +39,7 @@ from ortools.sat.python import cp_model
 from fgdopt.model import GPU_MILLI, Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.diagnostics import demand_profile
-from fgdopt.timeline.schedule import rejected_jobs
+from fgdopt.timeline.schedule import instant_tolerance, rejected_jobs
 from formulations.schedule.exact import RangeError, check_range, time_unit
 from formulations.schedule.rigid import DFF
 
@@ -169,7 +170,7 @@ def solve(cluster: Cluster, jobs: JobSet, *, deterministic_s: float = DETERMINIS
         return PooledCPSchedule(start, math.nan, "optimal", 1.0, names, time.perf_counter() - wall0,
                                 time.process_time() - cpu0)
     unit = grid_unit(r, p)
-    r_units, p_units = np.ceil(r / unit - 1e-9).astype(np.int64), np.ceil(p / unit - 1e-9).astype(np.int64)
+    r_units, p_units = np.ceil(r / unit).astype(np.int64), np.ceil(p / unit).astype(np.int64)
     model, starts = build(r_units, p_units, demand, capacity)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = WORKERS
@@ -180,20 +181,25 @@ def solve(cluster: Cluster, jobs: JobSet, *, deterministic_s: float = DETERMINIS
     status = STATUS.get(solver.solve(model), "error")
     mean = math.nan
     if status in ("optimal", "feasible"):
-        start[rows] = np.array([solver.value(s) for s in starts], dtype=np.float64) * unit
-        check(start[rows], p, demand, capacity, names)
+        s_units = np.array([solver.value(v) for v in starts], dtype=np.int64)
+        check(s_units, p_units, demand, capacity, names)
+        start[rows] = s_units * unit
+        # every real run [S, S + p) lies in its grid run (up to a float's rounding of the unit's multiples)
+        tol = instant_tolerance(start[rows] + p)
+        if not ((start[rows] >= r - tol) & (start[rows] + p <= (s_units + p_units) * unit + tol)).all():
+            raise AssertionError("a job's run leaves its grid run: the grid is wrong")
         mean = float((start[rows] - r).mean())
     return PooledCPSchedule(start, mean, status, unit, names, time.perf_counter() - wall0,
                             time.process_time() - cpu0)
 
 
-def check(start_s: np.ndarray, duration_s: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
+def check(start: np.ndarray, length: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
           names: tuple[str, ...]) -> None:
     """Raise ``AssertionError`` naming the first pooled row above its capacity at some moment, the jobs running
-    over ``[start_s, start_s + duration_s)`` (seconds, real times: the grid is not trusted)."""
-    times, level = demand_profile(start_s, start_s + duration_s, demand.astype(np.float64))
+    over ``[start, start + length)`` (whole grid units, exact), replayed event by event apart from CP-SAT."""
+    times, level = demand_profile(start, start + length, demand)
     over = level > capacity[None, :]
     if over.any():
         k, q = np.argwhere(over)[0]
-        raise AssertionError(f"pooled schedule holds {level[k, q]:g} of {names[q]} at {times[k]:g} s, above the "
+        raise AssertionError(f"pooled schedule holds {level[k, q]:g} of {names[q]} at unit {times[k]:g}, above the "
                              f"capacity {capacity[q]}: the model is wrong")
