@@ -974,7 +974,8 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                 ax.scatter(rows[col].clip(lower=PLOT_FLOOR_S), [y] * len(rows), zorder=3, **style)
             best = runs.nsmallest(LABEL_RUNS, "mean_wait_s")                             # the best runs, every bound
             marks(ax, [*best["mean_wait_s"], *bounds["mean_wait_s"]],
-                  [*("best run " + best["method"]), *bounds["method"]], y, pts["mean_wait_s"].tolist())
+                  [*("best run " + best["method"]), *map(bound_label, bounds["method"], bounds["status"])], y,
+                  pts["mean_wait_s"].tolist())
             d = at(diagnostics[(diagnostics["trace"] == trace) & (diagnostics["seed"] == seed)], load)
             ceil = d[d["quantity"].str.startswith("ceiling")]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
@@ -1007,6 +1008,18 @@ PLOT_FLOOR_S = 0.1
 """Waits below this many seconds are drawn at it on the interval figure's log axis."""
 
 
+def bound_label(method: str, status: str) -> str:
+    """A bound's name on the interval figures: with ``(error: wait >= 0 only)`` when its solver failed (its value is
+    then the trivial bound, not a result), else the name alone.
+
+    Examples
+    --------
+    >>> bound_label("bound-nodedecomp", "error"), bound_label("bound-rigid", "time_limit")
+    ('bound-nodedecomp (error: wait >= 0 only)', 'bound-rigid')
+    """
+    return f"{method} (error: wait >= 0 only)" if status == "error" else method
+
+
 def plot_interval_points(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) -> Path:
     """Every point of ``schedule-bound.csv`` in one panel, one row each (by load, then seed): a bar from the best
     bound to the best run (:func:`interval_row`) on a log wait axis, every run (dot) and ``valid_for`` ``all`` bound
@@ -1031,8 +1044,9 @@ def plot_interval_points(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: P
         d = diagnostics[(diagnostics["load"] == load) & (diagnostics["seed"] == seed)]
         ceil = d[d["quantity"].str.startswith("ceiling")]["value_s"].clip(lower=PLOT_FLOOR_S)
         ax.scatter(ceil, [y - 0.25] * len(ceil), marker="x", color="C2", s=16, zorder=3)
-        ax.annotate(iv["best_bound_method"], (lo, y), fontsize=6, ha="right", va="center", xytext=(-6, 0),
-                    textcoords="offset points")
+        best_bound = bounds[bounds["method"] == iv["best_bound_method"]]
+        ax.annotate(bound_label(iv["best_bound_method"], best_bound["status"].iloc[0] if len(best_bound) else ""),
+                    (lo, y), fontsize=6, ha="right", va="center", xytext=(-6, 0), textcoords="offset points")
         ax.annotate(iv["best_run_method"], (hi, y), fontsize=6, ha="left", va="bottom", xytext=(2, 3),
                     textcoords="offset points")
         ax.text(1.01, y, f"x{iv['ratio']:.3g}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
