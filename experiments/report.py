@@ -835,6 +835,7 @@ def schedule_tables(results: Path) -> dict[str, str]:
             shown = shown.assign(pooled_cp_s=shown["instance"].map(cp))
             share = shown["pooled_cp_s"] / shown["best_run_wait_s"]
             items["schedule_medium_pooled_cp"] = f"{100 * share.min():.0f}-{100 * share.max():.0f}"
+            items["schedule_medium_pooled_cp_ratio"] = f"{1 / share.max():.1f}-{1 / share.min():.1f}"
         items["schedule_medium"] = shown.round({"best_run_wait_s": 1, "best_bound_wait_s": 2, "gap_pct": 1,
                                                 "pooled_cp_s": 1}).to_markdown(index=False)
         items["schedule_medium_certified"] = f"{int((gap <= 10).sum())} of {len(gap)}"
