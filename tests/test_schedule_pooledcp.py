@@ -19,7 +19,7 @@ from fgdopt import Cluster, TaskSet
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, validate_schedule
 from formulations.schedule import pooled_bound, pooled_record
-from formulations.schedule.pooledcp import check, pooled_rows, solve
+from formulations.schedule.pooledcp import check, grid_unit, pooled_rows, solve
 from formulations.schedule.rigid import rigid_bound
 
 
@@ -64,6 +64,18 @@ def test_real_times_off_the_grid_stay_feasible():
     assert s.unit_s == 1.0 and s.status == "optimal"
     assert np.isnan(s.start_s[3]) and (s.start_s[:3] >= jobs.submit_s[:3]).all()
     assert s.mean_wait_s == pytest.approx(float(np.mean(s.start_s[:3] - jobs.submit_s[:3])))
+
+
+def test_far_times_coarsen_the_grid():
+    """Two jobs submitted at 5e17 s for 5e17 s: a horizon of 1.5e18 s times 2 jobs overflows CP-SAT's integers on a
+    1 s grid (:func:`grid_unit` coarsens it ten by ten until it fits); on one GPU the second waits the first's
+    5e17 s."""
+    assert grid_unit(np.array([0.0, 5.0]), np.array([1.0, 2.0])) == 1.0
+    assert grid_unit(np.array([0.5]), np.array([0.25])) == 0.01
+    cluster, jobs = _jobs(1, [(1, 1000, 5e17, 5e17), (1, 1000, 5e17, 5e17)])
+    s = solve(cluster, jobs, deterministic_s=5)
+    assert s.unit_s == 10.0 and s.status == "optimal"
+    assert sorted(s.start_s.tolist()) == [5e17, 1e18] and s.mean_wait_s == 2.5e17
 
 
 def test_check_names_the_row_above_capacity():
