@@ -121,9 +121,11 @@ class RunJournal:
 
     Notes
     -----
-    A run's key is the SHA-256 of its inputs as canonical JSON (:meth:`key`): the study passes, per job, every
-    input that changes its result (the job's arguments, its parameters; not the worker count), with each input
-    file as the digest of its content (:func:`content_digest`), not its path: a file edited since is a new run.
+    A run's key is the SHA-256 of its inputs as canonical JSON (:meth:`key`) with the code's digest
+    (:func:`code_digest`): the study passes, per job, every input that changes its result (the job's arguments, its
+    parameters; not the worker count), with each input file as the digest of its content (:func:`content_digest`),
+    not its path: a file edited since is a new run, and so is every run after any change to the code that computes
+    it (a result of older code, e.g. without a diagnostic added since, is never reused).
     Results are pickled (any picklable value, e.g. rows and DataFrames) to a temporary file renamed into place, so a run
     killed while writing leaves no half file; a file that does not unpickle (written by another version of the
     code) counts as not finished.
@@ -145,7 +147,7 @@ class RunJournal:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _path(self, inputs: Any) -> Path:
-        return self.folder / f"{self.key(inputs)}.pkl"
+        return self.folder / f"{self.key({'code': code_digest(), 'inputs': inputs})}.pkl"
 
     def load(self, inputs: Any) -> tuple[bool, Any]:
         """``(True, result)`` for a finished run with these inputs, else ``(False, None)``."""
@@ -172,6 +174,23 @@ class RunJournal:
     def __len__(self) -> int:
         """The finished runs in the folder (reused or not)."""
         return sum(1 for _ in self.folder.glob("*.pkl"))
+
+
+CODE_PACKAGES = ("fgdopt", "formulations", "experiments")
+"""The packages whose Python sources make up :func:`code_digest`."""
+_CODE: list[str] = []
+
+
+def code_digest() -> str:
+    """The hex SHA-256 of every Python source of :data:`CODE_PACKAGES` (relative path and content, in path order):
+    what a :class:`RunJournal` key holds of the code. Computed once per process."""
+    if not _CODE:
+        root = Path(__file__).resolve().parents[1]
+        whole = hashlib.sha256()
+        for path in sorted(p for package in CODE_PACKAGES for p in (root / package).rglob("*.py")):
+            whole.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE.append(whole.hexdigest())
+    return _CODE[0]
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}

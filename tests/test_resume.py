@@ -40,6 +40,26 @@ def test_the_journal_keeps_finished_runs_and_reports_an_interruption(tmp_path):
     assert RunJournal.key({"a": (1, 2), "b": None}) == RunJournal.key({"b": None, "a": [1, 2]})
 
 
+def test_a_run_of_other_code_is_never_reused(tmp_path, monkeypatch):
+    """The journal key holds the code's digest: the same inputs under edited code (a new digest) run again, and the
+    digest covers every source of the three packages (an edit anywhere changes it)."""
+    from experiments import executors
+
+    journal = RunJournal(tmp_path / "j", resume=True)
+    journal.save((1,), "old code's result")
+    assert journal.load((1,)) == (True, "old code's result")
+    monkeypatch.setattr(executors, "_CODE", ["another digest"])
+    assert journal.load((1,)) == (False, None)
+    monkeypatch.setattr(executors, "_CODE", [])
+    first = executors.code_digest()
+    assert len(first) == 64 and executors.code_digest() == first
+    read = Path.read_bytes
+    edited = Path(executors.__file__).resolve()
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"# edited" if p == edited else b""))
+    monkeypatch.setattr(executors, "_CODE", [])
+    assert executors.code_digest() != first                            # one file's content changed
+
+
 def test_a_killed_gap_sweep_resumes_to_the_uninterrupted_csv(user_dir, tmp_path, monkeypatch):  # noqa: F811
     folder = tmp_path / "instances"
     folder.mkdir()
