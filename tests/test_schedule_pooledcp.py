@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from experiments import schedule as study
 from fgdopt import Cluster, TaskSet
@@ -21,6 +20,7 @@ from fgdopt.timeline.schedule import recorded_run, validate_schedule
 from formulations.schedule import pooled_bound, pooled_record
 from formulations.schedule.pooledcp import check, grid_unit, pooled_rows, solve
 from formulations.schedule.rigid import rigid_bound
+from tests.test_schedule_bounds_rigid import _instances
 
 
 def _jobs(n_gpus: int, rows: list[tuple[int, int, float, float]], n_nodes: int = 1) -> tuple[Cluster, JobSet]:
@@ -89,20 +89,6 @@ def test_bad_budget_is_refused():
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="deterministic_s must be a positive number"):
             solve(cluster, jobs, deterministic_s=bad)
-
-
-@st.composite
-def _instances(draw):
-    n_nodes = draw(st.integers(1, 3))
-    gpus = draw(st.sampled_from([2, 4, 8]))
-    n = draw(st.integers(2, 9))
-    rows = []
-    for _ in range(n):
-        whole = draw(st.booleans())
-        g = draw(st.integers(1, gpus)) if whole else 1
-        m = 1000 if whole else draw(st.sampled_from([200, 340, 500, 600, 810]))
-        rows.append((g, m, float(draw(st.integers(0, 20))), float(draw(st.integers(1, 30)))))
-    return _jobs(gpus, rows, n_nodes)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
