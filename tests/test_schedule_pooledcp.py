@@ -52,6 +52,9 @@ def test_shortest_first_on_one_gpu():
     cluster, jobs = _jobs(1, [(1, 1000, 0.0, 10.0), (1, 1000, 0.0, 1.0)])
     s = solve(cluster, jobs, deterministic_s=5)
     assert s.status == "optimal" and s.start_s.tolist() == [1.0, 0.0] and s.mean_wait_s == 0.5
+    late = JobSet(jobs.tasks, [0.0, 100.0], [10.0, 1.0])          # submitted past every job's end: no wait
+    s = solve(cluster, late, deterministic_s=5)
+    assert s.status == "optimal" and s.start_s.tolist() == [0.0, 100.0] and s.mean_wait_s == 0.0
 
 
 def test_real_times_off_the_grid_stay_feasible():
