@@ -747,11 +747,12 @@ def diagnose(point: Point, best_engine: str, interval: dict) -> tuple[list[dict]
     rep = simulate(point.cluster, point.jobs, pol, q, seed=point.seed, frag=False, mechanism=FreeRepack())
     repack_s = float(np.nanmean(rep.start_s - point.jobs.submit_s))
     run_s, bound_s = interval["best_run_wait_s"], interval["best_bound_wait_s"]
-    split = wait_split(run_s, np.nanmin([pooled.mean_wait_s, typed.mean_wait_s, cp[1]]), repack_s)
+    split = wait_split(run_s, np.nanmin([pooled.mean_wait_s, typed.mean_wait_s, cp[1] if cp else math.nan]),
+                       repack_s)
     rows = [("zero_wait_profile", math.nan, "", profile_s),
             ("ceiling_pooled_s", pooled.mean_wait_s, "pooled list schedule, sjf with backfill", pooled.wall_s),
             ("ceiling_per_type_s", typed.mean_wait_s, "per-type list schedule, sjf with backfill", typed.wall_s),
-            *([cp] if math.isfinite(cp[1]) else []),
+            *([cp] if cp else []),
             ("ceiling_repack_s", repack_s, f"{best_engine}+repack", rep.wall_s),
             ("best_run_s", run_s, interval["best_run_method"], math.nan),
             ("best_bound_s", bound_s, interval["best_bound_method"], math.nan),
@@ -770,17 +771,20 @@ instances (300-1,000 jobs) it finds a schedule in 60-200 wall seconds; on 11,668
 jobs at load 1.1 and the background) none in its 20 deterministic seconds (97 CPU s)."""
 
 
-def pooled_cp_ceiling(point: Point) -> tuple[str, float, str, float]:
+def pooled_cp_ceiling(point: Point) -> tuple[str, float, str, float] | None:
     """The diagnostics row ``(quantity, value_s, method, wall_s)`` of the best pooled schedule CP-SAT finds
     (:func:`formulations.schedule.pooledcp.solve`, every pooled row): a ceiling on every pooled bound, rigid starts
-    included; value NaN (no row) above :data:`POOLED_CP_MAX_JOBS` jobs or without a schedule."""
+    included; value NaN when CP-SAT finds none in its budget (``method`` says so). None above
+    :data:`POOLED_CP_MAX_JOBS` jobs."""
     from formulations.schedule import pooledcp
 
     if len(point.jobs) > POOLED_CP_MAX_JOBS:
-        return ("ceiling_pooled_cp_s", math.nan, "", math.nan)
+        return None
     cp = pooledcp.solve(point.cluster, point.jobs, deterministic_s=POOLED_CP_S, seed=point.seed)
+    found = "" if math.isfinite(cp.mean_wait_s) else "none found, "
     return ("ceiling_pooled_cp_s", cp.mean_wait_s,
-            f"CP-SAT pooled schedule, every pooled row ({cp.status}, {POOLED_CP_S:g} deterministic s)", cp.wall_s)
+            f"CP-SAT pooled schedule, every pooled row ({found}{cp.status}, {POOLED_CP_S:g} deterministic s)",
+            cp.wall_s)
 
 
 def bound_point(trace: str, seed: int, load: float, n_jobs: int, policies: list[str], queues: list[str],
@@ -978,7 +982,7 @@ def plot_interval(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: Path) ->
                   [*("best run " + best["method"]), *map(bound_label, bounds["method"], bounds["status"])], y,
                   pts["mean_wait_s"].tolist())
             d = at(diagnostics[(diagnostics["trace"] == trace) & (diagnostics["seed"] == seed)], load)
-            ceil = d[d["quantity"].str.startswith("ceiling")]
+            ceil = d[d["quantity"].str.startswith("ceiling") & d["value_s"].notna()]
             ax.scatter(ceil["value_s"].clip(lower=PLOT_FLOOR_S), [y - 0.25] * len(ceil), marker="x", color="C2",
                        s=20, zorder=3)
             if len(ceil):                                     # one label for the ceilings, close together
@@ -1043,7 +1047,7 @@ def plot_interval_points(frame: pd.DataFrame, diagnostics: pd.DataFrame, path: P
         ax.scatter(bounds["mean_wait_s"].clip(lower=PLOT_FLOOR_S), [y] * len(bounds), marker="^", color="C3", s=24,
                    zorder=3)
         d = diagnostics[(diagnostics["load"] == load) & (diagnostics["seed"] == seed)]
-        ceil = d[d["quantity"].str.startswith("ceiling")]["value_s"].clip(lower=PLOT_FLOOR_S)
+        ceil = d[d["quantity"].str.startswith("ceiling")]["value_s"].dropna().clip(lower=PLOT_FLOOR_S)
         ax.scatter(ceil, [y - 0.25] * len(ceil), marker="x", color="C2", s=16, zorder=3)
         best_bound = bounds[bounds["method"] == iv["best_bound_method"]]
         ax.annotate(bound_label(iv["best_bound_method"], best_bound["status"].iloc[0] if len(best_bound) else ""),

@@ -18,7 +18,7 @@ from fgdopt import Cluster, TaskSet
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.schedule import recorded_run, validate_schedule
 from formulations.schedule import pooled_bound, pooled_record
-from formulations.schedule.pooledcp import check, grid_unit, pooled_rows, solve
+from formulations.schedule.pooledcp import check, grid_unit, solve, whole_rows
 from formulations.schedule.rigid import rigid_bound
 from tests.test_schedule_bounds_rigid import _instances
 
@@ -36,7 +36,7 @@ def test_dual_feasible_rows_make_shares_above_half_wait():
     (``dff=()``: mean wait 0). Counted by ``u_1`` each holds a whole GPU, so one waits 10 s: optimum 10/3 s, proven.
     The integer rows count 600 as ``u_1`` 1 x 2, ``u_2`` 1/2 x 6 and ``u_3`` 2/3 x 12 against 2 GPUs x 2, 6 and 12."""
     cluster, jobs = _jobs(2, [(1, 600, 0.0, 10.0)] * 3)
-    names, demand, cap = pooled_rows(cluster, jobs)
+    names, demand, cap = whole_rows(cluster, jobs)
     assert names == ("gpu", "cpu", "memory", "gpu-u1", "gpu-u2", "gpu-u3")
     assert demand[0].tolist() == [600, 1000, 1024, 2, 3, 8] and cap[3:].tolist() == [4, 12, 24]
     plain = solve(cluster, jobs, dff=(), deterministic_s=5)
@@ -125,7 +125,8 @@ def test_deterministic():
 def test_study_checks_bounds_against_the_ceiling(monkeypatch):
     """``check_pooled_bounds``: ``bound-rigid`` above the CP-SAT ceiling raises (it keeps the dual-feasible rows),
     above the list schedules it does not (those may break them); ``bound-all`` is checked against both. No CP-SAT
-    ceiling on a point of more than :data:`~experiments.schedule.POOLED_CP_MAX_JOBS` jobs."""
+    ceiling on a point of more than :data:`~experiments.schedule.POOLED_CP_MAX_JOBS` jobs; at the cap, two 1 s jobs
+    on one GPU wait 1/2 s on average."""
     point = SimpleNamespace(load=1.2, seed=0)
     diag = [{"quantity": "ceiling_pooled_s", "value_s": 5.0}, {"quantity": "ceiling_per_type_s", "value_s": 6.0},
             {"quantity": "ceiling_pooled_cp_s", "value_s": 8.0}]
@@ -137,5 +138,13 @@ def test_study_checks_bounds_against_the_ceiling(monkeypatch):
     study.check_pooled_bounds([{"method": "bound-rigid", "mean_wait_s": 9.0}], diag[:2], point)
     monkeypatch.setattr(study, "POOLED_CP_MAX_JOBS", 1)
     cluster, jobs = _jobs(1, [(1, 1000, 0.0, 1.0)] * 2)
-    row = study.pooled_cp_ceiling(SimpleNamespace(cluster=cluster, jobs=jobs, seed=0))
-    assert row[0] == "ceiling_pooled_cp_s" and math.isnan(row[1])
+    assert study.pooled_cp_ceiling(SimpleNamespace(cluster=cluster, jobs=jobs, seed=0)) is None
+    monkeypatch.setattr(study, "POOLED_CP_MAX_JOBS", 2)
+    quantity, value, method, _ = study.pooled_cp_ceiling(SimpleNamespace(cluster=cluster, jobs=jobs, seed=0))
+    assert quantity == "ceiling_pooled_cp_s" and value == 0.5 and "(optimal, " in method
+    from formulations.schedule import pooledcp
+
+    monkeypatch.setattr(pooledcp, "solve", lambda *a, **k: SimpleNamespace(mean_wait_s=math.nan, status="unknown",
+                                                                            wall_s=1.0))
+    _, value, method, _ = study.pooled_cp_ceiling(SimpleNamespace(cluster=cluster, jobs=jobs, seed=0))
+    assert math.isnan(value) and "(none found, unknown, " in method              # said, not dropped

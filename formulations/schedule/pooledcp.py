@@ -14,7 +14,9 @@ gets one start ``S_j``, a whole number of grid units ``u`` at or after ``r_j``, 
 u) u)``, a superset of its real run ``[S_j, S_j + p_j)``. One cumulative constraint per pooled resource keeps the
 jobs running at any moment within the cluster's total: milli-GPU, CPU milli-cores, memory MiB (all parts of a
 gang), and for every ``k`` of ``dff`` the GPU count ``u_k`` of :func:`formulations.schedule.rigid.dff_count`
-(times ``k (k + 1)``, an integer). The objective is the total start, so the solver minimises the total wait.
+(times ``k (k + 1)``, an integer: :func:`whole_rows`, the rows of
+:func:`formulations.schedule.rigid.pooled_rows`). The objective is the total start, so the solver minimises the
+total wait.
 
 What it caps. The schedule found keeps, at every moment, every row of the pooled LP and of the rigid starts
 (their rows are time averages of these, or fewer of them), so its mean wait is at least both relaxations'
@@ -38,12 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from fgdopt.model import GPU_MILLI, Cluster
+from fgdopt.model import Cluster
 from fgdopt.timeline import JobSet
 from fgdopt.timeline.diagnostics import demand_profile
 from fgdopt.timeline.schedule import instant_tolerance, rejected_jobs
 from formulations.schedule.exact import RangeError, check_range, time_unit
-from formulations.schedule.rigid import DFF
+from formulations.schedule.rigid import DFF, pooled_rows
 
 DETERMINISTIC_S = 20.0
 """CP-SAT deterministic seconds by default (about 100 CPU seconds at 300 jobs)."""
@@ -79,35 +81,26 @@ class PooledCPSchedule:
     cpu_s: float
 
 
-def pooled_rows(cluster: Cluster, jobs: JobSet, dff: tuple[int, ...] = DFF) -> tuple[tuple[str, ...], np.ndarray,
-                                                                                   np.ndarray]:
-    """The pooled resources' names, every job's integer demand (int64 (n, Q)) and the capacities (int64 (Q,)):
-    milli-GPU, CPU milli-cores, memory MiB, then ``u_k`` times ``k (k + 1)`` per GPU counted (module docstring);
-    resources the cluster lacks are left out.
+def whole_rows(cluster: Cluster, jobs: JobSet, dff: tuple[int, ...] = DFF) -> tuple[tuple[str, ...], np.ndarray,
+                                                                                  np.ndarray]:
+    """The pooled resources of :func:`formulations.schedule.rigid.pooled_rows` (every job) in whole numbers: their
+    names, every job's demand (int64 (n, Q)) and the capacities (int64 (Q,)); ``u_k`` counts times ``k (k + 1)``.
 
     Examples
     --------
     >>> from fgdopt.model import TaskSet
     >>> cluster = Cluster([8000], [16384], [2], ["T4"])
     >>> jobs = JobSet(TaskSet([1000, 1000], [1024, 1024], [1, 1], [600, 1000]), [0, 0], [10, 10])
-    >>> names, d, cap = pooled_rows(cluster, jobs, dff=(1,))
+    >>> names, d, cap = whole_rows(cluster, jobs, dff=(1,))
     >>> names, d[:, 3].tolist(), int(cap[3])
     (('gpu', 'cpu', 'memory', 'gpu-u1'), [2, 2], 4)
     """
-    t = jobs.tasks
-    parts = (t.workers * t.num_gpu).astype(np.int64)
-    cols = {"gpu": (t.gpu_demand, cluster.gpu_capacity_milli), "cpu": (t.cpu_milli * t.workers,
-                                                                       cluster.cpu_milli.sum()),
-            "memory": (t.memory_mib * t.workers, cluster.memory_mib.sum())}
-    milli = t.gpu_milli.astype(np.int64)
-    for k in dff:
-        whole = ((k + 1) * milli) % GPU_MILLI == 0
-        # u_k(x) k (k + 1): k (k + 1) x when (k + 1) x is whole, else (k + 1) floor((k + 1) x)
-        scaled = np.where(whole, k * ((k + 1) * milli // GPU_MILLI), (k + 1) * ((k + 1) * milli // GPU_MILLI))
-        cols[f"gpu-u{k}"] = (parts * scaled, cluster.gpu.sum() * k * (k + 1))
-    names = tuple(name for name, (_, cap) in cols.items() if int(cap) > 0)
-    demand = np.column_stack([np.asarray(cols[m][0], dtype=np.int64) for m in names])
-    return names, demand, np.array([int(cols[m][1]) for m in names], dtype=np.int64)
+    names, demand, capacity, factor = pooled_rows(cluster, jobs, np.arange(len(jobs)), dff)
+    scaled = demand * factor
+    whole = np.rint(scaled).astype(np.int64)
+    if not np.allclose(scaled, whole, rtol=0.0, atol=1e-6):
+        raise AssertionError("a pooled demand is not a whole number of its unit: the scale is wrong")
+    return tuple(names), whole, np.rint(capacity * factor).astype(np.int64)
 
 
 def grid_unit(submit_s: np.ndarray, duration_s: np.ndarray) -> float:
@@ -166,7 +159,7 @@ def solve(cluster: Cluster, jobs: JobSet, *, deterministic_s: float = DETERMINIS
     r, p = jobs.submit_s[rows].astype(np.float64), jobs.duration_s[rows].astype(np.float64)
     if not np.isfinite(p).all():
         raise ValueError("an admitted job never finishes (duration inf): no schedule has a finite mean wait")
-    names, demand, capacity = pooled_rows(cluster, jobs.take(rows), dff)
+    names, demand, capacity = whole_rows(cluster, jobs.take(rows), dff)
     start = np.full(len(jobs), np.nan)
     if len(rows) == 0:
         return PooledCPSchedule(start, math.nan, "optimal", 1.0, names, time.perf_counter() - wall0,

@@ -105,21 +105,32 @@ def dff_is_feasible(k: int, shares: list[int]) -> bool:
     return total <= 1
 
 
+def pooled_rows(cluster: Cluster, jobs: JobSet, rows: np.ndarray, dff: tuple[int, ...] = DFF
+                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The pooled resources of the counted jobs ``rows``: names, every job's demand (float64 (n, Q)), the
+    capacities (float64 (Q,)) and the factor that makes each resource's demands and capacity whole numbers (int64
+    (Q,): 1, or ``k (k + 1)`` for ``u_k``, whose values are multiples of ``1 / k`` or ``1 / (k + 1)``). Resources:
+    milli-GPU, CPU milli-cores, memory MiB (all parts of a gang), then the ``u_k`` GPU counts in GPUs (module
+    docstring); resources the cluster lacks (capacity 0) are left out (a job needing one is rejected)."""
+    t = jobs.tasks
+    parts = (t.workers * t.num_gpu)[rows].astype(np.float64)
+    cols = {"gpu": (t.gpu_demand[rows], cluster.gpu_capacity_milli, 1),
+            "cpu": ((t.cpu_milli * t.workers)[rows], cluster.cpu_milli.sum(), 1),
+            "memory": ((t.memory_mib * t.workers)[rows], cluster.memory_mib.sum(), 1)}
+    for k in dff:
+        cols[f"gpu-u{k}"] = (parts * dff_count(t.gpu_milli[rows], k), cluster.gpu.sum(), k * (k + 1))
+    names = [name for name, (_, cap, _) in cols.items() if float(cap) > 0]
+    demand = np.column_stack([np.asarray(cols[m][0], dtype=np.float64) for m in names])
+    return (names, demand, np.array([float(cols[m][1]) for m in names]),
+            np.array([cols[m][2] for m in names], dtype=np.int64))
+
+
 def pooled_demands(cluster: Cluster, jobs: JobSet, rows: np.ndarray, dff: tuple[int, ...] = DFF
                    ) -> tuple[list[str], np.ndarray]:
     """The pooled resources' names and every counted job's demand scaled to capacity 1 (float64 (n, Q)):
-    milli-GPU, CPU milli-cores, memory MiB, then the ``u_k`` GPU counts (module docstring); resources the cluster
-    lacks (capacity 0) are left out (a job needing one is rejected)."""
-    t = jobs.tasks
-    parts = (t.workers * t.num_gpu)[rows].astype(np.float64)
-    cols = {"gpu": (t.gpu_demand[rows], cluster.gpu_capacity_milli),
-            "cpu": ((t.cpu_milli * t.workers)[rows], cluster.cpu_milli.sum()),
-            "memory": ((t.memory_mib * t.workers)[rows], cluster.memory_mib.sum())}
-    for k in dff:
-        cols[f"gpu-u{k}"] = (parts * dff_count(t.gpu_milli[rows], k), cluster.gpu.sum())
-    names = [name for name, (_, cap) in cols.items() if float(cap) > 0]
-    a = np.column_stack([np.asarray(cols[m][0], dtype=np.float64) / float(cols[m][1]) for m in names])
-    return names, a
+    :func:`pooled_rows` divided by the capacities."""
+    names, demand, capacity, _ = pooled_rows(cluster, jobs, rows, dff)
+    return names, demand / capacity
 
 
 class _Prices:
